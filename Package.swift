@@ -1,0 +1,83 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Layers, from the bottom up (nothing imports a layer above it):
+//   TSyncModel   JSON values, system properties, identifiers, timestamps, the error type
+//   TSyncQuery   OData $filter/$orderby/$select parsing and SQL rendering (SQLite, PostgreSQL)
+//   TSyncEngine  the client: local store, operation queue, push/pull, conflicts, HTTP client
+//   TSyncServer  the server: Mobile Apps v2 routes, storage backends, accounts
+//   tsync        the command line: one file per command, formatting, exit codes
+let package = Package(
+    name: "tsync",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tsync", targets: ["tsync"]),
+        .library(name: "TSyncEngine", targets: ["TSyncEngine"]),
+        .library(name: "TSyncServer", targets: ["TSyncServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
+    ],
+    targets: [
+        .target(name: "TSyncModel"),
+        .target(name: "TSyncQuery", dependencies: ["TSyncModel"]),
+        .target(
+            name: "TSyncEngine",
+            dependencies: [
+                "TSyncModel",
+                "TSyncQuery",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]
+        ),
+        .target(
+            name: "TSyncServer",
+            dependencies: [
+                "TSyncModel",
+                "TSyncQuery",
+                "CArgon2",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "tsync",
+            dependencies: [
+                "TSyncModel",
+                "TSyncEngine",
+                "TSyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "TSyncModelTests", dependencies: ["TSyncModel"]),
+        .testTarget(name: "TSyncQueryTests", dependencies: ["TSyncQuery"]),
+        .testTarget(
+            name: "TSyncEngineTests",
+            dependencies: ["TSyncEngine", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "TSyncServerTests",
+            dependencies: [
+                "TSyncServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        // Runs the built `tsync` binary against a real `tsync serve` on loopback.
+        .testTarget(name: "TSyncEndToEndTests", dependencies: ["tsync", "TSyncModel"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

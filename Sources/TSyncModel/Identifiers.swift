@@ -1,0 +1,53 @@
+/// Validation of the names that end up in URLs, file paths and SQL identifiers.
+///
+/// Record ids travel in URL paths, so characters that change a path's meaning or that the Mobile
+/// Apps servers reject are refused on both ends, before anything is stored or sent.
+public enum Identifiers {
+    public static let maximumIDLength = 255
+    public static let maximumTableNameLength = 64
+    private static let forbiddenIDCharacters: Set<Unicode.Scalar> = ["/", "\\", "\"", "+", "?", "`"]
+
+    public static func validateRecordID(_ id: String) throws(TSyncError) {
+        if id.isEmpty { throw .invalidInput("invalid id: it is empty") }
+        if id.utf8.count > maximumIDLength {
+            throw .invalidInput("invalid id: longer than \(maximumIDLength) bytes")
+        }
+        for scalar in id.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                throw .invalidInput("invalid id \(quoted(id)): it contains a control character")
+            }
+            if forbiddenIDCharacters.contains(scalar) {
+                throw .invalidInput("invalid id \(quoted(id)): it contains '\(scalar)' (ids may not contain / \\ \" + ? or `)")
+            }
+        }
+    }
+
+    /// Table names become SQL identifiers and URL segments: an ASCII letter or `_`, then letters,
+    /// digits or `_`, at most 64 in all.
+    public static func validateTableName(_ name: String) throws(TSyncError) {
+        guard isSimpleName(name), name.utf8.count <= maximumTableNameLength else {
+            throw .invalidInput(
+                "invalid table name \(quoted(name)): use letters, digits and '_', starting with a letter or '_', at most \(maximumTableNameLength) characters"
+            )
+        }
+    }
+
+    /// `[A-Za-z_][A-Za-z0-9_]*`: the names a filter may use for fields.
+    public static func isSimpleName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, isLetter(first) || first == UInt8(ascii: "_") else { return false }
+        return name.utf8.allSatisfy { isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    /// A value quoted for an error message, with control characters made visible.
+    public static func quoted(_ text: String) -> String {
+        var output = ""
+        JSONSerializer.writeString(text, to: &output)
+        return output
+    }
+}

@@ -1,0 +1,143 @@
+/// A UTC instant at millisecond precision: what `createdAt` and `updatedAt` hold on both ends.
+///
+/// The wire and the databases both carry exactly milliseconds, so a checkpoint taken from one
+/// record compares equal to that record's stored value (DESIGN §2.1). The text form
+/// `2026-11-23T09:24:23.123Z` has a fixed width, so text order is time order.
+public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var millisecondsSinceEpoch: Int64
+
+    public init(millisecondsSinceEpoch: Int64) {
+        self.millisecondsSinceEpoch = millisecondsSinceEpoch
+    }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {
+        lhs.millisecondsSinceEpoch < rhs.millisecondsSinceEpoch
+    }
+
+    public var description: String { iso8601 }
+
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    public var iso8601: String {
+        let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
+        let (year, month, day) = Self.civil(fromDays: days)
+        let hour = msOfDay / 3_600_000
+        let minute = msOfDay / 60_000 % 60
+        let second = msOfDay / 1000 % 60
+        let millisecond = msOfDay % 1000
+        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(hour, 2) + ":" + pad(minute, 2)
+            + ":" + pad(second, 2) + "." + pad(millisecond, 3) + "Z"
+    }
+
+    /// Calendar fields in UTC, for the OData date functions.
+    public var components: (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) {
+        let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
+        let (year, month, day) = Self.civil(fromDays: days)
+        return (year, month, day, msOfDay / 3_600_000, msOfDay / 60_000 % 60, msOfDay / 1000 % 60)
+    }
+
+    /// Parses ISO 8601 as clients send it: a date, optionally `T` (or a space) and a time with
+    /// optional fractional seconds, optionally `Z` or an offset (none means UTC). Digits past the
+    /// millisecond are dropped.
+    public init?(iso8601 text: String) {
+        let bytes = Array(text.utf8)
+        var index = 0
+        func number(_ digits: Int) -> Int64? {
+            guard index + digits <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for byte in bytes[index..<index + digits] {
+                guard byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int64(byte - 48)
+            }
+            index += digits
+            return value
+        }
+        func take(_ character: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == character else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), take(45), let month = number(2), take(45), let day = number(2),
+            (1...12).contains(month), day >= 1, day <= Self.daysInMonth(year: year, month: month)
+        else { return nil }
+        var hour: Int64 = 0
+        var minute: Int64 = 0
+        var second: Int64 = 0
+        var millisecond: Int64 = 0
+        var offsetMinutes: Int64 = 0
+        if take(84) || take(116) || take(32) {  // 'T', 't', ' '
+            guard let h = number(2), take(58), let m = number(2), h < 24, m < 60 else { return nil }
+            hour = h
+            minute = m
+            if take(58) {
+                guard let s = number(2), s < 60 else { return nil }
+                second = s
+                if take(46) {
+                    var scale: Int64 = 100
+                    var digits = 0
+                    while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                        millisecond += Int64(bytes[index] - 48) * scale
+                        scale /= 10
+                        digits += 1
+                        index += 1
+                    }
+                    guard digits > 0 else { return nil }
+                }
+            }
+            if take(90) || take(122) {  // 'Z', 'z'
+            } else if index < bytes.count, bytes[index] == 43 || bytes[index] == 45 {  // '+', '-'
+                let sign: Int64 = bytes[index] == 45 ? -1 : 1
+                index += 1
+                guard let oh = number(2) else { return nil }
+                _ = take(58)
+                let om = number(2) ?? 0
+                guard oh < 24, om < 60 else { return nil }
+                offsetMinutes = sign * (oh * 60 + om)
+            }
+        }
+        guard index == bytes.count else { return nil }
+        let days = Self.days(fromCivil: year, month, day)
+        millisecondsSinceEpoch =
+            ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millisecond
+    }
+
+    // Howard Hinnant's civil-calendar algorithms, proleptic Gregorian.
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+}
+
+private func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
+    let quotient = a >= 0 ? a / b : (a - b + 1) / b
+    return (quotient, a - quotient * b)
+}
+
+private func pad(_ value: Int64, _ width: Int) -> String {
+    let text = String(value)
+    return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+}

@@ -1,0 +1,80 @@
+import Testing
+@testable import TSyncModel
+
+@Suite struct JSONTests {
+    @Test func roundTripsValues() throws {
+        let text = #"{"id":"k","a":[1,2.5,"x\n\"y\"",true,null],"b":{"c":-9007199254740993}}"#
+        let value = try JSONParser.parse(text)
+        #expect(JSONSerializer.string(value) == text)
+        #expect(value.objectValue?["b"]?.objectValue?["c"] == .int(-9007199254740993))
+    }
+
+    @Test func reportsLineAndColumn() {
+        #expect(throws: TSyncError.invalidInput("invalid JSON at line 2, column 7: unexpected '}', expected a value")) {
+            try JSONParser.parse("{\"a\": 1,\n \"b\": }")
+        }
+    }
+
+    @Test func rejectsTrailingGarbageAndBadNumbers() {
+        #expect(throws: TSyncError.self) { try JSONParser.parse("{} x") }
+        #expect(throws: TSyncError.self) { try JSONParser.parse("01") }
+        #expect(throws: TSyncError.self) { try JSONParser.parse("\"\u{01}\"") }
+        #expect(throws: TSyncError.self) { try JSONParser.parse("[1,]") }
+    }
+
+    @Test func decodesEscapesAndSurrogates() throws {
+        #expect(try JSONParser.parse(#""\u00e9\ud83d\ude00\/""#) == .string("é😀/"))
+        #expect(throws: TSyncError.self) { try JSONParser.parse(#""\ud83d""#) }
+    }
+
+    @Test func parsesStreamsAsArrayOrNDJSON() throws {
+        #expect(try JSONParser.parseStream(bytes: Array("[{\"a\":1},{\"a\":2}]".utf8)).count == 2)
+        #expect(try JSONParser.parseStream(bytes: Array("{\"a\":1}\n{\"a\":2}\n\n{\"a\":3}\n".utf8)).count == 3)
+        #expect(try JSONParser.parseStream(bytes: []).isEmpty)
+    }
+
+    @Test func keepsWholeRealsReal() throws {
+        #expect(JSONSerializer.string(.double(2)) == "2.0")
+        #expect(try JSONParser.parse("2.0") == .double(2))
+        #expect(JSONValue.int(2).jsonEquals(.double(2)))
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test func formatsAndParsesMilliseconds() throws {
+        let stamp = try #require(Timestamp(iso8601: "2026-11-23T09:24:23.123Z"))
+        #expect(stamp.iso8601 == "2026-11-23T09:24:23.123Z")
+        #expect(Timestamp(iso8601: "2026-11-23T10:24:23.1239+01:00") == stamp)
+        #expect(Timestamp(iso8601: "1969-12-31T23:59:59.999Z")?.millisecondsSinceEpoch == -1)
+        #expect(Timestamp(millisecondsSinceEpoch: -1).iso8601 == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp(iso8601: "2024-02-29")?.iso8601 == "2024-02-29T00:00:00.000Z")
+        #expect(Timestamp(iso8601: "2023-02-29") == nil)
+        #expect(Timestamp(iso8601: "2023-01-01T25:00:00Z") == nil)
+    }
+}
+
+@Suite struct IdentifierTests {
+    @Test func rejectsPathAndControlCharacters() {
+        for bad in ["", "a/b", "a\\b", "a\"b", "a+b", "a?b", "a`b", "a\u{7}b", String(repeating: "x", count: 256)] {
+            #expect(throws: TSyncError.self) { try Identifiers.validateRecordID(bad) }
+        }
+        #expect(throws: Never.self) { try Identifiers.validateRecordID("todo-1 é") }
+    }
+
+    @Test func tableNames() {
+        #expect(throws: Never.self) { try Identifiers.validateTableName("TodoItem_2") }
+        for bad in ["", "1a", "a-b", "a b", "a.b", String(repeating: "t", count: 65)] {
+            #expect(throws: TSyncError.self) { try Identifiers.validateTableName(bad) }
+        }
+    }
+
+    @Test func recordSplitsSystemProperties() throws {
+        let record = try Record(wire: ["id": "1", "text": "x", "version": "v1", "deleted": false,
+                                       "updatedAt": "2026-01-01T00:00:00.000Z"])
+        #expect(record.fields == ["text": "x"])
+        #expect(record.system.version == "v1")
+        #expect(record.wireObject["updatedAt"] == "2026-01-01T00:00:00.000Z")
+        #expect(throws: TSyncError.self) { try Record(wire: ["id": 5]) }
+        #expect(try Record(wire: ["text": "y"], generateID: { "gen" }).id == "gen")
+    }
+}
