@@ -1,0 +1,267 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import TSyncModel
+
+/// Speaks the Mobile Apps v2 table protocol (DESIGN §4) to one server.
+///
+/// It knows nothing of the local store: push and pull decide what to send and what an answer means
+/// for the queue. A rejected operation (409, 412, 404, 5xx…) is an answer, not an error, so push can
+/// record it and go on; only an unreachable server (`.unreachable`) or a refused token
+/// (`.unauthorized`) is thrown, because those stop the whole command.
+///
+/// One client owns one connection pool with keep-alive; create it with `withRemoteClient` so the
+/// pool is shut down however the command ends.
+public struct RemoteClient: Sendable {
+    public let endpoint: RemoteEndpoint
+    private let token: String?
+    private let http: HTTPClient
+    private let timeout: TimeAmount
+
+    init(endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount) {
+        self.endpoint = endpoint
+        self.token = token
+        self.http = http
+        self.timeout = timeout
+    }
+
+    /// Runs `body` with a client whose connection pool lives exactly as long as the call.
+    public static func withRemoteClient<Result: Sendable>(
+        endpoint: RemoteEndpoint,
+        token: String?,
+        timeout: Duration = .seconds(30),
+        _ body: (RemoteClient) async throws(TSyncError) -> Result
+    ) async throws(TSyncError) -> Result {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(5), read: .seconds(Int64(timeout.components.seconds)))
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .enabled(limit: .ratio(50))
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let client = RemoteClient(
+            endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)))
+        let outcome: Swift.Result<Result, TSyncError>
+        do {
+            outcome = .success(try await body(client))
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await http.shutdown()
+        return try outcome.get()
+    }
+
+    // MARK: - Accounts
+
+    /// `POST /.auth/login/custom`; returns the token and the user id.
+    public func login(username: String, password: String) async throws(TSyncError) -> (token: String, userID: String) {
+        let body: JSONValue = ["username": .string(username), "password": .string(password)]
+        let response = try await send(.POST, endpoint.url(path: ["/.auth", "login", "custom"]), body: body, authenticated: false)
+        switch response.status {
+        case 200, 201:
+            guard let object = response.json?.objectValue, let token = object["authenticationToken"]?.stringValue else {
+                throw .failure("the server answered the login without a token; is \(endpoint) a tsync or Mobile Apps server?")
+            }
+            let userID = object["user"]?.objectValue?["userId"]?.stringValue ?? username
+            return (token, userID)
+        case 401, 403:
+            throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "wrong user name or password")")
+        case 429:
+            let wait = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
+            throw TSyncError(.unauthorized, "too many failed logins\(wait)")
+        default:
+            throw .failure("login failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
+        }
+    }
+
+    /// `POST /.auth/logout`: revokes the token on the server.
+    public func logout() async throws(TSyncError) {
+        let response = try await send(.POST, endpoint.url(path: ["/.auth", "logout"]), body: nil)
+        guard (200..<300).contains(response.status) || response.status == 401 else {
+            throw .failure("logout failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
+        }
+    }
+
+    // MARK: - Tables
+
+    /// Reads one page of a table. `next` (from a previous page's `Link`) wins over the other
+    /// parameters, since it carries them already.
+    public func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
+        let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
+        let response = try await send(.GET, url, body: nil)
+        guard response.status == 200 else {
+            throw .failure(
+                "pulling \(request.table) failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
+        }
+        let items: [JSONValue]
+        switch response.json {
+        case .array(let array)?: items = array
+        case .object(let object)?:
+            guard case .array(let array)? = object["results"] else { fallthrough }
+            items = array
+        default:
+            throw .failure("pulling \(request.table): the server's answer is not a JSON array")
+        }
+        var records: [Record] = []
+        records.reserveCapacity(items.count)
+        for item in items {
+            guard let object = item.objectValue else {
+                throw .failure("pulling \(request.table): the server sent \(item.kindName) instead of a record")
+            }
+            records.append(try Record(wire: object))
+        }
+        return Page(records: records, nextLink: LinkHeader.next(in: response.headers))
+    }
+
+    /// `POST /tables/{table}`.
+    public func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
+        let response = try await send(.POST, endpoint.url(path: ["tables", table]), body: .object(item))
+        return answer(response)
+    }
+
+    /// `PATCH /tables/{table}/{id}` with `If-Match` when a version is known.
+    public func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
+        let response = try await send(
+            .PATCH, endpoint.url(path: ["tables", table, id]), body: .object(item), ifMatch: version)
+        return answer(response)
+    }
+
+    /// `DELETE /tables/{table}/{id}` with `If-Match` when a version is known.
+    public func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+        let response = try await send(.DELETE, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
+        return answer(response)
+    }
+
+    /// `GET /tables/{table}/{id}`: the server's copy, or nil when it has none.
+    public func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
+        answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
+    }
+
+    // MARK: - Transport
+
+    /// Turns an HTTP answer into a `RemoteAnswer`; accepts what other Mobile Apps servers do
+    /// (204 with no body, `version` only in the `ETag`).
+    private func answer(_ response: HTTPAnswer) -> RemoteAnswer {
+        var record: Record?
+        if let object = response.json?.objectValue, let parsed = try? Record(wire: object) {
+            record = parsed
+            if record?.system.version == nil, let tag = response.headers.first(name: "ETag") {
+                record?.system.version = ETag.version(from: tag)
+            }
+        }
+        if (200..<300).contains(response.status) {
+            return .accepted(status: response.status, record: record)
+        }
+        return .rejected(
+            status: response.status,
+            message: response.errorMessage ?? "HTTP \(response.status)",
+            serverRecord: record)
+    }
+
+    private func send(
+        _ method: HTTPMethod, _ url: String, body: JSONValue?, ifMatch: String? = nil, authenticated: Bool = true
+    ) async throws(TSyncError) -> HTTPAnswer {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
+        request.headers.add(name: "Accept", value: "application/json")
+        if authenticated, let token {
+            request.headers.add(name: "X-ZUMO-AUTH", value: token)
+        }
+        if let ifMatch {
+            request.headers.add(name: "If-Match", value: ETag.quoted(ifMatch))
+        }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: JSONSerializer.bytes(body)))
+        }
+        let response: HTTPClientResponse
+        let bytes: ByteBuffer
+        do {
+            response = try await http.execute(request, timeout: timeout)
+            bytes = try await response.body.collect(upTo: 256 * 1024 * 1024)
+        } catch {
+            throw TSyncError(.unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later")
+        }
+        let status = Int(response.status.code)
+        if status == 401 && authenticated {
+            throw TSyncError(
+                .unauthorized,
+                token == nil
+                    ? "the server at \(endpoint) requires a login: run `tsync login --user NAME`"
+                    : "the server at \(endpoint) refused the token (expired or revoked): run `tsync login --user NAME`")
+        }
+        let data = Array(bytes.readableBytesView)
+        return HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        if text.contains("connectTimeout") { return "connection timed out" }
+        if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
+        if text.contains("remoteConnectionClosed") { return "the connection was closed" }
+        if text.contains("deadlineExceeded") || text.contains("readTimeout") { return "no answer in time" }
+        return text
+    }
+}
+
+/// An HTTP answer as the protocol layer sees it.
+struct HTTPAnswer {
+    var status: Int
+    var headers: HTTPHeaders
+    var json: JSONValue?
+
+    /// The `{"error": "..."}` message of Mobile Apps error bodies.
+    var errorMessage: String? {
+        guard let object = json?.objectValue else { return nil }
+        return object["error"]?.stringValue ?? object["message"]?.stringValue
+    }
+}
+
+/// What the server said to one write.
+public enum RemoteAnswer: Sendable, Equatable {
+    /// 2xx; the server's copy of the item when it sent one (a 204 carries none).
+    case accepted(status: Int, record: Record?)
+    /// Any other status: the operation failed on its own; `serverRecord` is the server's copy when
+    /// it sent one (409, 412).
+    case rejected(status: Int, message: String, serverRecord: Record?)
+}
+
+/// One GET of a table.
+public struct PageRequest: Sendable {
+    public var table: String
+    public var filter: String?
+    public var orderBy: String?
+    public var top: Int?
+    public var skip: Int?
+    public var includeDeleted: Bool
+    /// A `Link: rel=next` URL from the previous page; when set it is used as is.
+    public var nextLink: String?
+
+    public init(
+        table: String, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil,
+        includeDeleted: Bool = true, nextLink: String? = nil
+    ) {
+        self.table = table
+        self.filter = filter
+        self.orderBy = orderBy
+        self.top = top
+        self.skip = skip
+        self.includeDeleted = includeDeleted
+        self.nextLink = nextLink
+    }
+
+    var queryItems: [(String, String)] {
+        var items: [(String, String)] = []
+        if let filter { items.append(("$filter", filter)) }
+        if let orderBy { items.append(("$orderby", orderBy)) }
+        if let top { items.append(("$top", String(top))) }
+        if let skip { items.append(("$skip", String(skip))) }
+        if includeDeleted { items.append(("__includeDeleted", "true")) }
+        return items
+    }
+}
+
+public struct Page: Sendable {
+    public var records: [Record]
+    public var nextLink: String?
+}

@@ -1,0 +1,90 @@
+import Foundation
+import NIOHTTP1
+import TSyncModel
+
+/// A server's base URL, checked once so that every request URL built from it is well formed.
+public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
+    /// Scheme, host, port and any path prefix, without a trailing slash.
+    public let base: String
+
+    public init(_ text: String) throws(TSyncError) {
+        var trimmed = text
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        let lower = trimmed.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+            throw .invalidInput("invalid remote \(Identifiers.quoted(text)): it must start with http:// or https://")
+        }
+        let rest = trimmed.drop(while: { $0 != "/" }).dropFirst(2)
+        guard let host = rest.split(separator: "/").first, !host.isEmpty,
+            !trimmed.contains(where: { $0 == " " || $0 == "?" || $0 == "#" || $0.isNewline })
+        else {
+            throw .invalidInput("invalid remote \(Identifiers.quoted(text)): expected http://HOST[:PORT][/PATH]")
+        }
+        base = trimmed
+    }
+
+    public var description: String { base }
+
+    /// `base/segment/segment?query`, each segment and query value percent-encoded.
+    /// A first segment starting with "/" is taken verbatim (for `/.auth`).
+    func url(path: [String], query: [(String, String)] = []) -> String {
+        var url = base
+        for segment in path {
+            url += "/"
+            url += segment.hasPrefix("/") ? String(segment.dropFirst()) : PercentEncoding.encode(segment)
+        }
+        if !query.isEmpty {
+            url += "?" + query.map { PercentEncoding.encode($0.0) + "=" + PercentEncoding.encode($0.1) }.joined(separator: "&")
+        }
+        return url
+    }
+}
+
+enum PercentEncoding {
+    /// RFC 3986 unreserved characters pass; everything else is %XX of its UTF-8 bytes.
+    static func encode(_ text: String) -> String {
+        var output = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                output += "%" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return output
+    }
+}
+
+/// `ETag: "version"` (or a weak `W/"version"`) ↔ version.
+enum ETag {
+    static func quoted(_ version: String) -> String { "\"" + version + "\"" }
+
+    static func version(from header: String) -> String {
+        var text = Substring(header.trimmingCharacters(in: .whitespaces))
+        if text.hasPrefix("W/") { text = text.dropFirst(2) }
+        if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") { text = text.dropFirst().dropLast() }
+        return String(text)
+    }
+}
+
+/// Finds the `rel=next` target of a `Link` header (RFC 8288), as Mobile Apps servers send it.
+enum LinkHeader {
+    static func next(in headers: HTTPHeaders) -> String? {
+        for value in headers["Link"] {
+            for link in value.split(separator: ",") {
+                let parts = link.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+                guard let target = parts.first, target.hasPrefix("<"), target.hasSuffix(">") else { continue }
+                let isNext = parts.dropFirst().contains { parameter in
+                    let lower = parameter.lowercased().replacingOccurrences(of: " ", with: "")
+                    return lower == "rel=next" || lower == "rel=\"next\""
+                }
+                if isNext { return String(target.dropFirst().dropLast()) }
+            }
+        }
+        return nil
+    }
+}

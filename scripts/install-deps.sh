@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tsync needs to build and test, when they are missing.
+# Usage: scripts/install-deps.sh [--with-postgres] [--with-bench]
+set -euo pipefail
+packages=(libsqlite3-dev libargon2-dev pkg-config)
+for arg in "$@"; do
+    case "$arg" in
+        --with-postgres) packages+=(postgresql) ;;
+        --with-bench) packages+=(wrk time) ;;
+        *) echo "usage: $0 [--with-postgres] [--with-bench]" >&2; exit 64 ;;
+    esac
+done
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
