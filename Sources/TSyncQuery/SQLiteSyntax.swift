@@ -49,21 +49,24 @@ struct SQLiteSyntax: SQLSyntax {
         reusing([left, right]) { v in "(\(v[0]) - \(v[1]) * \(truncated("\(v[0]) / \(v[1])")))" }
     }
 
-    /// Reals from 2^52 up are whole already, and CAST would clamp them to 64 bits.
-    private static let wholeFrom = "4503599627370496"
+    /// Whether `x` is at least 2^52 away from zero: such reals are whole already, and CAST would
+    /// clamp them to 64 bits.
+    private func isWhole(_ x: SQLTemplate) -> SQLTemplate {
+        "\(x) >= 4503599627370496 OR \(x) <= -4503599627370496"
+    }
 
     /// `x` rounded toward zero without the math extension.
     private func truncated(_ x: SQLTemplate) -> SQLTemplate {
-        "(CASE WHEN \(x) >= \(SQLTemplate(stringLiteral: Self.wholeFrom)) OR \(x) <= -\(SQLTemplate(stringLiteral: Self.wholeFrom)) THEN \(x) ELSE CAST(\(x) AS INTEGER) END)"
+        "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) END)"
     }
 
-    /// `x` rounded down (`step` -1) or up (`step` 1): CAST truncates toward zero, and a comparison
-    /// is 0 or 1, which corrects non-integers on the far side of zero.
+    /// `x` rounded down or up: CAST truncates toward zero, and a comparison is 0 or 1, which
+    /// corrects non-integers on the far side of zero.
     private func rounded(_ x: SQLTemplate, up: Bool) -> SQLTemplate {
         reusing([x]) { v in
             let x = v[0]
             let correction: SQLTemplate = up ? "+ (\(x) > CAST(\(x) AS INTEGER))" : "- (\(x) < CAST(\(x) AS INTEGER))"
-            return "(CASE WHEN \(x) >= \(SQLTemplate(stringLiteral: Self.wholeFrom)) OR \(x) <= -\(SQLTemplate(stringLiteral: Self.wholeFrom)) THEN \(x) ELSE CAST(\(x) AS INTEGER) \(correction) END)"
+            return "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) \(correction) END)"
         }
     }
 
