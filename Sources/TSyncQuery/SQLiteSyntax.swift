@@ -1,0 +1,130 @@
+/// SQLite renderings (3.38 or later: the JSON functions are built in). Uses no math-extension
+/// function (`floor`, `ceil`, `mod`), which SQLite builds may lack.
+///
+/// - A user field is `json_extract(body, ?)` with the argument `$."name"`; `json_type` on the same
+///   path tells its JSON kind. JSON true/false come back as 1/0, so booleans bind as 1/0.
+/// - `eq`/`ne` are `IS`/`IS NOT` (null-safe).
+/// - Text compares in byte order (SQLite's BINARY collation); `tolower`/`toupper` change ASCII
+///   letters only.
+/// - `div` on two integers is integer division (SQLite's `/`); a zero divisor gives NULL.
+struct SQLiteSyntax: SQLSyntax {
+    func jsonField(_ name: String, body: String, as kind: SQLValueKind) -> SQLTemplate {
+        let path = SQLTemplate.argument(.text("$.\"\(name)\""), postgresType: "text")
+        let body = identifier(body)
+        let value: SQLTemplate = "json_extract(\(body), \(path))"
+        switch kind {
+        case .json: return value
+        case .text: return "(CASE json_type(\(body), \(path)) WHEN 'text' THEN \(value) END)"
+        case .number: return "(CASE WHEN json_type(\(body), \(path)) IN ('integer', 'real') THEN \(value) END)"
+        case .boolean: return "(CASE json_type(\(body), \(path)) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END)"
+        }
+    }
+
+    func literal(_ literal: FilterLiteral, as kind: SQLValueKind) -> SQLTemplate {
+        switch literal {
+        case .null: "NULL"
+        case .bool(let flag): .argument(.int(flag ? 1 : 0), postgresType: "boolean")
+        case .int(let number): .argument(.int(number), postgresType: "numeric")
+        case .double(let number): .argument(.double(number), postgresType: "numeric")
+        case .string(let text): .argument(.text(text), postgresType: "text")
+        case .dateTime(let timestamp): .argument(.text(timestamp.iso8601), postgresType: "text")
+        }
+    }
+
+    func equal(_ left: SQLTemplate, _ right: SQLTemplate, negated: Bool) -> SQLTemplate {
+        negated ? "(\(left) IS NOT \(right))" : "(\(left) IS \(right))"
+    }
+
+    func order(_ op: String, _ left: SQLTemplate, _ right: SQLTemplate, kind: SQLValueKind) -> SQLTemplate {
+        "(\(left) \(SQLTemplate(stringLiteral: op)) \(right))"
+    }
+
+    func divide(_ left: SQLTemplate, _ right: SQLTemplate, realOperand: Bool) -> SQLTemplate {
+        "(\(left) / \(right))"
+    }
+
+    /// SQLite's `%` turns reals into integers first, so the remainder is computed as
+    /// `a - b * trunc(a / b)`.
+    func remainder(_ left: SQLTemplate, _ right: SQLTemplate) -> SQLTemplate {
+        reusing([left, right]) { v in "(\(v[0]) - \(v[1]) * \(truncated("\(v[0]) / \(v[1])")))" }
+    }
+
+    /// Whether `x` is at least 2^52 away from zero: such reals are whole already, and CAST would
+    /// clamp them to 64 bits.
+    private func isWhole(_ x: SQLTemplate) -> SQLTemplate {
+        "\(x) >= 4503599627370496 OR \(x) <= -4503599627370496"
+    }
+
+    /// `x` rounded toward zero without the math extension.
+    private func truncated(_ x: SQLTemplate) -> SQLTemplate {
+        "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) END)"
+    }
+
+    /// `x` rounded down or up: CAST truncates toward zero, and a comparison is 0 or 1, which
+    /// corrects non-integers on the far side of zero.
+    private func rounded(_ x: SQLTemplate, up: Bool) -> SQLTemplate {
+        reusing([x]) { v in
+            let x = v[0]
+            let correction: SQLTemplate = up ? "+ (\(x) > CAST(\(x) AS INTEGER))" : "- (\(x) < CAST(\(x) AS INTEGER))"
+            return "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) \(correction) END)"
+        }
+    }
+
+    func function(_ function: FilterFunction, _ a: [SQLTemplate]) -> SQLTemplate {
+        switch function {
+        case .substringof: return "(instr(\(a[1]), \(a[0])) > 0)"
+        case .startswith:
+            return reusing([a[1]]) { p in "(substr(\(a[0]), 1, length(\(p[0]))) = \(p[0]))" }
+        case .endswith:
+            return reusing(a) { v in
+                "(length(\(v[0])) >= length(\(v[1])) AND substr(\(v[0]), length(\(v[0])) - length(\(v[1])) + 1) = \(v[1]))"
+            }
+        case .length: return "length(\(a[0]))"
+        case .tolower: return "lower(\(a[0]))"
+        case .toupper: return "upper(\(a[0]))"
+        case .trim: return "trim(\(a[0]))"
+        case .indexof: return "(instr(\(a[0]), \(a[1])) - 1)"
+        case .concat: return "(\(a[0]) || \(a[1]))"
+        case .substring:
+            // OData counts from 0, substr from 1. A negative start counts as 0 and a negative
+            // length gives NULL (substr would otherwise count them from the end); both are
+            // clamped to 2^31 - 1, past any SQLite string, as a huge real start wraps around.
+            return reusing(Array(a.dropFirst())) { v in
+                let start: SQLTemplate = """
+                    (CASE WHEN \(v[0]) < 0 THEN 1 WHEN \(v[0]) < 2147483646 THEN CAST(\(v[0]) AS INTEGER) + 1 \
+                    WHEN \(v[0]) >= 2147483646 THEN 2147483647 END)
+                    """
+                guard v.count > 1 else { return "substr(\(a[0]), \(start))" }
+                let length: SQLTemplate = """
+                    (CASE WHEN \(v[1]) >= 0 AND \(v[1]) < 2147483647 THEN CAST(\(v[1]) AS INTEGER) \
+                    WHEN \(v[1]) >= 2147483647 THEN 2147483647 END)
+                    """
+                return "substr(\(a[0]), \(start), \(length))"
+            }
+        case .replace: return "replace(\(a[0]), \(a[1]), \(a[2]))"
+        case .year, .month, .day, .hour, .minute, .second:
+            guard let part = DatePart(function) else { return "NULL" }
+            let digits = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]"
+            let shape: String
+            switch part.shape {
+            case .date: shape = digits + "*"
+            case .minutes: shape = digits + "[Tt ][0-9][0-9]:[0-9][0-9]*"
+            case .seconds: shape = digits + "[Tt ][0-9][0-9]:[0-9][0-9]:[0-9][0-9]*"
+            }
+            let pattern = SQLTemplate(stringLiteral: "'\(shape)'")
+            let range = SQLTemplate(stringLiteral: "\(part.offset), \(part.length)")
+            return reusing([a[0]]) { d in
+                "(CASE WHEN \(d[0]) GLOB \(pattern) THEN CAST(substr(\(d[0]), \(range)) AS INTEGER) END)"
+            }
+        case .round: return "round(\(a[0]))"
+        case .floor: return rounded(a[0], up: false)
+        case .ceiling: return rounded(a[0], up: true)
+        }
+    }
+
+    /// SQLite sorts NULL first ascending and last descending; JSON values sort NULL, then numbers
+    /// (booleans are 0/1), then text.
+    func sortKey(_ expression: SQLTemplate, kind: SQLValueKind, descending: Bool, nullable: Bool) -> SQLTemplate {
+        descending ? "\(expression) DESC" : "\(expression) ASC"
+    }
+}
