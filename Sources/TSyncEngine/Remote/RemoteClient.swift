@@ -109,7 +109,15 @@ public struct RemoteClient: Sendable {
             }
             records.append(try Record(wire: object))
         }
-        return Page(records: records, nextLink: LinkHeader.next(in: response.headers))
+        var nextLink: String?
+        if let link = LinkHeader.next(in: response.headers) {
+            guard let resolved = endpoint.resolve(link: link) else {
+                throw .failure(
+                    "pulling \(request.table): the server's next-page link points to another server (\(link)); refusing to follow it")
+            }
+            nextLink = resolved
+        }
+        return Page(records: records, nextLink: nextLink)
     }
 
     /// `POST /tables/{table}`.
