@@ -35,6 +35,6 @@ enum ExitStatus {
           3   the server could not be reached; nothing was lost
           4   authentication missing or rejected
           64  usage error (unknown option, missing argument, invalid option value)
-          65  bad input data (invalid JSON, invalid id, invalid filter, unknown table or id)
+          65  bad input data (invalid JSON, id or filter; unknown table or id)
         """
 }

@@ -38,6 +38,8 @@ struct TSync: AsyncParsableCommand {
         ]
     )
 
+    @OptionGroup var storeOptions: StoreOptions
+
     static func main() async {
         do {
             var command = try parseAsRoot()

@@ -27,10 +27,10 @@ import Testing
         let sandbox = try populated()
         try expectFailure(
             sandbox, ["insert", "todo", #"{"id": "c", "n": }"#], status: 65,
-            message: "invalid JSON at line 1, column 17: unexpected '}', expected a value")
+            message: "invalid JSON at line 1, column 18: unexpected '}', expected a value")
         try expectFailure(
             sandbox, ["insert", "todo"], stdin: "{\"id\": \"c\"}\n{\"id\": \"d\",\n \"n\": tru}\n", status: 65,
-            message: "invalid JSON at line 3, column 7")
+            message: "invalid JSON at line 3, column 10")
         try expectFailure(sandbox, ["update", "todo", "a", "{"], status: 65, message: "invalid JSON at line 1")
     }
 
