@@ -44,30 +44,34 @@ extension LocalStore {
     /// it stays in the queue for `resolve` while the push goes on with the others.
     @discardableResult
     public func recordError(_ error: NewOperationError) throws(TSyncError) -> OperationError {
-        try write { db in
-            guard
-                let operation = try Row.fetchOne(
-                    db, sql: "SELECT tbl, item_id, kind FROM operations WHERE seq = ?", arguments: [error.operationSeq])
-            else { throw TSyncError.invalidInput("no queued operation \(error.operationSeq)") }
-            try db.execute(
-                sql: """
-                    INSERT INTO errors (operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (operation_seq) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
-                        message = excluded.message, sent_item = excluded.sent_item, server_item = excluded.server_item,
-                        created_at = excluded.created_at
-                    """,
-                arguments: [
-                    error.operationSeq, operation[0] as String, operation[1] as String, operation[2] as String,
-                    error.httpStatus, error.message, error.sentItem.map(StoredJSON.encode),
-                    error.serverItem.map(StoredJSON.encode), Timestamp.now().iso8601,
-                ])
-            try db.execute(sql: "UPDATE operations SET state = 'pending' WHERE seq = ?", arguments: [error.operationSeq])
-            guard let recorded = try StoreRows.errors(db, where: "operation_seq = ?", [error.operationSeq]).first else {
-                throw TSyncError.failure("the error of operation \(error.operationSeq) was not recorded")
-            }
-            return recorded
+        try write { db in try Self.recordError(db, error, at: Timestamp.now()) }
+    }
+
+    /// `recordError` inside a caller's transaction (batched push).
+    @discardableResult
+    static func recordError(_ db: Database, _ error: NewOperationError, at now: Timestamp) throws -> OperationError {
+        guard
+            let operation = try Row.fetchOne(
+                db, sql: "SELECT tbl, item_id, kind FROM operations WHERE seq = ?", arguments: [error.operationSeq])
+        else { throw TSyncError.invalidInput("no queued operation \(error.operationSeq)") }
+        try db.execute(
+            sql: """
+                INSERT INTO errors (operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (operation_seq) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
+                    message = excluded.message, sent_item = excluded.sent_item, server_item = excluded.server_item,
+                    created_at = excluded.created_at
+                """,
+            arguments: [
+                error.operationSeq, operation[0] as String, operation[1] as String, operation[2] as String,
+                error.httpStatus, error.message, error.sentItem.map(StoredJSON.encode),
+                error.serverItem.map(StoredJSON.encode), now.iso8601,
+            ])
+        try db.execute(sql: "UPDATE operations SET state = 'pending' WHERE seq = ?", arguments: [error.operationSeq])
+        guard let recorded = try StoreRows.errors(db, where: "operation_seq = ?", [error.operationSeq]).first else {
+            throw TSyncError.failure("the error of operation \(error.operationSeq) was not recorded")
         }
+        return recorded
     }
 
     /// The error table in queue order, optionally of one table.

@@ -63,14 +63,17 @@ extension LocalStore {
 
     /// Puts an in-flight operation back to pending, unchanged (the server was not reached).
     public func abortPush(seq: Int64) throws(TSyncError) {
-        try write { db in
-            try db.execute(
-                sql: """
-                    UPDATE operations SET state = 'pending', item = CASE WHEN kind = 'delete' THEN item ELSE NULL END
-                    WHERE seq = ?
-                    """,
-                arguments: [seq])
-        }
+        try write { db in try Self.releaseOperation(db, seq: seq) }
+    }
+
+    /// `abortPush` inside a caller's transaction (batched push).
+    static func releaseOperation(_ db: Database, seq: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE operations SET state = 'pending', item = CASE WHEN kind = 'delete' THEN item ELSE NULL END
+                WHERE seq = ?
+                """,
+            arguments: [seq])
     }
 
     /// The server accepted an operation. The operation (and its error) leaves the queue. The
@@ -79,33 +82,36 @@ extension LocalStore {
     /// server's version and timestamps, and that copy becomes the base the newer change is
     /// pushed against.
     public func completeOperation(seq: Int64, serverRecord: TSyncModel.Record?) throws(TSyncError) {
-        try write { db in
-            guard let operation = try StoreRows.operation(db, seq: seq) else {
-                throw TSyncError.invalidInput("no queued operation \(seq)")
-            }
-            let table = operation.table
-            let id = operation.itemID
-            try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [seq])
-            let newerChange = try StoreRows.hasOperations(db, table: table, id: id)
-            guard let server = serverRecord else {
-                try StoreRows.dropBaseIfIdle(db, table: table, id: id)
-                return
-            }
-            if newerChange {
-                try db.execute(
-                    sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
-                    arguments: [
-                        server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
-                    ])
-                try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
+        try write { db in try Self.completeOperation(db, seq: seq, serverRecord: serverRecord) }
+    }
+
+    /// `completeOperation` inside a caller's transaction (batched push).
+    static func completeOperation(_ db: Database, seq: Int64, serverRecord: TSyncModel.Record?) throws {
+        guard let operation = try StoreRows.operation(db, seq: seq) else {
+            throw TSyncError.invalidInput("no queued operation \(seq)")
+        }
+        let table = operation.table
+        let id = operation.itemID
+        try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [seq])
+        let newerChange = try StoreRows.hasOperations(db, table: table, id: id)
+        guard let server = serverRecord else {
+            try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+            return
+        }
+        if newerChange {
+            try db.execute(
+                sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
+                arguments: [
+                    server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
+                ])
+            try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
+        } else {
+            if server.system.deleted {
+                try StoreRows.deleteRecord(db, table: table, id: id)
             } else {
-                if server.system.deleted {
-                    try StoreRows.deleteRecord(db, table: table, id: id)
-                } else {
-                    try StoreRows.upsertRecord(db, table: table, record: server)
-                }
-                try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+                try StoreRows.upsertRecord(db, table: table, record: server)
             }
+            try StoreRows.dropBaseIfIdle(db, table: table, id: id)
         }
     }
 

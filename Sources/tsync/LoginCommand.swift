@@ -84,12 +84,12 @@ struct LogoutCommand: AsyncParsableCommand {
             return
         }
         var warning: String?
-        do {
+        do throws(TSyncError) {
             let endpoint = try RemoteEndpoint(saved.remote)
             try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token) { remote throws(TSyncError) in
                 try await remote.logout()
             }
-        } catch let error as TSyncError where error.kind != .unauthorized {
+        } catch where error.kind != .unauthorized {
             warning = "could not revoke the token on \(saved.remote) (\(error.message)); it stays valid there until it expires"
         } catch {
             // Unauthorized: the token was already expired or revoked.

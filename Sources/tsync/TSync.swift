@@ -33,8 +33,16 @@ struct TSync: AsyncParsableCommand {
             StatusCommand.self,
             DiffCommand.self,
             PurgeCommand.self,
-            // Server commands (`serve`, `user`) and sync commands (`push`, `pull`, ...) are listed here
-            // by their helpers.
+            LoginCommand.self,
+            LogoutCommand.self,
+            PushCommand.self,
+            PullCommand.self,
+            SyncCommand.self,
+            QueriesCommand.self,
+            ConflictsCommand.self,
+            ResolveCommand.self,
+            ServeCommand.self,
+            UserCommand.self,
         ]
     )
 

@@ -40,7 +40,7 @@ struct CredentialsTests {
     @Test func damagedFileSaysWhatToDo() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        FileManager.default.createFile(atPath: Credentials.filePath(directory), contents: Data("not json".utf8))
+        _ = FileManager.default.createFile(atPath: Credentials.filePath(directory), contents: Data("not json".utf8))
         #expect(throws: TSyncError.self) { try Credentials.load(storeDirectory: directory) }
     }
 }

@@ -6,11 +6,11 @@ import TSyncModel
 public struct ConflictDetails: Sendable, Equatable {
     public var error: OperationError
     /// The last server copy the client saw before its change (nil for a new item).
-    public var base: Record?
+    public var base: TSyncModel.Record?
     /// The local record now (nil when the operation is a delete or the record is gone).
-    public var ours: Record?
+    public var ours: TSyncModel.Record?
     /// The server's copy from the failed answer (409/412), when it sent one.
-    public var theirs: Record?
+    public var theirs: TSyncModel.Record?
 
     public var failureClass: FailureClass { FailureClass(kind: error.kind, status: error.httpStatus ?? 0) }
     /// User fields that differ between ours and theirs.
@@ -40,9 +40,9 @@ extension LocalStore {
             _ = arguments.append(contentsOf: [table])
         }
         return try StoreRows.errors(db, where: conditions.joined(separator: " AND "), arguments).map { error in
-            let base = try StoreRows.fetchBase(db, table: error.table, id: error.itemID).map { try Record(wire: $0) }
+            let base = try StoreRows.fetchBase(db, table: error.table, id: error.itemID).map { try TSyncModel.Record(wire: $0) }
             let ours = error.kind == .delete ? nil : try StoreRows.fetchRecord(db, table: error.table, id: error.itemID)
-            let theirs = try error.serverItem.map { try Record(wire: $0) }
+            let theirs = try error.serverItem.map { try TSyncModel.Record(wire: $0) }
             return ConflictDetails(error: error, base: base, ours: ours, theirs: theirs)
         }
     }

@@ -95,7 +95,7 @@ public struct Pusher: Sendable {
                 let operation = batch[next]
                 next += 1
                 group.addTask {
-                    do {
+                    do throws(TSyncError) {
                         return (operation, .success(try await Self.send(operation, to: remote)))
                     } catch {
                         return (operation, .failure(error))

@@ -28,10 +28,10 @@ public enum ResolutionOutcome: Sendable, Equatable {
 
 /// The server's copy of an item as far as resolving needs it: known (maybe deleted), or absent.
 public enum ServerCopy: Sendable, Equatable {
-    case record(Record)
+    case record(TSyncModel.Record)
     case none
 
-    var live: Record? {
+    var live: TSyncModel.Record? {
         if case .record(let record) = self, !record.system.deleted { return record }
         return nil
     }
@@ -175,7 +175,7 @@ struct ItemRows {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND item_id = ?)", arguments: [table, id]) ?? false
     }
 
-    func setKind(_ db: Database, seq: Int64, kind: PushVerdict.Kind) throws {
+    func setKind(_ db: Database, seq: Int64, kind: OperationKind) throws {
         try db.execute(sql: "UPDATE operations SET kind = ? WHERE seq = ?", arguments: [kind.rawValue, seq])
     }
 }

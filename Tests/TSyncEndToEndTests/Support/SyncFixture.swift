@@ -104,7 +104,7 @@ final class ServerProcess: @unchecked Sendable {
 
     init(arguments: [String], log directory: String) throws {
         logPath = (directory as NSString).appendingPathComponent("serve-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: TSyncBinary.path)
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
