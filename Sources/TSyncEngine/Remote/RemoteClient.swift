@@ -37,6 +37,9 @@ public struct RemoteClient: Sendable {
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(Int64(timeout.components.seconds)))
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .enabled(limit: .ratio(50))
+        // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
+        // connect timeout, so an offline push returns immediately.
+        configuration.connectionPool.retryConnectionEstablishment = false
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let client = RemoteClient(
             endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)))

@@ -108,8 +108,9 @@ final class ServerProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: TSyncBinary.path)
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = log
+        process.standardError = log
         try process.run()
     }
 
@@ -119,10 +120,10 @@ final class ServerProcess: @unchecked Sendable {
     func waitForAddress() async throws -> String {
         for _ in 0..<600 {
             let log = self.log
-            if let range = log.range(of: "listening on ") {
-                let rest = log[range.upperBound...]
+            if let range = log.range(of: "listening on http://") {
+                let rest = log[range.lowerBound...].dropFirst("listening on ".count)
                 let address = rest.prefix { !$0.isWhitespace }
-                if rest.contains(where: \.isNewline), address.hasPrefix("http://") { return String(address) }
+                if rest.contains(where: \.isNewline) { return String(address) }
             }
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(50))
