@@ -96,8 +96,36 @@ import TSyncModel
             let reply = try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"])
             #expect(reply.status == 429)
             #expect(reply.headers[.retryAfter] != nil)
-            let counters = try await http.storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tsync_login_failures") }
-            #expect(counters == 4, "three account keys and one address key, in the database")
+            let keys = try await http.storage.pool.read { db in try String.fetchAll(db, sql: "SELECT key FROM tsync_login_attempts ORDER BY key") }
+            #expect(keys.count == 5, "four account keys and one address key, in the database: \(keys)")
+            #expect(keys.filter { $0.hasPrefix("address:") }.count == 1)
+        }
+    }
+
+    @Test func parallelGuessesCannotSlipPastTheLimit() async throws {
+        var configuration = ServerConfiguration()
+        configuration.authentication.maximumFailures = 3
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for guess in 0..<10 {
+                    group.addTask {
+                        try await http.post("/.auth/login/custom", ["username": "alice", "password": .string("guess \(guess)")]).status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 401 }.count == 3)
+            #expect(statuses.filter { $0 == 429 }.count == 7)
+        }
+    }
+
+    @Test func successfulLoginsDoNotUseUpTheAddress() async throws {
+        var configuration = ServerConfiguration()
+        configuration.authentication.maximumFailures = 2
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            for _ in 0..<6 { _ = try await http.login("alice", "correct horse") }
+            #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": "wrong one"]).status == 401)
+            _ = try await http.login("alice", "correct horse")
         }
     }
 
