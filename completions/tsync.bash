@@ -180,13 +180,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|delete|get|query|tables|status|diff|purge|help)
+    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|serve|user|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve serve user help' -- "${cur}"))
         ;;
     esac
 }
@@ -372,6 +372,298 @@ _tsync_purge() {
         return
         ;;
     '--filter')
+        return
+        ;;
+    esac
+}
+
+_tsync_login() {
+    repeating_flags=()
+    non_repeating_flags=(--password-stdin --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --user)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    '--user')
+        return
+        ;;
+    esac
+}
+
+_tsync_logout() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    esac
+}
+
+_tsync_push() {
+    repeating_flags=()
+    non_repeating_flags=(--dry-run --json --quiet -q --version -h --help)
+    repeating_options=(--table)
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    '--table')
+        return
+        ;;
+    esac
+}
+
+_tsync_pull() {
+    repeating_flags=()
+    non_repeating_flags=(--reset --json --quiet -q --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --filter --query-id --page-size)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    '--filter')
+        return
+        ;;
+    '--query-id')
+        return
+        ;;
+    '--page-size')
+        return
+        ;;
+    esac
+}
+
+_tsync_sync() {
+    repeating_flags=()
+    non_repeating_flags=(--json --quiet -q --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    esac
+}
+
+_tsync_queries() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    esac
+}
+
+_tsync_conflicts() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tsync_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    list|show)
+        # Offer subcommand argument completions
+        "_tsync_conflicts_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'list show' -- "${cur}"))
+        ;;
+    esac
+}
+
+_tsync_conflicts_list() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --table)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    '--table')
+        return
+        ;;
+    esac
+}
+
+_tsync_conflicts_show() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    esac
+}
+
+_tsync_resolve() {
+    repeating_flags=()
+    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --json --quiet -q --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --table)
+    __tsync_offer_flags_options -1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    '--table')
+        return
+        ;;
+    esac
+}
+
+_tsync_serve() {
+    repeating_flags=()
+    non_repeating_flags=(--no-auth --insecure --version -h --help)
+    repeating_options=(--per-user)
+    non_repeating_options=(--db --host --port --max-top --token-ttl)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--db')
+        return
+        ;;
+    '--host')
+        return
+        ;;
+    '--port')
+        return
+        ;;
+    '--per-user')
+        return
+        ;;
+    '--max-top')
+        return
+        ;;
+    '--token-ttl')
+        return
+        ;;
+    esac
+}
+
+_tsync_user() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tsync_offer_flags_options 0
+
+    # Offer subcommand / subcommand argument completions
+    local -r subcommand="${unparsed_words[0]}"
+    unset 'unparsed_words[0]'
+    unparsed_words=("${unparsed_words[@]}")
+    case "${subcommand}" in
+    add|remove|list|passwd)
+        # Offer subcommand argument completions
+        "_tsync_user_${subcommand}"
+        ;;
+    *)
+        # Offer subcommand completions
+        COMPREPLY+=($(compgen -W 'add remove list passwd' -- "${cur}"))
+        ;;
+    esac
+}
+
+_tsync_user_add() {
+    repeating_flags=()
+    non_repeating_flags=(--password-stdin --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--db)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--db')
+        return
+        ;;
+    esac
+}
+
+_tsync_user_remove() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--db)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--db')
+        return
+        ;;
+    esac
+}
+
+_tsync_user_list() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=(--db)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--db')
+        return
+        ;;
+    esac
+}
+
+_tsync_user_passwd() {
+    repeating_flags=()
+    non_repeating_flags=(--password-stdin --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--db)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--db')
         return
         ;;
     esac
