@@ -2,7 +2,7 @@
 # Installs the Debian packages tsync needs to build and test, when they are missing.
 # Usage: scripts/install-deps.sh [--with-postgres] [--with-bench]
 set -euo pipefail
-packages=(libsqlite3-dev libargon2-dev pkg-config)
+packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3)
 for arg in "$@"; do
     case "$arg" in
         --with-postgres) packages+=(postgresql) ;;

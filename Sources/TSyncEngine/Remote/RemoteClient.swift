@@ -37,6 +37,9 @@ public struct RemoteClient: Sendable {
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(Int64(timeout.components.seconds)))
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .enabled(limit: .ratio(50))
+        // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
+        // connect timeout, so an offline push returns immediately.
+        configuration.connectionPool.retryConnectionEstablishment = false
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let client = RemoteClient(
             endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)))
@@ -109,7 +112,15 @@ public struct RemoteClient: Sendable {
             }
             records.append(try Record(wire: object))
         }
-        return Page(records: records, nextLink: LinkHeader.next(in: response.headers))
+        var nextLink: String?
+        if let link = LinkHeader.next(in: response.headers) {
+            guard let resolved = endpoint.resolve(link: link) else {
+                throw .failure(
+                    "pulling \(request.table): the server's next-page link points to another server (\(link)); refusing to follow it")
+            }
+            nextLink = resolved
+        }
+        return Page(records: records, nextLink: nextLink)
     }
 
     /// `POST /tables/{table}`.

@@ -25,6 +25,24 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { base }
 
+    /// `scheme://host[:port]`, without any path prefix.
+    var origin: String {
+        let afterScheme = base.range(of: "://").map { base[$0.upperBound...] } ?? Substring(base)
+        let host = afterScheme.prefix { $0 != "/" }
+        return String(base[..<host.endIndex])
+    }
+
+    /// The absolute URL of a `Link` target: a relative target (`/tables/x?...`) is resolved against
+    /// the origin. A target on another origin is refused (nil), so a misbehaving server cannot make
+    /// the client send its token elsewhere.
+    func resolve(link: String) -> String? {
+        if link.hasPrefix("/") { return origin + link }
+        guard link.lowercased().hasPrefix(origin.lowercased()) else { return nil }
+        let rest = link.dropFirst(origin.count)
+        guard rest.isEmpty || rest.hasPrefix("/") || rest.hasPrefix("?") else { return nil }
+        return link
+    }
+
     /// `base/segment/segment?query`, each segment and query value percent-encoded.
     /// A first segment starting with "/" is taken verbatim (for `/.auth`).
     func url(path: [String], query: [(String, String)] = []) -> String {

@@ -1,0 +1,138 @@
+import GRDB
+import TSyncModel
+
+/// Local changes: each writes the working copy and the operation queue in one transaction,
+/// applying the collapse rules of `QueueCollapse` and capturing the item's base on its first change.
+extension LocalStore {
+    /// Inserts new records and queues an insert for each, all or nothing.
+    ///
+    /// Server properties in the objects are ignored (see `RecordInput`); a missing id is generated
+    /// (a lowercase UUID).
+    /// - Returns: the ids, in input order.
+    @discardableResult
+    public func insert(table: String, objects: [[String: JSONValue]]) throws(TSyncError) -> [String] {
+        try Identifiers.validateTableName(table)
+        // Validate and serialize before taking the write lock: other writers wait less.
+        var prepared: [(id: String, body: String)] = []
+        prepared.reserveCapacity(objects.count)
+        for (offset, object) in objects.enumerated() {
+            do {
+                let record = try RecordInput.newRecord(object)
+                prepared.append((record.id, StoredJSON.encode(record.fields)))
+            } catch {
+                throw objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+            }
+        }
+        let queuedAt = Timestamp.now().iso8601
+        try write { db in
+            try StoreRows.registerTable(db, table)
+            // Only a pending delete can block an insert of an id that is not in `records`; when the
+            // table has none, the primary key alone decides and a bulk insert skips a lookup per record.
+            let tableHasDeletes =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND kind = 'delete')",
+                    arguments: [table]) ?? false
+            let insertRecord = try db.cachedStatement(sql: "INSERT INTO records (tbl, id, body) VALUES (?, ?, ?)")
+            let insertOperation = try db.cachedStatement(
+                sql: "INSERT INTO operations (tbl, item_id, kind, queued_at) VALUES (?, ?, 'insert', ?)")
+            for (offset, item) in prepared.enumerated() {
+                do {
+                    if tableHasDeletes, let newest = try StoreRows.newestOperation(db, table: table, id: item.id) {
+                        _ = try QueueCollapse.outcome(
+                            newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: item.id)
+                    }
+                    do {
+                        try insertRecord.execute(arguments: [table, item.id, item.body])
+                    } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                        throw try duplicateError(db, table: table, id: item.id)
+                    }
+                    try insertOperation.execute(arguments: [table, item.id, queuedAt])
+                } catch let error as TSyncError where prepared.count > 1 {
+                    throw TSyncError(error.kind, "record \(offset + 1): \(error.message)")
+                }
+            }
+        }
+        return prepared.map(\.id)
+    }
+
+    /// Merges `fields` into the record (each field replaces the field of that name; `null` sets it
+    /// to null; nested objects are replaced whole, as the server's PATCH does) and queues an update.
+    /// - Returns: the record after the change.
+    @discardableResult
+    public func update(table: String, id: String, fields: [String: JSONValue]) throws(TSyncError) -> TSyncModel.Record {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
+        let patch = try RecordInput.patch(fields, id: id)
+        return try write { db in
+            guard let before = try StoreRows.fetchRecord(db, table: table, id: id) else {
+                throw try StoreRows.missingRecordError(db, table: table, id: id, change: .update)
+            }
+            var after = before
+            after.fields.merge(patch) { _, new in new }
+            try enqueue(db, .update, table: table, current: before)
+            try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?")
+                .execute(arguments: [StoredJSON.encode(after.fields), table, id])
+            return after
+        }
+    }
+
+    /// Deletes records and queues a delete for each (or cancels a pending insert), all or nothing.
+    /// Repeated ids count once.
+    public func delete(table: String, ids: [String]) throws(TSyncError) {
+        try Identifiers.validateTableName(table)
+        for id in ids { try Identifiers.validateRecordID(id) }
+        var seen = Set<String>()
+        let unique = ids.filter { seen.insert($0).inserted }
+        try write { db in
+            for id in unique {
+                guard let record = try StoreRows.fetchRecord(db, table: table, id: id) else {
+                    throw try StoreRows.missingRecordError(db, table: table, id: id, change: .delete)
+                }
+                try enqueue(db, .delete, table: table, current: record)
+                try StoreRows.deleteRecord(db, table: table, id: id)
+            }
+        }
+    }
+
+    /// Queues `kind` for an item whose record is `current` (before the change), collapsing into the
+    /// item's pending operation where DESIGN §1 says so.
+    private func enqueue(_ db: Database, _ kind: OperationKind, table: String, current: TSyncModel.Record) throws {
+        let newest = try StoreRows.newestOperation(db, table: table, id: current.id)
+        let outcome = try QueueCollapse.outcome(
+            newest: newest?.kind, inFlight: newest?.state == .inflight, new: kind, table: table, id: current.id)
+        // A delete carries the item it deleted: the record is gone by push time.
+        let deletedItem = kind == .delete ? StoredJSON.encode(current.wireObject) : nil
+        switch outcome {
+        case .append(let appended):
+            // The first change of an item that came from the server: remember that copy as the base.
+            if newest == nil, current.system.version != nil {
+                try StoreRows.saveBase(db, table: table, id: current.id, item: current.wireObject)
+            }
+            try db.cachedStatement(
+                sql: "INSERT INTO operations (tbl, item_id, kind, item, queued_at) VALUES (?, ?, ?, ?, ?)"
+            ).execute(arguments: [table, current.id, appended.rawValue, deletedItem, Timestamp.now().iso8601])
+        case .keep(let kept):
+            guard let newest else { return }
+            try db.execute(
+                sql: "UPDATE operations SET kind = ?, item = ? WHERE seq = ?",
+                arguments: [kept.rawValue, deletedItem, newest.seq])
+        case .cancel:
+            guard let newest else { return }
+            try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [newest.seq])
+            try StoreRows.dropBaseIfIdle(db, table: table, id: current.id)
+        }
+    }
+
+    /// Why an insert hit an existing id: the collapse rule it breaks, or a plain duplicate.
+    private func duplicateError(_ db: Database, table: String, id: String) throws -> TSyncError {
+        if let newest = try StoreRows.newestOperation(db, table: table, id: id) {
+            do {
+                _ = try QueueCollapse.outcome(
+                    newest: newest.kind, inFlight: false, new: .insert, table: table, id: id)
+            } catch {
+                return error
+            }
+        }
+        return .invalidInput("\(table)/\(id) already exists; use `tsync update` to change it")
+    }
+}

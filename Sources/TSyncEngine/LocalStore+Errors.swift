@@ -1,0 +1,120 @@
+import GRDB
+import TSyncModel
+
+/// A failed operation, as the error table keeps it (the seeds' MS_TableOperationErrors).
+public struct OperationError: Sendable, Equatable {
+    public var id: Int64
+    /// The operation that failed; the error is removed with it.
+    public var operationSeq: Int64
+    public var table: String
+    public var itemID: String
+    public var kind: OperationKind
+    /// The HTTP status of the server's answer (e.g. 409, 412), nil when there was none.
+    public var httpStatus: Int?
+    public var message: String
+    /// The item as sent (wire object).
+    public var sentItem: [String: JSONValue]?
+    /// The server's copy of the item when the server returned one ("theirs" in a conflict).
+    public var serverItem: [String: JSONValue]?
+    public var createdAt: Timestamp
+}
+
+/// What the push layer reports about a rejected operation.
+public struct NewOperationError: Sendable, Equatable {
+    public var operationSeq: Int64
+    public var httpStatus: Int?
+    public var message: String
+    public var sentItem: [String: JSONValue]?
+    public var serverItem: [String: JSONValue]?
+
+    public init(
+        operationSeq: Int64, httpStatus: Int?, message: String, sentItem: [String: JSONValue]? = nil,
+        serverItem: [String: JSONValue]? = nil
+    ) {
+        self.operationSeq = operationSeq
+        self.httpStatus = httpStatus
+        self.message = message
+        self.sentItem = sentItem
+        self.serverItem = serverItem
+    }
+}
+
+extension LocalStore {
+    /// Records (or replaces) the error of one operation and puts the operation back to pending, so
+    /// it stays in the queue for `resolve` while the push goes on with the others.
+    @discardableResult
+    public func recordError(_ error: NewOperationError) throws(TSyncError) -> OperationError {
+        try write { db in try Self.recordError(db, error, at: Timestamp.now()) }
+    }
+
+    /// `recordError` inside a caller's transaction (batched push).
+    @discardableResult
+    static func recordError(_ db: Database, _ error: NewOperationError, at now: Timestamp) throws -> OperationError {
+        guard
+            let operation = try Row.fetchOne(
+                db, sql: "SELECT tbl, item_id, kind FROM operations WHERE seq = ?", arguments: [error.operationSeq])
+        else { throw TSyncError.invalidInput("no queued operation \(error.operationSeq)") }
+        try db.execute(
+            sql: """
+                INSERT INTO errors (operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (operation_seq) DO UPDATE SET kind = excluded.kind, http_status = excluded.http_status,
+                    message = excluded.message, sent_item = excluded.sent_item, server_item = excluded.server_item,
+                    created_at = excluded.created_at
+                """,
+            arguments: [
+                error.operationSeq, operation[0] as String, operation[1] as String, operation[2] as String,
+                error.httpStatus, error.message, error.sentItem.map(StoredJSON.encode),
+                error.serverItem.map(StoredJSON.encode), now.iso8601,
+            ])
+        try db.execute(sql: "UPDATE operations SET state = 'pending' WHERE seq = ?", arguments: [error.operationSeq])
+        guard let recorded = try StoreRows.errors(db, where: "operation_seq = ?", [error.operationSeq]).first else {
+            throw TSyncError.failure("the error of operation \(error.operationSeq) was not recorded")
+        }
+        return recorded
+    }
+
+    /// The error table in queue order, optionally of one table.
+    public func operationErrors(table: String? = nil) throws(TSyncError) -> [OperationError] {
+        try read { db in
+            if let table { return try StoreRows.errors(db, where: "tbl = ?", [table]) }
+            return try StoreRows.errors(db, where: "1", [])
+        }
+    }
+
+    /// One error by its id, or nil.
+    public func operationError(id: Int64) throws(TSyncError) -> OperationError? {
+        try read { db in try StoreRows.errors(db, where: "id = ?", [id]).first }
+    }
+
+    /// Clears an error; its operation stays queued. Returns false when there was no such error.
+    @discardableResult
+    public func deleteError(id: Int64) throws(TSyncError) -> Bool {
+        try write { db in
+            try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+}
+
+extension StoreRows {
+    static func errors(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [OperationError] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at
+                FROM errors WHERE \(condition) ORDER BY operation_seq
+                """,
+            arguments: arguments
+        ).map { row in
+            let table: String = row[2]
+            let itemID: String = row[3]
+            return OperationError(
+                id: row[0], operationSeq: row[1], table: table, itemID: itemID,
+                kind: OperationKind(rawValue: row[4]) ?? .update, httpStatus: row[5], message: row[6],
+                sentItem: try (row[7] as String?).map { try StoredJSON.decodeObject($0, what: "error item") },
+                serverItem: try (row[8] as String?).map { try StoredJSON.decodeObject($0, what: "error item") },
+                createdAt: Timestamp(iso8601: row[9]) ?? Timestamp(millisecondsSinceEpoch: 0))
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import GRDB
+import TSyncModel
+
+/// How far an incremental pull got: the last record seen, by (updatedAt, id) (DESIGN §2.1). The
+/// next pull asks for `updatedAt gt T or (updatedAt eq T and id gt I)` ordered by `updatedAt, id`.
+public struct Checkpoint: Sendable, Equatable {
+    public var updatedAt: Timestamp
+    public var id: String
+
+    public init(updatedAt: Timestamp, id: String) {
+        self.updatedAt = updatedAt
+        self.id = id
+    }
+}
+
+/// A pull query saved under an id (the seeds' MS_TableConfig delta token).
+public struct SavedQuery: Sendable, Equatable {
+    public var table: String
+    public var queryID: String
+    /// The OData filter of the pull, as given.
+    public var filter: String?
+    public var checkpoint: Checkpoint?
+    public var lastPullAt: Timestamp?
+
+    public init(table: String, queryID: String, filter: String?, checkpoint: Checkpoint? = nil, lastPullAt: Timestamp? = nil) {
+        self.table = table
+        self.queryID = queryID
+        self.filter = filter
+        self.checkpoint = checkpoint
+        self.lastPullAt = lastPullAt
+    }
+}
+
+extension LocalStore {
+    public func savedQuery(table: String, queryID: String) throws(TSyncError) -> SavedQuery? {
+        try read { db in
+            try StoreRows.savedQueries(db, where: "tbl = ? AND query_id = ?", [table, queryID]).first
+        }
+    }
+
+    /// Every saved query, by table then id.
+    public func savedQueries() throws(TSyncError) -> [SavedQuery] {
+        try read { db in try StoreRows.savedQueries(db) }
+    }
+
+    /// Creates or replaces a saved query (with its checkpoint).
+    public func saveQuery(_ query: SavedQuery) throws(TSyncError) {
+        try write { db in try StoreRows.saveQuery(db, query) }
+    }
+
+    @discardableResult
+    public func deleteQuery(table: String, queryID: String) throws(TSyncError) -> Bool {
+        try write { db in
+            try db.execute(sql: "DELETE FROM queries WHERE tbl = ? AND query_id = ?", arguments: [table, queryID])
+            return db.changesCount > 0
+        }
+    }
+}
+
+extension StoreRows {
+    static func savedQueries(
+        _ db: Database, where condition: String = "1", _ arguments: StatementArguments = []
+    ) throws -> [SavedQuery] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at FROM queries
+                WHERE \(condition) ORDER BY tbl, query_id
+                """,
+            arguments: arguments
+        ).map { row in
+            var checkpoint: Checkpoint?
+            if let text: String = row[3], let updatedAt = Timestamp(iso8601: text), let id: String = row[4] {
+                checkpoint = Checkpoint(updatedAt: updatedAt, id: id)
+            }
+            return SavedQuery(
+                table: row[0], queryID: row[1], filter: row[2], checkpoint: checkpoint,
+                lastPullAt: (row[5] as String?).flatMap(Timestamp.init(iso8601:)))
+        }
+    }
+
+    static func saveQuery(_ db: Database, _ query: SavedQuery) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO queries (tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (tbl, query_id) DO UPDATE SET filter = excluded.filter,
+                    checkpoint_updated_at = excluded.checkpoint_updated_at, checkpoint_id = excluded.checkpoint_id,
+                    last_pull_at = excluded.last_pull_at
+                """,
+            arguments: [
+                query.table, query.queryID, query.filter, query.checkpoint?.updatedAt.iso8601, query.checkpoint?.id,
+                query.lastPullAt?.iso8601,
+            ])
+    }
+}

@@ -1,0 +1,68 @@
+import GRDB
+import TSyncModel
+
+/// One line of `tsync tables`.
+public struct TableSummary: Sendable, Equatable {
+    public var table: String
+    /// Local records (the working copy).
+    public var records: Int
+    /// Queued operations not yet pushed.
+    public var pending: Int
+    /// Operations with a recorded error.
+    public var errors: Int
+}
+
+/// Reads of the working copy. None of them takes the write lock.
+extension LocalStore {
+    /// The local record, or nil when the table has no such id.
+    public func record(table: String, id: String) throws(TSyncError) -> TSyncModel.Record? {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
+        return try read { db in try StoreRows.fetchRecord(db, table: table, id: id) }
+    }
+
+    /// The local record; an unknown table or id is an error that says which.
+    public func requireRecord(table: String, id: String) throws(TSyncError) -> TSyncModel.Record {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
+        return try read { db in
+            if let record = try StoreRows.fetchRecord(db, table: table, id: id) { return record }
+            try StoreRows.requireTable(db, table)
+            throw TSyncError.invalidInput("no record \(Identifiers.quoted(id)) in table \(table)")
+        }
+    }
+
+    /// Records of `table` matching `query`, in its order. An unknown table is an error.
+    public func query(table: String, _ query: RecordQuery = RecordQuery()) throws(TSyncError) -> [TSyncModel.Record] {
+        try Identifiers.validateTableName(table)
+        let (sql, arguments) = try query.sql(table: table)
+        return try read { db in
+            try StoreRows.requireTable(db, table)
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            var records: [TSyncModel.Record] = []
+            while let row = try rows.next() { records.append(try StoreRows.record(row, table: table)) }
+            return records
+        }
+    }
+
+    /// Whether the store knows `table` (something was inserted into it or pulled from it).
+    public func hasTable(_ table: String) throws(TSyncError) -> Bool {
+        try read { db in try StoreRows.tableExists(db, table) }
+    }
+
+    /// Every known table with its counts, by name.
+    public func tables() throws(TSyncError) -> [TableSummary] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT t.name,
+                        (SELECT count(*) FROM records WHERE tbl = t.name),
+                        (SELECT count(*) FROM operations WHERE tbl = t.name),
+                        (SELECT count(*) FROM errors WHERE tbl = t.name)
+                    FROM tables t ORDER BY t.name
+                    """
+            ).map { row in TableSummary(table: row[0], records: row[1], pending: row[2], errors: row[3]) }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import GRDB
+import TSyncModel
+
+/// Small SQL helpers shared by the store's extensions. Each takes the transaction's `Database`, so
+/// callers compose them inside one `read` or `write`.
+enum StoreRows {
+    static let recordColumns = "id, body, created_at, updated_at, version"
+
+    /// A `records` row (columns in `recordColumns` order) as a Record.
+    static func record(_ row: Row, table: String) throws -> TSyncModel.Record {
+        let id: String = row[0]
+        let body: String = row[1]
+        let fields = try StoredJSON.decodeObject(body, what: "record \(table)/\(id)")
+        let system = SystemProperties(
+            createdAt: (row[2] as String?).flatMap(Timestamp.init(iso8601:)),
+            updatedAt: (row[3] as String?).flatMap(Timestamp.init(iso8601:)),
+            version: row[4])
+        return TSyncModel.Record(id: id, fields: fields, system: system)
+    }
+
+    static func fetchRecord(_ db: Database, table: String, id: String) throws -> TSyncModel.Record? {
+        let row = try Row.fetchOne(
+            db, sql: "SELECT \(recordColumns) FROM records WHERE tbl = ? AND id = ?", arguments: [table, id])
+        return try row.map { try record($0, table: table) }
+    }
+
+    /// Inserts or replaces a record with the system properties it carries.
+    static func upsertRecord(_ db: Database, table: String, record: TSyncModel.Record) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO records (tbl, id, body, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (tbl, id) DO UPDATE SET body = excluded.body, created_at = excluded.created_at,
+                    updated_at = excluded.updated_at, version = excluded.version
+                """
+        ).execute(arguments: [
+            table, record.id, StoredJSON.encode(record.fields), record.system.createdAt?.iso8601,
+            record.system.updatedAt?.iso8601, record.system.version,
+        ])
+    }
+
+    static func deleteRecord(_ db: Database, table: String, id: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM records WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
+    }
+
+    /// Makes a table known to the store (idempotent).
+    static func registerTable(_ db: Database, _ table: String) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO tables (name, created_at) VALUES (?, ?)")
+            .execute(arguments: [table, Timestamp.now().iso8601])
+    }
+
+    static func tableExists(_ db: Database, _ table: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tables WHERE name = ?)", arguments: [table]) ?? false
+    }
+
+    static func requireTable(_ db: Database, _ table: String) throws {
+        guard try tableExists(db, table) else {
+            throw TSyncError.invalidInput("unknown table \(Identifiers.quoted(table)) (`tsync tables` lists the tables)")
+        }
+    }
+
+    struct OperationHead {
+        var seq: Int64
+        var kind: OperationKind
+        var state: OperationState
+    }
+
+    /// The item's newest operation, the one a new change collapses into.
+    static func newestOperation(_ db: Database, table: String, id: String) throws -> OperationHead? {
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT seq, kind, state FROM operations WHERE tbl = ? AND item_id = ? ORDER BY seq DESC LIMIT 1"),
+                arguments: [table, id])
+        else { return nil }
+        return OperationHead(
+            seq: row[0], kind: OperationKind(rawValue: row[1]) ?? .update, state: OperationState(rawValue: row[2]) ?? .pending)
+    }
+
+    static func hasOperations(_ db: Database, table: String, id: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND item_id = ?)"),
+            arguments: [table, id]) ?? false
+    }
+
+    static func fetchBase(_ db: Database, table: String, id: String) throws -> [String: JSONValue]? {
+        guard let text = try String.fetchOne(db, sql: "SELECT item FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        else { return nil }
+        return try StoredJSON.decodeObject(text, what: "base of \(table)/\(id)")
+    }
+
+    static func saveBase(_ db: Database, table: String, id: String, item: [String: JSONValue]) throws {
+        try db.execute(
+            sql: "INSERT INTO bases (tbl, id, item) VALUES (?, ?, ?) ON CONFLICT (tbl, id) DO UPDATE SET item = excluded.item",
+            arguments: [table, id, StoredJSON.encode(item)])
+    }
+
+    /// Keeps the invariant "a base exists only while its item has operations".
+    static func dropBaseIfIdle(_ db: Database, table: String, id: String) throws {
+        if try !hasOperations(db, table: table, id: id) {
+            try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        }
+    }
+
+    /// Why a change to a record that is not there fails: unknown table, a pending delete, or no such id.
+    static func missingRecordError(
+        _ db: Database, table: String, id: String, change: OperationKind
+    ) throws -> TSyncError {
+        if try !tableExists(db, table) {
+            return .invalidInput("unknown table \(Identifiers.quoted(table)) (`tsync tables` lists the tables)")
+        }
+        if let newest = try newestOperation(db, table: table, id: id), newest.kind == .delete {
+            do {
+                _ = try QueueCollapse.outcome(
+                    newest: newest.kind, inFlight: newest.state == .inflight, new: change, table: table, id: id)
+            } catch {
+                return error
+            }
+        }
+        return .invalidInput("no record \(Identifiers.quoted(id)) in table \(table)")
+    }
+}
+

@@ -1,0 +1,104 @@
+import GRDB
+
+/// The schema of a local store, created and upgraded by GRDB migrations.
+///
+/// ```sql
+/// -- Tables the store knows: a table exists once something was inserted into it or pulled from it,
+/// -- so `tsync tables` can list a table whose records were all deleted or purged.
+/// tables(name TEXT PRIMARY KEY, created_at TEXT)
+///
+/// -- The working copy. `body` holds the user fields only (a JSON object, keys sorted); the system
+/// -- properties have columns of their own. `created_at`, `updated_at` and `version` are NULL until
+/// -- the server has seen the record: a record with a `version` came from the server. Local records
+/// -- are never soft-deleted (a server record with `deleted: true` is removed), so there is no
+/// -- `deleted` column; queries see `deleted` as false.
+/// records(tbl, id, body TEXT, created_at TEXT, updated_at TEXT, version TEXT, PRIMARY KEY (tbl, id))
+///
+/// -- The operation queue (the seeds' MS_TableOperations), in `seq` order. For an insert or update
+/// -- the body is read from `records` when the operation is pushed; `item` holds the deleted item
+/// -- for a delete, and the item as sent while an operation is `inflight`.
+/// operations(seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind insert|update|delete,
+///            state pending|inflight, item TEXT, queued_at TEXT)
+///
+/// -- The last server copy (wire JSON) of an item with a pending change, so diff and conflicts can
+/// -- show base / ours / theirs. A row exists only while the item has operations AND a server copy;
+/// -- an item with operations and no row here is new (never seen by the server).
+/// bases(tbl, id, item TEXT, PRIMARY KEY (tbl, id))
+///
+/// -- Failed operations (MS_TableOperationErrors): at most one per operation, removed with it.
+/// errors(id INTEGER PRIMARY KEY AUTOINCREMENT, operation_seq UNIQUE REFERENCES operations ON DELETE
+///        CASCADE, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at)
+///
+/// -- Saved pull queries and their checkpoints on the pair (updatedAt, id), DESIGN §2.1.
+/// queries(tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at,
+///         PRIMARY KEY (tbl, query_id))
+/// ```
+///
+/// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
+/// Never edit a shipped migration: stores in the field already ran it. Add a new one instead.
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: records, queue, bases, errors, queries") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE tables (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        created_at TEXT NOT NULL
+                    ) WITHOUT ROWID;
+
+                    CREATE TABLE records (
+                        tbl TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        created_at TEXT,
+                        updated_at TEXT,
+                        version TEXT,
+                        PRIMARY KEY (tbl, id)
+                    );
+
+                    CREATE TABLE operations (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        tbl TEXT NOT NULL,
+                        item_id TEXT NOT NULL,
+                        kind TEXT NOT NULL CHECK (kind IN ('insert', 'update', 'delete')),
+                        state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'inflight')),
+                        item TEXT,
+                        queued_at TEXT NOT NULL
+                    );
+                    CREATE INDEX operations_by_item ON operations (tbl, item_id);
+
+                    CREATE TABLE bases (
+                        tbl TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        item TEXT NOT NULL,
+                        PRIMARY KEY (tbl, id)
+                    ) WITHOUT ROWID;
+
+                    CREATE TABLE errors (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        operation_seq INTEGER NOT NULL UNIQUE REFERENCES operations (seq) ON DELETE CASCADE,
+                        tbl TEXT NOT NULL,
+                        item_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        http_status INTEGER,
+                        message TEXT NOT NULL,
+                        sent_item TEXT,
+                        server_item TEXT,
+                        created_at TEXT NOT NULL
+                    );
+
+                    CREATE TABLE queries (
+                        tbl TEXT NOT NULL,
+                        query_id TEXT NOT NULL,
+                        filter TEXT,
+                        checkpoint_updated_at TEXT,
+                        checkpoint_id TEXT,
+                        last_pull_at TEXT,
+                        PRIMARY KEY (tbl, query_id)
+                    ) WITHOUT ROWID;
+                    """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import TSyncModel
+
+/// The token `tsync login` obtained, kept beside the store in `credentials` (mode 0600).
+///
+/// The file also names the server the token belongs to: a token is only ever sent to that server,
+/// so pointing the store at another remote (`tsync remote URL`) cannot leak it. `TSYNC_TOKEN`
+/// overrides the file, for CI where the token comes from a secret store.
+public struct Credentials: Sendable, Equatable {
+    public var remote: String
+    public var user: String
+    public var token: String
+
+    public init(remote: String, user: String, token: String) {
+        self.remote = remote
+        self.user = user
+        self.token = token
+    }
+
+    public static let fileName = "credentials"
+    public static let environmentVariable = "TSYNC_TOKEN"
+
+    /// The token to send to `remote`: `TSYNC_TOKEN` when set and not empty, else the saved token
+    /// when it was obtained from that same remote, else none.
+    public static func token(
+        storeDirectory: String, remote: RemoteEndpoint,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(TSyncError) -> String? {
+        if let token = environment[environmentVariable], !token.isEmpty { return token }
+        guard let saved = try load(storeDirectory: storeDirectory), saved.remote == remote.base else { return nil }
+        return saved.token
+    }
+
+    public static func load(storeDirectory: String) throws(TSyncError) -> Credentials? {
+        let path = filePath(storeDirectory)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .failure("cannot read \(path): check its permissions, or run `tsync logout` and log in again")
+        }
+        guard let object = try? JSONParser.parse(bytes: Array(data)).objectValue,
+            let remote = object["remote"]?.stringValue, let user = object["user"]?.stringValue,
+            let token = object["token"]?.stringValue
+        else {
+            throw .failure("\(path) is damaged: run `tsync logout`, then `tsync login` again")
+        }
+        return Credentials(remote: remote, user: user, token: token)
+    }
+
+    /// Writes the file through a temporary file created with mode 0600 and renamed into place, so
+    /// the token is never readable by others, not even for a moment, and a crash leaves either the
+    /// old file or the new one.
+    public func save(storeDirectory: String) throws(TSyncError) {
+        let path = Self.filePath(storeDirectory)
+        let temporary = path + ".tmp"
+        let object: JSONValue = ["remote": .string(remote), "user": .string(user), "token": .string(token)]
+        let bytes = JSONSerializer.bytes(object) + [0x0A]
+        unlink(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0o600)
+        guard descriptor >= 0 else {
+            throw .failure("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        var written = 0
+        var failed = fchmod(descriptor, 0o600) != 0
+        while !failed, written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if count <= 0 { failed = true } else { written += count }
+        }
+        if !failed { failed = fsync(descriptor) != 0 }
+        close(descriptor)
+        if failed || rename(temporary, path) != 0 {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .failure("cannot write \(path): \(reason)")
+        }
+    }
+
+    /// Removes the saved token; true when there was one.
+    @discardableResult
+    public static func remove(storeDirectory: String) throws(TSyncError) -> Bool {
+        let path = filePath(storeDirectory)
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        guard unlink(path) == 0 else {
+            throw .failure("cannot remove \(path): \(String(cString: strerror(errno)))")
+        }
+        return true
+    }
+
+    public static func filePath(_ storeDirectory: String) -> String {
+        (storeDirectory as NSString).appendingPathComponent(fileName)
+    }
+}

@@ -1,0 +1,149 @@
+import GRDB
+import TSyncModel
+
+/// Batched queue steps of push. `beginPush` / `completeOperation` / `recordError` handle one
+/// operation per transaction; a push of thousands of operations claims and completes them in
+/// batches instead, so the store's commit cost (an fsync each) is paid per batch, not per
+/// operation. Each step is still one transaction, so a push killed at any point leaves every
+/// operation pending, in flight (sent again next time, with the very item saved when it was
+/// claimed, so `PushVerdict` recognises a duplicate), or done.
+extension LocalStore {
+    /// Operations push would send now, in queue order, skipping every operation of an item whose
+    /// earlier (or own) operation has an unresolved error: an error holds back only its own item
+    /// (DESIGN §2.3), and an item's operations are never reordered.
+    public func pushableOperations(tables: [String]?) throws(TSyncError) -> [OutgoingOperation] {
+        try read { db in try Self.selectPushable(db, tables: tables, limit: nil) }
+    }
+
+    /// Operations that wait behind an unresolved error (the errored ones included).
+    public func heldBackOperationCount(tables: [String]?) throws(TSyncError) -> Int {
+        try read { db in
+            let (clause, arguments) = Self.tableClause(tables)
+            return try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM operations o WHERE \(clause) AND EXISTS (\(Self.blockedByError))",
+                arguments: arguments) ?? 0
+        }
+    }
+
+    /// Whether `table` has queued operations (any state, with or without an error).
+    public func hasOperations(table: String) throws(TSyncError) -> Bool {
+        try read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ?)", arguments: [table]) ?? false
+        }
+    }
+
+    /// Marks up to `limit` pushable operations, at most one per item, in flight in one
+    /// transaction, and returns them with the item to send (saved with them).
+    public func claimOperations(tables: [String]?, limit: Int) throws(TSyncError) -> [OutgoingOperation] {
+        try write { db in
+            let claimed = try Self.selectPushable(db, tables: tables, limit: limit)
+            for outgoing in claimed where outgoing.operation.state == .pending {
+                var saved = outgoing.item
+                if let version = outgoing.version { saved["version"] = .string(version) }
+                try db.cachedStatement(sql: "UPDATE operations SET state = 'inflight', item = ? WHERE seq = ?")
+                    .execute(arguments: [StoredJSON.encode(saved), outgoing.operation.seq])
+            }
+            return claimed.map { outgoing in
+                var outgoing = outgoing
+                outgoing.operation.state = .inflight
+                return outgoing
+            }
+        }
+    }
+
+    /// Puts in-flight operations whose answer never came (server unreachable, login refused)
+    /// back to pending, unchanged.
+    public func releaseOperations(_ operations: [OutgoingOperation]) throws(TSyncError) {
+        guard !operations.isEmpty else { return }
+        try write { db in
+            for outgoing in operations { try Self.releaseOperation(db, seq: outgoing.operation.seq) }
+        }
+    }
+
+    /// Applies the server's answers to a batch of sent operations in one transaction.
+    public func completeOperations(_ results: [(OutgoingOperation, PushVerdict)]) throws(TSyncError) {
+        guard !results.isEmpty else { return }
+        let now = Timestamp.now()
+        try write { db in
+            for (outgoing, verdict) in results {
+                switch verdict {
+                case .succeeded(let serverRecord, _):
+                    try Self.completeOperation(db, seq: outgoing.operation.seq, serverRecord: serverRecord)
+                case .failed(let status, let message, let serverRecord):
+                    var sent = outgoing.item
+                    if let version = outgoing.version { sent["version"] = .string(version) }
+                    try Self.recordError(
+                        db,
+                        NewOperationError(
+                            operationSeq: outgoing.operation.seq, httpStatus: status, message: message, sentItem: sent,
+                            serverItem: serverRecord?.wireObject),
+                        at: now)
+                }
+            }
+        }
+    }
+
+    // MARK: - Selection
+
+    /// Any operation of the same item, at or before this one, with an error.
+    static let blockedByError = """
+        SELECT 1 FROM errors e JOIN operations p ON p.seq = e.operation_seq
+        WHERE p.tbl = o.tbl AND p.item_id = o.item_id AND p.seq <= o.seq
+        """
+
+    static func tableClause(_ tables: [String]?) -> (String, StatementArguments) {
+        guard let tables, !tables.isEmpty else { return ("1", []) }
+        return ("o.tbl IN (\(Array(repeating: "?", count: tables.count).joined(separator: ",")))", StatementArguments(tables))
+    }
+
+    /// Pushable operations in queue order with what to send. With a `limit` (a claim), only the
+    /// first operation of each item is taken, so a batch never holds two operations of one item.
+    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?) throws -> [OutgoingOperation] {
+        let (clause, arguments) = tableClause(tables)
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, o.item AS op_item,
+                       r.body, r.version, b.item AS base_item
+                FROM operations o
+                LEFT JOIN records r ON r.tbl = o.tbl AND r.id = o.item_id
+                LEFT JOIN bases b ON b.tbl = o.tbl AND b.id = o.item_id
+                WHERE \(clause) AND NOT EXISTS (\(blockedByError))
+                ORDER BY o.seq
+                """, arguments: arguments)
+        var selected: [OutgoingOperation] = []
+        var items = Set<[String]>()
+        while let row = try rows.next() {
+            let table: String = row["tbl"]
+            let itemID: String = row["item_id"]
+            if limit != nil, !items.insert([table, itemID]).inserted { continue }
+            let operation = PendingOperation(
+                seq: row["seq"], table: table, itemID: itemID,
+                kind: OperationKind(rawValue: row["kind"]) ?? .update,
+                state: OperationState(rawValue: row["state"]) ?? .pending,
+                queuedAt: (row["queued_at"] as String?).flatMap(Timestamp.init(iso8601:)) ?? Timestamp(millisecondsSinceEpoch: 0))
+            let baseVersion = try (row["base_item"] as String?).map {
+                try StoredJSON.decodeObject($0, what: "base of \(table)/\(itemID)")
+            }?["version"]?.stringValue
+            var wire: [String: JSONValue]
+            if operation.state == .inflight || operation.kind == .delete {
+                // In flight: exactly what was sent before. A delete: the item it deleted.
+                guard let text = row["op_item"] as String? else { continue }
+                wire = try StoredJSON.decodeObject(text, what: "operation \(operation.seq)")
+            } else if let body = row["body"] as String? {
+                wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
+                if let version = row["version"] as String? { wire["version"] = .string(version) }
+            } else {
+                // An insert or update whose record is gone: the delete that removed it follows.
+                continue
+            }
+            let version = operation.state == .inflight
+                ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
+            for name in RecordInput.serverProperties { wire.removeValue(forKey: name) }
+            wire["id"] = .string(itemID)
+            selected.append(OutgoingOperation(operation: operation, item: wire, version: version))
+            if let limit, selected.count >= limit { break }
+        }
+        return selected
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import TSyncModel
+import TSyncQuery
+
+/// What `pull` should fetch.
+public struct PullRequest: Sendable {
+    public var table: String
+    /// OData `$filter` of the user; nil for the whole table. With a saved query id and no filter
+    /// given, the saved filter is used.
+    public var filter: String?
+    public var queryID: String?
+    public var pageSize: Int
+    /// Forget the query's checkpoint first (and accept a changed filter).
+    public var reset: Bool
+
+    public static let defaultPageSize = 1000
+
+    public init(table: String, filter: String? = nil, queryID: String? = nil, pageSize: Int = defaultPageSize, reset: Bool = false) {
+        self.table = table
+        self.filter = filter
+        self.queryID = queryID
+        self.pageSize = pageSize
+        self.reset = reset
+    }
+}
+
+/// What a pull did, for `pull --json`.
+public struct PullSummary: Sendable, Equatable {
+    public var table: String
+    public var queryID: String?
+    public var counts = PullCounts()
+    /// The push of the table's pending operations that ran first.
+    public var push = PushSummary()
+    /// The checkpoint after the pull (query ids only).
+    public var checkpoint: Checkpoint?
+}
+
+/// Reads a table from the server page by page into the store (DESIGN §1 Pull, §2.1, §2.5).
+///
+/// With a query id the pull is incremental and pages by key, not by offset: every request asks for
+/// the records after the checkpoint of the last stored page, ordered by `updatedAt, id`. So records
+/// changed while the pull runs are neither skipped (an offset would shift under them) nor looped
+/// over, and a pull killed between pages resumes where it stopped. `Link` only tells that more may
+/// follow. Without a query id the pull follows `Link` when the server sends it, else `$skip`.
+public struct Puller: Sendable {
+    public var store: LocalStore
+    public var remote: RemoteClient
+    /// One transaction per record instead of per page: the SDKs' way, for the benchmark baseline.
+    public var rowTransactions = ProcessInfo.processInfo.environment[LocalStore.benchRowTransactionsVariable] == "1"
+
+    public init(store: LocalStore, remote: RemoteClient) {
+        self.store = store
+        self.remote = remote
+    }
+
+    /// Pushes the table's pending operations, then pulls. Throws `.operationsFailed` when that push
+    /// failed for some operation (the pull does not run: the user must look at the conflicts first).
+    public func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
+        try Identifiers.validateTableName(request.table)
+        guard request.pageSize >= 1 else { throw .usage("--page-size must be at least 1") }
+        if let filter = request.filter { _ = try ODataParser.parseFilter(filter) }
+        var summary = PullSummary(table: request.table, queryID: request.queryID)
+        if try store.hasOperations(table: request.table) {
+            summary.push = try await Pusher(store: store, remote: remote).push(tables: [request.table])
+            if summary.push.failed > 0 {
+                throw TSyncError(
+                    .operationsFailed,
+                    "pull \(request.table) stopped: pushing its pending changes failed for \(summary.push.failed) operation(s); run `tsync conflicts`, then `tsync resolve`")
+            }
+        }
+        if let queryID = request.queryID {
+            try await pullIncrementally(request, queryID: queryID, summary: &summary, progress: progress)
+        } else {
+            try await pullByPages(request, summary: &summary, progress: progress)
+        }
+        return summary
+    }
+
+    private func pullIncrementally(
+        _ request: PullRequest, queryID: String, summary: inout PullSummary, progress: SyncProgress?
+    ) async throws(TSyncError) {
+        guard !queryID.isEmpty, !queryID.contains(where: { $0.isNewline }) else {
+            throw .usage("--query-id must be a non-empty single-line name")
+        }
+        let saved = try store.savedQuery(table: request.table, queryID: queryID)
+        var filter = request.filter
+        var checkpoint = saved?.checkpoint
+        if let saved {
+            if filter == nil {
+                filter = saved.filter
+            } else if filter != saved.filter && !request.reset {
+                throw .usage(
+                    "query id \(Identifiers.quoted(queryID)) was saved with the filter \(saved.filter.map(Identifiers.quoted) ?? "(none)"); pull it without --filter, add --reset to replace the filter, or use another --query-id")
+            }
+            if request.reset { checkpoint = nil }
+        }
+        while true {
+            let page = try await remote.readPage(
+                PageRequest(
+                    table: request.table, filter: Checkpoint.filter(user: filter, after: checkpoint),
+                    orderBy: Checkpoint.orderBy, top: request.pageSize))
+            if let last = Checkpoint.last(of: page.records), checkpoint.map({ last > $0 }) ?? true {
+                checkpoint = last
+            } else if !page.records.isEmpty {
+                // A page that does not move the checkpoint forward would be asked for again forever.
+                throw .failure(
+                    "the server at \(remote.endpoint) does not order \(request.table) by updatedAt, id or omits updatedAt; pull without --query-id")
+            }
+            let query = SavedQuery(
+                table: request.table, queryID: queryID, filter: filter, checkpoint: checkpoint, lastPullAt: Timestamp.now())
+            let result =
+                rowTransactions
+                ? try store.applyServerPageRowByRow(table: request.table, records: page.records, saving: query)
+                : try store.applyServerPage(table: request.table, records: page.records, saving: query)
+            summary.counts.add(page: result, received: page.records.count)
+            progress?(summary.counts.received, nil)
+            if page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil) { break }
+        }
+        summary.checkpoint = checkpoint
+    }
+
+    private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
+        var next: String?
+        var skip = 0
+        while true {
+            let page = try await remote.readPage(
+                PageRequest(
+                    table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize,
+                    skip: skip == 0 ? nil : skip, nextLink: next))
+            let result =
+                rowTransactions
+                ? try store.applyServerPageRowByRow(table: request.table, records: page.records, saving: nil)
+                : try store.applyServerPage(table: request.table, records: page.records)
+            summary.counts.add(page: result, received: page.records.count)
+            progress?(summary.counts.received, nil)
+            skip += page.records.count
+            if let link = page.nextLink {
+                guard link != next else { break }
+                next = link
+            } else {
+                if page.records.count < request.pageSize { break }
+                next = nil
+            }
+            if page.records.isEmpty { break }
+        }
+    }
+}

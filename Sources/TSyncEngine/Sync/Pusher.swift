@@ -1,0 +1,133 @@
+import TSyncModel
+
+/// What a push did, for the summary line and `push --json`.
+public struct PushSummary: Sendable, Equatable {
+    /// Operations the server accepted (including those it had already applied).
+    public var pushed = 0
+    /// Of `pushed`, operations a lost response had hidden: the server already had them.
+    public var alreadyApplied = 0
+    /// Operations that failed in this push and now sit in the error table.
+    public var failed = 0
+    /// Of `failed`, those that are conflicts (409/412).
+    public var conflicts = 0
+    /// Operations not sent because their item has an unresolved error (`tsync conflicts`).
+    public var heldBack = 0
+    /// Operations a dry run would send.
+    public var wouldPush = 0
+
+    public init() {}
+
+    public static func += (lhs: inout PushSummary, rhs: PushSummary) {
+        lhs.pushed += rhs.pushed
+        lhs.alreadyApplied += rhs.alreadyApplied
+        lhs.failed += rhs.failed
+        lhs.conflicts += rhs.conflicts
+        lhs.heldBack = rhs.heldBack
+        lhs.wouldPush += rhs.wouldPush
+    }
+}
+
+/// Progress of a long push or pull: `done` of `total` (total nil when unknown).
+public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
+
+/// Sends pending operations in queue order (DESIGN §1 Push).
+///
+/// Operations are claimed in small batches of distinct items (marked in flight in one
+/// transaction), sent with a few requests at a time, and their answers applied in one transaction
+/// per batch. Distinct items per batch keep every item's operations in queue order while requests
+/// overlap; the batch transactions keep the SQLite cost per operation small.
+public struct Pusher: Sendable {
+    public var store: LocalStore
+    public var remote: RemoteClient
+    /// Operations claimed per transaction.
+    public var batchSize = 64
+    /// Requests in flight at once (each for a different item).
+    public var concurrency = 4
+
+    public init(store: LocalStore, remote: RemoteClient) {
+        self.store = store
+        self.remote = remote
+    }
+
+    /// Pushes every pushable operation of `tables` (all tables when nil).
+    /// Throws `.unreachable` / `.unauthorized` when the server cannot be used; the operations
+    /// not answered go back to pending and everything answered before is kept.
+    public func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+        var summary = PushSummary()
+        let total = try store.pushableOperations(tables: tables).count
+        progress?(0, total)
+        while true {
+            let batch = try store.claimOperations(tables: tables, limit: batchSize)
+            if batch.isEmpty { break }
+            let (answered, stop) = await send(batch)
+            try store.completeOperations(answered)
+            for (_, verdict) in answered {
+                switch verdict {
+                case .succeeded(_, let alreadyApplied):
+                    summary.pushed += 1
+                    if alreadyApplied { summary.alreadyApplied += 1 }
+                case .failed(let status, _, _):
+                    summary.failed += 1
+                    if status == 409 || status == 412 { summary.conflicts += 1 }
+                }
+            }
+            progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
+            if let stop {
+                let answeredSeqs = Set(answered.map { $0.0.operation.seq })
+                try store.releaseOperations(batch.filter { !answeredSeqs.contains($0.operation.seq) })
+                throw stop
+            }
+        }
+        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        return summary
+    }
+
+    /// Sends a batch, `concurrency` requests at a time. Stops starting new requests after the
+    /// first unreachable/unauthorized error, and returns what was answered plus that error.
+    private func send(_ batch: [OutgoingOperation]) async -> ([(OutgoingOperation, PushVerdict)], TSyncError?) {
+        var answered: [(OutgoingOperation, PushVerdict)] = []
+        var stop: TSyncError?
+        let remote = self.remote
+        await withTaskGroup(of: (OutgoingOperation, Result<PushVerdict, TSyncError>).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < batch.count, stop == nil else { return }
+                let operation = batch[next]
+                next += 1
+                group.addTask {
+                    do throws(TSyncError) {
+                        return (operation, .success(try await Self.send(operation, to: remote)))
+                    } catch {
+                        return (operation, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<min(concurrency, batch.count) { startNext() }
+            while let (operation, result) = await group.next() {
+                switch result {
+                case .success(let verdict): answered.append((operation, verdict))
+                case .failure(let error):
+                    // Unauthorized outranks unreachable: logging in is what the user must do.
+                    if stop == nil || error.kind == .unauthorized { stop = error }
+                }
+                startNext()
+            }
+        }
+        return (answered, stop)
+    }
+
+    static func send(_ outgoing: OutgoingOperation, to remote: RemoteClient) async throws(TSyncError) -> PushVerdict {
+        let operation = outgoing.operation
+        let answer: RemoteAnswer
+        switch operation.kind {
+        case .insert:
+            answer = try await remote.insert(table: operation.table, item: outgoing.item)
+        case .update:
+            answer = try await remote.update(
+                table: operation.table, id: operation.itemID, item: outgoing.item, version: outgoing.version)
+        case .delete:
+            answer = try await remote.delete(table: operation.table, id: operation.itemID, version: outgoing.version)
+        }
+        return PushVerdict.classify(kind: operation.kind, sent: operation.kind == .delete ? nil : outgoing.item, answer: answer)
+    }
+}

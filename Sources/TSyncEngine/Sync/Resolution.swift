@@ -1,0 +1,181 @@
+import GRDB
+import TSyncModel
+
+/// How to settle a failed operation (`tsync resolve`, DESIGN §3).
+public enum Resolution: String, Sendable, CaseIterable {
+    /// Client wins: keep the operation, based on the server's current version, to be sent again.
+    case ours
+    /// Server wins: drop the item's operations; the local item becomes the server's copy (or goes).
+    case theirs
+    /// Neither: clear the error; the operation stays pending, unchanged.
+    case cancel
+    /// Drop the local change: the item goes back to its base (removed if it has none).
+    case discard
+    /// Field-level three-way merge of base / ours / theirs; refused when a field conflicts.
+    case merge
+
+    /// Whether settling needs the server's current copy of the item.
+    var needsTheirs: Bool { self == .ours || self == .theirs || self == .merge }
+}
+
+/// The result of settling one error.
+public enum ResolutionOutcome: Sendable, Equatable {
+    /// Settled; `pending` tells whether an operation for the item is still queued to be pushed.
+    case settled(pending: Bool)
+    /// `--merge` refused; nothing was changed for this error.
+    case refused(reason: String)
+}
+
+/// The server's copy of an item as far as resolving needs it: known (maybe deleted), or absent.
+public enum ServerCopy: Sendable, Equatable {
+    case record(TSyncModel.Record)
+    case none
+
+    var live: TSyncModel.Record? {
+        if case .record(let record) = self, !record.system.deleted { return record }
+        return nil
+    }
+}
+
+extension LocalStore {
+    /// Settles one error in one transaction. `theirs` is the server's copy (from the error, or read
+    /// again by the caller); it is ignored by `cancel` and `discard`.
+    public func resolve(
+        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?
+    ) throws(TSyncError) -> ResolutionOutcome {
+        try write { db in
+            guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
+                throw TSyncError.invalidInput("no error \(errorID) (already resolved?): run `tsync conflicts` to list them")
+            }
+            let rows = ItemRows(table: details.error.table, id: details.error.itemID)
+            switch resolution {
+            case .cancel:
+                try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [errorID])
+                return .settled(pending: true)
+            case .discard:
+                try rows.dropOperations(db)
+                if let base = details.base { try StoreRows.upsertRecord(db, table: details.error.table, record: base) } else { try rows.removeRecord(db) }
+                try rows.dropBase(db)
+                return .settled(pending: false)
+            case .theirs:
+                try Self.takeTheirs(db, rows: rows, theirs: try Self.require(theirs, for: details))
+                return .settled(pending: false)
+            case .ours:
+                try Self.keepOurs(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
+                return .settled(pending: try rows.hasOperations(db))
+            case .merge:
+                return try Self.merge(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
+            }
+        }
+    }
+
+    private static func require(_ theirs: ServerCopy?, for details: ConflictDetails) throws -> ServerCopy {
+        guard let theirs else {
+            throw TSyncError.failure(
+                "the server's copy of \(details.error.table)/\(details.error.itemID) is not known; set a remote (`tsync remote URL`) so it can be read")
+        }
+        return theirs
+    }
+
+    static func takeTheirs(_ db: Database, rows: ItemRows, theirs: ServerCopy) throws {
+        try rows.dropOperations(db)
+        try rows.dropBase(db)
+        if let record = theirs.live { try StoreRows.upsertRecord(db, table: rows.table, record: record) } else { try rows.removeRecord(db) }
+    }
+
+    /// Client wins: the operation is rebased on the server's current copy, so its `If-Match` is
+    /// current and the next push overwrites the server. An insert answered 409 becomes an update of
+    /// the existing item; an update of an item the server no longer has becomes an insert that
+    /// recreates it; a delete of an item the server no longer has is done already.
+    static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy) throws {
+        try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [details.error.id])
+        if let record = theirs.live {
+            try StoreRows.saveBase(db, table: rows.table, id: rows.id, item: record.wireObject)
+            try db.execute(
+                sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
+                arguments: [
+                    record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version,
+                    rows.table, rows.id,
+                ])
+            if details.error.kind == .insert {
+                try rows.setKind(db, seq: details.error.operationSeq, kind: .update)
+            }
+            return
+        }
+        try rows.dropBase(db)
+        try db.execute(
+            sql: "UPDATE records SET created_at = NULL, updated_at = NULL, version = NULL WHERE tbl = ? AND id = ?",
+            arguments: [rows.table, rows.id])
+        switch details.error.kind {
+        case .update: try rows.setKind(db, seq: details.error.operationSeq, kind: .insert)
+        case .delete: try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [details.error.operationSeq])
+        case .insert: break
+        }
+    }
+
+    static func merge(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy) throws -> ResolutionOutcome {
+        let oursFields = details.error.kind == .delete ? nil : details.ours?.fields
+        let theirsRecord = theirs.live
+        switch ThreeWayMerge.merge(base: details.base?.fields, ours: oursFields, theirs: theirsRecord?.fields) {
+        case .merged(let fields):
+            guard let theirsRecord else { return .refused(reason: "the server has no copy to merge with") }
+            if ThreeWayMerge.sameFields(fields, theirsRecord.fields) {
+                try takeTheirs(db, rows: rows, theirs: theirs)
+                return .settled(pending: false)
+            }
+            try keepOurs(db, details: details, rows: rows, theirs: theirs)
+            try db.execute(
+                sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?",
+                arguments: [StoredJSON.encode(fields), rows.table, rows.id])
+            return .settled(pending: true)
+        case .deleted:
+            if oursFields == nil, theirsRecord != nil {
+                // We deleted an item the server did not change since: the delete goes through.
+                try keepOurs(db, details: details, rows: rows, theirs: theirs)
+                return .settled(pending: try rows.hasOperations(db))
+            }
+            try takeTheirs(db, rows: rows, theirs: theirs)
+            return .settled(pending: false)
+        case .deleteConflict(let side):
+            return .refused(
+                reason: side == .ours
+                    ? "deleted here but changed on the server (\(details.fieldsChangedByThem.joined(separator: ", ")))"
+                    : "changed here (\(details.fieldsChangedByUs.joined(separator: ", "))) but deleted on the server")
+        case .conflicting(let conflicts):
+            let described = conflicts.map { conflict in
+                "\(conflict.field): ours \(Self.show(conflict.ours)), theirs \(Self.show(conflict.theirs))"
+            }
+            return .refused(reason: "both sides changed " + described.joined(separator: "; "))
+        }
+    }
+
+    private static func show(_ value: JSONValue?) -> String {
+        value.map { JSONSerializer.string($0) } ?? "(absent)"
+    }
+}
+
+/// The rows of one item across the store's tables.
+struct ItemRows {
+    var table: String
+    var id: String
+
+    func dropOperations(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
+    }
+
+    func dropBase(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+    }
+
+    func removeRecord(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM records WHERE tbl = ? AND id = ?", arguments: [table, id])
+    }
+
+    func hasOperations(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND item_id = ?)", arguments: [table, id]) ?? false
+    }
+
+    func setKind(_ db: Database, seq: Int64, kind: OperationKind) throws {
+        try db.execute(sql: "UPDATE operations SET kind = ? WHERE seq = ?", arguments: [kind.rawValue, seq])
+    }
+}

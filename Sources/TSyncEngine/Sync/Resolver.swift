@@ -1,0 +1,80 @@
+import TSyncModel
+
+/// Which errors `tsync resolve` settles.
+public enum ErrorSelection: Sendable, Equatable {
+    case ids([Int64])
+    case all
+    case table(String)
+}
+
+/// What `tsync resolve` did, error by error.
+public struct ResolveReport: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var details: ConflictDetails
+        public var outcome: ResolutionOutcome
+    }
+
+    public var entries: [Entry] = []
+    public var refused: [Entry] { entries.filter { if case .refused = $0.outcome { true } else { false } } }
+    public var settledCount: Int { entries.count - refused.count }
+}
+
+/// Settles errors with one `Resolution` (DESIGN §3). Each error is settled in its own transaction,
+/// independently: a refused merge of one leaves the others settled.
+///
+/// The server's copy ("theirs") is the one recorded with the error (409/412 answers carry it); when
+/// the error has none (404, 400, 5xx), it is read from the server once, which needs `remote`.
+/// A recorded copy may be stale by now: a push of an `--ours` resolution then reports a fresh
+/// conflict rather than overwriting a change it never saw.
+public struct Resolver: Sendable {
+    public var store: LocalStore
+    public var remote: RemoteClient?
+
+    public init(store: LocalStore, remote: RemoteClient?) {
+        self.store = store
+        self.remote = remote
+    }
+
+    /// The errors a selection names. Unknown ids are an `.invalidInput` error (exit 65) and nothing
+    /// is settled.
+    public func errors(_ selection: ErrorSelection) throws(TSyncError) -> [ConflictDetails] {
+        switch selection {
+        case .all:
+            return try store.conflictDetails()
+        case .table(let table):
+            return try store.conflictDetails(table: table)
+        case .ids(let ids):
+            let found = try store.conflictDetails(ids: ids)
+            let missing = ids.filter { id in !found.contains { $0.error.id == id } }
+            if !missing.isEmpty {
+                throw .invalidInput(
+                    "no error \(missing.map(String.init).joined(separator: ", ")) in the error table: run `tsync conflicts` to list them")
+            }
+            return found
+        }
+    }
+
+    public func resolve(_ selection: ErrorSelection, with resolution: Resolution) async throws(TSyncError) -> ResolveReport {
+        var report = ResolveReport()
+        for details in try errors(selection) {
+            let theirs = resolution.needsTheirs ? try await serverCopy(for: details) : nil
+            let outcome = try store.resolve(errorID: details.error.id, with: resolution, theirs: theirs)
+            report.entries.append(.init(details: details, outcome: outcome))
+        }
+        return report
+    }
+
+    func serverCopy(for details: ConflictDetails) async throws(TSyncError) -> ServerCopy? {
+        let error = details.error
+        if let theirs = details.theirs { return .record(theirs) }
+        if error.httpStatus == 404 || error.httpStatus == 410 { return ServerCopy.none }
+        guard let remote else { return nil }
+        switch try await remote.read(table: error.table, id: error.itemID) {
+        case .accepted(_, let record?): return .record(record)
+        case .accepted(_, nil): throw .failure("the server answered the read of \(error.table)/\(error.itemID) without the item")
+        case .rejected(404, _, _), .rejected(410, _, _): return ServerCopy.none
+        case .rejected(let status, let message, _):
+            throw .failure("reading \(error.table)/\(error.itemID) from the server failed with HTTP \(status): \(message)")
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import TSyncModel
+
+/// Field-level three-way merge of base / ours / theirs (DESIGN §2.6, `resolve --merge`).
+///
+/// The SDKs only offered "client wins" or "server wins" for a whole record, so two people editing
+/// different fields of one item had to throw one edit away. With the base (the last server copy the
+/// client saw) a field changed on one side only can be taken from that side; only a field both
+/// sides changed to different values is a real conflict, and then nothing is merged.
+///
+/// Only user fields take part: system properties belong to the server and are never merged.
+/// A side that is `nil` has no record (deleted locally, or absent / deleted on the server).
+public enum ThreeWayMerge {
+    /// One field both sides changed differently. `nil` values mean "absent on that side".
+    public struct FieldConflict: Sendable, Equatable {
+        public var field: String
+        public var base: JSONValue?
+        public var ours: JSONValue?
+        public var theirs: JSONValue?
+    }
+
+    public enum Outcome: Sendable, Equatable {
+        /// The merged user fields (possibly equal to one side).
+        case merged([String: JSONValue])
+        /// Both sides deleted the record: nothing is left to keep.
+        case deleted
+        /// One side deleted the record and the other changed it: no field-level answer exists.
+        case deleteConflict(deletedBy: Side)
+        /// Fields both sides changed differently; nothing was merged.
+        case conflicting([FieldConflict])
+    }
+
+    public enum Side: String, Sendable { case ours, theirs }
+
+    public static func merge(
+        base: [String: JSONValue]?, ours: [String: JSONValue]?, theirs: [String: JSONValue]?
+    ) -> Outcome {
+        switch (ours, theirs) {
+        case (nil, nil):
+            return .deleted
+        case (nil, let theirs?):
+            // We deleted it: fine if the server did not change it since our base.
+            if let base, sameFields(base, theirs) { return .deleted }
+            return .deleteConflict(deletedBy: .ours)
+        case (let ours?, nil):
+            // The server deleted it: its deletion wins when we did not change the record, and
+            // is a conflict when we did.
+            if let base, sameFields(base, ours) { return .deleted }
+            return .deleteConflict(deletedBy: .theirs)
+        case (let ours?, let theirs?):
+            return mergeFields(base: base ?? [:], ours: ours, theirs: theirs)
+        }
+    }
+
+    private static func mergeFields(
+        base: [String: JSONValue], ours: [String: JSONValue], theirs: [String: JSONValue]
+    ) -> Outcome {
+        var merged: [String: JSONValue] = [:]
+        var conflicts: [FieldConflict] = []
+        let names = Set(base.keys).union(ours.keys).union(theirs.keys).subtracting(SystemProperties.names)
+        for name in names.sorted() {
+            let b = base[name]
+            let o = ours[name]
+            let t = theirs[name]
+            let value: JSONValue?
+            if same(o, t) {
+                value = o
+            } else if same(o, b) {
+                value = t
+            } else if same(t, b) {
+                value = o
+            } else {
+                conflicts.append(FieldConflict(field: name, base: b, ours: o, theirs: t))
+                continue
+            }
+            if let value { merged[name] = value }
+        }
+        return conflicts.isEmpty ? .merged(merged) : .conflicting(conflicts)
+    }
+
+    /// User-field names whose values differ between two records (either side may be missing):
+    /// what `conflicts` shows as "the fields that differ".
+    public static func differingFields(_ a: [String: JSONValue]?, _ b: [String: JSONValue]?) -> [String] {
+        let a = a ?? [:]
+        let b = b ?? [:]
+        return Set(a.keys).union(b.keys).subtracting(SystemProperties.names).filter { !same(a[$0], b[$0]) }.sorted()
+    }
+
+    /// Equal user fields, ignoring system properties (`1` equals `1.0`).
+    public static func sameFields(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
+        differingFields(a, b).isEmpty
+    }
+
+    /// A missing field and an explicit `null` are the same to a merge: both read back as null
+    /// through OData, and servers differ in whether they echo nulls.
+    static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        (a ?? .null).jsonEquals(b ?? .null)
+    }
+}

@@ -1,0 +1,123 @@
+import GRDB
+import TSyncModel
+
+extension SQLiteStorage {
+    // MARK: - Accounts
+
+    public func createAccount(name: String, passwordHash: String, createdAt: Timestamp) async throws {
+        try await pool.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM tsync_accounts WHERE name = ?", arguments: [name]) == true {
+                throw TSyncError.invalidInput("an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+            }
+            try db.execute(
+                sql: "INSERT INTO tsync_accounts (name, password_hash, created_at) VALUES (?, ?, ?)",
+                arguments: [name, passwordHash, createdAt.iso8601]
+            )
+        }
+    }
+
+    public func setPasswordHash(name: String, passwordHash: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE tsync_accounts SET password_hash = ? WHERE name = ?", arguments: [passwordHash, name])
+            guard db.changesCount > 0 else { return false }
+            try db.execute(sql: "DELETE FROM tsync_tokens WHERE account_name = ?", arguments: [name])
+            return true
+        }
+    }
+
+    public func removeAccount(name: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tsync_accounts WHERE name = ?", arguments: [name])
+            guard db.changesCount > 0 else { return false }
+            try db.execute(sql: "DELETE FROM tsync_tokens WHERE account_name = ?", arguments: [name])
+            return true
+        }
+    }
+
+    public func account(name: String) async throws -> Account? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT name, password_hash, created_at FROM tsync_accounts WHERE name = ?", arguments: [name])
+                .map(Self.decodeAccount)
+        }
+    }
+
+    public func accounts() async throws -> [Account] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, password_hash, created_at FROM tsync_accounts ORDER BY name").map(Self.decodeAccount)
+        }
+    }
+
+    private static func decodeAccount(_ row: Row) -> Account {
+        Account(
+            name: row["name"], passwordHash: row["password_hash"],
+            createdAt: Timestamp(iso8601: row["created_at"]) ?? Timestamp(millisecondsSinceEpoch: 0)
+        )
+    }
+
+    // MARK: - Tokens
+
+    public func storeToken(hash: String, accountName: String, expiresAt: Timestamp) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO tsync_tokens (token_hash, account_name, expires_at) VALUES (?, ?, ?)",
+                arguments: [hash, accountName, expiresAt.millisecondsSinceEpoch]
+            )
+        }
+    }
+
+    public func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String? {
+        try await pool.read { db in
+            try String.fetchOne(
+                db, sql: "SELECT account_name FROM tsync_tokens WHERE token_hash = ? AND expires_at > ?",
+                arguments: [hash, now.millisecondsSinceEpoch]
+            )
+        }
+    }
+
+    public func revokeToken(hash: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tsync_tokens WHERE token_hash = ?", arguments: [hash])
+        }
+    }
+
+    public func purgeExpiredTokens(now: Timestamp) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tsync_tokens WHERE expires_at <= ?", arguments: [now.millisecondsSinceEpoch])
+        }
+    }
+
+    // MARK: - Login throttling
+
+    public func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts {
+        let nowMs = now.millisecondsSinceEpoch
+        return try await pool.write { db in
+            // Windows that are over hold no information: keep the table small.
+            try db.execute(sql: "DELETE FROM tsync_login_attempts WHERE window_end <= ?", arguments: [nowMs])
+            // One statement, so concurrent attempts (from any instance) all count.
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO tsync_login_attempts (key, attempts, window_end) VALUES (?, 1, ?)
+                    ON CONFLICT(key) DO UPDATE SET attempts = attempts + 1
+                    RETURNING attempts, window_end
+                    """,
+                arguments: [key, nowMs + windowMilliseconds]
+            )
+            let attempts: Int = row?["attempts"] ?? 1
+            let windowEnd: Int64 = row?["window_end"] ?? nowMs + windowMilliseconds
+            return LoginAttempts(count: attempts, windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
+        }
+    }
+
+    public func forgiveLoginAttempt(key: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE tsync_login_attempts SET attempts = attempts - 1 WHERE key = ? AND attempts > 0", arguments: [key])
+        }
+    }
+
+    public func clearLoginAttempts(key: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tsync_login_attempts WHERE key = ?", arguments: [key])
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+struct DiffCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff",
+        abstract: "Show what each pending change does, field by field, against its base.",
+        discussion: """
+            The base is the last server copy of the item (none for a record the server has not \
+            seen). One entry per item with pending operations, in queue order: "-" lines are base \
+            values, "+" lines local ones. System properties are not compared.
+
+            --json prints [{"table", "id", "kind" (insert|update|delete), "seq", "base": object or \
+            null, "ours": object or null, "changes": [{"field", "change" (added|removed|modified), \
+            "before", "after"}]}]; "before" is absent for an added field, "after" for a removed one.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var output: JSONOption
+
+    @Argument(help: "Only this table.")
+    var table: String?
+
+    @Argument(help: "Only this record (needs TABLE).")
+    var id: String?
+
+    func run() throws {
+        let entries = try storeOptions.open().diff(table: table, id: id)
+        if output.json {
+            Console.write(JSONReports.line(JSONReports.diff(entries)))
+            return
+        }
+        let style = Style(enabled: Console.colorOnStdout)
+        var text = ""
+        for entry in entries {
+            text += style.bold("\(entry.kind.rawValue) \(entry.table)/\(entry.id)") + "\n"
+            for change in entry.changes {
+                if let before = change.before {
+                    text += style.red("- \(change.field): \(JSONSerializer.string(before))") + "\n"
+                }
+                if let after = change.after {
+                    text += style.green("+ \(change.field): \(JSONSerializer.string(after))") + "\n"
+                }
+            }
+            if entry.changes.isEmpty { text += style.dim("  (no field changes)") + "\n" }
+        }
+        Console.write(text)
+    }
+}

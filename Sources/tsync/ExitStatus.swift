@@ -1,0 +1,40 @@
+import ArgumentParser
+import TSyncModel
+
+/// The exit codes of DESIGN §3 — the ONE place where error kinds become process exit codes.
+/// The man page (root command discussion) prints `ExitStatus.table`, so the two cannot drift.
+enum ExitStatus {
+    static let success: Int32 = 0
+    /// A failure not covered below; also `status --exit-code` when something is pending.
+    static let failure: Int32 = 1
+    static let operationsFailed: Int32 = 2
+    static let unreachable: Int32 = 3
+    static let unauthorized: Int32 = 4
+    /// Usage error (EX_USAGE). ArgumentParser exits with the same code for its own parse and
+    /// validation errors (`ExitCode.validationFailure`), which `TSync.main` leaves to it.
+    static let usage: Int32 = 64
+    /// Bad input data (EX_DATAERR).
+    static let invalidInput: Int32 = 65
+
+    static func code(for kind: TSyncError.Kind) -> Int32 {
+        switch kind {
+        case .failure: failure
+        case .operationsFailed: operationsFailed
+        case .unreachable: unreachable
+        case .unauthorized: unauthorized
+        case .usage: usage
+        case .invalidInput: invalidInput
+        }
+    }
+
+    static let table = """
+        EXIT STATUS
+          0   success, including "nothing to do"
+          1   failure not covered below; `status --exit-code` with pending work
+          2   push/pull done, but operations failed (the error table is not empty)
+          3   the server could not be reached; nothing was lost
+          4   authentication missing or rejected
+          64  usage error (unknown option, missing or invalid argument)
+          65  bad input data (invalid JSON, id or filter; unknown table or id)
+        """
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import Foundation
+import TSyncEngine
+
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create a tsync store in DIR/.tsync/.",
+        discussion: """
+            Creates DIR (default: the current directory) if needed, and in it .tsync/ with the \
+            database (store.sqlite) and the configuration (config.json). Running it again on an \
+            existing store is safe: it upgrades the database if needed and sets --remote if given.
+            """)
+
+    @Argument(help: "The directory to hold the store.")
+    var directory: String = "."
+
+    @Option(help: ArgumentHelp("The server to push to and pull from.", valueName: "URL"))
+    var remote: String?
+
+    func run() throws {
+        let location = StoreLocation.forInitializing(directory, workingDirectory: FileManager.default.currentDirectoryPath)
+        let (_, existed) = try LocalStore.initialize(location, remote: remote)
+        Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
+    }
+}

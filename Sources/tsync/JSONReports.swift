@@ -1,0 +1,108 @@
+import TSyncEngine
+import TSyncModel
+
+/// The `--json` shapes of the read commands. Field names here are a public, stable interface:
+/// scripts depend on them, and each command's help lists them. Add fields; never rename or remove.
+enum JSONReports {
+    /// One line of JSON: compact, keys sorted (`id` first), ending in a newline.
+    static func line(_ value: JSONValue) -> String {
+        JSONSerializer.string(value) + "\n"
+    }
+
+    /// `get`, `query`: the record's wire object — its user fields, `id`, `createdAt`,
+    /// `updatedAt`, `version` (these three absent until the server has seen the record) and
+    /// `deleted` (always false locally).
+    static func record(_ record: Record) -> JSONValue { .object(record.wireObject) }
+
+    /// `tables`: `[{"table", "records", "pending", "errors"}]`.
+    static func tables(_ tables: [TableSummary]) -> JSONValue {
+        .array(
+            tables.map { summary in
+                [
+                    "table": .string(summary.table), "records": .int(Int64(summary.records)),
+                    "pending": .int(Int64(summary.pending)), "errors": .int(Int64(summary.errors)),
+                ]
+            })
+    }
+
+    /// `status`: `{"store", "remote", "clean", "pending", "errors", "tables": [...],
+    /// "operations": [...], "queries": [...]}`.
+    static func status(_ report: StatusReport) -> JSONValue {
+        [
+            "store": .string(report.storeDirectory),
+            "remote": report.remote.map(JSONValue.string) ?? .null,
+            "clean": .bool(report.isClean),
+            "pending": .int(Int64(report.pendingCount)),
+            "errors": .int(Int64(report.errorCount)),
+            "tables": .array(
+                report.tables.map { table in
+                    [
+                        "table": .string(table.table), "pending": .int(Int64(table.pending)),
+                        "inserts": .int(Int64(table.inserts)), "updates": .int(Int64(table.updates)),
+                        "deletes": .int(Int64(table.deletes)), "errors": .int(Int64(table.errors)),
+                    ]
+                }),
+            "operations": .array(report.operations.map(operation)),
+            "queries": .array(report.savedQueries.map(savedQuery)),
+        ]
+    }
+
+    /// One queued operation: `{"seq", "table", "id", "kind" (insert|update|delete),
+    /// "state" (pending|inflight), "queuedAt", "error": null | {"id", "status", "message"}}`.
+    static func operation(_ operation: PendingOperation) -> JSONValue {
+        [
+            "seq": .int(operation.seq),
+            "table": .string(operation.table),
+            "id": .string(operation.itemID),
+            "kind": .string(operation.kind.rawValue),
+            "state": .string(operation.state.rawValue),
+            "queuedAt": .string(operation.queuedAt.iso8601),
+            "error": operation.error.map { error in
+                [
+                    "id": .int(error.id), "status": error.httpStatus.map { .int(Int64($0)) } ?? .null,
+                    "message": .string(error.message),
+                ]
+            } ?? .null,
+        ]
+    }
+
+    /// One saved query: `{"table", "queryId", "filter", "checkpoint": null | {"updatedAt", "id"},
+    /// "lastPullAt"}`.
+    static func savedQuery(_ query: SavedQuery) -> JSONValue {
+        [
+            "table": .string(query.table),
+            "queryId": .string(query.queryID),
+            "filter": query.filter.map(JSONValue.string) ?? .null,
+            "checkpoint": query.checkpoint.map { checkpoint in
+                ["updatedAt": .string(checkpoint.updatedAt.iso8601), "id": .string(checkpoint.id)]
+            } ?? .null,
+            "lastPullAt": query.lastPullAt.map { .string($0.iso8601) } ?? .null,
+        ]
+    }
+
+    /// `diff`: `[{"table", "id", "kind", "seq", "base": object|null, "ours": object|null,
+    /// "changes": [{"field", "change" (added|removed|modified), "before"?, "after"?}]}]` —
+    /// `before` is absent for an added field, `after` for a removed one.
+    static func diff(_ entries: [DiffEntry]) -> JSONValue {
+        .array(
+            entries.map { entry in
+                [
+                    "table": .string(entry.table),
+                    "id": .string(entry.id),
+                    "kind": .string(entry.kind.rawValue),
+                    "seq": .int(entry.seq),
+                    "base": entry.base.map(JSONValue.object) ?? .null,
+                    "ours": entry.ours.map(JSONValue.object) ?? .null,
+                    "changes": .array(
+                        entry.changes.map { change in
+                            var object: [String: JSONValue] = [
+                                "field": .string(change.field), "change": .string(change.change.rawValue),
+                            ]
+                            if let before = change.before { object["before"] = before }
+                            if let after = change.after { object["after"] = after }
+                            return .object(object)
+                        }),
+                ]
+            })
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+struct PullCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull",
+        abstract: "Fetch a table from the server into the store.",
+        discussion: """
+            Pushes the table's pending operations first; if that push fails for an operation, the \
+            pull stops with the push's exit code. Then reads the server page by page (deleted \
+            records included) and writes each page in one transaction: records are inserted or \
+            replaced, records the server deleted are removed, and items with a pending local \
+            change are left alone.
+
+            With --query-id the pull is incremental: the store remembers the (updatedAt, id) of the \
+            last record stored, saved with each page, and the next pull with the same id fetches \
+            only records changed since — an interrupted pull resumes where it stopped. A saved query \
+            keeps its filter: pull it again without --filter, or give --reset to forget the \
+            checkpoint (and replace the filter). `tsync queries` lists them; `tsync sync` pulls them all.
+
+            --json prints {"table", "queryId", "received", "upserted", "deleted", "skipped", "pages", \
+            "pushed", "checkpoint": null or {"updatedAt", "id"}}.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Argument(help: "The table to pull.")
+    var table: String
+
+    @Option(help: ArgumentHelp("Only records this OData $filter is true for.", valueName: "ODATA"))
+    var filter: String?
+
+    @Option(help: ArgumentHelp("Save the pull under this id and pull incrementally.", valueName: "ID"))
+    var queryId: String?
+
+    @Option(help: ArgumentHelp("Records per request (the server may cap it).", valueName: "N"))
+    var pageSize: Int = PullRequest.defaultPageSize
+
+    @Flag(help: "Forget the query id's checkpoint and pull everything again.")
+    var reset = false
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "No progress and no summary line on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        try Identifiers.validateTableName(table)
+        guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1") }
+        if reset && queryId == nil { throw ValidationError("--reset needs --query-id") }
+    }
+
+    func run() async throws {
+        let store = try storeOptions.open()
+        let request = PullRequest(table: table, filter: filter, queryID: queryId, pageSize: pageSize, reset: reset)
+        let progress = ProgressLine(quiet: quiet)
+        let summary: PullSummary
+        do {
+            summary = try await RemoteAccess.with(store) { remote throws(TSyncError) in
+                try await Puller(store: store, remote: remote).pull(request, progress: progress.reporter("pulling \(table):"))
+            }
+        } catch {
+            progress.finish()
+            throw error
+        }
+        progress.finish()
+        if json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
+        if !quiet { Console.note(SyncFormat.pullSummary(summary)) }
+    }
+}

@@ -1,0 +1,78 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+struct PushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Send pending operations to the server, in queue order.",
+        discussion: """
+            Every pending operation of every table (or of the --table tables) is sent in the order \
+            it was queued. A conflict or a rejected operation is recorded in the error table and \
+            the push goes on with the others; operations of an item with an unresolved error are \
+            held back until it is resolved. The exit code is 2 while the error table holds errors \
+            of the pushed tables (see `tsync conflicts`, then `tsync resolve`). \
+            When the server cannot be reached (exit 3) or refuses the login (exit 4) the push \
+            stops and every operation not yet answered stays queued.
+
+            A retried operation the server already applied (its answer was lost) is recognised \
+            and counts as pushed: an insert answered 409 or an update answered 412 whose server \
+            item has the same fields as the item sent, and a delete answered 404.
+
+            --json prints {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack", \
+            "operations"}; "operations" lists, for --dry-run, what would be sent: [{"seq", "table", \
+            "id", "kind"}] (empty otherwise).
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(name: .customLong("table"), help: ArgumentHelp("Push only this table (repeatable).", valueName: "TABLE"))
+    var tables: [String] = []
+
+    @Flag(help: "List what would be sent; send nothing.")
+    var dryRun = false
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "No progress and no summary line on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        for table in tables { try Identifiers.validateTableName(table) }
+    }
+
+    func run() async throws {
+        let store = try storeOptions.open()
+        let selection = tables.isEmpty ? nil : tables
+        if dryRun {
+            let operations = try store.pushableOperations(tables: selection)
+            var summary = PushSummary()
+            summary.wouldPush = operations.count
+            summary.heldBack = try store.heldBackOperationCount(tables: selection)
+            if json {
+                Console.write(JSONReports.line(SyncReports.push(summary, dryRun: operations)))
+            } else {
+                Console.write(operations.map(SyncFormat.dryRunLine).joined())
+                if !quiet { Console.note(SyncFormat.pushSummary(summary, dryRun: true)) }
+            }
+            return
+        }
+        let progress = ProgressLine(quiet: quiet)
+        let summary: PushSummary
+        do {
+            summary = try await RemoteAccess.with(store) { remote throws(TSyncError) in
+                try await Pusher(store: store, remote: remote).push(tables: selection, progress: progress.reporter("pushing"))
+            }
+        } catch {
+            progress.finish()
+            throw error
+        }
+        progress.finish()
+        if json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
+        let line = SyncFormat.pushSummary(summary, dryRun: false)
+        // Exit 2 while the error table holds errors of these tables, new or old (DESIGN §3).
+        if summary.failed > 0 || summary.heldBack > 0 { throw TSyncError(.operationsFailed, line) }
+        if !quiet { Console.note(line) }
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import TSyncEngine
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show pending operations, errors, saved queries and the remote.",
+        discussion: """
+            Forms:
+              (default)    grouped by table, counts first, with the next command to run
+              --short      one line per table with pending work: "TABLE: N added, N modified, \
+            N deleted, N failed"; nothing when clean
+              --porcelain  one line per queued operation, in push order: CODE<TAB>TABLE<TAB>ID, \
+            where CODE is A (insert), M (update), D (delete), or U (an operation whose last push \
+            failed: see `tsync conflicts`). Fields are separated by one TAB (ids cannot contain \
+            control characters); nothing when clean. This format will not change.
+              --json       {"store", "remote", "clean", "pending", "errors", "tables": [{"table", \
+            "pending", "inserts", "updates", "deletes", "errors"}], "operations": [{"seq", "table", \
+            "id", "kind", "state", "queuedAt", "error": null or {"id", "status", "message"}}], \
+            "queries": [{"table", "queryId", "filter", "checkpoint": null or {"updatedAt", "id"}, \
+            "lastPullAt"}]}
+
+            --exit-code exits 1 when anything is pending (in any form), 0 when the store is clean.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Flag(name: .shortAndLong, help: "One line per table with pending work.")
+    var short = false
+
+    @Flag(help: "One line per pending operation, stable for scripts.")
+    var porcelain = false
+
+    @Flag(help: "Print machine-readable JSON.")
+    var json = false
+
+    @Flag(help: "Exit 1 when anything is pending.")
+    var exitCode = false
+
+    func validate() throws {
+        if [short, porcelain, json].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of --short, --porcelain and --json")
+        }
+    }
+
+    func run() throws {
+        let report = try storeOptions.open().status()
+        let text: String
+        if json {
+            text = JSONReports.line(JSONReports.status(report))
+        } else if porcelain {
+            text = StatusFormat.porcelain(report)
+        } else if short {
+            text = StatusFormat.short(report, style: Style(enabled: Console.colorOnStdout))
+        } else {
+            text = StatusFormat.long(report, style: Style(enabled: Console.colorOnStdout))
+        }
+        Console.write(text)
+        if exitCode, !report.isClean { throw ExitCode(ExitStatus.failure) }
+    }
+}

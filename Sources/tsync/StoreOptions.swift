@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import TSyncEngine
+import TSyncModel
+
+/// `--store`/`-C`, shared by every command that works on a store.
+struct StoreOptions: ParsableArguments {
+    @Option(
+        name: [.customLong("store"), .customShort("C")],
+        help: ArgumentHelp(
+            "Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.",
+            valueName: "DIR"))
+    var store: String?
+
+    func location() throws(TSyncError) -> StoreLocation {
+        try StoreLocation.find(
+            explicit: store, environment: ProcessInfo.processInfo.environment,
+            workingDirectory: FileManager.default.currentDirectoryPath)
+    }
+
+    func open() throws(TSyncError) -> LocalStore {
+        try LocalStore.open(location())
+    }
+}
+
+/// `--json`, on every read command.
+struct JSONOption: ParsableArguments {
+    @Flag(name: .long, help: "Print machine-readable JSON (field names are stable; see DISCUSSION).")
+    var json = false
+}

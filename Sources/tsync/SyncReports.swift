@@ -1,0 +1,101 @@
+import TSyncEngine
+import TSyncModel
+
+/// The `--json` shapes of push, pull, sync, conflicts and resolve. Like `JSONReports`, the field
+/// names are a stable interface: add fields, never rename or remove them.
+enum SyncReports {
+    /// `push`: {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack",
+    /// "operations": [{"seq", "table", "id", "kind"}] (what --dry-run would send)}.
+    static func push(_ summary: PushSummary, dryRun operations: [OutgoingOperation]?) -> JSONValue {
+        [
+            "dryRun": .bool(operations != nil),
+            "pushed": count(summary.pushed),
+            "alreadyApplied": count(summary.alreadyApplied),
+            "failed": count(summary.failed),
+            "conflicts": count(summary.conflicts),
+            "heldBack": count(summary.heldBack),
+            "operations": .array(
+                (operations ?? []).map { outgoing in
+                    [
+                        "seq": .int(outgoing.operation.seq), "table": .string(outgoing.operation.table),
+                        "id": .string(outgoing.operation.itemID), "kind": .string(outgoing.operation.kind.rawValue),
+                    ]
+                }),
+        ]
+    }
+
+    /// `pull`: {"table", "queryId", "received", "upserted", "deleted", "skipped", "pages", "pushed",
+    /// "checkpoint": null | {"updatedAt", "id"}}.
+    static func pull(_ summary: PullSummary) -> JSONValue {
+        [
+            "table": .string(summary.table),
+            "queryId": summary.queryID.map(JSONValue.string) ?? .null,
+            "received": count(summary.counts.received),
+            "upserted": count(summary.counts.upserted),
+            "deleted": count(summary.counts.deleted),
+            "skipped": count(summary.counts.skipped),
+            "pages": count(summary.counts.pages),
+            "pushed": count(summary.push.pushed),
+            "checkpoint": checkpoint(summary.checkpoint),
+        ]
+    }
+
+    static func checkpoint(_ checkpoint: Checkpoint?) -> JSONValue {
+        checkpoint.map { ["updatedAt": .string($0.updatedAt.iso8601), "id": .string($0.id)] } ?? .null
+    }
+
+    /// `conflicts`: one error: {"id", "seq", "table", "itemId", "kind", "status", "class", "message",
+    /// "createdAt", "base", "ours", "theirs", "sent" (wire objects or null), "changedByUs",
+    /// "changedByThem", "differing" (user field names)}.
+    static func conflict(_ details: ConflictDetails) -> JSONValue {
+        let error = details.error
+        return [
+            "id": .int(error.id),
+            "seq": .int(error.operationSeq),
+            "table": .string(error.table),
+            "itemId": .string(error.itemID),
+            "kind": .string(error.kind.rawValue),
+            "status": error.httpStatus.map { .int(Int64($0)) } ?? .null,
+            "class": .string(details.failureClass.rawValue),
+            "message": .string(error.message),
+            "createdAt": .string(error.createdAt.iso8601),
+            "base": record(details.base),
+            "ours": record(details.ours),
+            "theirs": record(details.theirs),
+            "sent": error.sentItem.map(JSONValue.object) ?? .null,
+            "changedByUs": names(details.fieldsChangedByUs),
+            "changedByThem": names(details.fieldsChangedByThem),
+            "differing": names(details.differingFields),
+        ]
+    }
+
+    /// `resolve --json`: [{"id", "table", "itemId", "settled", "pending", "reason"}].
+    static func resolve(_ report: ResolveReport) -> JSONValue {
+        .array(
+            report.entries.map { entry in
+                var settled = false
+                var pending = false
+                var reason: JSONValue = .null
+                switch entry.outcome {
+                case .settled(let stillPending):
+                    settled = true
+                    pending = stillPending
+                case .refused(let why):
+                    reason = .string(why)
+                }
+                return [
+                    "id": .int(entry.details.error.id), "table": .string(entry.details.error.table),
+                    "itemId": .string(entry.details.error.itemID), "settled": .bool(settled), "pending": .bool(pending),
+                    "reason": reason,
+                ]
+            })
+    }
+
+    private static func record(_ record: Record?) -> JSONValue {
+        record.map { .object($0.wireObject) } ?? .null
+    }
+
+    private static func names(_ names: [String]) -> JSONValue { .array(names.map(JSONValue.string)) }
+
+    private static func count(_ value: Int) -> JSONValue { .int(Int64(value)) }
+}

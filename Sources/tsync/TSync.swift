@@ -1,0 +1,67 @@
+import ArgumentParser
+import TSyncModel
+
+/// The `tsync` command: parses, runs one subcommand, and turns any error into a message on
+/// stderr and the exit code of `ExitStatus`.
+@main
+struct TSync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tsync",
+        abstract: "Offline-first record sync from the shell.",
+        discussion: """
+            A local store (.tsync/ in a directory, found like git finds .git: --store/-C DIR, else \
+            $TSYNC_DIR, else the nearest .tsync/ upwards) holds a working copy of remote tables and a \
+            queue of local changes. insert, update and delete change the working copy and queue \
+            operations; push and pull talk to the server.
+
+            Data goes to stdout, messages to stderr. Read commands take --json (stable field names, \
+            listed in each command's help). Colour is used only on a terminal, never with NO_COLOR. \
+            tsync never prompts.
+
+            \(ExitStatus.table)
+            """,
+        version: "0.1.0",
+        subcommands: [
+            InitCommand.self,
+            RemoteCommand.self,
+            InsertCommand.self,
+            UpdateCommand.self,
+            DeleteCommand.self,
+            GetCommand.self,
+            QueryCommand.self,
+            TablesCommand.self,
+            StatusCommand.self,
+            DiffCommand.self,
+            PurgeCommand.self,
+            LoginCommand.self,
+            LogoutCommand.self,
+            PushCommand.self,
+            PullCommand.self,
+            SyncCommand.self,
+            QueriesCommand.self,
+            ConflictsCommand.self,
+            ResolveCommand.self,
+            ServeCommand.self,
+            UserCommand.self,
+        ]
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as TSyncError {
+            Console.error(error.message)
+            exit(withError: ExitCode(ExitStatus.code(for: error.kind)))
+        } catch {
+            // ArgumentParser's errors (help, version, parse and validation errors) print as usual.
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import ArgumentParser
+import TSyncEngine
+
+struct TablesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tables",
+        abstract: "List local tables with record, pending and error counts.",
+        discussion: """
+            A table exists once something was inserted into it or pulled from it.
+
+            --json prints [{"table", "records", "pending", "errors"}]: local records, queued \
+            operations, and operations with a recorded error.
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var output: JSONOption
+
+    func run() throws {
+        let tables = try storeOptions.open().tables()
+        if output.json {
+            Console.write(JSONReports.line(JSONReports.tables(tables)))
+            return
+        }
+        guard !tables.isEmpty else {
+            Console.note("no tables yet: `tsync insert TABLE` or `tsync pull TABLE` creates one")
+            return
+        }
+        let rows = [["TABLE", "RECORDS", "PENDING", "ERRORS"]]
+            + tables.map { [$0.table, String($0.records), String($0.pending), String($0.errors)] }
+        Console.write(TextTable.render(rows, rightAligned: [1, 2, 3]))
+    }
+}
+
+/// Columns padded to their widest cell.
+enum TextTable {
+    static func render(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+        var widths: [Int] = []
+        for row in rows {
+            for (column, cell) in row.enumerated() {
+                if column >= widths.count { widths.append(0) }
+                widths[column] = max(widths[column], cell.count)
+            }
+        }
+        var text = ""
+        for row in rows {
+            var cells: [String] = []
+            for (column, cell) in row.enumerated() {
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                let isLast = column == row.count - 1
+                cells.append(rightAligned.contains(column) ? padding + cell : (isLast ? cell : cell + padding))
+            }
+            text += cells.joined(separator: "  ") + "\n"
+        }
+        return text
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+struct UpdateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update",
+        abstract: "Change fields of a local record and queue an update.",
+        discussion: """
+            The JSON object (an argument, or stdin when piped and no --set is given) is merged into \
+            the record: each field replaces the field of that name, null sets a field to null, and \
+            nested objects are replaced whole. --set FIELD=VALUE is applied after it; VALUE is JSON \
+            when it parses as JSON (5, true, null, "5", [1,2]), otherwise a string.
+
+            System properties in the JSON are ignored (so `tsync get` output can be edited and fed \
+            back), except that an "id" must be the record's own; --set refuses them.
+
+            Examples:
+              tsync update todo 42 --set done=true
+              tsync get todo 42 --json | jq '.text = "oat milk"' | tsync update todo 42
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Argument(help: "The table.")
+    var table: String
+
+    @Argument(help: "The record id.")
+    var id: String
+
+    @Argument(help: "Fields to merge, as a JSON object.")
+    var json: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("Set one field (repeatable).", valueName: "FIELD=VALUE"))
+    var assignments: [String] = []
+
+    func run() throws {
+        var fields: [String: JSONValue] = [:]
+        if let json {
+            fields = try RecordInput.object(from: json)
+        } else if assignments.isEmpty {
+            guard !Console.stdinIsTerminal else {
+                throw TSyncError.usage("nothing to update: give a JSON object, pipe one to stdin, or use --set FIELD=VALUE")
+            }
+            let records = try RecordInput.objects(from: Console.readStandardInput())
+            guard records.count == 1, let object = records.first else {
+                throw TSyncError.invalidInput("expected one JSON object on stdin, got \(records.count)")
+            }
+            fields = object
+        }
+        for assignment in assignments {
+            let (field, value) = try RecordInput.assignment(assignment)
+            fields[field] = value
+        }
+        let store = try storeOptions.open()
+        try store.update(table: table, id: id, fields: fields)
+    }
+}

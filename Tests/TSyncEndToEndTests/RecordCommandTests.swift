@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+/// insert, update, delete, get, query and tables, through the binary.
+@Suite struct RecordCommandTests {
+    @Test func insertFromAnArgumentAnArrayAndNDJSON() throws {
+        let sandbox = try TSyncSandbox()
+        #expect(try sandbox.ok(["insert", "todo", #"{"id": "one", "text": "a"}"#]) == "one\n")
+        #expect(try sandbox.ok(["insert", "todo"], stdin: #"[{"id": "two"}, {"id": "three"}]"#) == "two\nthree\n")
+        let generated = try sandbox.ok(["insert", "todo"], stdin: "{\"text\": \"x\"}\n{\"id\": \"five\"}\n\n")
+        let ids = generated.split(separator: "\n").map(String.init)
+        #expect(ids.count == 2)
+        #expect(ids[0].count == 36)
+        #expect(ids[1] == "five")
+        let empty = try sandbox.run(["insert", "todo"], stdin: "")
+        #expect(empty.status == 0)
+        #expect(empty.stderr.contains("nothing inserted"))
+        #expect(try sandbox.ok(["tables", "--json"]) == #"[{"errors":0,"pending":5,"records":5,"table":"todo"}]"# + "\n")
+    }
+
+    @Test func getPrintsTheRecord() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo", #"{"id": "k", "text": "hi", "n": 1, "version": "ignored"}"#])
+        #expect(try sandbox.ok(["get", "todo", "k", "--json"]) == #"{"id":"k","deleted":false,"n":1,"text":"hi"}"# + "\n")
+        #expect(try sandbox.ok(["get", "todo", "k"]) == "{\n  \"id\": \"k\",\n  \"deleted\": false,\n  \"n\": 1,\n  \"text\": \"hi\"\n}\n")
+    }
+
+    @Test func updateMergesJSONAndSetValues() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo", #"{"id": "k", "text": "hi", "n": 1, "tags": ["a"]}"#])
+        try sandbox.ok(["update", "todo", "k", #"{"text": "bye"}"#, "--set", "n=2", "--set", "done=true", "--set", "who=Bob"])
+        #expect(
+            try sandbox.ok(["get", "todo", "k", "--json"])
+                == #"{"id":"k","deleted":false,"done":true,"n":2,"tags":["a"],"text":"bye","who":"Bob"}"# + "\n")
+        // From stdin, as `get | jq | update` would.
+        try sandbox.ok(["update", "todo", "k"], stdin: #"{"id": "k", "text": "piped", "deleted": false}"#)
+        #expect(try sandbox.ok(["get", "todo", "k", "--json"]).contains(#""text":"piped""#))
+        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\tk\n", "insert → update stays one insert")
+
+        let system = try sandbox.run(["update", "todo", "k", "--set", "version=3"])
+        #expect(system.status == 65)
+        #expect(system.stderr.contains("system property"))
+        let nothing = try sandbox.run(["update", "todo", "k"], stdin: "")
+        #expect(nothing.status == 65)
+    }
+
+    @Test func deleteQueuesDeletesAndCancelsUnpushedInserts() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo"], stdin: #"[{"id": "a"}, {"id": "b"}, {"id": "c"}]"#)
+        try sandbox.ok(["delete", "todo", "a", "c"])
+        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\tb\n")
+        let missing = try sandbox.run(["get", "todo", "a"])
+        #expect(missing.status == 65)
+        #expect(missing.stderr.contains("no record \"a\" in table todo"))
+        #expect(try sandbox.run(["delete", "todo"]).status == 64)
+    }
+
+    @Test func queryFiltersOrdersPagesAndSelects() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(
+            ["insert", "todo"],
+            stdin: """
+                {"id": "a", "text": "buy milk", "n": 3, "done": false}
+                {"id": "b", "text": "call mum", "n": 1, "done": true}
+                {"id": "c", "text": "buy eggs", "n": 2, "done": false}
+                {"id": "d", "text": "walk", "n": 2}
+                """)
+        func ids(_ arguments: [String]) throws -> [String] {
+            try sandbox.ok(["query", "todo"] + arguments + ["--select", "id"]).split(separator: "\n").map {
+                String($0.dropFirst(7).dropLast(2))
+            }
+        }
+        #expect(try ids([]) == ["a", "b", "c", "d"])
+        #expect(try ids(["--filter", "done eq false"]) == ["a", "c"])
+        #expect(try ids(["--filter", "startswith(text, 'buy') and n gt 2"]) == ["a"])
+        #expect(try ids(["--orderby", "n desc"]) == ["a", "c", "d", "b"])
+        #expect(try ids(["--orderby", "n", "--top", "2", "--skip", "1"]) == ["c", "d"])
+        #expect(try ids(["--top", "0"]) == [])
+        #expect(
+            try sandbox.ok(["query", "todo", "--filter", "n eq 2", "--select", "text,n", "--json"])
+                == #"[{"n":2,"text":"buy eggs"},{"n":2,"text":"walk"}]"# + "\n")
+        #expect(try sandbox.ok(["query", "todo", "--filter", "n gt 5", "--json"]) == "[]\n")
+        #expect(
+            try sandbox.ok(["query", "todo", "--filter", "id eq 'b'"]) == #"{"id":"b","deleted":false,"done":true,"n":1,"text":"call mum"}"# + "\n")
+        #expect(try sandbox.run(["query", "todo", "--top", "-1"]).status == 64)
+    }
+
+    @Test func tablesListsCounts() throws {
+        let sandbox = try TSyncSandbox()
+        let empty = try sandbox.run(["tables"])
+        #expect(empty.status == 0 && empty.stdout.isEmpty && empty.stderr.contains("no tables yet"))
+        #expect(try sandbox.ok(["tables", "--json"]) == "[]\n")
+        try sandbox.ok(["insert", "todo"], stdin: #"[{"id": "a"}, {"id": "b"}]"#)
+        try sandbox.ok(["insert", "notes", #"{"id": "n"}"#])
+        try sandbox.ok(["delete", "notes", "n"])
+        #expect(
+            try sandbox.ok(["tables"]) == """
+                TABLE  RECORDS  PENDING  ERRORS
+                notes        0        0       0
+                todo         2        2       0
+
+                """)
+    }
+}

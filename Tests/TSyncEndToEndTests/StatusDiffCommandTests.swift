@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+/// Every form of `status`, `--exit-code`, and `diff`.
+@Suite struct StatusDiffCommandTests {
+    @Test func aCleanStore() throws {
+        let sandbox = try TSyncSandbox(remote: "http://127.0.0.1:9")
+        let long = try sandbox.ok(["status"])
+        #expect(long.contains("Remote: http://127.0.0.1:9"))
+        #expect(long.contains("Nothing to push"))
+        #expect(try sandbox.ok(["status", "--short"]) == "")
+        #expect(try sandbox.ok(["status", "--porcelain"]) == "")
+        #expect(try sandbox.run(["status", "--exit-code"]).status == 0)
+        #expect(try sandbox.run(["status", "--porcelain", "--exit-code"]).status == 0)
+        let json = try sandbox.ok(["status", "--json"])
+        #expect(json.hasPrefix(#"{"clean":true,"errors":0,"operations":[],"pending":0,"queries":[],"remote":"http://127.0.0.1:9","store":""#))
+        #expect(json.hasSuffix(#"/.tsync","tables":[]}"# + "\n"))
+    }
+
+    @Test func pendingWorkInEveryForm() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo"], stdin: #"[{"id": "a", "t": 1}, {"id": "b"}]"#)
+        try sandbox.ok(["insert", "notes", #"{"id": "n"}"#])
+
+        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\nA\ttodo\tb\nA\tnotes\tn\n")
+        #expect(try sandbox.ok(["status", "-s"]) == "notes: 1 added, 0 modified, 0 deleted, 0 failed\ntodo: 2 added, 0 modified, 0 deleted, 0 failed\n")
+
+        let long = try sandbox.ok(["status"])
+        #expect(long.contains("3 pending operations in 2 tables:"))
+        #expect(long.contains("  todo: 2 pending (2 inserts)"))
+        #expect(long.contains("    added:     a"))
+        #expect(long.contains("`tsync push`"))
+        #expect(!long.contains("\u{1B}["), "no colour when stdout is not a terminal")
+
+        let json = try sandbox.ok(["status", "--json"])
+        #expect(json.contains(#""clean":false"#))
+        #expect(json.contains(#""pending":3"#))
+        #expect(json.contains(#"{"deletes":0,"errors":0,"inserts":2,"pending":2,"table":"todo","updates":0}"#))
+        #expect(json.contains(#"{"id":"a","error":null,"kind":"insert","queuedAt":""#))
+        #expect(json.contains(#""seq":1,"state":"pending","table":"todo"}"#))
+
+        for form in [[], ["--short"], ["--porcelain"], ["--json"]] {
+            let result = try sandbox.run(["status", "--exit-code"] + form)
+            #expect(result.status == 1, "\(form)")
+            #expect(!result.stdout.isEmpty)
+        }
+        #expect(try sandbox.run(["status", "--short", "--json"]).status == 64)
+    }
+
+    @Test func longStatusListsTenItemsPerTable() throws {
+        let sandbox = try TSyncSandbox()
+        let records = (1...25).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n")
+        try sandbox.ok(["insert", "todo"], stdin: records)
+        let long = try sandbox.ok(["status"])
+        #expect(long.contains("r10\n"))
+        #expect(!long.contains("r11\n"))
+        #expect(long.contains("… and 15 more"))
+        #expect(try sandbox.ok(["status", "--porcelain"]).split(separator: "\n").count == 25)
+    }
+
+    @Test func diffShowsFieldChanges() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo", #"{"id": "a", "text": "hi", "n": 1}"#])
+        try sandbox.ok(["insert", "notes", #"{"id": "z"}"#])
+        #expect(try sandbox.ok(["diff", "todo"]) == "insert todo/a\n+ n: 1\n+ text: \"hi\"\n")
+        #expect(try sandbox.ok(["diff", "notes", "z"]) == "insert notes/z\n  (no field changes)\n")
+        #expect(
+            try sandbox.ok(["diff", "todo", "a", "--json"])
+                == #"[{"id":"a","base":null,"changes":[{"after":1,"change":"added","field":"n"},{"after":"hi","change":"added","field":"text"}],"kind":"insert","ours":{"id":"a","deleted":false,"n":1,"text":"hi"},"seq":1,"table":"todo"}]"#
+                + "\n")
+        #expect(try sandbox.ok(["diff"]).contains("insert notes/z"))
+        let unknown = try sandbox.run(["diff", "nope"])
+        #expect(unknown.status == 65)
+        #expect(unknown.stderr.contains("unknown table \"nope\""))
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// A `tsync serve` on loopback for the sync tests, over a SQLite file in a temporary directory,
+/// plus plain HTTP checks that do not go through tsync. Builds on `ServeFixture` (process and
+/// HTTP helpers) and `TSyncSandbox` (stores).
+final class SyncServer: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    let databasePath: String
+    let authenticated: Bool
+    private(set) var server: ServerProcess?
+    private(set) var url = ""
+
+    /// Starts a server; `authenticated` servers get the account alice / `SyncServer.password`.
+    init(authenticated: Bool = false) async throws {
+        directory = try TemporaryDirectory()
+        databasePath = (directory.path as NSString).appendingPathComponent("server.db")
+        self.authenticated = authenticated
+        if authenticated {
+            let add = try ServeFixture.run(
+                ["user", "add", "alice", "--password-stdin", "--db", "sqlite:" + databasePath], stdin: Self.password + "\n")
+            #expect(add.status == 0, "tsync user add: \(add.stderr)")
+        }
+        try await start()
+    }
+
+    static let password = "correct horse battery staple"
+
+    /// Starts (or restarts, after `kill`) the server on the same database; the port may change.
+    func start() async throws {
+        var arguments = ["serve", "--db", "sqlite:" + databasePath, "--port", "0"]
+        if !authenticated { arguments.append("--no-auth") }
+        let server = try ServerProcess(arguments: arguments, log: directory.path)
+        self.server = server
+        url = try await server.waitForAddress()
+    }
+
+    /// SIGKILL: the server dies mid-request, as in a crash.
+    func kill() {
+        server?.kill(signal: SIGKILL)
+        server = nil
+    }
+
+    func stop() {
+        server?.stop()
+        server = nil
+    }
+
+    deinit { server?.stop() }
+
+    /// A token for plain HTTP checks against an authenticated server.
+    func token() async throws -> String? {
+        guard authenticated else { return nil }
+        let login = try await ServeFixture.http(
+            "POST", url + "/.auth/login/custom", body: #"{"username":"alice","password":"\#(Self.password)"}"#)
+        #expect(login.status == 200)
+        return try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue
+    }
+
+    /// Every live record of a table on the server, read with plain HTTP, page by page.
+    func records(_ table: String) async throws -> [String: [String: JSONValue]] {
+        let token = try await token()
+        var records: [String: [String: JSONValue]] = [:]
+        var skip = 0
+        while true {
+            let reply = try await ServeFixture.http(
+                "GET", url + "/tables/\(table)?$orderby=id&$top=1000&$skip=\(skip)", token: token)
+            #expect(reply.status == 200, "GET /tables/\(table): \(reply.status) \(reply.body)")
+            guard reply.status == 200, case .array(let items) = try JSONParser.parse(reply.body) else { return records }
+            for item in items {
+                if let object = item.objectValue, let id = object["id"]?.stringValue { records[id] = object }
+            }
+            if items.count < 1000 { return records }
+            skip += items.count
+        }
+    }
+
+    /// One record, or nil when the server has none.
+    func record(_ table: String, _ id: String) async throws -> [String: JSONValue]? {
+        let reply = try await ServeFixture.http("GET", url + "/tables/\(table)/\(id)", token: try await token())
+        guard reply.status == 200 else { return nil }
+        return try JSONParser.parse(reply.body).objectValue
+    }
+
+    /// Runs SQL on the server's database with the sqlite3 shell (the server keeps running: WAL).
+    func sql(_ statements: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = ["-bail", "-cmd", ".timeout 5000", databasePath, statements]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "sqlite3: \(message)")
+    }
+}
+
+/// A `tsync serve` process whose log goes to a file (no pipe to fill up).
+final class ServerProcess: @unchecked Sendable {
+    private let process = Process()
+    private let logPath: String
+
+    init(arguments: [String], log directory: String) throws {
+        logPath = (directory as NSString).appendingPathComponent("serve-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: TSyncBinary.path)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    var log: String { String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self) }
+
+    /// `http://HOST:PORT` from the "listening on" log line, within 30 s.
+    func waitForAddress() async throws -> String {
+        for _ in 0..<600 {
+            let log = self.log
+            if let range = log.range(of: "listening on http://") {
+                let rest = log[range.lowerBound...].dropFirst("listening on ".count)
+                let address = rest.prefix { !$0.isWhitespace }
+                if rest.contains(where: \.isNewline) { return String(address) }
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TSyncError.failure("tsync serve did not report its address; its log:\n\(log)")
+    }
+
+    /// Sends `signal` and waits for the process to end.
+    func kill(signal: Int32) {
+        guard process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+    }
+
+    func stop() { kill(signal: SIGTERM) }
+
+    deinit { stop() }
+}
+
+/// JSON helpers for tsync's `--json` output.
+enum JSONOutput {
+    static func object(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: JSONValue] {
+        let value = try JSONParser.parse(text)
+        return try #require(value.objectValue, "expected a JSON object: \(text)", sourceLocation: sourceLocation)
+    }
+
+    static func array(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [JSONValue] {
+        guard case .array(let elements) = try JSONParser.parse(text) else {
+            Issue.record("expected a JSON array: \(text)", sourceLocation: sourceLocation)
+            return []
+        }
+        return elements
+    }
+
+    static func int(_ value: JSONValue?) -> Int? {
+        if case .int(let number)? = value { return Int(number) }
+        return nil
+    }
+}

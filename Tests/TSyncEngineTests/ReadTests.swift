@@ -1,0 +1,149 @@
+import Testing
+import TSyncModel
+
+@testable import TSyncEngine
+
+/// Query, tables, status and diff.
+@Suite struct ReadTests {
+    private func sample() throws -> TemporaryStore {
+        let temporary = try TemporaryStore()
+        try temporary.store.insert(
+            table: "todo",
+            objects: [
+                ["id": "a", "text": "buy milk", "n": 3, "done": false],
+                ["id": "b", "text": "call mum", "n": 1, "done": true],
+                ["id": "c", "text": "buy eggs", "n": 2, "done": false],
+                ["id": "d", "text": "walk", "n": 2],
+            ])
+        return temporary
+    }
+
+    private func ids(_ store: LocalStore, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil)
+        throws -> [String]
+    {
+        try store.query(
+            table: "todo", RecordQuery(filter: filter, orderBy: orderBy, top: top, skip: skip, select: nil)
+        ).map(\.id)
+    }
+
+    @Test func queryFiltersOrdersAndPages() throws {
+        let temporary = try sample()
+        let store = temporary.store
+        #expect(try ids(store) == ["a", "b", "c", "d"])
+        #expect(try ids(store, filter: "done eq false") == ["a", "c"])
+        #expect(try ids(store, filter: "n ge 2 and startswith(text, 'buy')") == ["a", "c"])
+        #expect(try ids(store, filter: "done eq null") == ["d"])
+        #expect(try ids(store, orderBy: "n desc") == ["a", "c", "d", "b"])
+        #expect(try ids(store, orderBy: "n", top: 2, skip: 1) == ["c", "d"])
+        #expect(try ids(store, skip: 3) == ["d"])
+        #expect(try ids(store, filter: "id eq 'b'") == ["b"])
+    }
+
+    @Test func queryRejectsBadFiltersAndUnknownTables() throws {
+        let temporary = try sample()
+        do {
+            _ = try ids(temporary.store, filter: "n eq 'x")
+            Issue.record("expected an invalid filter")
+        } catch let error as TSyncError {
+            #expect(error.kind == .invalidInput)
+            #expect(error.message.contains("position"))
+        }
+        #expect(throws: TSyncError.self) { try temporary.store.query(table: "nope") }
+    }
+
+    @Test func selectProjectsTheWireObject() throws {
+        let temporary = try sample()
+        let query = try RecordQuery(filter: "id eq 'a'", orderBy: nil, top: nil, skip: nil, select: "text,id,missing")
+        let record = try #require(try temporary.store.query(table: "todo", query).first)
+        #expect(query.project(record) == ["id": "a", "text": "buy milk"])
+    }
+
+    @Test func tablesCountRecordsPendingAndErrors() throws {
+        let temporary = try sample()
+        let store = temporary.store
+        try store.applyServerPage(table: "notes", records: [LocalStore.serverRecord("n", [:], version: "1")])
+        let seq = try store.pendingOperations()[0].seq
+        try store.recordError(NewOperationError(operationSeq: seq, httpStatus: 409, message: "exists"))
+        #expect(
+            try store.tables() == [
+                TableSummary(table: "notes", records: 1, pending: 0, errors: 0),
+                TableSummary(table: "todo", records: 4, pending: 4, errors: 1),
+            ])
+    }
+
+    @Test func statusGroupsTheQueueByTable() throws {
+        let temporary = try sample()
+        let store = temporary.store
+        try store.applyServerPage(
+            table: "notes",
+            records: [LocalStore.serverRecord("n1", [:], version: "1"), LocalStore.serverRecord("n2", [:], version: "1")])
+        try store.update(table: "notes", id: "n1", fields: ["x": 1])
+        try store.delete(table: "notes", ids: ["n2"])
+        try store.saveQuery(SavedQuery(table: "notes", queryID: "all", filter: nil))
+        let report = try store.status()
+        #expect(report.pendingCount == 6)
+        #expect(!report.isClean)
+        #expect(report.operations.map(\.itemID) == ["a", "b", "c", "d", "n1", "n2"])
+        var notes = TableStatus(table: "notes")
+        notes.updates = 1
+        notes.deletes = 1
+        var todo = TableStatus(table: "todo")
+        todo.inserts = 4
+        #expect(report.tables == [notes, todo])
+        #expect(report.savedQueries.count == 1)
+        #expect(report.storeDirectory == store.location.directory)
+    }
+
+    @Test func diffShowsFieldsAgainstTheBase() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.applyServerPage(
+            table: "todo",
+            records: [
+                LocalStore.serverRecord("s", ["text": "old", "gone": 1, "same": true], version: "1"),
+                LocalStore.serverRecord("d", ["text": "bye"], version: "1"),
+            ])
+        try store.update(table: "todo", id: "s", fields: ["text": "new", "gone": nil, "added": [1, 2]])
+        try store.delete(table: "todo", ids: ["d"])
+        try store.insert("todo", ["id": "n", "text": "hi"])
+        try store.insert("other", ["id": "o"])
+
+        let entries = try store.diff(table: "todo")
+        #expect(entries.map(\.id) == ["s", "d", "n"])
+        #expect(entries.map(\.kind) == [.update, .delete, .insert])
+        #expect(
+            entries[0].changes == [
+                FieldChange(field: "added", change: .added, before: nil, after: [1, 2]),
+                FieldChange(field: "gone", change: .modified, before: 1, after: .some(.null)),
+                FieldChange(field: "text", change: .modified, before: "old", after: "new"),
+            ])
+        #expect(entries[0].base?["version"] == "1")
+        #expect(entries[1].changes == [FieldChange(field: "text", change: .removed, before: "bye", after: nil)])
+        #expect(entries[1].ours == nil)
+        #expect(entries[2].base == nil)
+        #expect(entries[2].changes == [FieldChange(field: "text", change: .added, before: nil, after: "hi")])
+        #expect(try store.diff().count == 4)
+        #expect(try store.diff(table: "todo", id: "n").map(\.id) == ["n"])
+        #expect(throws: TSyncError.self) { try store.diff(table: "nope") }
+    }
+
+    @Test func inputStreamsMustHoldObjects() throws {
+        #expect(try RecordInput.objects(from: Array("{\"a\":1}\n{\"b\":2}".utf8)).count == 2)
+        #expect(throws: TSyncError.invalidInput("record 2 is an array, expected a JSON object")) {
+            try RecordInput.objects(from: Array("[{\"a\":1}, [1]]".utf8))
+        }
+        #expect(throws: TSyncError.self) { try RecordInput.object(from: "[1]") }
+    }
+
+    @Test func setAssignmentsParseJSONOrFallBackToText() throws {
+        let number = try RecordInput.assignment("n=5")
+        #expect(number.field == "n" && number.value == 5)
+        #expect(try RecordInput.assignment("done=true").value == true)
+        #expect(try RecordInput.assignment("name=Bob").value == "Bob")
+        #expect(try RecordInput.assignment("quoted=\"5\"").value == "5")
+        #expect(try RecordInput.assignment("eq=a=b").value == "a=b")
+        #expect(try RecordInput.assignment("empty=").value == "")
+        #expect(throws: TSyncError.self) { try RecordInput.assignment("version=2") }
+        #expect(throws: TSyncError.self) { try RecordInput.assignment("novalue") }
+    }
+}

@@ -1,0 +1,170 @@
+import Testing
+import TSyncModel
+
+@testable import TSyncEngine
+
+/// The store-side primitives push and pull build on.
+@Suite struct SyncPrimitivesTests {
+    @Test func completingAnInsertTakesTheServerRecordAndDropsTheBase() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert("todo", ["id": "a", "text": "one"])
+        let seq = try store.pendingOperations()[0].seq
+        let outgoing = try store.beginPush(seq: seq)
+        #expect(outgoing.version == nil)
+        try store.completeOperation(seq: seq, serverRecord: LocalStore.serverRecord("a", ["text": "one"], version: "v1"))
+        #expect(try store.pendingOperations().isEmpty)
+        #expect(try store.record(table: "todo", id: "a")?.system.version == "v1")
+        #expect(try store.base(table: "todo", id: "a") == nil)
+    }
+
+    @Test func completionWithANewerLocalChangeKeepsLocalFieldsAndRebases() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert("todo", ["id": "a", "text": "one"])
+        let seq = try store.pendingOperations()[0].seq
+        _ = try store.beginPush(seq: seq)
+        try store.update(table: "todo", id: "a", fields: ["text": "two"])
+        let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
+        try store.completeOperation(seq: seq, serverRecord: server)
+
+        let record = try #require(try store.record(table: "todo", id: "a"))
+        #expect(record.fields == ["text": "two"], "the newer local change is kept")
+        #expect(record.system.version == "v1", "but the item knows the server's version")
+        #expect(try store.base(table: "todo", id: "a") == server)
+        let update = try #require(try store.pendingOperations().first)
+        #expect(update.kind == .update)
+        #expect(try store.beginPush(seq: update.seq).version == "v1")
+    }
+
+    @Test func completingADeleteClearsTheItem() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.applyServerPage(table: "todo", records: [LocalStore.serverRecord("s", ["a": 1], version: "v1")])
+        try store.delete(table: "todo", ids: ["s"])
+        let seq = try store.pendingOperations()[0].seq
+        try store.completeOperation(seq: seq, serverRecord: nil)
+        #expect(try store.pendingOperations().isEmpty)
+        #expect(try store.base(table: "todo", id: "s") == nil)
+        #expect(try store.record(table: "todo", id: "s") == nil)
+    }
+
+    @Test func abortPushPutsTheOperationBack() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert("todo", ["id": "a"])
+        let seq = try store.pendingOperations()[0].seq
+        _ = try store.beginPush(seq: seq)
+        try store.abortPush(seq: seq)
+        #expect(try store.pendingOperations()[0].state == .pending)
+        // Pending again: a new change collapses into it.
+        try store.update(table: "todo", id: "a", fields: ["b": 2])
+        #expect(try store.queue("todo", "a") == ["insert"])
+    }
+
+    @Test func errorsBelongToOneOperationAndGoWithIt() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert(table: "todo", objects: [["id": "a"], ["id": "b"]])
+        let operations = try store.pendingOperations()
+        _ = try store.beginPush(seq: operations[0].seq)
+        let recorded = try store.recordError(
+            NewOperationError(
+                operationSeq: operations[0].seq, httpStatus: 409, message: "exists", sentItem: ["id": "a"],
+                serverItem: ["id": "a", "x": 1]))
+        #expect(recorded.table == "todo" && recorded.itemID == "a" && recorded.kind == .insert)
+        #expect(recorded.serverItem == ["id": "a", "x": 1])
+
+        let after = try store.pendingOperations()
+        #expect(after[0].state == .pending)
+        #expect(after[0].error?.httpStatus == 409)
+        #expect(after[1].error == nil)
+        #expect(try store.tables()[0].errors == 1)
+        #expect(try store.status().errorCount == 1)
+
+        // Recording again replaces the error of that operation.
+        try store.recordError(NewOperationError(operationSeq: operations[0].seq, httpStatus: 412, message: "newer"))
+        #expect(try store.operationErrors().map(\.httpStatus) == [412])
+
+        // An error can be dropped (the operation stays) ...
+        let error = try #require(try store.operationErrors().first)
+        #expect(try store.deleteError(id: error.id))
+        #expect(try store.pendingOperations().count == 2)
+        #expect(try store.operationError(id: error.id) == nil)
+
+        // ... and an operation that leaves the queue takes its error along.
+        try store.recordError(NewOperationError(operationSeq: operations[1].seq, httpStatus: 400, message: "bad"))
+        try store.delete(table: "todo", ids: ["b"])  // insert → delete: both vanish
+        #expect(try store.operationErrors().isEmpty)
+    }
+
+    @Test func aServerPageIsAppliedAroundPendingItems() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.applyServerPage(
+            table: "todo",
+            records: [
+                LocalStore.serverRecord("keep", ["v": 1], version: "1"),
+                LocalStore.serverRecord("gone", ["v": 1], version: "1"),
+                LocalStore.serverRecord("mine", ["v": 1], version: "1"),
+            ])
+        try store.update(table: "todo", id: "mine", fields: ["v": 2])
+        var deleted = LocalStore.serverRecord("gone", [:], version: "2")
+        deleted.system.deleted = true
+        let query = SavedQuery(
+            table: "todo", queryID: "all", filter: nil,
+            checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5_000), id: "mine"),
+            lastPullAt: Timestamp(millisecondsSinceEpoch: 6_000))
+        let result = try store.applyServerPage(
+            table: "todo",
+            records: [
+                LocalStore.serverRecord("keep", ["v": 9], version: "2"), deleted,
+                LocalStore.serverRecord("mine", ["v": 9], version: "2"),
+                LocalStore.serverRecord("fresh", ["v": 9], version: "1"),
+            ],
+            saving: query)
+        #expect(result == PageResult(upserted: 2, removed: 1, skipped: 1))
+        #expect(try store.query(table: "todo").map(\.id) == ["fresh", "keep", "mine"])
+        #expect(try store.record(table: "todo", id: "keep")?.fields == ["v": 9])
+        #expect(try store.record(table: "todo", id: "mine")?.fields == ["v": 2])
+        #expect(try store.base(table: "todo", id: "mine")?.system.version == "1", "the base stays what the user changed")
+        #expect(try store.savedQuery(table: "todo", queryID: "all") == query)
+    }
+
+    @Test func savedQueriesRoundTrip() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let first = SavedQuery(table: "todo", queryID: "q", filter: "done eq false")
+        try store.saveQuery(first)
+        var second = first
+        second.checkpoint = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 1), id: "z")
+        try store.saveQuery(second)
+        try store.saveQuery(SavedQuery(table: "notes", queryID: "q", filter: nil))
+        #expect(try store.savedQueries().map(\.table) == ["notes", "todo"])
+        #expect(try store.savedQuery(table: "todo", queryID: "q") == second)
+        #expect(try store.deleteQuery(table: "todo", queryID: "q"))
+        #expect(try store.savedQuery(table: "todo", queryID: "q") == nil)
+    }
+
+    @Test func purgeIsRefusedWithPendingWorkUnlessForced() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.applyServerPage(
+            table: "todo",
+            records: [
+                LocalStore.serverRecord("a", ["done": true], version: "1"),
+                LocalStore.serverRecord("b", ["done": false], version: "1"),
+            ],
+            saving: SavedQuery(table: "todo", queryID: "all", filter: nil))
+        try store.insert("todo", ["id": "c", "done": true])
+        #expect(throws: TSyncError.self) { try store.purge(table: "todo") }
+        #expect(try store.query(table: "todo").count == 3)
+
+        let result = try store.purge(table: "todo", filter: "done eq true", force: true)
+        #expect(result == PurgeResult(records: 2, operations: 1, queries: 1))
+        #expect(try store.query(table: "todo").map(\.id) == ["b"])
+        #expect(try store.pendingOperations().isEmpty)
+        #expect(try store.savedQueries().isEmpty)
+        #expect(try store.purge(table: "todo").records == 1)
+    }
+}

@@ -1,0 +1,302 @@
+function __tsync_should_offer_completions_for_flags_or_options -a expected_commands
+    set -l non_repeating_flags_or_options $argv[2..]
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __tsync_parse_tokens
+    test "$commands" = "$expected_commands"; and return $non_repeating_flags_or_options_absent
+end
+
+function __tsync_should_offer_completions_for_positional -a expected_commands positional_index_comparison expected_positional_index
+    set -l non_repeating_flags_or_options
+    set -l non_repeating_flags_or_options_absent 0
+    set -l positional_index 0
+    set -l commands
+    __tsync_parse_tokens
+    test "$commands" = "$expected_commands" -a \( "$positional_index" "$positional_index_comparison" "$expected_positional_index" \)
+end
+
+function __tsync_parse_tokens -S
+    set -l unparsed_tokens (__tsync_tokens -pc)
+    switch $unparsed_tokens[1]
+    case 'tsync'
+        __tsync_parse_subcommand 0 'C/store=' 'version' 'h/help'
+        switch $unparsed_tokens[1]
+        case 'init'
+            __tsync_parse_subcommand 1 'remote=' 'version' 'h/help'
+        case 'remote'
+            __tsync_parse_subcommand 1 'C/store=' 'json' 'version' 'h/help'
+        case 'insert'
+            __tsync_parse_subcommand 2 'C/store=' 'version' 'h/help'
+        case 'update'
+            __tsync_parse_subcommand 3 'C/store=' 'set=+' 'version' 'h/help'
+        case 'delete'
+            __tsync_parse_subcommand -r 2 'C/store=' 'version' 'h/help'
+        case 'get'
+            __tsync_parse_subcommand 2 'C/store=' 'json' 'version' 'h/help'
+        case 'query'
+            __tsync_parse_subcommand 1 'C/store=' 'json' 'filter=' 'orderby=' 'top=' 'skip=' 'select=' 'version' 'h/help'
+        case 'tables'
+            __tsync_parse_subcommand 0 'C/store=' 'json' 'version' 'h/help'
+        case 'status'
+            __tsync_parse_subcommand 0 'C/store=' 's/short' 'porcelain' 'json' 'exit-code' 'version' 'h/help'
+        case 'diff'
+            __tsync_parse_subcommand 2 'C/store=' 'json' 'version' 'h/help'
+        case 'purge'
+            __tsync_parse_subcommand 1 'C/store=' 'filter=' 'force' 'version' 'h/help'
+        case 'login'
+            __tsync_parse_subcommand 0 'C/store=' 'user=' 'password-stdin' 'version' 'h/help'
+        case 'logout'
+            __tsync_parse_subcommand 0 'C/store=' 'version' 'h/help'
+        case 'push'
+            __tsync_parse_subcommand 0 'C/store=' 'table=+' 'dry-run' 'json' 'q/quiet' 'version' 'h/help'
+        case 'pull'
+            __tsync_parse_subcommand 1 'C/store=' 'filter=' 'query-id=' 'page-size=' 'reset' 'json' 'q/quiet' 'version' 'h/help'
+        case 'sync'
+            __tsync_parse_subcommand 0 'C/store=' 'json' 'q/quiet' 'version' 'h/help'
+        case 'queries'
+            __tsync_parse_subcommand 0 'C/store=' 'json' 'version' 'h/help'
+        case 'conflicts'
+            __tsync_parse_subcommand 0 'version' 'h/help'
+            switch $unparsed_tokens[1]
+            case 'list'
+                __tsync_parse_subcommand 0 'C/store=' 'table=' 'json' 'version' 'h/help'
+            case 'show'
+                __tsync_parse_subcommand 1 'C/store=' 'json' 'version' 'h/help'
+            end
+        case 'resolve'
+            __tsync_parse_subcommand -r 1 'C/store=' 'all' 'table=' 'ours' 'theirs' 'cancel' 'discard' 'merge' 'push' 'json' 'q/quiet' 'version' 'h/help'
+        case 'serve'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'max-top=' 'token-ttl=' 'version' 'h/help'
+        case 'user'
+            __tsync_parse_subcommand 0 'version' 'h/help'
+            switch $unparsed_tokens[1]
+            case 'add'
+                __tsync_parse_subcommand 1 'password-stdin' 'db=' 'version' 'h/help'
+            case 'remove'
+                __tsync_parse_subcommand 1 'db=' 'version' 'h/help'
+            case 'list'
+                __tsync_parse_subcommand 0 'db=' 'version' 'h/help'
+            case 'passwd'
+                __tsync_parse_subcommand 1 'password-stdin' 'db=' 'version' 'h/help'
+            end
+        case 'help'
+            __tsync_parse_subcommand -r 1 'version'
+        end
+    end
+end
+
+function __tsync_tokens
+    if test (string split -m 1 -f 1 -- . "$FISH_VERSION") -gt 3
+        commandline --tokens-raw $argv
+    else
+        commandline -o $argv
+    end
+end
+
+function __tsync_parse_subcommand -S -a positional_count
+    argparse -s r -- $argv
+    set -l option_specs $argv[2..]
+    set -l is_repeating_positional $_flag_r
+    set -el _flag_r
+    set -a commands $unparsed_tokens[1]
+    set positional_index 0
+    while true
+        set -e unparsed_tokens[1]
+        argparse -sn "$commands" $option_specs -- $unparsed_tokens 2> /dev/null
+        set unparsed_tokens $argv
+        set positional_index (math $positional_index + 1)
+        for non_repeating_flag_or_option in $non_repeating_flags_or_options
+            if set -ql "_flag_$(string replace -a - _ -- $non_repeating_flag_or_option)"
+                set non_repeating_flags_or_options_absent 1
+                break
+            end
+        end
+        test (count $unparsed_tokens) -eq 0 -o \( -z "$is_repeating_positional" -a "$positional_index" -gt "$positional_count" \) && break
+    end
+end
+
+function __tsync_complete_directories
+    set -l token (commandline -t)
+    string match -- '*/' $token
+    set -l subdirs $token*/
+    printf %s\n $subdirs
+end
+
+function __tsync_custom_completion
+    set -x SAP_SHELL fish
+    set -x SAP_SHELL_VERSION $FISH_VERSION
+    set -l tokens (__tsync_tokens -p)
+    if test -z "$(__tsync_tokens -t)"
+        set -l index (count (__tsync_tokens -pc))
+        set tokens $tokens[..$index] \'\' $tokens[(math $index + 1)..]
+    end
+    command $tokens[1] $argv $tokens
+end
+
+complete -c 'tsync' -f
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'init' -d 'Create a tsync store in DIR/.tsync/.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'remote' -d 'Show or set the server URL.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'insert' -d 'Insert records into a local table and queue them for push.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'update' -d 'Change fields of a local record and queue an update.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'delete' -d 'Delete local records and queue deletes.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'get' -d 'Print one local record.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'query' -d 'Read records of a local table, with OData options.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'tables' -d 'List local tables with record, pending and error counts.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'status' -d 'Show pending operations, errors, saved queries and the remote.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'diff' -d 'Show what each pending change does, field by field, against its base.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'purge' -d 'Drop local records of a table (the server is not touched).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'login' -d 'Get a token from the server and save it in the store.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'logout' -d 'Revoke the saved token on the server and remove it from the store.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'push' -d 'Send pending operations to the server, in queue order.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'pull' -d 'Fetch a table from the server into the store.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'sync' -d 'Push, then pull every saved query id.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'queries' -d 'List saved pull query ids with their checkpoints.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'conflicts' -d 'List failed operations (the error table) with base / ours / theirs.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'resolve' -d 'Settle failed operations without prompting.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'serve' -d 'Run the sync server (Mobile Apps v2 table protocol).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'user' -d 'Manage the accounts of a server database.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'help' -d 'Show subcommand help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync init" remote' -l 'remote' -d 'The server to push to and pull from.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync init" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync init" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync remote" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync remote" json' -l 'json' -d 'Print machine-readable JSON (field names are stable; see DISCUSSION).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync remote" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync remote" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync insert" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync insert" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync insert" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync update" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync update"' -l 'set' -d 'Set one field (repeatable).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync update" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync update" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync delete" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync delete" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync delete" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync get" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync get" json' -l 'json' -d 'Print machine-readable JSON (field names are stable; see DISCUSSION).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync get" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync get" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" json' -l 'json' -d 'Print machine-readable JSON (field names are stable; see DISCUSSION).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" filter' -l 'filter' -d 'Keep the records this OData expression is true for.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" orderby' -l 'orderby' -d 'Sort keys: "FIELD [asc|desc], ...".' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" top' -l 'top' -d 'Print at most N records.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" skip' -l 'skip' -d 'Skip the first N records.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" select' -l 'select' -d 'Print only these fields: "FIELD,...".' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync query" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync tables" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync tables" json' -l 'json' -d 'Print machine-readable JSON (field names are stable; see DISCUSSION).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync tables" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync tables" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" s short' -l 'short' -s 's' -d 'One line per table with pending work.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" porcelain' -l 'porcelain' -d 'One line per pending operation, stable for scripts.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" json' -l 'json' -d 'Print machine-readable JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" exit-code' -l 'exit-code' -d 'Exit 1 when anything is pending.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync status" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync diff" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync diff" json' -l 'json' -d 'Print machine-readable JSON (field names are stable; see DISCUSSION).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync diff" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync diff" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync purge" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync purge" filter' -l 'filter' -d 'Only records this OData expression is true for.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync purge" force' -l 'force' -d 'Also drop the table\'s pending operations.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync purge" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync purge" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync login" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync login" user' -l 'user' -d 'The account name.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync login" password-stdin' -l 'password-stdin' -d 'Read the password from the first line of stdin.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync login" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync login" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync logout" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync logout" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync logout" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push"' -l 'table' -d 'Push only this table (repeatable).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push" dry-run' -l 'dry-run' -d 'List what would be sent; send nothing.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push" json' -l 'json' -d 'Print the result as JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push" q quiet' -l 'quiet' -s 'q' -d 'No progress and no summary line on stderr.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync push" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" filter' -l 'filter' -d 'Only records this OData $filter is true for.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" query-id' -l 'query-id' -d 'Save the pull under this id and pull incrementally.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" page-size' -l 'page-size' -d 'Records per request (the server may cap it).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" reset' -l 'reset' -d 'Forget the query id\'s checkpoint and pull everything again.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" json' -l 'json' -d 'Print the result as JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" q quiet' -l 'quiet' -s 'q' -d 'No progress and no summary line on stderr.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync pull" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync sync" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync sync" json' -l 'json' -d 'Print the result as JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync sync" q quiet' -l 'quiet' -s 'q' -d 'No progress and no summary lines on stderr.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync sync" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync sync" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync queries" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync queries" json' -l 'json' -d 'Print machine-readable JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync queries" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync queries" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync conflicts" -eq 1' -fa 'list' -d 'List every error (the default).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync conflicts" -eq 1' -fa 'show' -d 'Show one error with base / ours / theirs field by field.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts list" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts list" table' -l 'table' -d 'Only errors of this table.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts list" json' -l 'json' -d 'Print machine-readable JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts list" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts list" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts show" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts show" json' -l 'json' -d 'Print machine-readable JSON (one object, as in the list).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts show" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync conflicts show" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" all' -l 'all' -d 'Settle every error.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" table' -l 'table' -d 'Settle every error of this table.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" ours' -l 'ours' -d 'Client wins: keep the operation, push it again.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" theirs' -l 'theirs' -d 'Server wins: drop the operation, take the server\'s copy.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" cancel' -l 'cancel' -d 'Clear the error; the operation stays pending.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" discard' -l 'discard' -d 'Drop the local change; back to the base.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" merge' -l 'merge' -d 'Three-way merge by field; refused on a field both sides changed.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" push' -l 'push' -d 'Push right after settling (useful with --ours and --merge).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" json' -l 'json' -d 'Print the result as JSON.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" q quiet' -l 'quiet' -s 'q' -d 'No summary line on stderr.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" db' -l 'db' -d 'Server database: sqlite:PATH.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" host' -l 'host' -d 'Address to listen on.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" port' -l 'port' -d 'Port to listen on; 0 picks a free one.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" no-auth' -l 'no-auth' -d 'Serve without accounts (only on a loopback address unless --insecure).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" insecure' -l 'insecure' -d 'Allow --no-auth on an address other than loopback.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'per-user' -d 'A table whose records only their creator sees (repeatable).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-top' -l 'max-top' -d 'Largest page ($top) a client may ask for.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" token-ttl' -l 'token-ttl' -d 'Lifetime of a login token, in seconds.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync user" -eq 1' -fa 'add' -d 'Create an account.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync user" -eq 1' -fa 'remove' -d 'Remove an account and revoke its tokens (its records stay).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync user" -eq 1' -fa 'list' -d 'List the accounts, one name per line.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync user" -eq 1' -fa 'passwd' -d 'Change an account\'s password and revoke its tokens.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user add" password-stdin' -l 'password-stdin' -d 'Read the password from stdin (one line).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user add" db' -l 'db' -d 'Server database: sqlite:PATH.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user add" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user add" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user remove" db' -l 'db' -d 'Server database: sqlite:PATH.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user remove" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user remove" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user list" db' -l 'db' -d 'Server database: sqlite:PATH.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user list" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user list" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" password-stdin' -l 'password-stdin' -d 'Read the password from stdin (one line).'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" db' -l 'db' -d 'Server database: sqlite:PATH.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync help" version' -l 'version' -d 'Show the version.'

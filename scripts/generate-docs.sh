@@ -1,0 +1,31 @@
+#!/bin/sh
+# Regenerates man/ and completions/ from the command definitions. Run it after changing any
+# command, option or help text, and commit the result: Tests/TSyncEndToEndTests/GeneratedDocsTests
+# fails while they are stale.
+#
+#   man/*.1                 the man pages, rendered by swift-argument-parser's generate-manual plugin
+#   man/tsync.dump-help.json  the `tsync --experimental-dump-help` the pages were rendered from
+#                           (the test compares it with the binary's: the pages are a pure function of it)
+#   completions/tsync.bash, completions/_tsync (zsh), completions/tsync.fish
+set -eu
+cd "$(dirname "$0")/.."
+
+swift build --product tsync
+bin="$(swift build --show-bin-path)/tsync"
+
+mkdir -p completions
+"$bin" --generate-completion-script bash > completions/tsync.bash
+"$bin" --generate-completion-script zsh > completions/_tsync
+"$bin" --generate-completion-script fish > completions/tsync.fish
+
+# The plugin builds the package and writes into its own work directory; copy the pages from there.
+# A fixed date keeps regenerated pages identical unless the commands really changed.
+swift package --allow-writing-to-package-directory generate-manual \
+    --configuration debug --multi-page --date "${TSYNC_MAN_DATE:-2026-01-01}"
+pages=".build/plugins/GenerateManual/outputs/tsync"
+[ -d "$pages" ] || pages="$(find .build/plugins -type d -path '*GenerateManual*' -name tsync | head -n 1)"
+rm -rf man
+mkdir man
+cp "$pages"/*.1 man/
+"$bin" --experimental-dump-help > man/tsync.dump-help.json
+echo "man/ and completions/ regenerated" >&2
