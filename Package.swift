@@ -65,7 +65,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "TSyncModelTests", dependencies: ["TSyncModel"]),
-        .testTarget(name: "TSyncQueryTests", dependencies: ["TSyncQuery"]),
+        // GRDB only to execute the rendered SQLite SQL against a real database.
+        .testTarget(
+            name: "TSyncQueryTests",
+            dependencies: ["TSyncQuery", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "TSyncEngineTests",
             dependencies: ["TSyncEngine", .product(name: "GRDB", package: "GRDB.swift")]

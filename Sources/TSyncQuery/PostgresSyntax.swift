@@ -1,0 +1,111 @@
+/// PostgreSQL renderings. The body column is jsonb; every placeholder carries a cast (`$2::text`,
+/// `$3::numeric`, `$4::boolean`) so the server infers each parameter's type.
+///
+/// - A user field is read through `jsonb_typeof` first, so a cast never meets a value of the
+///   wrong kind: no filter can make a query raise.
+/// - `eq`/`ne` are `IS NOT DISTINCT FROM` / `IS DISTINCT FROM` (null-safe).
+/// - Text ordering uses `COLLATE "C"` (byte order, as SQLite), whatever the database's collation.
+/// - Numbers are `numeric`. `div` truncates when both operands are integers (scale 0), as SQLite
+///   does; a zero divisor gives NULL instead of an error.
+/// - Sort keys put NULL first ascending and last descending, as SQLite does.
+struct PostgresSyntax: SQLSyntax {
+    func jsonField(_ name: String, body: String, as kind: SQLValueKind) -> SQLTemplate {
+        let key = SQLTemplate.argument(.text(name), postgresType: "text")
+        let body = identifier(body)
+        switch kind {
+        case .json: return "NULLIF(\(body)->\(key), 'null'::jsonb)"
+        case .text: return "(CASE WHEN jsonb_typeof(\(body)->\(key)) = 'string' THEN \(body)->>\(key) END)"
+        case .number:
+            return "(CASE WHEN jsonb_typeof(\(body)->\(key)) = 'number' THEN (\(body)->>\(key))::numeric END)"
+        case .boolean:
+            return "(CASE WHEN jsonb_typeof(\(body)->\(key)) = 'boolean' THEN (\(body)->>\(key))::boolean END)"
+        }
+    }
+
+    func literal(_ literal: FilterLiteral, as kind: SQLValueKind) -> SQLTemplate {
+        switch literal {
+        case .null:
+            switch kind {
+            case .text: "NULL::text"
+            case .number: "NULL::numeric"
+            case .boolean: "NULL::boolean"
+            case .json: "NULL::jsonb"
+            }
+        case .bool(let flag): .argument(.bool(flag), postgresType: "boolean")
+        case .int(let number): .argument(.int(number), postgresType: "numeric")
+        case .double(let number): .argument(.double(number), postgresType: "numeric")
+        case .string(let text): .argument(.text(text), postgresType: "text")
+        case .dateTime(let timestamp): .argument(.text(timestamp.iso8601), postgresType: "text")
+        }
+    }
+
+    func equal(_ left: SQLTemplate, _ right: SQLTemplate, negated: Bool) -> SQLTemplate {
+        negated ? "(\(left) IS DISTINCT FROM \(right))" : "(\(left) IS NOT DISTINCT FROM \(right))"
+    }
+
+    func order(_ op: String, _ left: SQLTemplate, _ right: SQLTemplate, kind: SQLValueKind) -> SQLTemplate {
+        let op = SQLTemplate(stringLiteral: op)
+        return kind == .text ? "(\(left) COLLATE \"C\" \(op) \(right))" : "(\(left) \(op) \(right))"
+    }
+
+    func divide(_ left: SQLTemplate, _ right: SQLTemplate, realOperand: Bool) -> SQLTemplate {
+        let quotient: SQLTemplate = "\(left) / NULLIF(\(right), 0)"
+        if realOperand { return "(\(quotient))" }
+        return "(CASE WHEN scale(\(left)) = 0 AND scale(\(right)) = 0 THEN trunc(\(quotient)) ELSE \(quotient) END)"
+    }
+
+    func remainder(_ left: SQLTemplate, _ right: SQLTemplate) -> SQLTemplate {
+        "(\(left) % NULLIF(\(right), 0))"
+    }
+
+    func function(_ function: FilterFunction, _ a: [SQLTemplate]) -> SQLTemplate {
+        switch function {
+        case .substringof: return "(strpos(\(a[1]), \(a[0])) > 0)"
+        case .startswith: return "(left(\(a[0]), length(\(a[1]))) = \(a[1]))"
+        case .endswith: return "(right(\(a[0]), length(\(a[1]))) = \(a[1]))"
+        case .length: return "(length(\(a[0]))::numeric)"
+        case .tolower: return "lower(\(a[0]))"
+        case .toupper: return "upper(\(a[0]))"
+        case .trim: return "trim(\(a[0]))"
+        case .indexof: return "((strpos(\(a[0]), \(a[1])) - 1)::numeric)"
+        case .concat: return "(\(a[0]) || \(a[1]))"
+        case .substring:
+            // OData counts from 0, substr from 1. Clamped into integer range so that no number
+            // makes the cast raise; a negative start counts as 0 and a negative length gives NULL
+            // (substr would raise).
+            let start: SQLTemplate = """
+                (CASE WHEN \(a[1]) < 0 THEN 1 WHEN \(a[1]) < 2147483646 THEN trunc(\(a[1]))::integer + 1 \
+                WHEN \(a[1]) >= 2147483646 THEN 2147483647 END)
+                """
+            guard a.count > 2 else { return "substr(\(a[0]), \(start))" }
+            let length: SQLTemplate = """
+                (CASE WHEN \(a[2]) >= 0 AND \(a[2]) < 2147483647 THEN trunc(\(a[2]))::integer \
+                WHEN \(a[2]) >= 2147483647 THEN 2147483647 END)
+                """
+            return "substr(\(a[0]), \(start), \(length))"
+        case .replace: return "replace(\(a[0]), \(a[1]), \(a[2]))"
+        case .year, .month, .day, .hour, .minute, .second:
+            guard let part = DatePart(function) else { return "NULL::numeric" }
+            let digits = "^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+            let shape: String
+            switch part.shape {
+            case .date: shape = digits
+            case .minutes: shape = digits + "[Tt ][0-9]{2}:[0-9]{2}"
+            case .seconds: shape = digits + "[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}"
+            }
+            let pattern = SQLTemplate(stringLiteral: "'\(shape)'")
+            let range = SQLTemplate(stringLiteral: "\(part.offset), \(part.length)")
+            return "(CASE WHEN \(a[0]) ~ \(pattern) THEN substr(\(a[0]), \(range))::numeric END)"
+        case .round: return "round(\(a[0]))"
+        case .floor: return "floor(\(a[0]))"
+        case .ceiling: return "ceil(\(a[0]))"
+        }
+    }
+
+    func sortKey(_ expression: SQLTemplate, kind: SQLValueKind, descending: Bool, nullable: Bool) -> SQLTemplate {
+        var key = kind == .text ? "\(expression) COLLATE \"C\"" : expression
+        key = descending ? "\(key) DESC" : "\(key) ASC"
+        guard nullable else { return key }
+        return descending ? "\(key) NULLS LAST" : "\(key) NULLS FIRST"
+    }
+}

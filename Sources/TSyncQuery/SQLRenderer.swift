@@ -1,0 +1,183 @@
+import TSyncModel
+
+/// Renders a `$filter` and an `$orderby` as parameterized SQL for one table layout.
+///
+/// Typing decides how each side of a comparison is read (see `SQLValueKind`):
+/// - a field compared with a string literal compares text, with a number compares numbers, with
+///   true/false compares booleans, with `datetime'…'` compares the fixed ISO text
+///   (`2026-01-31T09:30:00.000Z`: user fields holding dates must use that form to compare in time
+///   order); a field whose JSON value is of another kind counts as NULL there;
+/// - system properties have fixed types: `id` and `version` text, `createdAt`/`updatedAt` ISO
+///   text, `deleted` boolean;
+/// - two user fields compare as JSON values: SQLite compares what `json_extract` returns (NULL <
+///   numbers < text; true/false are 1/0), PostgreSQL compares jsonb;
+/// - function arguments and arithmetic operands are read as the function or operator expects;
+/// - `eq`/`ne` are null-safe: `x eq null` holds when x is missing or null, `x ne 'a'` holds when x is
+///   missing. Other comparisons with NULL are not true;
+/// - a user field standing alone as a condition (`$filter=done`) holds when it is JSON true.
+///
+/// The SQL text holds no user input: literals and field names are bound arguments.
+public struct SQLRenderer: Sendable {
+    public let schema: SQLSchema
+    private let syntax: any SQLSyntax
+
+    public init(schema: SQLSchema) {
+        self.schema = schema
+        switch schema.dialect {
+        case .sqlite: syntax = SQLiteSyntax()
+        case .postgres: syntax = PostgresSyntax()
+        }
+    }
+
+    /// A boolean SQL expression. Every literal and JSON path is a bound argument, never spliced
+    /// into the SQL text. Placeholders: `?` for SQLite; `$n` for PostgreSQL starting at
+    /// `firstArgumentIndex`. The expression is self-contained: it can be joined to others with AND.
+    public func whereClause(_ filter: FilterExpression, firstArgumentIndex: Int = 1) throws(TSyncError) -> SQLFragment {
+        try checkDepth(filter)
+        let type: FilterType
+        do {
+            type = try FilterTyping.type(of: filter)
+        } catch {
+            throw .invalidInput("invalid $filter: \(error.message)")
+        }
+        guard type == .boolean || type.isFlexible else {
+            throw .invalidInput("invalid $filter: the filter must be a condition (true or false), not \(type.name)")
+        }
+        return try render(filter, as: .boolean).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+    }
+
+    /// "ORDER BY ..." body (without the keywords) that always ends with the id tie-break
+    /// (`id` ascending unless id was already a key). User fields sort as JSON values (see
+    /// `SQLSyntax.sortKey`); NULL sorts first ascending, last descending, on both backends.
+    public func orderBy(_ keys: [SortKey], firstArgumentIndex: Int = 1) throws(TSyncError) -> SQLFragment {
+        var terms: [SQLTemplate] = []
+        for key in keys {
+            try validateName(key.field)
+            terms.append(sortTerm(key))
+        }
+        if !keys.contains(where: { $0.field == "id" }) {
+            terms.append(sortTerm(SortKey(field: "id", descending: false)))
+        }
+        return SQLTemplate.joined(terms, separator: ", ").fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+    }
+
+    private func sortTerm(_ key: SortKey) -> SQLTemplate {
+        let kind = SQLValueKind(FilterType.ofField(key.field))
+        if let column = schema.systemColumns[key.field] {
+            return syntax.sortKey(syntax.identifier(column), kind: kind, descending: key.descending, nullable: false)
+        }
+        if key.field == "id" {
+            return syntax.sortKey(syntax.identifier("id"), kind: kind, descending: key.descending, nullable: false)
+        }
+        let value = syntax.jsonField(key.field, body: schema.bodyColumn, as: .json)
+        return syntax.sortKey(value, kind: .json, descending: key.descending, nullable: true)
+    }
+
+    // MARK: Rendering
+
+    /// Renders `expression` read as `kind`. Only fields and null depend on `kind`; every other node
+    /// has one rendering, and the type check has made sure it fits.
+    private func render(_ expression: FilterExpression, as kind: SQLValueKind) throws(TSyncError) -> SQLTemplate {
+        switch expression {
+        case .literal(let literal):
+            return syntax.literal(literal, as: kind)
+        case .field(let name):
+            try validateName(name)
+            if let column = schema.systemColumns[name] { return syntax.identifier(column) }
+            return syntax.jsonField(name, body: schema.bodyColumn, as: kind)
+        case .not(let operand):
+            return "(NOT \(try render(operand, as: .boolean)))"
+        case .negate(let operand):
+            return "(- \(try render(operand, as: .number)))"
+        case .binary(let op, let left, let right):
+            return try binary(op, left, right)
+        case .function(let function, let arguments):
+            var rendered: [SQLTemplate] = []
+            for (parameter, argument) in zip(function.signature.parameters, arguments) {
+                rendered.append(try render(argument, as: parameter == .number ? .number : .text))
+            }
+            return syntax.function(function, rendered)
+        }
+    }
+
+    private func binary(_ op: BinaryOperator, _ left: FilterExpression, _ right: FilterExpression) throws(TSyncError)
+        -> SQLTemplate
+    {
+        switch op {
+        case .and: return "(\(try render(left, as: .boolean)) AND \(try render(right, as: .boolean)))"
+        case .or: return "(\(try render(left, as: .boolean)) OR \(try render(right, as: .boolean)))"
+        case .add, .sub, .mul, .div, .mod:
+            let l = try render(left, as: .number)
+            let r = try render(right, as: .number)
+            switch op {
+            case .add: return "(\(l) + \(r))"
+            case .sub: return "(\(l) - \(r))"
+            case .mul: return "(\(l) * \(r))"
+            case .div: return syntax.divide(l, r, realOperand: left.isRealLiteral || right.isRealLiteral)
+            default: return syntax.remainder(l, r)
+            }
+        case .eq, .ne, .gt, .ge, .lt, .le:
+            let leftType = try type(of: left)
+            let rightType = try type(of: right)
+            if op == .eq || op == .ne, rightType == .null || leftType == .null {
+                let other = rightType == .null ? left : right
+                let value = try render(other, as: SQLValueKind(try type(of: other)))
+                return op == .eq ? "(\(value) IS NULL)" : "(\(value) IS NOT NULL)"
+            }
+            let kind = SQLValueKind(FilterTyping.comparisonType(leftType, rightType) ?? .json)
+            let l = try render(left, as: kind)
+            let r = try render(right, as: kind)
+            switch op {
+            case .eq: return syntax.equal(l, r, negated: false)
+            case .ne: return syntax.equal(l, r, negated: true)
+            case .gt: return syntax.order(">", l, r, kind: kind)
+            case .ge: return syntax.order(">=", l, r, kind: kind)
+            case .lt: return syntax.order("<", l, r, kind: kind)
+            default: return syntax.order("<=", l, r, kind: kind)
+            }
+        }
+    }
+
+    private func type(of expression: FilterExpression) throws(TSyncError) -> FilterType {
+        do {
+            return try FilterTyping.type(of: expression)
+        } catch {
+            throw .invalidInput("invalid $filter: \(error.message)")
+        }
+    }
+
+    private func validateName(_ name: String) throws(TSyncError) {
+        guard Identifiers.isSimpleName(name) else {
+            throw .invalidInput(
+                "invalid field name \(Identifiers.quoted(name)): use letters, digits and '_', starting with a letter or '_'")
+        }
+    }
+
+    /// Trees built by hand bypass the parser's depth limit; every walk here is recursive.
+    private func checkDepth(_ expression: FilterExpression) throws(TSyncError) {
+        func exceeds(_ expression: FilterExpression, _ remaining: Int) -> Bool {
+            guard remaining > 0 else { return true }
+            switch expression {
+            case .literal, .field: return false
+            case .not(let operand), .negate(let operand): return exceeds(operand, remaining - 1)
+            case .binary(_, let left, let right): return exceeds(left, remaining - 1) || exceeds(right, remaining - 1)
+            case .function(_, let arguments): return arguments.contains { exceeds($0, remaining - 1) }
+            }
+        }
+        if exceeds(expression, FilterParser.maximumDepth) {
+            throw .invalidInput("invalid $filter: it is nested more than \(FilterParser.maximumDepth) levels deep")
+        }
+    }
+}
+
+extension FilterExpression {
+    /// A real-number literal, possibly negated: PostgreSQL's numeric cannot tell 2.0 from 2 once
+    /// bound, so `div` needs to know.
+    var isRealLiteral: Bool {
+        switch self {
+        case .literal(.double): true
+        case .negate(let operand): operand.isRealLiteral
+        default: false
+        }
+    }
+}

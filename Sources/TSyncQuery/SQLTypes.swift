@@ -1,0 +1,53 @@
+public enum SQLDialect: Sendable {
+    case sqlite, postgres
+}
+
+/// A bound argument. Booleans are `.int(1)`/`.int(0)` in SQLite renderings (that is how SQLite
+/// stores them and how `json_extract` returns JSON true/false) and `.bool` in PostgreSQL ones.
+public enum SQLValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case text(String)
+}
+
+/// SQL text with its bound arguments, in placeholder order.
+public struct SQLFragment: Sendable, Equatable {
+    public var sql: String
+    public var arguments: [SQLValue]
+
+    public init(sql: String, arguments: [SQLValue] = []) {
+        self.sql = sql
+        self.arguments = arguments
+    }
+}
+
+/// How the caller's table stores a record: user fields in one JSON column (SQLite: TEXT holding a
+/// JSON object; PostgreSQL: jsonb), system properties in their own columns.
+/// Timestamps (createdAt/updatedAt) are stored as TEXT in the fixed form Timestamp.iso8601
+/// ("2026-11-23T09:24:23.123Z") on both backends, so text order is time order.
+///
+/// Column types the renderer relies on: `deleted` INTEGER 0/1 in SQLite, boolean in PostgreSQL;
+/// every other system column text. Column names are written double-quoted, exactly as given.
+/// In PostgreSQL, text comparisons and text sort keys use `COLLATE "C"` (byte order, as SQLite
+/// compares); declare the text columns `COLLATE "C"` so that their indexes serve those queries.
+/// A system property missing from `systemColumns` is looked up in the JSON column instead.
+public struct SQLSchema: Sendable {
+    public var dialect: SQLDialect
+    /// e.g. "body"
+    public var bodyColumn: String
+    /// e.g. ["id": "id", "createdAt": "created_at", "updatedAt": "updated_at", "version": "version", "deleted": "deleted"]
+    public var systemColumns: [String: String]
+
+    public init(dialect: SQLDialect, bodyColumn: String, systemColumns: [String: String]) {
+        self.dialect = dialect
+        self.bodyColumn = bodyColumn
+        self.systemColumns = systemColumns
+    }
+
+    /// The column names of the example above: snake_case system columns.
+    public static let snakeCaseSystemColumns: [String: String] = [
+        "id": "id", "createdAt": "created_at", "updatedAt": "updated_at", "version": "version", "deleted": "deleted",
+    ]
+}
