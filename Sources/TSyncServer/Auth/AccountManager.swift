@@ -1,0 +1,42 @@
+import TSyncModel
+
+/// Account administration for `tsync user`: the rules and hashing live here, not in the command.
+public struct AccountManager: Sendable {
+    private let storage: any ServerStorage
+    private let hasher: PasswordHasher
+
+    public init(storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher()) {
+        self.storage = storage
+        self.hasher = hasher
+    }
+
+    public func add(name: String, password: String) async throws {
+        try AccountRules.validateName(name)
+        try AccountRules.validatePassword(password)
+        if try await storage.account(name: name) != nil {
+            throw TSyncError.invalidInput("an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+        }
+        try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: WallClock.now())
+    }
+
+    /// Sets a new password; the account's tokens are revoked, so old sessions must log in again.
+    public func changePassword(name: String, password: String) async throws {
+        try AccountRules.validatePassword(password)
+        guard try await storage.setPasswordHash(name: name, passwordHash: try await hasher.hash(password)) else {
+            throw Self.noSuchAccount(name)
+        }
+    }
+
+    /// Removes the account and its tokens. Its records in per-user tables stay, owned by the name.
+    public func remove(name: String) async throws {
+        guard try await storage.removeAccount(name: name) else { throw Self.noSuchAccount(name) }
+    }
+
+    public func list() async throws -> [Account] {
+        try await storage.accounts()
+    }
+
+    private static func noSuchAccount(_ name: String) -> TSyncError {
+        .invalidInput("no account named \(Identifiers.quoted(name)): `tsync user list` shows the accounts")
+    }
+}

@@ -1,0 +1,31 @@
+import Hummingbird
+
+/// Resolves the token of a request (`X-ZUMO-AUTH: <token>` or `Authorization: Bearer <token>`) to
+/// an account. With authentication required, a missing, unknown, revoked or expired token is 401.
+struct AuthMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let authenticator: Authenticator
+    let required: Bool
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard required else { return try await next(request, context) }
+        guard let token = Self.token(in: request), let name = try await authenticator.accountName(forToken: token) else {
+            throw APIError.unauthorized
+        }
+        var context = context
+        context.accountName = name
+        return try await next(request, context)
+    }
+
+    static func token(in request: Request) -> String? {
+        if let token = request.headers[.zumoAuth]?.trimmingSpaces(), !token.isEmpty { return token }
+        if let authorization = request.headers[.authorization] {
+            let parts = authorization.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer" {
+                let token = parts[1].trimmingSpaces()
+                return token.isEmpty ? nil : token
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,39 @@
+import Hummingbird
+import TSyncModel
+
+/// `POST /.auth/login/custom` and `POST /.auth/logout` (DESIGN §4).
+struct AuthRoutes: Sendable {
+    let authenticator: Authenticator
+    let configuration: ServerConfiguration
+
+    func register(on group: RouterGroup<ServerRequestContext>) {
+        group.post("login/custom", use: login)
+        group.post("logout", use: logout)
+    }
+
+    @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let body = try await request.jsonObject(limit: configuration.maximumBodyBytes)
+        guard case .string(let username)? = body["username"], case .string(let password)? = body["password"] else {
+            throw APIError.badRequest("send {\"username\": \"…\", \"password\": \"…\"}, both strings")
+        }
+        switch try await authenticator.login(username: username, password: password, clientAddress: context.clientAddress) {
+        case .success(let token, let accountName):
+            return JSONResponse.make(.ok, ["authenticationToken": .string(token), "user": ["userId": .string(accountName)]])
+        case .invalidCredentials:
+            throw APIError(.unauthorized, "wrong user name or password")
+        case .throttled(let seconds):
+            var error = APIError(.tooManyRequests, "too many failed logins: try again in \(seconds) seconds")
+            error.headers[.retryAfter] = String(seconds)
+            throw error
+        }
+    }
+
+    /// Revokes the presented token; a missing or already invalid token is 401.
+    @Sendable func logout(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let token = AuthMiddleware.token(in: request), try await authenticator.accountName(forToken: token) != nil else {
+            throw APIError.unauthorized
+        }
+        try await authenticator.logout(token: token)
+        return JSONResponse.make(.ok, [:])
+    }
+}

@@ -1,0 +1,47 @@
+import Hummingbird
+import Logging
+import NIOCore
+import TSyncModel
+
+/// Turns every error into `{"error": "message"}` with the right status (DESIGN §4).
+///
+/// Messages of client mistakes go back as they are; anything unexpected (a database failure, a bug)
+/// is logged here and answered with a bare 500, so no SQL, stack trace or path reaches a client.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            if let item = error.item { return JSONResponse.item(error.status, item, headers: error.headers) }
+            return JSONResponse.error(error.status, error.message, headers: error.headers)
+        } catch let error as TSyncError {
+            switch error.kind {
+            case .invalidInput, .usage:
+                return JSONResponse.error(.badRequest, error.message)
+            case .unauthorized:
+                return JSONResponse.error(.unauthorized, error.message)
+            case .failure, .operationsFailed, .unreachable:
+                return internalError(error, context: context)
+            }
+        } catch is NIOTooManyBytesError {
+            return JSONResponse.error(.contentTooLarge, "the request body is too large")
+        } catch let error as HTTPError {
+            let message =
+                error.status == .notFound
+                ? "no such endpoint: \(request.method) \(request.uri.path)"
+                : error.body ?? error.status.reasonPhrase
+            return JSONResponse.error(error.status, message, headers: error.headers)
+        } catch let error as any HTTPResponseError {
+            return JSONResponse.error(error.status, error.status.reasonPhrase)
+        } catch {
+            return internalError(error, context: context)
+        }
+    }
+
+    private func internalError(_ error: any Error, context: Context) -> Response {
+        context.logger.error("request failed: \(String(reflecting: error))")
+        return JSONResponse.error(.internalServerError, "internal server error: see the server log")
+    }
+}

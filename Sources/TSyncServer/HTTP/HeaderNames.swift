@@ -1,0 +1,9 @@
+import HTTPTypes
+
+extension HTTPField.Name {
+    // Force-unwrapping a literal that is a valid token is checked by the tests of every route.
+    static let zumoAPIVersion = HTTPField.Name("ZUMO-API-VERSION")!
+    static let zumoAuth = HTTPField.Name("X-ZUMO-AUTH")!
+    static let link = HTTPField.Name("Link")!
+    static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+}

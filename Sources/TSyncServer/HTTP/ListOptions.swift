@@ -1,0 +1,63 @@
+import TSyncModel
+import TSyncQuery
+
+/// The query options of `GET /tables/{table}`, checked: `$filter`, `$orderby`, `$top`, `$skip`,
+/// `$select`, `$inlinecount`, `__includeDeleted`. Unknown parameters are ignored, as Mobile Apps
+/// clients send some of their own (e.g. `__systemproperties`).
+struct ListOptions {
+    var query: RecordQuery
+    var select: [String]?
+
+    init(_ parameters: QueryString, configuration: ServerConfiguration) throws {
+        query = RecordQuery()
+        if let filter = try parameters.single("$filter"), !filter.trimmingSpaces().isEmpty {
+            guard filter.count <= configuration.maximumFilterLength else {
+                throw APIError.badRequest("$filter is longer than \(configuration.maximumFilterLength) characters")
+            }
+            query.filter = try ODataParser.parseFilter(filter)
+        }
+        if let orderBy = try parameters.single("$orderby"), !orderBy.trimmingSpaces().isEmpty {
+            guard orderBy.count <= configuration.maximumFilterLength else {
+                throw APIError.badRequest("$orderby is longer than \(configuration.maximumFilterLength) characters")
+            }
+            query.orderBy = try ODataParser.parseOrderBy(orderBy)
+        }
+        if let select = try parameters.single("$select"), !select.trimmingSpaces().isEmpty {
+            self.select = try ODataParser.parseSelect(select)
+        }
+        let top = try Self.count("$top", try parameters.single("$top"))
+        if let top, top > configuration.maximumPageSize {
+            throw APIError.badRequest("$top \(top) is over the maximum page size \(configuration.maximumPageSize): ask for fewer and follow the Link header")
+        }
+        query.top = configuration.pageSize(top: top)
+        query.skip = try Self.count("$skip", try parameters.single("$skip")) ?? 0
+        switch try parameters.single("$inlinecount") {
+        case nil, "none": break
+        case "allpages": query.includeTotalCount = true
+        case let other?: throw APIError.badRequest("invalid $inlinecount \(Identifiers.quoted(other)): use allpages or none")
+        }
+        switch try parameters.single("__includeDeleted")?.lowercased() {
+        case nil, "false": break
+        case "true": query.includeDeleted = true
+        case let other?: throw APIError.badRequest("invalid __includeDeleted \(Identifiers.quoted(other)): use true or false")
+        }
+    }
+
+    /// Only the `$select`ed members of an item, when `$select` was given.
+    func project(_ object: [String: JSONValue]) -> JSONValue {
+        guard let select else { return .object(object) }
+        var projected: [String: JSONValue] = [:]
+        for name in select { if let value = object[name] { projected[name] = value } }
+        return .object(projected)
+    }
+
+    /// A non-negative integer option. Large values are fine for `$skip` (SQLite skips rows) but
+    /// must still fit a 32-bit count, which is more than any table here holds.
+    private static func count(_ name: String, _ text: String?) throws(APIError) -> Int? {
+        guard let text else { return nil }
+        guard let value = Int32(text.trimmingSpaces()), value >= 0 else {
+            throw .badRequest("invalid \(name) \(Identifiers.quoted(text)): use a whole number from 0 to \(Int32.max)")
+        }
+        return Int(value)
+    }
+}

@@ -1,0 +1,94 @@
+/// The query part of a URL, decoded: `%XX` in names and values (clients encode `$filter` as
+/// `%24filter`), `+` as a space as in HTML forms. Invalid escapes or UTF-8 are a 400.
+struct QueryString {
+    private(set) var items: [(name: String, value: String)] = []
+
+    init(_ raw: String?) throws(APIError) {
+        guard let raw, !raw.isEmpty else { return }
+        for part in raw.split(separator: "&", omittingEmptySubsequences: true) {
+            let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try Self.decode(pieces[0])
+            let value = pieces.count > 1 ? try Self.decode(pieces[1]) : ""
+            items.append((name, value))
+        }
+    }
+
+    func value(for name: String) -> String? {
+        items.first { $0.name == name }?.value
+    }
+
+    /// The value of a parameter that may appear at most once.
+    func single(_ name: String) throws(APIError) -> String? {
+        let matches = items.filter { $0.name == name }
+        guard matches.count <= 1 else { throw .badRequest("\(name) is given more than once") }
+        return matches.first?.value
+    }
+
+    /// The same parameters with `name` set to `value` (replacing any), each encoded anew, so the
+    /// result has no raw `,` or `;` that would break a `Link` header.
+    func replacing(_ name: String, with value: String) -> String {
+        var result = items.filter { $0.name != name }
+        result.append((name, value))
+        return result.map { Self.encode($0.name) + "=" + Self.encode($0.value) }.joined(separator: "&")
+    }
+
+    static func decode(_ text: Substring) throws(APIError) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    throw .badRequest("invalid percent-encoding in the query string")
+                }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        guard let string = String(validating: bytes, as: UTF8.self) else {
+            throw .badRequest("the query string is not valid UTF-8")
+        }
+        return string
+    }
+
+    /// Decodes a path segment: `%XX` only (a `+` in a path is a plus sign).
+    static func decodePathSegment(_ text: Substring) throws(APIError) -> String {
+        guard text.contains("%") else { return String(text) }
+        return try decode(Substring(text.replacingPlus()))
+    }
+
+    static func encode(_ text: String) -> String {
+        var output = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                output += "%" + (hex.count == 1 ? "0" + hex : hex)
+            }
+        }
+        return output
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+extension Substring {
+    /// `+` kept literal through `QueryString.decode` (which reads `+` as a space).
+    fileprivate func replacingPlus() -> String {
+        var output = ""
+        for character in self { output += character == "+" ? "%2B" : String(character) }
+        return output
+    }
+}

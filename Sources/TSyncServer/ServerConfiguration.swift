@@ -1,0 +1,65 @@
+import TSyncModel
+
+/// What `tsync serve` was asked for. `validate()` refuses combinations that would be unsafe or
+/// meaningless before anything listens.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port; the chosen one is logged ("listening on http://HOST:PORT").
+    public var port: Int
+    /// Accounts and tokens required on /tables (on unless `--no-auth`).
+    public var requiresAuthentication: Bool
+    /// Allows `--no-auth` on an address other than loopback.
+    public var allowInsecure: Bool
+    /// Tables whose records belong to the user who inserted them (`--per-user`), in lower case.
+    public var perUserTables: Set<String>
+    public var defaultPageSize: Int
+    /// The largest `$top` accepted; over it is 400 (`--max-top`).
+    public var maximumPageSize: Int
+    /// Request bodies over this are 413.
+    public var maximumBodyBytes: Int
+    /// `$filter` texts longer than this are 400: a hostile filter should not cost the parser or SQLite much.
+    public var maximumFilterLength: Int
+    public var authentication: Authenticator.Policy
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, requiresAuthentication: Bool = true, allowInsecure: Bool = false,
+        perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 1000,
+        maximumBodyBytes: Int = 1 << 20, maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init()
+    ) {
+        self.host = host
+        self.port = port
+        self.requiresAuthentication = requiresAuthentication
+        self.allowInsecure = allowInsecure
+        self.perUserTables = Set(perUserTables.map { $0.lowercased() })
+        self.defaultPageSize = defaultPageSize
+        self.maximumPageSize = maximumPageSize
+        self.maximumBodyBytes = maximumBodyBytes
+        self.maximumFilterLength = maximumFilterLength
+        self.authentication = authentication
+    }
+
+    public func validate() throws(TSyncError) {
+        guard (0...65535).contains(port) else { throw .usage("invalid port \(port): use 0 to 65535 (0 picks a free port)") }
+        guard maximumPageSize >= 1 else { throw .usage("--max-top must be at least 1") }
+        for table in perUserTables { try Identifiers.validateTableName(table) }
+        if !requiresAuthentication {
+            if !perUserTables.isEmpty {
+                throw .usage("--per-user needs accounts to know whose records are whose: it cannot be combined with --no-auth")
+            }
+            if !Self.isLoopback(host) && !allowInsecure {
+                throw .usage(
+                    "refusing --no-auth on \(host), which is not a loopback address: anyone who reaches it could read and change every table; add --insecure if you really mean it"
+                )
+            }
+        }
+    }
+
+    /// The page size of a request: the default, or `$top` within the maximum.
+    func pageSize(top: Int?) -> Int { top ?? min(defaultPageSize, maximumPageSize) }
+
+    func isPerUser(_ table: String) -> Bool { perUserTables.contains(table.lowercased()) }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+}

@@ -1,0 +1,56 @@
+import TSyncModel
+
+/// The dialect-free part of a write, shared by every storage backend so that they agree on what a
+/// write means: how `updatedAt` advances, how versions are made, and how a change applies.
+enum RecordWriter {
+    /// The `updatedAt` of the next write to a table, given the last one assigned to it.
+    ///
+    /// Strictly increasing per table (DESIGN §2.1, §2.2): clients checkpoint on (`updatedAt`, `id`),
+    /// so a later commit must never carry an earlier or equal time, even when the wall clock
+    /// stalls or steps back. Called inside the write transaction that commits the record.
+    static func nextUpdatedAt(now: Timestamp, lastAssigned: Timestamp?) -> Timestamp {
+        guard let lastAssigned, lastAssigned >= now else { return now }
+        return Timestamp(millisecondsSinceEpoch: lastAssigned.millisecondsSinceEpoch + 1)
+    }
+
+    /// A new opaque version: 64 random bits in hex. It only has to differ from every earlier version
+    /// of the same record, which random bits give without coordination between server instances.
+    static func newVersion() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let hex = String(generator.next() as UInt64, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// What a change makes of `current`, or nil when the change does not apply to it (updating or
+    /// deleting a soft-deleted record: the client sees 404, as for GET).
+    static func apply(_ change: RecordChange, to current: Record, updatedAt: Timestamp) -> Record? {
+        var next = current
+        switch change {
+        case .update(let fields):
+            guard !current.system.deleted else { return nil }
+            next.fields.merge(fields) { _, new in new }
+        case .softDelete:
+            guard !current.system.deleted else { return nil }
+            next.system.deleted = true
+        case .undelete:
+            next.system.deleted = false
+        }
+        next.system.updatedAt = updatedAt
+        next.system.version = newVersion()
+        return next
+    }
+
+    /// Undeleting a record that is not deleted changes nothing and writes nothing, so a retried
+    /// undelete does not bump the version under another client's feet.
+    static func isNoOp(_ change: RecordChange, on current: Record) -> Bool {
+        change == .undelete && !current.system.deleted
+    }
+
+    /// A freshly inserted record: `createdAt` = `updatedAt`, a new version, not deleted.
+    static func inserted(_ record: Record, at updatedAt: Timestamp) -> Record {
+        Record(
+            id: record.id, fields: record.fields,
+            system: SystemProperties(createdAt: updatedAt, updatedAt: updatedAt, version: newVersion(), deleted: false)
+        )
+    }
+}

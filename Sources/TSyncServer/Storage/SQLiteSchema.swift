@@ -1,0 +1,76 @@
+import GRDB
+import TSyncQuery
+
+/// The SQLite layout of the server database.
+///
+/// Fixed tables (prefix `tsync_`) are created by a migrator. Record tables are created when a table
+/// is first written: one SQL table per sync table, named `t_<name in lower case>` (SQLite folds the
+/// case of identifiers anyway, so `Todo` and `todo` are one table), system properties in columns
+/// and user fields as a JSON text in `body`.
+enum SQLiteSchema {
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: accounts, tokens, login failures, table clocks") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE tsync_accounts (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        password_hash TEXT NOT NULL,
+                        created_at TEXT NOT NULL
+                    );
+                    CREATE TABLE tsync_tokens (
+                        token_hash TEXT PRIMARY KEY NOT NULL,
+                        account_name TEXT NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX tsync_tokens_by_account ON tsync_tokens(account_name);
+                    CREATE INDEX tsync_tokens_by_expiry ON tsync_tokens(expires_at);
+                    CREATE TABLE tsync_login_failures (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        failures INTEGER NOT NULL,
+                        window_end INTEGER NOT NULL
+                    );
+                    CREATE INDEX tsync_login_failures_by_end ON tsync_login_failures(window_end);
+                    CREATE TABLE tsync_table_clocks (
+                        table_name TEXT PRIMARY KEY NOT NULL,
+                        last_updated_at INTEGER NOT NULL
+                    );
+                    """
+            )
+        }
+        return migrator
+    }()
+
+    /// The SQL name of a sync table; `table` is already validated, so it is a safe identifier.
+    static func recordTableName(_ table: String) -> String { "t_" + table.lowercased() }
+
+    /// The key of a table in `tsync_table_clocks`.
+    static func clockKey(_ table: String) -> String { table.lowercased() }
+
+    static func createRecordTable(_ db: Database, sqlName: String) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS "\(sqlName)" (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    version TEXT NOT NULL,
+                    deleted INTEGER NOT NULL DEFAULT 0,
+                    owner TEXT,
+                    body TEXT NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS "\(sqlName)_by_updated" ON "\(sqlName)"(updated_at, id);
+                """
+        )
+    }
+
+    static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
+
+    /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
+    static let querySchema = SQLSchema(
+        dialect: .sqlite, bodyColumn: "body",
+        systemColumns: [
+            "id": "id", "createdAt": "created_at", "updatedAt": "updated_at", "version": "version", "deleted": "deleted",
+        ]
+    )
+}

@@ -1,0 +1,207 @@
+import GRDB
+import TSyncModel
+import TSyncQuery
+
+/// GRDB has a `Record` class too; here a record is always the sync record.
+private typealias Record = TSyncModel.Record
+
+/// `ServerStorage` on one SQLite file in WAL mode (GRDB `DatabasePool`: concurrent reads, one writer).
+///
+/// Writes run in IMMEDIATE transactions, so they are serialized across connections and processes;
+/// `updatedAt` is taken from the table's clock inside that transaction, which makes commit order and
+/// `updatedAt` order agree (DESIGN §2.2).
+public final class SQLiteStorage: ServerStorage {
+    let pool: DatabasePool
+    private let clock: @Sendable () -> Timestamp
+    private let renderer = SQLRenderer(schema: SQLiteSchema.querySchema)
+    /// SQL names of record tables known to exist. Tables are never dropped, so a cached name stays true.
+    private let knownTables = LockedValue<Set<String>>([])
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
+    public init(path: String, clock: @escaping @Sendable () -> Timestamp = WallClock.now) throws {
+        var configuration = Configuration()
+        // Another instance (or `tsync user`) may hold the write lock for a moment.
+        configuration.busyMode = .timeout(10)
+        configuration.label = "tsync-server"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try SQLiteSchema.migrator.migrate(pool)
+        } catch let error as DatabaseError {
+            throw TSyncError.failure("cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
+        }
+        self.clock = clock
+    }
+
+    // MARK: - Reads
+
+    public func record(table: String, id: String, scope: OwnerScope) async throws -> TSyncModel.Record? {
+        let sqlName = SQLiteSchema.recordTableName(table)
+        return try await pool.read { db in
+            guard try self.tableExists(db, sqlName) else { return nil }
+            return try Self.fetchRecord(db, sqlName: sqlName, id: id, scope: scope)?.record
+        }
+    }
+
+    public func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
+        let sqlName = SQLiteSchema.recordTableName(table)
+        // Rendering errors (a filter the library cannot translate) surface before touching the database.
+        var conditions: [String] = []
+        var arguments: [SQLValue] = []
+        if !query.includeDeleted { conditions.append("deleted = 0") }
+        if case .owner(let owner) = scope {
+            conditions.append("owner = ?")
+            arguments.append(.text(owner))
+        }
+        if let filter = query.filter {
+            let fragment = try renderer.whereClause(filter)
+            conditions.append("(\(fragment.sql))")
+            arguments += fragment.arguments
+        }
+        let order = try renderer.orderBy(query.orderBy)
+        let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let selectSQL = "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\"\(whereSQL) ORDER BY \(order.sql) LIMIT ? OFFSET ?"
+        let selectArguments = Self.statementArguments(arguments + order.arguments + [.int(Int64(query.top)), .int(Int64(query.skip))])
+        let countSQL = "SELECT COUNT(*) FROM \"\(sqlName)\"\(whereSQL)"
+        let countArguments = Self.statementArguments(arguments)
+
+        return try await pool.read { db in
+            guard try self.tableExists(db, sqlName) else {
+                return RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
+            }
+            do {
+                let rows = try Row.fetchAll(db, sql: selectSQL, arguments: selectArguments)
+                let records = try rows.map { row in try Self.decode(row).record }
+                let total = query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
+                return RecordPage(records: records, totalCount: total)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
+                // The fixed part of the statement is known to be valid, so this comes from the
+                // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).
+                throw TSyncError.invalidInput("the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
+            }
+        }
+    }
+
+    // MARK: - Writes
+
+    public func insert(table: String, record: TSyncModel.Record, scope: OwnerScope) async throws -> InsertOutcome {
+        let sqlName = SQLiteSchema.recordTableName(table)
+        let clockKey = SQLiteSchema.clockKey(table)
+        let now = clock()
+        let outcome = try await pool.write { db -> InsertOutcome in
+            if try !self.tableExists(db, sqlName) { try SQLiteSchema.createRecordTable(db, sqlName: sqlName) }
+            if let existing = try Self.fetchRecord(db, sqlName: sqlName, id: record.id, scope: .shared) {
+                return .exists(Self.isVisible(owner: existing.owner, in: scope) ? existing.record : nil)
+            }
+            let stored = RecordWriter.inserted(record, at: try Self.nextUpdatedAt(db, clockKey: clockKey, now: now))
+            var owner: String?
+            if case .owner(let name) = scope { owner = name }
+            try db.execute(
+                sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
+                    stored.system.deleted, owner, JSONSerializer.string(.object(stored.fields)),
+                ]
+            )
+            return .inserted(stored)
+        }
+        knownTables.withLock { _ = $0.insert(sqlName) }
+        return outcome
+    }
+
+    public func modify(
+        table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope
+    ) async throws -> ModifyOutcome {
+        let sqlName = SQLiteSchema.recordTableName(table)
+        let clockKey = SQLiteSchema.clockKey(table)
+        let now = clock()
+        return try await pool.write { db -> ModifyOutcome in
+            guard try self.tableExists(db, sqlName),
+                let (current, _) = try Self.fetchRecord(db, sqlName: sqlName, id: id, scope: scope)
+            else { return .notFound }
+            if current.system.deleted, change != .undelete { return .notFound }
+            guard let version = current.system.version, expectedVersion.accepts(version) else {
+                return .versionMismatch(current)
+            }
+            if RecordWriter.isNoOp(change, on: current) { return .modified(current) }
+            let updatedAt = try Self.nextUpdatedAt(db, clockKey: clockKey, now: now)
+            guard let next = RecordWriter.apply(change, to: current, updatedAt: updatedAt) else { return .notFound }
+            try db.execute(
+                sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?",
+                arguments: [
+                    next.system.updatedAt?.iso8601, next.system.version, next.system.deleted,
+                    JSONSerializer.string(.object(next.fields)), id,
+                ]
+            )
+            return .modified(next)
+        }
+    }
+
+    // MARK: - Helpers
+
+    private func tableExists(_ db: Database, _ sqlName: String) throws -> Bool {
+        if knownTables.withLock({ $0.contains(sqlName) }) { return true }
+        guard try db.tableExists(sqlName) else { return false }
+        knownTables.withLock { _ = $0.insert(sqlName) }
+        return true
+    }
+
+    /// Advances the table's clock and returns the `updatedAt` for this write. Must run inside the
+    /// write transaction that stores the record.
+    private static func nextUpdatedAt(_ db: Database, clockKey: String, now: Timestamp) throws -> Timestamp {
+        let last = try Int64.fetchOne(
+            db, sql: "SELECT last_updated_at FROM tsync_table_clocks WHERE table_name = ?", arguments: [clockKey]
+        ).map(Timestamp.init(millisecondsSinceEpoch:))
+        let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: last)
+        try db.execute(
+            sql: """
+                INSERT INTO tsync_table_clocks (table_name, last_updated_at) VALUES (?, ?)
+                ON CONFLICT(table_name) DO UPDATE SET last_updated_at = excluded.last_updated_at
+                """,
+            arguments: [clockKey, next.millisecondsSinceEpoch]
+        )
+        return next
+    }
+
+    private static func fetchRecord(_ db: Database, sqlName: String, id: String, scope: OwnerScope) throws -> (record: Record, owner: String?)? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\" WHERE id = ?", arguments: [id])
+        else { return nil }
+        let decoded = try decode(row)
+        return isVisible(owner: decoded.owner, in: scope) ? decoded : nil
+    }
+
+    private static func isVisible(owner: String?, in scope: OwnerScope) -> Bool {
+        switch scope {
+        case .shared: true
+        case .owner(let name): owner == name
+        }
+    }
+
+    private static func decode(_ row: Row) throws -> (record: Record, owner: String?) {
+        let id: String = row["id"]
+        let bodyText: String = row["body"]
+        guard case .object(let fields) = try JSONParser.parse(bodyText) else {
+            throw TSyncError.failure("record \(Identifiers.quoted(id)) has a corrupt body in the server database")
+        }
+        let createdAt: String = row["created_at"]
+        let updatedAt: String = row["updated_at"]
+        let version: String = row["version"]
+        let deleted: Bool = row["deleted"]
+        let system = SystemProperties(
+            createdAt: Timestamp(iso8601: createdAt), updatedAt: Timestamp(iso8601: updatedAt), version: version, deleted: deleted
+        )
+        return (Record(id: id, fields: fields, system: system), row["owner"])
+    }
+
+    static func statementArguments(_ values: [SQLValue]) -> StatementArguments {
+        StatementArguments(values.map { value -> DatabaseValue in
+            switch value {
+            case .null: .null
+            case .bool(let bool): bool.databaseValue
+            case .int(let int): int.databaseValue
+            case .double(let double): double.databaseValue
+            case .text(let text): text.databaseValue
+            }
+        })
+    }
+}

@@ -1,0 +1,145 @@
+import TSyncModel
+import TSyncQuery
+
+/// Everything the server keeps: records of every table, accounts, tokens and login-failure counters.
+///
+/// The server itself holds no state, so several instances can share one database (DESIGN §4). Every
+/// method is one atomic step on the database: the version check of a write and the write happen in
+/// the same transaction, and so does the assignment of `updatedAt` (DESIGN §2.2). A backend
+/// (SQLite now, PostgreSQL later) implements this protocol and nothing in the routes changes.
+///
+/// Table names arrive validated (`Identifiers.validateTableName`) and ids validated
+/// (`Identifiers.validateRecordID`). Table names are case-insensitive: `Todo` and `todo` are one table.
+public protocol ServerStorage: Sendable {
+    // MARK: Records
+
+    /// One record, soft-deleted or not; `nil` when missing or not visible in `scope`.
+    func record(table: String, id: String, scope: OwnerScope) async throws -> Record?
+
+    /// One page of a query. A table that was never written answers an empty page.
+    func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage
+
+    /// Inserts a new record with fresh system properties. `record.system` is ignored.
+    func insert(table: String, record: Record, scope: OwnerScope) async throws -> InsertOutcome
+
+    /// Updates, soft-deletes or undeletes an existing record after checking `expectedVersion`.
+    func modify(table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope)
+        async throws -> ModifyOutcome
+
+    // MARK: Accounts
+
+    /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.
+    func createAccount(name: String, passwordHash: String, createdAt: Timestamp) async throws
+    /// Replaces the password hash and revokes the account's tokens; false when there is no such account.
+    func setPasswordHash(name: String, passwordHash: String) async throws -> Bool
+    /// Removes the account and its tokens; false when there is no such account. Records stay.
+    func removeAccount(name: String) async throws -> Bool
+    func account(name: String) async throws -> Account?
+    func accounts() async throws -> [Account]
+
+    // MARK: Tokens (only hashes are ever stored)
+
+    func storeToken(hash: String, accountName: String, expiresAt: Timestamp) async throws
+    /// The account a live token belongs to; nil when unknown, revoked or expired at `now`.
+    func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String?
+    func revokeToken(hash: String) async throws
+    /// Drops tokens that expired before `now`, so the table does not grow without bound.
+    func purgeExpiredTokens(now: Timestamp) async throws
+
+    // MARK: Login throttling (in the database, so that every instance sees the same counters)
+
+    /// When `key` may try again, if it has reached `limit` failures in its current window.
+    func loginBlockedUntil(key: String, limit: Int, now: Timestamp) async throws -> Timestamp?
+    /// Counts one failure for `key`; a window starts at the first failure and lasts `windowMilliseconds`.
+    func recordLoginFailure(key: String, windowMilliseconds: Int64, now: Timestamp) async throws
+    func clearLoginFailures(key: String) async throws
+}
+
+/// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
+/// account; other tables are shared by everyone.
+public enum OwnerScope: Sendable, Hashable {
+    case shared
+    case owner(String)
+}
+
+/// A query as the storage runs it: already parsed and validated by the route.
+public struct RecordQuery: Sendable {
+    public var filter: FilterExpression?
+    public var orderBy: [SortKey]
+    public var top: Int
+    public var skip: Int
+    public var includeDeleted: Bool
+    public var includeTotalCount: Bool
+
+    public init(
+        filter: FilterExpression? = nil, orderBy: [SortKey] = [], top: Int = 50, skip: Int = 0,
+        includeDeleted: Bool = false, includeTotalCount: Bool = false
+    ) {
+        self.filter = filter
+        self.orderBy = orderBy
+        self.top = top
+        self.skip = skip
+        self.includeDeleted = includeDeleted
+        self.includeTotalCount = includeTotalCount
+    }
+}
+
+public struct RecordPage: Sendable {
+    public var records: [Record]
+    /// Records matching the filter over all pages, when `includeTotalCount` was asked.
+    public var totalCount: Int?
+
+    public init(records: [Record], totalCount: Int?) {
+        self.records = records
+        self.totalCount = totalCount
+    }
+}
+
+/// What a write does to an existing record.
+public enum RecordChange: Sendable, Equatable {
+    /// Merge these user fields into the record (PATCH semantics: absent fields are kept).
+    case update([String: JSONValue])
+    case softDelete
+    case undelete
+}
+
+/// The precondition of a write, from `If-Match` or from `version` in the body.
+public enum ExpectedVersion: Sendable, Equatable {
+    case any
+    /// `If-Match` with one or more entity tags (`*` is `.any`).
+    case oneOf([String])
+
+    func accepts(_ version: String) -> Bool {
+        switch self {
+        case .any: true
+        case .oneOf(let versions): versions.contains(version)
+        }
+    }
+}
+
+public enum InsertOutcome: Sendable {
+    case inserted(Record)
+    /// The id exists. The existing record is given only when the caller may see it (DESIGN §4:
+    /// a per-user record never leaves through a 409 body to another user).
+    case exists(Record?)
+}
+
+public enum ModifyOutcome: Sendable {
+    case modified(Record)
+    /// Missing, not visible in the scope, or (for updates and deletes) soft-deleted.
+    case notFound
+    /// The record's version does not match: the current record, for the 412/409 body.
+    case versionMismatch(Record)
+}
+
+public struct Account: Sendable, Hashable {
+    public var name: String
+    public var passwordHash: String
+    public var createdAt: Timestamp
+
+    public init(name: String, passwordHash: String, createdAt: Timestamp) {
+        self.name = name
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+    }
+}

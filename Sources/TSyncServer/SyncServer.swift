@@ -1,0 +1,60 @@
+import Hummingbird
+import Logging
+import TSyncModel
+
+/// The sync server: Mobile Apps v2 table routes, accounts and health, over one `ServerStorage`.
+///
+/// `run()` serves until SIGINT or SIGTERM, then finishes the requests in flight and returns
+/// (graceful shutdown through swift-service-lifecycle).
+public struct SyncServer: Sendable {
+    public let configuration: ServerConfiguration
+    let storage: any ServerStorage
+    let authenticator: Authenticator
+    let logger: Logger
+
+    public init(
+        configuration: ServerConfiguration, storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(),
+        logger: Logger = Logger(label: "tsync.serve")
+    ) throws(TSyncError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.storage = storage
+        self.authenticator = Authenticator(storage: storage, hasher: hasher, policy: configuration.authentication)
+        self.logger = logger
+    }
+
+    /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
+    public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
+        let router = Router(context: ServerRequestContext.self)
+        router.middlewares.add(RequestLogMiddleware())
+        router.middlewares.add(ErrorMiddleware())
+        router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+
+        let tables = router.group("tables")
+            .add(middleware: APIVersionMiddleware())
+            .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
+        TableRoutes(storage: storage, configuration: configuration).register(on: tables)
+
+        let auth = router.group(".auth").add(middleware: APIVersionMiddleware())
+        AuthRoutes(authenticator: authenticator, configuration: configuration).register(on: auth)
+
+        let host = configuration.host
+        let logger = logger
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "tsync"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+                logger.info("listening on http://\(shownHost):\(port)")
+                onListening(port)
+            },
+            logger: logger
+        )
+    }
+
+    /// Serves until SIGINT or SIGTERM.
+    public func run() async throws {
+        try await makeApplication().runService()
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import TSyncModel
+import TSyncServer
+
+/// `tsync user add|remove|list|passwd`: accounts of the server database.
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user",
+        abstract: "Manage the accounts of a server database.",
+        discussion: "Passwords are read from stdin with --password-stdin or when stdin is not a terminal, never from a flag.",
+        subcommands: [Add.self, Remove.self, List.self, Passwd.self]
+    )
+
+    struct DatabaseOption: ParsableArguments {
+        @Option(help: ArgumentHelp("Server database: sqlite:PATH.", valueName: "url"))
+        var db = DatabaseLocation.defaultValue
+
+        func accounts() throws -> AccountManager {
+            AccountManager(storage: try DatabaseLocation(parsing: db).open())
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an account.")
+
+        @Argument(help: "Account name (letters, digits, '.', '_', '-', '@').")
+        var name: String
+
+        @Flag(help: "Read the password from stdin (one line).")
+        var passwordStdin = false
+
+        @OptionGroup var database: DatabaseOption
+
+        func run() async throws {
+            try AccountRules.validateName(name)
+            let accounts = try database.accounts()
+            let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
+            try await accounts.add(name: name, password: password)
+            FileHandle.standardError.write(Data("created account \(name)\n".utf8))
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an account and revoke its tokens (its records stay).")
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @OptionGroup var database: DatabaseOption
+
+        func run() async throws {
+            try await database.accounts().remove(name: name)
+            FileHandle.standardError.write(Data("removed account \(name)\n".utf8))
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the accounts, one name per line.")
+
+        @OptionGroup var database: DatabaseOption
+
+        func run() async throws {
+            for account in try await database.accounts().list() { print(account.name) }
+        }
+    }
+
+    struct Passwd: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change an account's password and revoke its tokens.")
+
+        @Argument(help: "Account name.")
+        var name: String
+
+        @Flag(help: "Read the password from stdin (one line).")
+        var passwordStdin = false
+
+        @OptionGroup var database: DatabaseOption
+
+        func run() async throws {
+            let accounts = try database.accounts()
+            let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
+            try await accounts.changePassword(name: name, password: password)
+            FileHandle.standardError.write(Data("changed the password of \(name)\n".utf8))
+        }
+    }
+}

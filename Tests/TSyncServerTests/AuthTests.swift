@@ -1,0 +1,176 @@
+import Foundation
+import GRDB
+import Logging
+import Testing
+import TSyncModel
+@testable import TSyncServer
+
+@Suite struct AuthTests {
+    static let alice = ("alice", "correct horse")
+
+    @Test func loginTokenLogoutCycle() async throws {
+        try await withTestServer(ServerConfiguration(), accounts: [Self.alice]) { http in
+            let anonymous = try await http.get("/tables/todo")
+            #expect(anonymous.status == 401)
+            #expect(anonymous.error?.contains("log in") == true)
+            #expect(try await http.get("/tables/todo", token: "not-a-token").status == 401)
+
+            let login = try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"])
+            #expect(login.status == 200)
+            let token = try #require(login.object["authenticationToken"]?.stringValue)
+            #expect(login.object["user"]?.objectValue?["userId"] == "alice")
+            #expect(token.utf8.count >= 43, "256 bits")
+
+            #expect(try await http.get("/tables/todo", token: token).status == 200)
+            #expect(try await http.get("/tables/todo", headers: ["Authorization": "Bearer \(token)"]).status == 200)
+            #expect(try await http.get("/tables/todo", headers: ["Authorization": "Basic \(token)"]).status == 401)
+            #expect(try await http.post("/tables/todo", ["id": "a"], token: token).status == 201)
+
+            // Only the hash is stored.
+            let stored = try await http.storage.pool.read { db in try String.fetchAll(db, sql: "SELECT token_hash FROM tsync_tokens") }
+            #expect(stored.count == 1)
+            #expect(!stored.contains(token))
+            #expect(stored.first?.count == 64)
+
+            #expect(try await http.post("/.auth/logout", token: token).status == 200)
+            #expect(try await http.get("/tables/todo", token: token).status == 401)
+            #expect(try await http.post("/.auth/logout", token: token).status == 401)
+            #expect(try await http.post("/.auth/logout").status == 401)
+        }
+    }
+
+    @Test func wrongPasswordsAndUnknownAccountsAre401() async throws {
+        try await withTestServer(ServerConfiguration(), accounts: [Self.alice]) { http in
+            let wrong = try await http.post("/.auth/login/custom", ["username": "alice", "password": "wrong password"])
+            #expect(wrong.status == 401)
+            #expect(wrong.error == "wrong user name or password")
+            let unknown = try await http.post("/.auth/login/custom", ["username": "mallory", "password": "whatever1"])
+            #expect(unknown.status == 401)
+            #expect(unknown.error == wrong.error, "the same answer, so names cannot be probed")
+            #expect(try await http.post("/.auth/login/custom", ["username": "alice"]).status == 400)
+            #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": 5]).status == 400)
+        }
+    }
+
+    @Test func tokensExpire() async throws {
+        var configuration = ServerConfiguration()
+        configuration.authentication.tokenLifetime = .milliseconds(400)
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            let token = try await http.login("alice", "correct horse")
+            #expect(try await http.get("/tables/todo", token: token).status == 200)
+            try await Task.sleep(for: .milliseconds(600))
+            let expired = try await http.get("/tables/todo", token: token)
+            #expect(expired.status == 401)
+            #expect(expired.error != nil)
+        }
+    }
+
+    @Test func failedLoginsAreThrottledPerAccount() async throws {
+        var configuration = ServerConfiguration()
+        configuration.authentication.maximumFailures = 3
+        configuration.authentication.failureWindow = .seconds(2)
+        try await withTestServer(configuration, accounts: [Self.alice, ("bob", "bob password")]) { http in
+            for _ in 0..<3 {
+                #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": "guess123"]).status == 401)
+            }
+            let throttled = try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"])
+            #expect(throttled.status == 429, "even the right password waits")
+            let retryAfter = try #require(throttled.headers[.retryAfter].flatMap { Int($0) })
+            #expect((1...2).contains(retryAfter))
+            #expect(throttled.error?.contains("too many failed logins") == true)
+
+            try await Task.sleep(for: .milliseconds(2100))
+            #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"]).status == 200)
+        }
+    }
+
+    @Test func failedLoginsAreThrottledPerAddress() async throws {
+        var configuration = ServerConfiguration()
+        configuration.authentication.maximumFailures = 3
+        configuration.authentication.failureWindow = .seconds(60)
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            // Three different names from one address: the address is used up, for every account.
+            for name in ["u1", "u2", "u3"] {
+                #expect(try await http.post("/.auth/login/custom", ["username": .string(name), "password": "guess123"]).status == 401)
+            }
+            let reply = try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"])
+            #expect(reply.status == 429)
+            #expect(reply.headers[.retryAfter] != nil)
+            let counters = try await http.storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tsync_login_failures") }
+            #expect(counters == 4, "three account keys and one address key, in the database")
+        }
+    }
+
+    @Test func passwordChangeAndRemovalRevokeTokens() async throws {
+        try await withTestServer(ServerConfiguration(), accounts: [Self.alice, ("bob", "bob password")]) { http in
+            let manager = AccountManager(storage: http.storage, hasher: cheapHasher)
+            let aliceToken = try await http.login("alice", "correct horse")
+            let bobToken = try await http.login("bob", "bob password")
+            try await manager.changePassword(name: "alice", password: "new password")
+            #expect(try await http.get("/tables/t", token: aliceToken).status == 401)
+            #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"]).status == 401)
+            _ = try await http.login("alice", "new password")
+            try await manager.remove(name: "bob")
+            #expect(try await http.get("/tables/t", token: bobToken).status == 401)
+            #expect(try await manager.list().map(\.name) == ["alice"])
+        }
+    }
+
+    @Test func accountRules() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.cleanUp() }
+        let manager = AccountManager(storage: try database.open(), hasher: cheapHasher)
+        try await manager.add(name: "carol.smith@example", password: "long enough")
+        await #expect(throws: TSyncError.self) { try await manager.add(name: "carol.smith@example", password: "another one") }
+        await #expect(throws: TSyncError.self) { try await manager.add(name: "bad name", password: "long enough") }
+        await #expect(throws: TSyncError.self) { try await manager.add(name: "", password: "long enough") }
+        await #expect(throws: TSyncError.self) { try await manager.add(name: "dave", password: "short") }
+        await #expect(throws: TSyncError.self) { try await manager.remove(name: "nobody") }
+        await #expect(throws: TSyncError.self) { try await manager.changePassword(name: "nobody", password: "long enough") }
+    }
+
+    @Test func passwordsAreArgon2idWithOWASPParameters() async throws {
+        let hasher = PasswordHasher()
+        let hash = try await hasher.hash("correct horse")
+        #expect(hash.hasPrefix("$argon2id$v=19$m=19456,t=2,p=1$"))
+        #expect(try await hasher.hash("correct horse") != hash, "a random salt each time")
+        #expect(await hasher.verify("correct horse", against: hash))
+        #expect(!(await hasher.verify("correct horsE", against: hash)))
+        #expect(!(await hasher.verify("x", against: "not a hash")))
+    }
+
+    @Test func unsafeConfigurationsAreRefused() throws {
+        #expect(throws: TSyncError.self) { try ServerConfiguration(host: "0.0.0.0", requiresAuthentication: false).validate() }
+        try ServerConfiguration(host: "0.0.0.0", requiresAuthentication: false, allowInsecure: true).validate()
+        try ServerConfiguration(host: "127.0.0.1", requiresAuthentication: false).validate()
+        try ServerConfiguration(host: "::1", requiresAuthentication: false).validate()
+        #expect(throws: TSyncError.self) { try ServerConfiguration(requiresAuthentication: false, perUserTables: ["notes"]).validate() }
+        #expect(throws: TSyncError.self) { try ServerConfiguration(perUserTables: ["bad-name"]).validate() }
+        #expect(throws: TSyncError.self) { try ServerConfiguration(maximumPageSize: 0).validate() }
+    }
+
+    @Test func databaseLocations() throws {
+        #expect(try DatabaseLocation(parsing: "sqlite:data/server.db") == .sqlite(path: "data/server.db"))
+        #expect(try DatabaseLocation(parsing: "sqlite:///var/tsync.db") == .sqlite(path: "/var/tsync.db"))
+        #expect(throws: TSyncError.usage("PostgreSQL is not supported yet: use --db sqlite:PATH for now")) {
+            try DatabaseLocation(parsing: "postgres://user@localhost/tsync")
+        }
+        #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "sqlite:") }
+        #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "/tmp/x.db") }
+    }
+
+    @Test func requestLogNeverContainsTheToken() async throws {
+        let sink = CapturingLogHandler.Sink()
+        let logger = Logger(label: "capture", factory: { _ in CapturingLogHandler(sink: sink) })
+        try await withTestServer(ServerConfiguration(), accounts: [Self.alice], logger: logger) { http in
+            let token = try await http.login("alice", "correct horse")
+            #expect(try await http.get("/tables/todo?$top=5", token: token).status == 200)
+            #expect(try await http.get("/tables/todo", headers: ["Authorization": "Bearer \(token)"]).status == 200)
+            let lines = sink.all
+            #expect(lines.contains { $0.contains("GET /tables/todo?$top=5 200") })
+            #expect(lines.contains { $0.contains("POST /.auth/login/custom 200") })
+            #expect(!lines.contains { $0.contains(token) })
+            #expect(!lines.contains { $0.contains("correct horse") })
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Testing
+import TSyncModel
+@testable import TSyncServer
+
+/// DESIGN §2.2: concurrent writers, one winner per version, and `updatedAt` that never ties or goes back.
+@Suite struct ConcurrencyTests {
+    @Test func twentyConcurrentPatchesWithOneIfMatchHaveOneWinner() async throws {
+        try await withTestServer { http in
+            let item = try await http.insert("todo", ["id": "race", "n": 0])
+            let ifMatch = "\"\(item["version"]?.stringValue ?? "")\""
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for writer in 1...20 {
+                    group.addTask {
+                        try await http.patch("/tables/todo/race", ["n": .int(Int64(writer))], headers: ["If-Match": ifMatch]).status
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 200 }.count == 1)
+            #expect(statuses.filter { $0 == 412 }.count == 19)
+            let final = try await http.get("/tables/todo/race")
+            #expect(final.object["n"] != 0)
+        }
+    }
+
+    @Test func concurrentInsertsGetStrictlyIncreasingUpdatedAt() async throws {
+        try await withTestServer { http in
+            let stamps = try await withThrowingTaskGroup(of: String.self) { group in
+                for index in 0..<80 {
+                    group.addTask {
+                        try await http.insert("burst", ["id": .string("i\(index)")])["updatedAt"]?.stringValue ?? ""
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(Set(stamps).count == 80, "no two writes of a table share an updatedAt")
+            #expect(stamps.allSatisfy { Timestamp(iso8601: $0)?.iso8601 == $0 })
+            // Commit order is the order of updatedAt: reading back by updatedAt gives every record once.
+            let page = try await http.get("/tables/burst?$orderby=updatedAt&$top=100")
+            let read = page.array.compactMap { $0.objectValue?["updatedAt"]?.stringValue }
+            #expect(read == stamps.sorted())
+        }
+    }
+
+    @Test func updatedAtAdvancesWhenTheClockStallsOrStepsBack() async throws {
+        let database = try TemporaryDatabase()
+        defer { database.cleanUp() }
+        let clock = LockedValue(Timestamp(millisecondsSinceEpoch: 1_800_000_000_000))
+        let storage = try database.open(clock: { clock.withLock { $0 } })
+        var last: Timestamp?
+        for step in 0..<10 {
+            if step == 5 { clock.withLock { $0 = Timestamp(millisecondsSinceEpoch: 1_700_000_000_000) } }
+            guard case .inserted(let record) = try await storage.insert(table: "t", record: Record(id: "r\(step)", fields: [:]), scope: .shared)
+            else { Issue.record("insert \(step) failed"); return }
+            let stamp = try #require(record.system.updatedAt)
+            if let last { #expect(stamp.millisecondsSinceEpoch == last.millisecondsSinceEpoch + 1) }
+            last = stamp
+        }
+        // Other tables keep their own clocks.
+        guard case .inserted(let other) = try await storage.insert(table: "u", record: Record(id: "x", fields: [:]), scope: .shared)
+        else { Issue.record("insert failed"); return }
+        #expect(other.system.updatedAt == Timestamp(millisecondsSinceEpoch: 1_700_000_000_000))
+        // A second connection to the same file (another instance) continues the same clock.
+        let second = try database.open(clock: { Timestamp(millisecondsSinceEpoch: 1_600_000_000_000) })
+        guard case .modified(let modified) = try await second.modify(table: "t", id: "r0", change: .update(["a": 1]), expectedVersion: .any, scope: .shared)
+        else { Issue.record("update failed"); return }
+        #expect(modified.system.updatedAt == Timestamp(millisecondsSinceEpoch: (last?.millisecondsSinceEpoch ?? 0) + 1))
+    }
+
+    @Test func nextUpdatedAtRule() {
+        let now = Timestamp(millisecondsSinceEpoch: 1000)
+        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: nil) == now)
+        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 999)) == now)
+        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: now) == Timestamp(millisecondsSinceEpoch: 1001))
+        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 5000)) == Timestamp(millisecondsSinceEpoch: 5001))
+    }
+}

@@ -1,0 +1,117 @@
+import Testing
+import TSyncModel
+@testable import TSyncServer
+
+/// Headers, limits and hostile input: every refusal is a JSON `{"error": …}` with the right status,
+/// and the server keeps answering afterwards.
+@Suite struct ProtocolLimitsTests {
+    @Test func healthAnswersWithoutAuthentication() async throws {
+        try await withTestServer(ServerConfiguration()) { http in
+            let health = try await http.get("/health")
+            #expect(health.status == 200)
+            #expect(health.object["status"] == "ok")
+        }
+    }
+
+    @Test func unknownRoutesAre404JSON() async throws {
+        try await withTestServer { http in
+            for uri in ["/nothing", "/tables", "/tables/t/a/b", "/.auth/login/other"] {
+                let reply = try await http.get(uri)
+                #expect(reply.status == 404, "\(uri)")
+                #expect(reply.error != nil, "\(uri): \(reply.text)")
+            }
+            #expect(try await http.send(.put, "/tables/t/a", json: [:]).status == 404)
+        }
+    }
+
+    @Test func apiVersionHeaderMajorMustBe2() async throws {
+        try await withTestServer { http in
+            #expect(try await http.get("/tables/t", headers: ["ZUMO-API-VERSION": "2.0.0"]).status == 200)
+            #expect(try await http.get("/tables/t", headers: ["ZUMO-API-VERSION": "2.1.3"]).status == 200)
+            #expect(try await http.get("/tables/t").status == 200, "absent is 2.0.0")
+            for version in ["3.0.0", "1.0.0", "banana", ""] {
+                let reply = try await http.get("/tables/t", headers: ["ZUMO-API-VERSION": version])
+                #expect(reply.status == 400, "\(version)")
+                #expect(reply.error?.contains("ZUMO-API-VERSION") == true)
+            }
+            #expect(try await http.get("/tables/t?ZUMO-API-VERSION=3.0.0").status == 400)
+            let login = try await http.post("/.auth/login/custom", ["username": "a", "password": "b"], headers: ["ZUMO-API-VERSION": "1.0.0"])
+            #expect(login.status == 400)
+        }
+    }
+
+    @Test func malformedJSONIs400WithThePosition() async throws {
+        try await withTestServer { http in
+            let reply = try await http.send(.post, "/tables/t", raw: Array("{\"id\": \"a\",\n \"x\": }".utf8))
+            #expect(reply.status == 400)
+            #expect(reply.error == "invalid JSON at line 2, column 7: unexpected '}', expected a value")
+            #expect(try await http.send(.post, "/tables/t", raw: Array("[1,2]".utf8)).status == 400)
+            #expect(try await http.send(.post, "/tables/t", raw: []).status == 400)
+            #expect(try await http.send(.patch, "/tables/t/a", raw: Array("\"text\"".utf8)).status == 400)
+        }
+    }
+
+    @Test func hostileBodiesAreRefusedAndTheServerGoesOn() async throws {
+        var configuration = ServerConfiguration(requiresAuthentication: false)
+        configuration.maximumBodyBytes = 64 * 1024
+        try await withTestServer(configuration) { http in
+            let deep = Array(String(repeating: "[", count: 100_000).utf8)
+            let deepReply = try await http.send(.post, "/tables/t", raw: Array("{\"a\":".utf8) + deep.prefix(60_000))
+            #expect(deepReply.status == 400)
+            #expect(deepReply.error?.contains("nested deeper") == true)
+
+            let badUTF8: [UInt8] = Array("{\"id\":\"a\",\"text\":\"".utf8) + [0xFF, 0xFE] + Array("\"}".utf8)
+            let utf8Reply = try await http.send(.post, "/tables/t", raw: badUTF8)
+            #expect(utf8Reply.status == 400)
+            #expect(utf8Reply.error?.contains("UTF-8") == true)
+
+            let large = JSONValue.object(["text": .string(String(repeating: "x", count: 70 * 1024))])
+            let largeReply = try await http.post("/tables/t", large)
+            #expect(largeReply.status == 413)
+            #expect(largeReply.error?.contains("larger than") == true)
+
+            let nearLimit = JSONValue.object(["id": "big", "text": .string(String(repeating: "y", count: 60 * 1024))])
+            #expect(try await http.post("/tables/t", nearLimit).status == 201)
+            #expect(try await http.get("/tables/t/big").object["text"]?.stringValue?.count == 60 * 1024)
+        }
+    }
+
+    @Test func hostileQueriesAreRefused() async throws {
+        try await withTestServer { http in
+            try await http.insert("t", ["id": "a", "n": 1])
+            #expect(try await http.get("/tables/t?$top=1000000000000").status == 400)
+            let long = try await http.get("/tables/t?$filter=" + String(repeating: "n%20eq%201%20or%20", count: 600) + "n%20eq%201")
+            #expect(long.status == 400)
+            // Deep nesting is legal OData; the server may evaluate it or refuse it, but never fail.
+            let minus = try await http.get("/tables/t?$filter=n%20eq%20" + String(repeating: "-", count: 2000) + "1")
+            #expect(minus.status == 400 || minus.status == 200, "\(minus.status) \(minus.text)")
+            let parens = try await http.get("/tables/t?$filter=" + String(repeating: "(", count: 2000) + "n%20eq%201" + String(repeating: ")", count: 2000))
+            #expect(parens.status == 400 || parens.status == 200, "\(parens.status) \(parens.text)")
+            #expect(try await http.get("/tables/t?$filter=%FF%FE").status == 400)
+            #expect(try await http.get("/tables/t?$filter=%ZZ").status == 400)
+            #expect(try await http.get("/tables/t?$top=1&$top=2").status == 400)
+            // Still serving.
+            #expect(try await http.get("/tables/t?$filter=n%20eq%201").ids == ["a"])
+        }
+    }
+
+    @Test func errorBodiesNeverLeakSQLOrPaths() async throws {
+        try await withTestServer { http in
+            try await http.insert("t", ["id": "a", "n": 1])
+            let replies = [
+                try await http.get("/tables/t?$filter=n%20eq"),
+                try await http.get("/tables/t?$filter=nosuchfunction(n)%20eq%201"),
+                try await http.get("/tables/t?$orderby=n%20sideways"),
+                try await http.get("/tables/t?$filter=n%20eq%20'unclosed"),
+            ]
+            for reply in replies {
+                #expect(reply.status == 400)
+                let message = try #require(reply.error)
+                #expect(reply.object.count == 1)
+                for leak in ["SELECT", "json_extract", "sqlite", "t_t", "/tmp", ".swift"] {
+                    #expect(!message.contains(leak), "\(message)")
+                }
+            }
+        }
+    }
+}
