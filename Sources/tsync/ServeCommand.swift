@@ -15,7 +15,7 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Server database: sqlite:PATH.", valueName: "url"))
+    @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
     var db = DatabaseLocation.defaultValue
 
     @Option(help: "Address to listen on.")
@@ -54,7 +54,8 @@ struct ServeCommand: AsyncParsableCommand {
             maximumPageSize: maxTop, authentication: .init(tokenLifetime: .seconds(tokenTTL))
         )
         try configuration.validate()
-        let storage = try DatabaseLocation(parsing: db).open()
-        try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
+        try await DatabaseLocation(parsing: db).withStorage(logger: Logger(label: "tsync.storage")) { storage in
+            try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
+        }
     }
 }

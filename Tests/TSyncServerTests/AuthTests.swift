@@ -152,9 +152,10 @@ import TSyncModel
     @Test func databaseLocations() throws {
         #expect(try DatabaseLocation(parsing: "sqlite:data/server.db") == .sqlite(path: "data/server.db"))
         #expect(try DatabaseLocation(parsing: "sqlite:///var/tsync.db") == .sqlite(path: "/var/tsync.db"))
-        #expect(throws: TSyncError.usage("PostgreSQL is not supported yet: use --db sqlite:PATH for now")) {
+        #expect(
             try DatabaseLocation(parsing: "postgres://user@localhost/tsync")
-        }
+                == .postgres(try PostgresURL(parsing: "postgres://user@localhost/tsync")))
+        #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "postgres://user@localhost") }
         #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "sqlite:") }
         #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "/tmp/x.db") }
     }
