@@ -27,7 +27,7 @@ import TSyncModel
             #expect(try await http.post("/tables/todo", ["id": "a"], token: token).status == 201)
 
             // Only the hash is stored.
-            let stored = try await http.storage.pool.read { db in try String.fetchAll(db, sql: "SELECT token_hash FROM tsync_tokens") }
+            let stored = try await http.storedStrings("SELECT token_hash FROM tsync_tokens")
             #expect(stored.count == 1)
             #expect(!stored.contains(token))
             #expect(stored.first?.count == 64)
@@ -96,7 +96,7 @@ import TSyncModel
             let reply = try await http.post("/.auth/login/custom", ["username": "alice", "password": "correct horse"])
             #expect(reply.status == 429)
             #expect(reply.headers[.retryAfter] != nil)
-            let counters = try await http.storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tsync_login_failures") }
+            let counters = try await http.storedCount("tsync_login_failures")
             #expect(counters == 4, "three account keys and one address key, in the database")
         }
     }
