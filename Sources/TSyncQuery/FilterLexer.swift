@@ -36,7 +36,7 @@ extension FilterToken.Kind {
         case .closeParenthesis: "')'"
         case .comma: "','"
         case .minus: "'-'"
-        case .end: "the end of the filter"
+        case .end: "end of the filter"
         }
     }
 }
@@ -80,7 +80,8 @@ struct FilterLexer {
             if let next = current, next.isNameContinuation {
                 throw FilterSyntaxError(
                     position: index + 1,
-                    message: "unexpected character \(Self.describe(next)) right after the string \(Identifiers.quoted(value)) (write a quote inside a string as '')"
+                    message: "unexpected character \(Self.describe(next)) right after the string "
+                        + "\(Identifiers.quoted(value)) (write a quote inside a string as '')"
                 )
             }
             return token(.string(value))

@@ -49,9 +49,11 @@ struct PostgresSyntax: SQLSyntax {
     }
 
     func divide(_ left: SQLTemplate, _ right: SQLTemplate, realOperand: Bool) -> SQLTemplate {
-        let quotient: SQLTemplate = "\(left) / NULLIF(\(right), 0)"
-        if realOperand { return "(\(quotient))" }
-        return "(CASE WHEN scale(\(left)) = 0 AND scale(\(right)) = 0 THEN trunc(\(quotient)) ELSE \(quotient) END)"
+        if realOperand { return "(\(left) / NULLIF(\(right), 0))" }
+        return reusing([left, right]) { v in
+            let quotient: SQLTemplate = "\(v[0]) / NULLIF(\(v[1]), 0)"
+            return "(CASE WHEN scale(\(v[0])) = 0 AND scale(\(v[1])) = 0 THEN trunc(\(quotient)) ELSE \(quotient) END)"
+        }
     }
 
     func remainder(_ left: SQLTemplate, _ right: SQLTemplate) -> SQLTemplate {
@@ -61,8 +63,8 @@ struct PostgresSyntax: SQLSyntax {
     func function(_ function: FilterFunction, _ a: [SQLTemplate]) -> SQLTemplate {
         switch function {
         case .substringof: return "(strpos(\(a[1]), \(a[0])) > 0)"
-        case .startswith: return "(left(\(a[0]), length(\(a[1]))) = \(a[1]))"
-        case .endswith: return "(right(\(a[0]), length(\(a[1]))) = \(a[1]))"
+        case .startswith: return reusing([a[1]]) { p in "(left(\(a[0]), length(\(p[0]))) = \(p[0]))" }
+        case .endswith: return reusing([a[1]]) { p in "(right(\(a[0]), length(\(p[0]))) = \(p[0]))" }
         case .length: return "(length(\(a[0]))::numeric)"
         case .tolower: return "lower(\(a[0]))"
         case .toupper: return "upper(\(a[0]))"
@@ -73,16 +75,18 @@ struct PostgresSyntax: SQLSyntax {
             // OData counts from 0, substr from 1. Clamped into integer range so that no number
             // makes the cast raise; a negative start counts as 0 and a negative length gives NULL
             // (substr would raise).
-            let start: SQLTemplate = """
-                (CASE WHEN \(a[1]) < 0 THEN 1 WHEN \(a[1]) < 2147483646 THEN trunc(\(a[1]))::integer + 1 \
-                WHEN \(a[1]) >= 2147483646 THEN 2147483647 END)
-                """
-            guard a.count > 2 else { return "substr(\(a[0]), \(start))" }
-            let length: SQLTemplate = """
-                (CASE WHEN \(a[2]) >= 0 AND \(a[2]) < 2147483647 THEN trunc(\(a[2]))::integer \
-                WHEN \(a[2]) >= 2147483647 THEN 2147483647 END)
-                """
-            return "substr(\(a[0]), \(start), \(length))"
+            return reusing(Array(a.dropFirst())) { v in
+                let start: SQLTemplate = """
+                    (CASE WHEN \(v[0]) < 0 THEN 1 WHEN \(v[0]) < 2147483646 THEN trunc(\(v[0]))::integer + 1 \
+                    WHEN \(v[0]) >= 2147483646 THEN 2147483647 END)
+                    """
+                guard v.count > 1 else { return "substr(\(a[0]), \(start))" }
+                let length: SQLTemplate = """
+                    (CASE WHEN \(v[1]) >= 0 AND \(v[1]) < 2147483647 THEN trunc(\(v[1]))::integer \
+                    WHEN \(v[1]) >= 2147483647 THEN 2147483647 END)
+                    """
+                return "substr(\(a[0]), \(start), \(length))"
+            }
         case .replace: return "replace(\(a[0]), \(a[1]), \(a[2]))"
         case .year, .month, .day, .hour, .minute, .second:
             guard let part = DatePart(function) else { return "NULL::numeric" }
@@ -95,7 +99,9 @@ struct PostgresSyntax: SQLSyntax {
             }
             let pattern = SQLTemplate(stringLiteral: "'\(shape)'")
             let range = SQLTemplate(stringLiteral: "\(part.offset), \(part.length)")
-            return "(CASE WHEN \(a[0]) ~ \(pattern) THEN substr(\(a[0]), \(range))::numeric END)"
+            return reusing([a[0]]) { d in
+                "(CASE WHEN \(d[0]) ~ \(pattern) THEN substr(\(d[0]), \(range))::numeric END)"
+            }
         case .round: return "round(\(a[0]))"
         case .floor: return "floor(\(a[0]))"
         case .ceiling: return "ceil(\(a[0]))"

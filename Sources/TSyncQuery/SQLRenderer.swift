@@ -80,11 +80,11 @@ public struct SQLRenderer: Sendable {
     private func render(_ expression: FilterExpression, as kind: SQLValueKind) throws(TSyncError) -> SQLTemplate {
         switch expression {
         case .literal(let literal):
-            return syntax.literal(literal, as: kind)
+            return syntax.literal(literal, as: kind).leaf()
         case .field(let name):
             try validateName(name)
             if let column = schema.systemColumns[name] { return syntax.identifier(column) }
-            return syntax.jsonField(name, body: schema.bodyColumn, as: kind)
+            return syntax.jsonField(name, body: schema.bodyColumn, as: kind).leaf()
         case .not(let operand):
             return "(NOT \(try render(operand, as: .boolean)))"
         case .negate(let operand):

@@ -46,7 +46,26 @@ extension SQLSyntax {
         SQLTemplate(stringLiteral: "\"" + name.replacing("\"", with: "\"\"") + "\"")
     }
 
-    func identifier(_ name: String) -> SQLTemplate { quoted(name) }
+    func identifier(_ name: String) -> SQLTemplate { quoted(name).leaf() }
+
+    /// Lets `body` use each operand several times while the SQL evaluates (and binds) each
+    /// operand that is not a leaf once, through a correlated scalar subquery:
+    /// `(SELECT body(tsync_v1, …) FROM (SELECT operand AS tsync_v1, …) AS tsync_shared)`.
+    func reusing(_ operands: [SQLTemplate], _ body: ([SQLTemplate]) -> SQLTemplate) -> SQLTemplate {
+        var columns: [SQLTemplate] = []
+        var names: [SQLTemplate] = []
+        for operand in operands {
+            if operand.isLeaf {
+                names.append(operand)
+            } else {
+                let name = SQLTemplate(stringLiteral: "tsync_v\(columns.count + 1)")
+                columns.append("\(operand) AS \(name)")
+                names.append(name)
+            }
+        }
+        guard !columns.isEmpty else { return body(operands) }
+        return "(SELECT \(body(names)) FROM (SELECT \(SQLTemplate.joined(columns, separator: ", "))) AS tsync_shared)"
+    }
 }
 
 /// Where the date functions read their digits in ISO 8601 text (`2026-01-31T09:30:05.000Z`), and

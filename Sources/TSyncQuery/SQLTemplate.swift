@@ -23,6 +23,17 @@ struct SQLTemplate: Sendable, ExpressibleByStringInterpolation {
     }
 
     private(set) var pieces: [Piece] = []
+    /// A literal, a column or a field read: small enough to repeat. Anything larger is evaluated
+    /// once when a rendering needs it several times (`SQLSyntax.reusing`), or SQL would grow
+    /// exponentially with nesting (`floor(floor(floor(…)))`).
+    private(set) var isLeaf = false
+
+    /// The same template, marked as cheap to repeat.
+    func leaf() -> SQLTemplate {
+        var copy = self
+        copy.isLeaf = true
+        return copy
+    }
 
     init(stringLiteral value: String) {
         pieces = [.text(value)]

@@ -46,15 +46,39 @@ struct SQLiteSyntax: SQLSyntax {
     /// SQLite's `%` turns reals into integers first, so the remainder is computed as
     /// `a - b * trunc(a / b)`.
     func remainder(_ left: SQLTemplate, _ right: SQLTemplate) -> SQLTemplate {
-        "(\(left) - \(right) * CAST(\(left) / \(right) AS INTEGER))"
+        reusing([left, right]) { v in "(\(v[0]) - \(v[1]) * \(truncated("\(v[0]) / \(v[1])")))" }
+    }
+
+    /// Whether `x` is at least 2^52 away from zero: such reals are whole already, and CAST would
+    /// clamp them to 64 bits.
+    private func isWhole(_ x: SQLTemplate) -> SQLTemplate {
+        "\(x) >= 4503599627370496 OR \(x) <= -4503599627370496"
+    }
+
+    /// `x` rounded toward zero without the math extension.
+    private func truncated(_ x: SQLTemplate) -> SQLTemplate {
+        "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) END)"
+    }
+
+    /// `x` rounded down or up: CAST truncates toward zero, and a comparison is 0 or 1, which
+    /// corrects non-integers on the far side of zero.
+    private func rounded(_ x: SQLTemplate, up: Bool) -> SQLTemplate {
+        reusing([x]) { v in
+            let x = v[0]
+            let correction: SQLTemplate = up ? "+ (\(x) > CAST(\(x) AS INTEGER))" : "- (\(x) < CAST(\(x) AS INTEGER))"
+            return "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) \(correction) END)"
+        }
     }
 
     func function(_ function: FilterFunction, _ a: [SQLTemplate]) -> SQLTemplate {
         switch function {
         case .substringof: return "(instr(\(a[1]), \(a[0])) > 0)"
-        case .startswith: return "(substr(\(a[0]), 1, length(\(a[1]))) = \(a[1]))"
+        case .startswith:
+            return reusing([a[1]]) { p in "(substr(\(a[0]), 1, length(\(p[0]))) = \(p[0]))" }
         case .endswith:
-            return "(length(\(a[0])) >= length(\(a[1])) AND substr(\(a[0]), length(\(a[0])) - length(\(a[1])) + 1) = \(a[1]))"
+            return reusing(a) { v in
+                "(length(\(v[0])) >= length(\(v[1])) AND substr(\(v[0]), length(\(v[0])) - length(\(v[1])) + 1) = \(v[1]))"
+            }
         case .length: return "length(\(a[0]))"
         case .tolower: return "lower(\(a[0]))"
         case .toupper: return "upper(\(a[0]))"
@@ -63,10 +87,20 @@ struct SQLiteSyntax: SQLSyntax {
         case .concat: return "(\(a[0]) || \(a[1]))"
         case .substring:
             // OData counts from 0, substr from 1. A negative start counts as 0 and a negative
-            // length gives NULL (substr would otherwise count them from the end).
-            let start: SQLTemplate = "(CASE WHEN \(a[1]) < 0 THEN 1 WHEN \(a[1]) >= 0 THEN CAST(\(a[1]) AS INTEGER) + 1 END)"
-            guard a.count > 2 else { return "substr(\(a[0]), \(start))" }
-            return "substr(\(a[0]), \(start), (CASE WHEN \(a[2]) >= 0 THEN CAST(\(a[2]) AS INTEGER) END))"
+            // length gives NULL (substr would otherwise count them from the end); both are
+            // clamped to 2^31 - 1, past any SQLite string, as a huge real start wraps around.
+            return reusing(Array(a.dropFirst())) { v in
+                let start: SQLTemplate = """
+                    (CASE WHEN \(v[0]) < 0 THEN 1 WHEN \(v[0]) < 2147483646 THEN CAST(\(v[0]) AS INTEGER) + 1 \
+                    WHEN \(v[0]) >= 2147483646 THEN 2147483647 END)
+                    """
+                guard v.count > 1 else { return "substr(\(a[0]), \(start))" }
+                let length: SQLTemplate = """
+                    (CASE WHEN \(v[1]) >= 0 AND \(v[1]) < 2147483647 THEN CAST(\(v[1]) AS INTEGER) \
+                    WHEN \(v[1]) >= 2147483647 THEN 2147483647 END)
+                    """
+                return "substr(\(a[0]), \(start), \(length))"
+            }
         case .replace: return "replace(\(a[0]), \(a[1]), \(a[2]))"
         case .year, .month, .day, .hour, .minute, .second:
             guard let part = DatePart(function) else { return "NULL" }
@@ -79,11 +113,12 @@ struct SQLiteSyntax: SQLSyntax {
             }
             let pattern = SQLTemplate(stringLiteral: "'\(shape)'")
             let range = SQLTemplate(stringLiteral: "\(part.offset), \(part.length)")
-            return "(CASE WHEN \(a[0]) GLOB \(pattern) THEN CAST(substr(\(a[0]), \(range)) AS INTEGER) END)"
+            return reusing([a[0]]) { d in
+                "(CASE WHEN \(d[0]) GLOB \(pattern) THEN CAST(substr(\(d[0]), \(range)) AS INTEGER) END)"
+            }
         case .round: return "round(\(a[0]))"
-        // CAST truncates toward zero; a comparison is 0 or 1, which corrects negative non-integers.
-        case .floor: return "(CAST(\(a[0]) AS INTEGER) - (\(a[0]) < CAST(\(a[0]) AS INTEGER)))"
-        case .ceiling: return "(CAST(\(a[0]) AS INTEGER) + (\(a[0]) > CAST(\(a[0]) AS INTEGER)))"
+        case .floor: return rounded(a[0], up: false)
+        case .ceiling: return rounded(a[0], up: true)
         }
     }
 

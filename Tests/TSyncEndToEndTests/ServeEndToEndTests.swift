@@ -64,7 +64,7 @@ import FoundationNetworking
         #expect(noAuth.stderr.contains("--insecure"))
         let postgres = try ServeFixture.run(["serve", "--db", "postgres://localhost/tsync", "--port", "0"])
         #expect(postgres.status == 64)
-        #expect(postgres.stderr.contains("not supported yet"))
+        #expect(postgres.stderr.contains("no user name"))
         let directory = try ServeFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let db = "sqlite:" + directory.appendingPathComponent("server.db").path

@@ -49,12 +49,12 @@ public struct Authenticator: Sendable {
 
     public func login(username: String, password: String, clientAddress: String?) async throws -> LoginResult {
         let now = clock()
-        let keys = ["account:" + username] + (clientAddress.map { ["address:" + $0] } ?? [])
+        let accountKey = "account:" + username
+        let keys = [accountKey] + (clientAddress.map { ["address:" + $0] } ?? [])
         var blockedUntil: Timestamp?
         for key in keys {
-            if let until = try await storage.loginBlockedUntil(key: key, limit: policy.maximumFailures, now: now) {
-                blockedUntil = max(blockedUntil ?? until, until)
-            }
+            let attempts = try await storage.countLoginAttempt(key: key, windowMilliseconds: policy.failureWindow.milliseconds, now: now)
+            if attempts.count > policy.maximumFailures { blockedUntil = max(blockedUntil ?? attempts.windowEnd, attempts.windowEnd) }
         }
         if let blockedUntil {
             let remaining = blockedUntil.millisecondsSinceEpoch - now.millisecondsSinceEpoch
@@ -62,17 +62,18 @@ public struct Authenticator: Sendable {
         }
 
         let account = try await storage.account(name: username)
-        let passwordFits = password.utf8.count <= AccountRules.maximumPasswordLength
         let encoded: String
         if let account { encoded = account.passwordHash } else { encoded = try await decoy() }
         var verified = false
-        if passwordFits { verified = await hasher.verify(password, against: encoded) }
-        guard let account, verified else {
-            let window = policy.failureWindow.milliseconds
-            for key in keys { try await storage.recordLoginFailure(key: key, windowMilliseconds: window, now: now) }
-            return .invalidCredentials
+        if password.utf8.count <= AccountRules.maximumPasswordLength {
+            verified = await hasher.verify(password, against: encoded)
         }
-        try await storage.clearLoginFailures(key: keys[0])
+        guard let account, verified else { return .invalidCredentials }
+
+        // A success is not a failure: it wipes the account's count and takes back its own attempt
+        // from the address's count (other failures from that address still count).
+        try await storage.clearLoginAttempts(key: accountKey)
+        for key in keys.dropFirst() { try await storage.forgiveLoginAttempt(key: key) }
         try await storage.purgeExpiredTokens(now: now)
         let token = Self.newToken()
         let expiresAt = Timestamp(millisecondsSinceEpoch: now.millisecondsSinceEpoch + policy.tokenLifetime.milliseconds)

@@ -24,7 +24,7 @@ struct PostgresMigration: Sendable {
 enum PostgresSchema {
     static let migrations: [PostgresMigration] = [
         PostgresMigration(
-            version: 1, name: "records, table clocks, accounts, tokens, login failures",
+            version: 1, name: "records, table clocks, accounts, tokens, login attempts",
             statements: [
                 """
                 CREATE TABLE tsync_records (
@@ -65,13 +65,13 @@ enum PostgresSchema {
                 "CREATE INDEX tsync_tokens_by_account ON tsync_tokens (account_name)",
                 "CREATE INDEX tsync_tokens_by_expiry ON tsync_tokens (expires_at)",
                 """
-                CREATE TABLE tsync_login_failures (
-                    throttle_key text PRIMARY KEY,
-                    failures integer NOT NULL,
+                CREATE TABLE tsync_login_attempts (
+                    key text PRIMARY KEY,
+                    attempts integer NOT NULL,
                     window_end bigint NOT NULL
                 )
                 """,
-                "CREATE INDEX tsync_login_failures_by_end ON tsync_login_failures (window_end)",
+                "CREATE INDEX tsync_login_attempts_by_end ON tsync_login_attempts (window_end)",
             ]
         )
     ]

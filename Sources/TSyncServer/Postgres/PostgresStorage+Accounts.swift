@@ -88,34 +88,39 @@ extension PostgresStorage {
 
     // MARK: - Login throttling
 
-    public func loginBlockedUntil(key: String, limit: Int, now: Timestamp) async throws -> Timestamp? {
-        var select = PostgresStatement("SELECT window_end FROM tsync_login_failures WHERE throttle_key = ")
-        select.append(select.bind(key) + " AND failures >= " + select.bind(Int64(limit)))
-        select.append(" AND window_end > " + select.bind(now.millisecondsSinceEpoch))
-        return try await database.rows(select).first.map { Timestamp(millisecondsSinceEpoch: try $0.decode(Int64.self)) }
-    }
-
-    public func recordLoginFailure(key: String, windowMilliseconds: Int64, now: Timestamp) async throws {
+    public func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts {
         let nowMs = now.millisecondsSinceEpoch
-        // One statement, so concurrent failures (from any instance) all count.
-        var upsert = PostgresStatement("INSERT INTO tsync_login_failures AS f (throttle_key, failures, window_end) VALUES (")
+        // Windows that are over hold no information: keep the table small.
+        var purge = PostgresStatement("DELETE FROM tsync_login_attempts WHERE window_end <= ")
+        purge.append(purge.bind(nowMs))
+        try await database.rows(purge)
+        // One statement, so concurrent attempts (from any instance) all count. A window that ended
+        // between the purge and here starts again.
+        var upsert = PostgresStatement("INSERT INTO tsync_login_attempts AS a (key, attempts, window_end) VALUES (")
         let current = upsert.bind(nowMs)
         upsert.append(upsert.bind(key) + ", 1, " + upsert.bind(nowMs + windowMilliseconds) + ") ")
         upsert.append(
             """
-            ON CONFLICT (throttle_key) DO UPDATE SET
-                failures = CASE WHEN f.window_end > \(current) THEN f.failures + 1 ELSE 1 END,
-                window_end = CASE WHEN f.window_end > \(current) THEN f.window_end ELSE excluded.window_end END
+            ON CONFLICT (key) DO UPDATE SET
+                attempts = CASE WHEN a.window_end > \(current) THEN a.attempts + 1 ELSE 1 END,
+                window_end = CASE WHEN a.window_end > \(current) THEN a.window_end ELSE excluded.window_end END
+            RETURNING attempts, window_end
             """)
-        try await database.rows(upsert)
-        // Windows that are over hold no information: keep the table small.
-        var purge = PostgresStatement("DELETE FROM tsync_login_failures WHERE window_end <= ")
-        purge.append(purge.bind(nowMs))
-        try await database.rows(purge)
+        guard let row = try await database.rows(upsert).first else {
+            throw TSyncError.failure("PostgreSQL at \(database.url) returned nothing for a login attempt count")
+        }
+        let (attempts, windowEnd) = try row.decode((Int32, Int64).self)
+        return LoginAttempts(count: Int(attempts), windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
     }
 
-    public func clearLoginFailures(key: String) async throws {
-        var delete = PostgresStatement("DELETE FROM tsync_login_failures WHERE throttle_key = ")
+    public func forgiveLoginAttempt(key: String) async throws {
+        var update = PostgresStatement("UPDATE tsync_login_attempts SET attempts = attempts - 1 WHERE key = ")
+        update.append(update.bind(key) + " AND attempts > 0")
+        try await database.rows(update)
+    }
+
+    public func clearLoginAttempts(key: String) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE key = ")
         delete.append(delete.bind(key))
         try await database.rows(delete)
     }

@@ -10,7 +10,7 @@ import TSyncQuery
 enum SQLiteSchema {
     static let migrator: DatabaseMigrator = {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1: accounts, tokens, login failures, table clocks") { db in
+        migrator.registerMigration("v1: accounts, tokens, login attempts, table clocks") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE tsync_accounts (
@@ -25,12 +25,12 @@ enum SQLiteSchema {
                     );
                     CREATE INDEX tsync_tokens_by_account ON tsync_tokens(account_name);
                     CREATE INDEX tsync_tokens_by_expiry ON tsync_tokens(expires_at);
-                    CREATE TABLE tsync_login_failures (
+                    CREATE TABLE tsync_login_attempts (
                         key TEXT PRIMARY KEY NOT NULL,
-                        failures INTEGER NOT NULL,
+                        attempts INTEGER NOT NULL,
                         window_end INTEGER NOT NULL
                     );
-                    CREATE INDEX tsync_login_failures_by_end ON tsync_login_failures(window_end);
+                    CREATE INDEX tsync_login_attempts_by_end ON tsync_login_attempts(window_end);
                     CREATE TABLE tsync_table_clocks (
                         table_name TEXT PRIMARY KEY NOT NULL,
                         last_updated_at INTEGER NOT NULL

@@ -88,38 +88,36 @@ extension SQLiteStorage {
 
     // MARK: - Login throttling
 
-    public func loginBlockedUntil(key: String, limit: Int, now: Timestamp) async throws -> Timestamp? {
-        try await pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT failures, window_end FROM tsync_login_failures WHERE key = ?", arguments: [key])
-            else { return nil }
-            let failures: Int = row["failures"]
-            let windowEnd: Int64 = row["window_end"]
-            guard failures >= limit, windowEnd > now.millisecondsSinceEpoch else { return nil }
-            return Timestamp(millisecondsSinceEpoch: windowEnd)
-        }
-    }
-
-    public func recordLoginFailure(key: String, windowMilliseconds: Int64, now: Timestamp) async throws {
+    public func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts {
         let nowMs = now.millisecondsSinceEpoch
-        try await pool.write { db in
-            // One statement, so concurrent failures (from any instance) all count.
-            try db.execute(
-                sql: """
-                    INSERT INTO tsync_login_failures (key, failures, window_end) VALUES (?, 1, ?)
-                    ON CONFLICT(key) DO UPDATE SET
-                        failures = CASE WHEN window_end > ? THEN failures + 1 ELSE 1 END,
-                        window_end = CASE WHEN window_end > ? THEN window_end ELSE excluded.window_end END
-                    """,
-                arguments: [key, nowMs + windowMilliseconds, nowMs, nowMs]
-            )
+        return try await pool.write { db in
             // Windows that are over hold no information: keep the table small.
-            try db.execute(sql: "DELETE FROM tsync_login_failures WHERE window_end <= ?", arguments: [nowMs])
+            try db.execute(sql: "DELETE FROM tsync_login_attempts WHERE window_end <= ?", arguments: [nowMs])
+            // One statement, so concurrent attempts (from any instance) all count.
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO tsync_login_attempts (key, attempts, window_end) VALUES (?, 1, ?)
+                    ON CONFLICT(key) DO UPDATE SET attempts = attempts + 1
+                    RETURNING attempts, window_end
+                    """,
+                arguments: [key, nowMs + windowMilliseconds]
+            )
+            let attempts: Int = row?["attempts"] ?? 1
+            let windowEnd: Int64 = row?["window_end"] ?? nowMs + windowMilliseconds
+            return LoginAttempts(count: attempts, windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
         }
     }
 
-    public func clearLoginFailures(key: String) async throws {
+    public func forgiveLoginAttempt(key: String) async throws {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM tsync_login_failures WHERE key = ?", arguments: [key])
+            try db.execute(sql: "UPDATE tsync_login_attempts SET attempts = attempts - 1 WHERE key = ? AND attempts > 0", arguments: [key])
+        }
+    }
+
+    public func clearLoginAttempts(key: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tsync_login_attempts WHERE key = ?", arguments: [key])
         }
     }
 }

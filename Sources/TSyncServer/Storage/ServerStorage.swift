@@ -48,11 +48,14 @@ public protocol ServerStorage: Sendable {
 
     // MARK: Login throttling (in the database, so that every instance sees the same counters)
 
-    /// When `key` may try again, if it has reached `limit` failures in its current window.
-    func loginBlockedUntil(key: String, limit: Int, now: Timestamp) async throws -> Timestamp?
-    /// Counts one failure for `key`; a window starts at the first failure and lasts `windowMilliseconds`.
-    func recordLoginFailure(key: String, windowMilliseconds: Int64, now: Timestamp) async throws
-    func clearLoginFailures(key: String) async throws
+    /// Counts one login attempt for `key`, atomically, and returns the count of its current window.
+    /// A window starts at the first attempt and lasts `windowMilliseconds`. Counting before the
+    /// password check (and forgiving afterwards on success) means parallel guesses cannot slip
+    /// past the limit between a check and a count.
+    func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts
+    /// Takes back one counted attempt: the login it counted succeeded.
+    func forgiveLoginAttempt(key: String) async throws
+    func clearLoginAttempts(key: String) async throws
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
@@ -130,6 +133,17 @@ public enum ModifyOutcome: Sendable {
     case notFound
     /// The record's version does not match: the current record, for the 412/409 body.
     case versionMismatch(Record)
+}
+
+/// The login attempts of one key (an account or an address) in its current window.
+public struct LoginAttempts: Sendable, Equatable {
+    public var count: Int
+    public var windowEnd: Timestamp
+
+    public init(count: Int, windowEnd: Timestamp) {
+        self.count = count
+        self.windowEnd = windowEnd
+    }
 }
 
 public struct Account: Sendable, Hashable {

@@ -14,7 +14,7 @@ struct PostgresSchemaTests {
             let versions = try await Self.appliedVersions(url)
             #expect(versions == PostgresSchema.migrations.map(\.version))
             let tables = try await Self.tableNames(url)
-            for table in ["schema_migrations", "tsync_records", "tsync_table_clocks", "tsync_accounts", "tsync_tokens", "tsync_login_failures"] {
+            for table in ["schema_migrations", "tsync_records", "tsync_table_clocks", "tsync_accounts", "tsync_tokens", "tsync_login_attempts"] {
                 #expect(tables.contains(table), "missing table \(table)")
             }
         }
