@@ -17,12 +17,15 @@ struct UserCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
         var db = DatabaseLocation.defaultValue
 
-        /// Runs `body` with the accounts of the database, which stays open only that long.
-        func withAccounts<Result: Sendable>(_ body: @Sendable (AccountManager) async throws -> Result) async throws -> Result {
+        /// Runs `body` with the accounts of the database, which stays open only that long; only
+        /// `add` (`creating`) makes a database that does not exist yet.
+        func withAccounts<Result: Sendable>(
+            creating: Bool = false, _ body: @Sendable (AccountManager) async throws -> Result
+        ) async throws -> Result {
             // Only problems reach the terminal: stdout carries `tsync user list`.
             var logger = Logger(label: "tsync.user") { label in StreamLogHandler.standardError(label: label) }
             logger.logLevel = .warning
-            return try await DatabaseLocation(parsing: db).withStorage(logger: logger) { storage in
+            return try await DatabaseLocation(parsing: db).withStorage(mustExist: !creating, logger: logger) { storage in
                 try await body(AccountManager(storage: storage))
             }
         }
@@ -42,7 +45,7 @@ struct UserCommand: AsyncParsableCommand {
         func run() async throws {
             try AccountRules.validateName(name)
             let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
-            try await database.withAccounts { accounts in try await accounts.add(name: name, password: password) }
+            try await database.withAccounts(creating: true) { accounts in try await accounts.add(name: name, password: password) }
             FileHandle.standardError.write(Data("created account \(name)\n".utf8))
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import TSyncModel
 
@@ -29,11 +30,21 @@ public enum DatabaseLocation: Sendable, Equatable {
     /// Opens the storage backend (creating or upgrading its schema), runs `body` with it, and
     /// closes it however `body` ends. A scope rather than open/close because a PostgreSQL pool
     /// needs a task running beside its users for as long as it is open.
+    ///
+    /// With `mustExist`, a SQLite file that is not there is an error rather than a new empty
+    /// database (a typo in `--db` should not go unnoticed). A PostgreSQL database must always
+    /// exist already: tsync creates its tables, not the database.
     public func withStorage<Result: Sendable>(
-        logger: Logger = Logger(label: "tsync.storage"), _ body: @Sendable (any ServerStorage) async throws -> Result
+        mustExist: Bool = false, logger: Logger = Logger(label: "tsync.storage"),
+        _ body: @Sendable (any ServerStorage) async throws -> Result
     ) async throws -> Result {
         switch self {
         case .sqlite(let path):
+            if mustExist, !FileManager.default.fileExists(atPath: path) {
+                throw TSyncError.invalidInput(
+                    "no server database at \(Identifiers.quoted(path)): check --db (`tsync serve` and `tsync user add` create it)"
+                )
+            }
             return try await body(try SQLiteStorage(path: path))
         case .postgres(let url):
             return try await PostgresStorage.withStorage(url: url, logger: logger) { storage in try await body(storage) }
