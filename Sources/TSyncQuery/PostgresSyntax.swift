@@ -66,8 +66,10 @@ struct PostgresSyntax: SQLSyntax {
         case .startswith: return reusing([a[1]]) { p in "(left(\(a[0]), length(\(p[0]))) = \(p[0]))" }
         case .endswith: return reusing([a[1]]) { p in "(right(\(a[0]), length(\(p[0]))) = \(p[0]))" }
         case .length: return "(length(\(a[0]))::numeric)"
-        case .tolower: return "lower(\(a[0]))"
-        case .toupper: return "upper(\(a[0]))"
+        // Under the "C" collation PostgreSQL maps ASCII letters only, as SQLite's lower/upper do;
+        // under the database's collation 'Ä' would become 'ä' on one backend and not the other.
+        case .tolower: return "lower(\(a[0]) COLLATE \"C\")"
+        case .toupper: return "upper(\(a[0]) COLLATE \"C\")"
         case .trim: return "trim(\(a[0]))"
         case .indexof: return "((strpos(\(a[0]), \(a[1])) - 1)::numeric)"
         case .concat: return "(\(a[0]) || \(a[1]))"

@@ -15,7 +15,7 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Server database: sqlite:PATH.", valueName: "url"))
+    @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
     var db = DatabaseLocation.defaultValue
 
     @Option(help: "Address to listen on.")
@@ -30,7 +30,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Allow --no-auth on an address other than loopback.")
     var insecure = false
 
-    @Option(name: .customLong("per-user"), help: ArgumentHelp("A table whose records only their creator sees (repeatable).", valueName: "table"))
+    @Option(
+        name: .customLong("per-user"),
+        help: ArgumentHelp(
+            "A table whose records only the user who inserted them sees (repeatable).",
+            discussion: "Other users get 404 for those records; an insert that reuses one of their ids gets 409 without the item.",
+            valueName: "table"
+        )
+    )
     var perUser: [String] = []
 
     @Option(name: .customLong("max-top"), help: "Largest page ($top) a client may ask for.")
@@ -54,7 +61,8 @@ struct ServeCommand: AsyncParsableCommand {
             maximumPageSize: maxTop, authentication: .init(tokenLifetime: .seconds(tokenTTL))
         )
         try configuration.validate()
-        let storage = try DatabaseLocation(parsing: db).open()
-        try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
+        try await DatabaseLocation(parsing: db).withStorage(logger: Logger(label: "tsync.storage")) { storage in
+            try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
+        }
     }
 }

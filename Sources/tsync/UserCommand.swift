@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TSyncModel
 import TSyncServer
 
@@ -13,11 +14,20 @@ struct UserCommand: AsyncParsableCommand {
     )
 
     struct DatabaseOption: ParsableArguments {
-        @Option(help: ArgumentHelp("Server database: sqlite:PATH.", valueName: "url"))
+        @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
         var db = DatabaseLocation.defaultValue
 
-        func accounts() throws -> AccountManager {
-            AccountManager(storage: try DatabaseLocation(parsing: db).open())
+        /// Runs `body` with the accounts of the database, which stays open only that long; only
+        /// `add` (`creating`) makes a database that does not exist yet.
+        func withAccounts<Result: Sendable>(
+            creating: Bool = false, _ body: @Sendable (AccountManager) async throws -> Result
+        ) async throws -> Result {
+            // Only problems reach the terminal: stdout carries `tsync user list`.
+            var logger = Logger(label: "tsync.user") { label in StreamLogHandler.standardError(label: label) }
+            logger.logLevel = .warning
+            return try await DatabaseLocation(parsing: db).withStorage(mustExist: !creating, logger: logger) { storage in
+                try await body(AccountManager(storage: storage))
+            }
         }
     }
 
@@ -34,9 +44,8 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try AccountRules.validateName(name)
-            let accounts = try database.accounts()
             let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
-            try await accounts.add(name: name, password: password)
+            try await database.withAccounts(creating: true) { accounts in try await accounts.add(name: name, password: password) }
             FileHandle.standardError.write(Data("created account \(name)\n".utf8))
         }
     }
@@ -51,7 +60,7 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            try await database.accounts().remove(name: name)
+            try await database.withAccounts { accounts in try await accounts.remove(name: name) }
             FileHandle.standardError.write(Data("removed account \(name)\n".utf8))
         }
     }
@@ -62,7 +71,7 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            for account in try await database.accounts().list() { print(account.name) }
+            for account in try await database.withAccounts({ accounts in try await accounts.list() }) { print(account.name) }
         }
     }
 
@@ -79,9 +88,8 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            let accounts = try database.accounts()
             let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
-            try await accounts.changePassword(name: name, password: password)
+            try await database.withAccounts { accounts in try await accounts.changePassword(name: name, password: password) }
             FileHandle.standardError.write(Data("changed the password of \(name)\n".utf8))
         }
     }

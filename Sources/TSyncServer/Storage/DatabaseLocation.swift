@@ -1,8 +1,11 @@
+import Foundation
+import Logging
 import TSyncModel
 
-/// Where the server database lives, from `--db`: `sqlite:PATH` now, `postgres://…` in a later release.
+/// Where the server database lives, from `--db`: `sqlite:PATH` or `postgres://USER[:PASS]@HOST[:PORT]/DB`.
 public enum DatabaseLocation: Sendable, Equatable {
     case sqlite(path: String)
+    case postgres(PostgresURL)
 
     public static let defaultValue = "sqlite:tsync-server.db"
 
@@ -16,16 +19,35 @@ public enum DatabaseLocation: Sendable, Equatable {
             }
             self = .sqlite(path: path)
         } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
-            throw .usage("PostgreSQL is not supported yet: use --db sqlite:PATH for now")
+            self = .postgres(try PostgresURL(parsing: text))
         } else {
-            throw .usage("unknown database \(Identifiers.quoted(text)): use --db sqlite:PATH (e.g. sqlite:tsync-server.db)")
+            throw .usage(
+                "unknown database \(Identifiers.quoted(PostgresURL.redacted(text))): use --db sqlite:PATH (e.g. sqlite:tsync-server.db) or --db postgres://USER@HOST[:PORT]/DB"
+            )
         }
     }
 
-    /// Opens the storage backend for this location.
-    public func open() throws -> any ServerStorage {
+    /// Opens the storage backend (creating or upgrading its schema), runs `body` with it, and
+    /// closes it however `body` ends. A scope rather than open/close because a PostgreSQL pool
+    /// needs a task running beside its users for as long as it is open.
+    ///
+    /// With `mustExist`, a SQLite file that is not there is an error rather than a new empty
+    /// database (a typo in `--db` should not go unnoticed). A PostgreSQL database must always
+    /// exist already: tsync creates its tables, not the database.
+    public func withStorage<Result: Sendable>(
+        mustExist: Bool = false, logger: Logger = Logger(label: "tsync.storage"),
+        _ body: @Sendable (any ServerStorage) async throws -> Result
+    ) async throws -> Result {
         switch self {
-        case .sqlite(let path): try SQLiteStorage(path: path)
+        case .sqlite(let path):
+            if mustExist, !FileManager.default.fileExists(atPath: path) {
+                throw TSyncError.invalidInput(
+                    "no server database at \(Identifiers.quoted(path)): check --db (`tsync serve` and `tsync user add` create it)"
+                )
+            }
+            return try await body(try SQLiteStorage(path: path))
+        case .postgres(let url):
+            return try await PostgresStorage.withStorage(url: url, logger: logger) { storage in try await body(storage) }
         }
     }
 }

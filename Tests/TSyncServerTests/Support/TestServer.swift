@@ -32,23 +32,33 @@ struct TemporaryDatabase {
 }
 
 /// Runs a real server (live HTTP on a free loopback port, AsyncHTTPClient as the client) on a fresh
-/// database with the given accounts, and hands `body` a client for it.
+/// database with the given accounts, and hands `body` a client for it: once per backend of
+/// `backends` (SQLite, and PostgreSQL when a test server is configured; see `TestBackend`).
 func withTestServer<T: Sendable>(
     _ configuration: ServerConfiguration = ServerConfiguration(requiresAuthentication: false),
     accounts: [(String, String)] = [],
     logger: Logger = Logger(label: "tsync.test", factory: { _ in SwiftLogNoOpLogHandler() }),
     clock: @escaping @Sendable () -> Timestamp = WallClock.now,
+    backends: [TestBackend] = TestBackend.available,
     _ body: @Sendable (TestHTTP) async throws -> T
 ) async throws -> T {
-    let database = try TemporaryDatabase()
-    defer { database.cleanUp() }
-    let storage = try database.open(clock: clock)
-    let manager = AccountManager(storage: storage, hasher: cheapHasher)
-    for (name, password) in accounts { try await manager.add(name: name, password: password) }
-    let server = try SyncServer(configuration: configuration, storage: storage, hasher: cheapHasher, logger: logger)
-    return try await server.makeApplication().test(.ahc(.http)) { client in
-        try await body(TestHTTP(client: client, storage: storage))
+    var result: T?
+    for backend in backends {
+        do {
+            result = try await backend.withFreshStorage(clock: clock) { storage in
+                let manager = AccountManager(storage: storage, hasher: cheapHasher)
+                for (name, password) in accounts { try await manager.add(name: name, password: password) }
+                let server = try SyncServer(configuration: configuration, storage: storage, hasher: cheapHasher, logger: logger)
+                return try await server.makeApplication().test(.ahc(.http)) { client in
+                    try await body(TestHTTP(client: client, storage: storage, backend: backend))
+                }
+            }
+        } catch {
+            throw BackendTestError(backend: backend, underlying: error)
+        }
     }
+    guard let result else { throw TSyncError.failure("withTestServer was given no backend") }
+    return result
 }
 
 /// One answer, with its body parsed by the project's own JSON parser.
@@ -72,7 +82,8 @@ struct Reply: Sendable {
 
 struct TestHTTP: Sendable {
     let client: any TestClientProtocol
-    let storage: SQLiteStorage
+    let storage: any ServerStorage
+    let backend: TestBackend
 
     func send(
         _ method: HTTPRequest.Method, _ uri: String, json: JSONValue? = nil, raw: [UInt8]? = nil,

@@ -1,0 +1,172 @@
+import Logging
+import PostgresNIO
+import TSyncModel
+
+/// A pool of connections to one PostgreSQL database, with the schema brought up to date.
+///
+/// Obtained only through `withDatabase`, which runs the pool for exactly as long as its body:
+/// PostgresNIO needs `PostgresClient.run()` to be running while queries are made, and a scope
+/// makes it impossible to forget to stop it.
+final class PostgresDatabase: Sendable {
+    let url: PostgresURL
+    private let client: PostgresClient
+    let logger: Logger
+
+    private init(url: PostgresURL, client: PostgresClient, logger: Logger) {
+        self.url = url
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Connects, creates or upgrades the schema (`migrations`, normally `PostgresSchema.migrations`;
+    /// nil leaves the database as it is), runs `body`, and closes the connections however `body` ends.
+    @discardableResult
+    static func withDatabase<Result: Sendable>(
+        url: PostgresURL, maximumConnections: Int = 20, migrations: [PostgresMigration]? = PostgresSchema.migrations,
+        logger: Logger = Logger(label: "tsync.postgres"),
+        _ body: @Sendable (PostgresDatabase) async throws -> Result
+    ) async throws -> Result {
+        let client = PostgresClient(
+            configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
+        let database = PostgresDatabase(url: url, client: client, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            try await database.waitUntilReachable()
+            if let migrations { try await PostgresSchema.migrate(database, migrations: migrations) }
+            return try await body(database)
+        }
+    }
+
+    // MARK: - Statements
+
+    /// Runs one statement outside any explicit transaction and returns its rows.
+    @discardableResult
+    func rows(_ statement: PostgresStatement) async throws -> [PostgresRow] {
+        do {
+            return try await client.query(statement.query, logger: logger).collect()
+        } catch {
+            throw translated(error)
+        }
+    }
+
+    /// Runs `body` in one transaction on one connection. The transaction commits when `body`
+    /// returns `.commit`, and rolls back when it returns `.rollback` or throws.
+    func transaction<Result: Sendable>(
+        _ body: (PostgresTransaction) async throws -> PostgresTransaction.Outcome<Result>
+    ) async throws -> Result {
+        do {
+            return try await client.withConnection { connection in
+                let transaction = PostgresTransaction(connection: connection, logger: logger)
+                try await transaction.execute(PostgresStatement("BEGIN"))
+                let outcome: PostgresTransaction.Outcome<Result>
+                do {
+                    outcome = try await body(transaction)
+                } catch {
+                    // The original error matters more than a failed rollback; a broken connection
+                    // is discarded by the pool anyway.
+                    _ = try? await transaction.execute(PostgresStatement("ROLLBACK"))
+                    throw error
+                }
+                switch outcome {
+                case .commit(let value):
+                    try await transaction.execute(PostgresStatement("COMMIT"))
+                    return value
+                case .rollback(let value):
+                    try await transaction.execute(PostgresStatement("ROLLBACK"))
+                    return value
+                }
+            }
+        } catch {
+            throw translated(error)
+        }
+    }
+
+    // MARK: - Connection and errors
+
+    /// Opens and closes one connection outside the pool, so that a wrong host, password or
+    /// database name fails at once with PostgreSQL's reason; the pool would only retry and log.
+    private func waitUntilReachable() async throws {
+        do {
+            let connection = try await PostgresConnection.connect(
+                configuration: try url.connectionConfiguration(), id: 0, logger: logger)
+            try await connection.close()
+        } catch {
+            throw translated(error)
+        }
+    }
+
+    /// Makes a PostgresNIO error into one an operator can act on. Messages carry the server's
+    /// wording but never the SQL text or a bound value.
+    func translated(_ error: any Error) -> any Error {
+        if error is TSyncError || error is CancellationError { return error }
+        guard let error = error as? PSQLError else {
+            return TSyncError.failure("PostgreSQL at \(url): \(error)")
+        }
+        if error.code == .server, let sqlState = error.serverInfo?[.sqlState] {
+            let message = error.serverInfo?[.message] ?? "error \(sqlState)"
+            switch sqlState {
+            case "3D000":
+                return TSyncError.failure("PostgreSQL at \(url): \(message): create it first (createdb \(url.database))")
+            case _ where sqlState.hasPrefix("28"):
+                return TSyncError.failure(
+                    "PostgreSQL at \(url) refused the login: \(message): check the user and password (in the URL or PGPASSWORD)")
+            case _ where sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") || sqlState == "53300":
+                return TSyncError.failure("PostgreSQL at \(url) is not available: \(message)")
+            default:
+                return PostgresServerError(sqlState: sqlState, message: message, url: url)
+            }
+        }
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
+            let cause = error.underlying.map { ": \($0)" } ?? ""
+            return TSyncError.failure("cannot reach PostgreSQL at \(url)\(cause): check that the server runs and that --db is right")
+        case .sslUnsupported:
+            return TSyncError.failure("PostgreSQL at \(url) does not offer TLS: add ?sslmode=disable to the URL, or enable ssl on the server")
+        case .authMechanismRequiresPassword:
+            return TSyncError.failure("PostgreSQL at \(url) asks for a password: put it in the URL or in PGPASSWORD")
+        case .tooManyParameters:
+            return TSyncError.invalidInput("the request needs more query parameters than PostgreSQL accepts: make the $filter shorter")
+        default:
+            return TSyncError.failure("PostgreSQL at \(url): \(error.code)")
+        }
+    }
+}
+
+/// An error the PostgreSQL server reported for a statement, with its SQLSTATE so that callers
+/// can tell a client's bad value (class 22) from a fault of the server.
+struct PostgresServerError: Error, CustomStringConvertible {
+    var sqlState: String
+    var message: String
+    var url: PostgresURL
+
+    var description: String { "PostgreSQL at \(url): \(message) (SQLSTATE \(sqlState))" }
+
+    /// A unique constraint was violated.
+    var isUniqueViolation: Bool { sqlState == "23505" }
+    /// A value could not be stored or compared (e.g. `\u0000` in jsonb, a NUL in text).
+    var isDataException: Bool { sqlState.hasPrefix("22") }
+    /// The statement is beyond a limit of the server (e.g. expression nesting).
+    var isProgramLimit: Bool { sqlState.hasPrefix("54") }
+}
+
+/// One connection inside `BEGIN … COMMIT`. Only `PostgresDatabase.transaction` makes one.
+struct PostgresTransaction {
+    enum Outcome<Value: Sendable> {
+        case commit(Value)
+        /// Nothing the transaction did is kept; the value is still returned.
+        case rollback(Value)
+    }
+
+    fileprivate let connection: PostgresConnection
+    fileprivate let logger: Logger
+
+    @discardableResult
+    func rows(_ statement: PostgresStatement) async throws -> [PostgresRow] {
+        try await connection.query(statement.query, logger: logger).collect()
+    }
+
+    func execute(_ statement: PostgresStatement) async throws {
+        _ = try await rows(statement)
+    }
+}

@@ -1,0 +1,129 @@
+import PostgresNIO
+import TSyncModel
+import TSyncQuery
+
+/// One step of the PostgreSQL schema. Steps are applied in `version` order, each exactly once,
+/// and recorded in `schema_migrations`; a released step is never edited, only followed by another.
+struct PostgresMigration: Sendable {
+    var version: Int
+    var name: String
+    /// Run in order inside the migration transaction (PostgreSQL DDL is transactional).
+    var statements: [String]
+}
+
+/// The PostgreSQL layout of the server database, created and upgraded by the server itself.
+///
+/// All sync tables share one `tsync_records` table keyed by (table, id), so a sync table needs no
+/// DDL when it is first written (no `CREATE TABLE` racing between instances) and a later
+/// migration changes every table at once. Table names are stored in lower case: sync table names
+/// are case-insensitive, as on SQLite.
+///
+/// Text columns that TSyncQuery compares or sorts are `COLLATE "C"`, the byte order its
+/// PostgreSQL rendering asks for, so that the (table, updated_at, id) index serves incremental
+/// pulls. Timestamps are TEXT in `Timestamp.iso8601` form, whose text order is time order.
+enum PostgresSchema {
+    static let migrations: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1, name: "records, table clocks, accounts, tokens, login attempts",
+            statements: [
+                """
+                CREATE TABLE tsync_records (
+                    table_name text COLLATE "C" NOT NULL,
+                    id text COLLATE "C" NOT NULL,
+                    created_at text COLLATE "C" NOT NULL,
+                    updated_at text COLLATE "C" NOT NULL,
+                    version text COLLATE "C" NOT NULL,
+                    deleted boolean NOT NULL DEFAULT false,
+                    owner text,
+                    body jsonb NOT NULL,
+                    PRIMARY KEY (table_name, id)
+                )
+                """,
+                "CREATE INDEX tsync_records_by_updated ON tsync_records (table_name, updated_at, id)",
+                // The last updatedAt given out per table, in milliseconds. Its row is the per-table
+                // write lock (see PostgresStorage).
+                """
+                CREATE TABLE tsync_table_clocks (
+                    table_name text COLLATE "C" PRIMARY KEY,
+                    last_updated_at bigint NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE tsync_accounts (
+                    name text PRIMARY KEY,
+                    password_hash text NOT NULL,
+                    created_at text NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE tsync_tokens (
+                    token_hash text PRIMARY KEY,
+                    account_name text NOT NULL,
+                    expires_at bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX tsync_tokens_by_account ON tsync_tokens (account_name)",
+                "CREATE INDEX tsync_tokens_by_expiry ON tsync_tokens (expires_at)",
+                """
+                CREATE TABLE tsync_login_attempts (
+                    key text PRIMARY KEY,
+                    attempts integer NOT NULL,
+                    window_end bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX tsync_login_attempts_by_end ON tsync_login_attempts (window_end)",
+            ]
+        )
+    ]
+
+    /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
+    static let querySchema = SQLSchema(
+        dialect: .postgres, bodyColumn: "body", systemColumns: SQLSchema.snakeCaseSystemColumns)
+
+    static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
+
+    /// The key of a sync table in `tsync_records` and `tsync_table_clocks`.
+    static func tableKey(_ table: String) -> String { table.lowercased() }
+
+    /// Key of the advisory lock that serializes migrations between instances starting together.
+    /// (An arbitrary constant: "tsyn" in ASCII.)
+    static let migrationLockKey: Int64 = 0x7473_796E
+
+    /// Applies the migrations the database lacks, in one transaction under an advisory lock:
+    /// when several instances start at once, one migrates and the others then find nothing to do.
+    static func migrate(_ database: PostgresDatabase, migrations: [PostgresMigration]) async throws {
+        let known = migrations.map(\.version).max() ?? 0
+        try await database.transaction { transaction in
+            var lock = PostgresStatement("SELECT pg_advisory_xact_lock(")
+            lock.append(lock.bind(migrationLockKey) + ")")
+            try await transaction.execute(lock)
+            try await transaction.execute(
+                PostgresStatement(
+                    """
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version integer PRIMARY KEY,
+                        name text NOT NULL,
+                        applied_at text NOT NULL
+                    )
+                    """))
+            var applied = Set<Int>()
+            for row in try await transaction.rows(PostgresStatement("SELECT version FROM schema_migrations")) {
+                applied.insert(Int(try row.decode(Int32.self)))
+            }
+            if let newest = applied.max(), newest > known {
+                throw TSyncError.failure(
+                    "the PostgreSQL database at \(database.url) has schema version \(newest), newer than this tsync knows (\(known)): upgrade tsync"
+                )
+            }
+            for migration in migrations.sorted(by: { $0.version < $1.version }) where !applied.contains(migration.version) {
+                for sql in migration.statements { try await transaction.execute(PostgresStatement(sql)) }
+                var record = PostgresStatement("INSERT INTO schema_migrations (version, name, applied_at) VALUES (")
+                record.append(record.bind(Int64(migration.version)) + ", " + record.bind(migration.name) + ", ")
+                record.append(#"to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))"#)
+                try await transaction.execute(record)
+                database.logger.info("PostgreSQL schema: applied migration \(migration.version) (\(migration.name))")
+            }
+            return .commit(())
+        }
+    }
+}

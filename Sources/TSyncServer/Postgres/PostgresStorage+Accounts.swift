@@ -1,0 +1,127 @@
+import PostgresNIO
+import TSyncModel
+
+/// Accounts, tokens and login counters live in the database, so that a token issued by one
+/// instance is honoured by every other, and a password-guessing client meets the same limit
+/// whichever instance it reaches.
+extension PostgresStorage {
+    // MARK: - Accounts
+
+    public func createAccount(name: String, passwordHash: String, createdAt: Timestamp) async throws {
+        var insert = PostgresStatement("INSERT INTO tsync_accounts (name, password_hash, created_at) VALUES (")
+        insert.append([insert.bind(name), insert.bind(passwordHash), insert.bind(createdAt.iso8601)].joined(separator: ", "))
+        insert.append(") ON CONFLICT (name) DO NOTHING RETURNING name")
+        if try await database.rows(insert).isEmpty {
+            throw TSyncError.invalidInput(
+                "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+        }
+    }
+
+    public func setPasswordHash(name: String, passwordHash: String) async throws -> Bool {
+        try await database.transaction { transaction in
+            var update = PostgresStatement("UPDATE tsync_accounts SET password_hash = ")
+            update.append(update.bind(passwordHash) + " WHERE name = " + update.bind(name) + " RETURNING name")
+            guard try await !transaction.rows(update).isEmpty else { return .rollback(false) }
+            try await transaction.execute(Self.deletingTokens(of: name))
+            return .commit(true)
+        }
+    }
+
+    public func removeAccount(name: String) async throws -> Bool {
+        try await database.transaction { transaction in
+            var delete = PostgresStatement("DELETE FROM tsync_accounts WHERE name = ")
+            delete.append(delete.bind(name) + " RETURNING name")
+            guard try await !transaction.rows(delete).isEmpty else { return .rollback(false) }
+            try await transaction.execute(Self.deletingTokens(of: name))
+            return .commit(true)
+        }
+    }
+
+    public func account(name: String) async throws -> Account? {
+        var select = PostgresStatement("SELECT name, password_hash, created_at FROM tsync_accounts WHERE name = ")
+        select.append(select.bind(name))
+        return try await database.rows(select).first.map(Self.decodeAccount)
+    }
+
+    public func accounts() async throws -> [Account] {
+        try await database.rows(PostgresStatement("SELECT name, password_hash, created_at FROM tsync_accounts ORDER BY name COLLATE \"C\""))
+            .map(Self.decodeAccount)
+    }
+
+    private static func decodeAccount(_ row: PostgresRow) throws -> Account {
+        let (name, passwordHash, createdAt) = try row.decode((String, String, String).self)
+        return Account(
+            name: name, passwordHash: passwordHash, createdAt: Timestamp(iso8601: createdAt) ?? Timestamp(millisecondsSinceEpoch: 0))
+    }
+
+    private static func deletingTokens(of name: String) -> PostgresStatement {
+        var delete = PostgresStatement("DELETE FROM tsync_tokens WHERE account_name = ")
+        delete.append(delete.bind(name))
+        return delete
+    }
+
+    // MARK: - Tokens
+
+    public func storeToken(hash: String, accountName: String, expiresAt: Timestamp) async throws {
+        var insert = PostgresStatement("INSERT INTO tsync_tokens (token_hash, account_name, expires_at) VALUES (")
+        insert.append([insert.bind(hash), insert.bind(accountName), insert.bind(expiresAt.millisecondsSinceEpoch)].joined(separator: ", ") + ")")
+        try await database.rows(insert)
+    }
+
+    public func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String? {
+        var select = PostgresStatement("SELECT account_name FROM tsync_tokens WHERE token_hash = ")
+        select.append(select.bind(hash) + " AND expires_at > " + select.bind(now.millisecondsSinceEpoch))
+        return try await database.rows(select).first?.decode(String.self)
+    }
+
+    public func revokeToken(hash: String) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_tokens WHERE token_hash = ")
+        delete.append(delete.bind(hash))
+        try await database.rows(delete)
+    }
+
+    public func purgeExpiredTokens(now: Timestamp) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_tokens WHERE expires_at <= ")
+        delete.append(delete.bind(now.millisecondsSinceEpoch))
+        try await database.rows(delete)
+    }
+
+    // MARK: - Login throttling
+
+    public func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts {
+        let nowMs = now.millisecondsSinceEpoch
+        // Windows that are over hold no information: keep the table small.
+        var purge = PostgresStatement("DELETE FROM tsync_login_attempts WHERE window_end <= ")
+        purge.append(purge.bind(nowMs))
+        try await database.rows(purge)
+        // One statement, so concurrent attempts (from any instance) all count. A window that ended
+        // between the purge and here starts again.
+        var upsert = PostgresStatement("INSERT INTO tsync_login_attempts AS a (key, attempts, window_end) VALUES (")
+        let current = upsert.bind(nowMs)
+        upsert.append(upsert.bind(key) + ", 1, " + upsert.bind(nowMs + windowMilliseconds) + ") ")
+        upsert.append(
+            """
+            ON CONFLICT (key) DO UPDATE SET
+                attempts = CASE WHEN a.window_end > \(current) THEN a.attempts + 1 ELSE 1 END,
+                window_end = CASE WHEN a.window_end > \(current) THEN a.window_end ELSE excluded.window_end END
+            RETURNING attempts, window_end
+            """)
+        guard let row = try await database.rows(upsert).first else {
+            throw TSyncError.failure("PostgreSQL at \(database.url) returned nothing for a login attempt count")
+        }
+        let (attempts, windowEnd) = try row.decode((Int32, Int64).self)
+        return LoginAttempts(count: Int(attempts), windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
+    }
+
+    public func forgiveLoginAttempt(key: String) async throws {
+        var update = PostgresStatement("UPDATE tsync_login_attempts SET attempts = attempts - 1 WHERE key = ")
+        update.append(update.bind(key) + " AND attempts > 0")
+        try await database.rows(update)
+    }
+
+    public func clearLoginAttempts(key: String) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE key = ")
+        delete.append(delete.bind(key))
+        try await database.rows(delete)
+    }
+}

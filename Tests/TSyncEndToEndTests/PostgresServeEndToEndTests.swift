@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// The built `tsync` binary on PostgreSQL: `tsync user … --db postgres://…`, and two `tsync serve`
+/// processes started together on one database (they race to create the schema), sharing
+/// accounts and tokens as instances behind a load balancer do.
+// Needs a PostgreSQL server: TSYNC_TEST_POSTGRES_URL (scripts/test.sh starts one), and `psql` to
+// create a database for the test.
+@Suite(.serialized, .enabled(if: PostgresFixture.adminURL != nil, "TSYNC_TEST_POSTGRES_URL is not set: no PostgreSQL to test against"))
+struct PostgresServeEndToEndTests {
+    @Test func usersAndTwoServersShareOneDatabase() async throws {
+        try await PostgresFixture.withFreshDatabase { db in
+            let add = try ServeFixture.run(["user", "add", "alice", "--password-stdin", "--db", db], stdin: "alice password\n")
+            #expect(add.status == 0, "\(add.stderr)")
+            let list = try ServeFixture.run(["user", "list", "--db", db])
+            #expect(list.status == 0, "\(list.stderr)")
+            #expect(list.stdout == "alice\n", "stdout holds the names only, no log lines")
+
+            let first = try ServeFixture.Server(arguments: ["serve", "--db", db, "--port", "0"])
+            defer { first.stop() }
+            let second = try ServeFixture.Server(arguments: ["serve", "--db", db, "--port", "0"])
+            defer { second.stop() }
+            let a = try await first.waitForAddress()
+            let b = try await second.waitForAddress()
+
+            let login = try await ServeFixture.http("POST", a + "/.auth/login/custom", body: #"{"username":"alice","password":"alice password"}"#)
+            #expect(login.status == 200, "\(login.body)")
+            let token = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
+            let insert = try await ServeFixture.http("POST", b + "/tables/todo", body: #"{"id":"e2e","text":"hello"}"#, token: token)
+            #expect(insert.status == 201, "\(insert.body)")
+            let read = try await ServeFixture.http("GET", a + "/tables/todo/e2e", token: token)
+            #expect(read.status == 200)
+            #expect(try JSONParser.parse(read.body) == JSONParser.parse(insert.body))
+
+            // A new password revokes the account's tokens on every instance.
+            let passwd = try ServeFixture.run(["user", "passwd", "alice", "--password-stdin", "--db", db], stdin: "new password\n")
+            #expect(passwd.status == 0, "\(passwd.stderr)")
+            #expect(try await ServeFixture.http("GET", a + "/tables/todo", token: token).status == 401)
+            #expect(try await ServeFixture.http("GET", b + "/tables/todo", token: token).status == 401)
+
+            #expect(try await first.terminate(signal: SIGTERM) == 0)
+            #expect(try await second.terminate(signal: SIGTERM) == 0)
+        }
+    }
+
+    @Test func anUnreachableDatabaseIsAClearFailure() throws {
+        let refused = try ServeFixture.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("cannot reach PostgreSQL at postgres://tsync@127.0.0.1:1/tsync"), "\(refused.stderr)")
+        let serve = try ServeFixture.run(["serve", "--db", "postgres://tsync:secret@127.0.0.1:1/tsync", "--port", "0"])
+        #expect(serve.status == 1)
+        #expect(!serve.stderr.contains("secret"), "the password never reaches the terminal")
+    }
+}
+
+enum PostgresFixture {
+    static let adminURL = ProcessInfo.processInfo.environment["TSYNC_TEST_POSTGRES_URL"]
+
+    /// Creates a database with a random name, runs `body` with its URL, and drops it.
+    static func withFreshDatabase(_ body: (String) async throws -> Void) async throws {
+        let admin = try #require(adminURL)
+        let name = "tsync_e2e_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        try psql(admin, "CREATE DATABASE \(name)")
+        defer { try? psql(admin, "DROP DATABASE \(name) WITH (FORCE)") }
+        guard let slash = admin.lastIndex(of: "/") else { throw TSyncError.failure("TSYNC_TEST_POSTGRES_URL has no database") }
+        try await body(String(admin[..<slash]) + "/" + name)
+    }
+
+    private static func psql(_ url: String, _ sql: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TSyncError.failure("psql failed on: \(sql)") }
+    }
+}

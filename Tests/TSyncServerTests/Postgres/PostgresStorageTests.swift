@@ -1,0 +1,69 @@
+import Testing
+import TSyncModel
+import TSyncQuery
+
+@testable import TSyncServer
+
+/// What is particular to the PostgreSQL backend, below the HTTP suite that both backends share.
+// Needs a PostgreSQL server: TSYNC_TEST_POSTGRES_URL (scripts/test.sh starts one).
+@Suite(.enabled(if: PostgresTestDatabase.isConfigured, "TSYNC_TEST_POSTGRES_URL is not set: no PostgreSQL to test against"))
+struct PostgresStorageTests {
+    /// Bodies are jsonb: values keep their JSON kind and integers beyond a double's precision stay exact.
+    @Test func bodiesRoundTripThroughJSONB() async throws {
+        try await TestBackend.postgres.withFreshStorage { storage in
+            let fields: [String: JSONValue] = [
+                "big": .int(9_007_199_254_740_993), "real": .double(2.5), "whole": .double(2), "text": "é😀\"\\",
+                "nested": ["a": [1, nil, true]], "empty": [:],
+            ]
+            guard case .inserted = try await storage.insert(table: "kinds", record: Record(id: "k", fields: fields), scope: .shared)
+            else { Issue.record("insert failed"); return }
+            let stored = try #require(try await storage.record(table: "kinds", id: "k", scope: .shared))
+            #expect(stored.fields == fields)
+            let query = RecordQuery(filter: try ODataParser.parseFilter("big eq 9007199254740993"))
+            #expect(try await storage.query(table: "kinds", query, scope: .shared).records.map(\.id) == ["k"])
+        }
+    }
+
+    /// jsonb cannot hold U+0000 in a string, nor can text hold a NUL: the client hears why (400), not a 500.
+    @Test func valuesPostgreSQLCannotHoldAreTheClientsMistake() async throws {
+        try await withTestServer(backends: [.postgres]) { http in
+            let insert = try await http.post("/tables/t", ["id": "nul", "text": "a\u{0}b"])
+            #expect(insert.status == 400, "\(insert.text)")
+            #expect(insert.error?.contains("U+0000") == true)
+            try await http.insert("t", ["id": "ok", "text": "ab"])
+            let patch = try await http.patch("/tables/t/ok", ["text": "a\u{0}b"])
+            #expect(patch.status == 400, "\(patch.text)")
+            let query = try await http.get("/tables/t?$filter=" + QueryString.encode("text eq 'a\u{0}b'"))
+            #expect(query.status == 400, "\(query.text)")
+            #expect(query.error?.contains("SELECT") == false, "no SQL reaches the client")
+            #expect(try await http.get("/tables/t/ok").object["text"] == "ab", "the failed patch changed nothing")
+        }
+    }
+
+    /// A read of a table never written is empty, not an error: there is no DDL per table.
+    @Test func unknownTablesReadAsEmpty() async throws {
+        try await TestBackend.postgres.withFreshStorage { storage in
+            let page = try await storage.query(table: "never", RecordQuery(includeTotalCount: true), scope: .shared)
+            #expect(page.records.isEmpty)
+            #expect(page.totalCount == 0)
+            #expect(try await storage.record(table: "never", id: "x", scope: .shared) == nil)
+            let outcome = try await storage.modify(table: "never", id: "x", change: .softDelete, expectedVersion: .any, scope: .shared)
+            guard case .notFound = outcome else { Issue.record("modify of a missing record: \(outcome)"); return }
+        }
+    }
+
+    /// A write that changes nothing (a failed precondition) leaves the table's clock alone.
+    @Test func refusedWritesDoNotAdvanceTheClock() async throws {
+        let now = Timestamp(millisecondsSinceEpoch: 1_800_000_000_000)
+        try await TestBackend.postgres.withFreshStorage(clock: { now }) { storage in
+            guard case .inserted(let record) = try await storage.insert(table: "t", record: Record(id: "a", fields: [:]), scope: .shared)
+            else { Issue.record("insert failed"); return }
+            _ = try await storage.insert(table: "t", record: Record(id: "a", fields: [:]), scope: .shared)
+            _ = try await storage.modify(table: "t", id: "a", change: .update(["n": 1]), expectedVersion: .oneOf(["stale"]), scope: .shared)
+            guard case .inserted(let next) = try await storage.insert(table: "t", record: Record(id: "b", fields: [:]), scope: .shared)
+            else { Issue.record("insert failed"); return }
+            #expect(record.system.updatedAt == now)
+            #expect(next.system.updatedAt == Timestamp(millisecondsSinceEpoch: now.millisecondsSinceEpoch + 1))
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Logging
+import TSyncModel
+
+@testable import TSyncServer
+
+/// Throwaway PostgreSQL databases for tests.
+///
+/// Tests that need PostgreSQL read `TSYNC_TEST_POSTGRES_URL` (set by `scripts/test.sh` and by
+/// `. scripts/postgres.sh; pg_start`) and are skipped when it is unset, so that `swift test` on a
+/// machine without PostgreSQL still runs everything else. Each test gets a database of its own
+/// (created from the one in the URL, dropped afterwards), so tests run in parallel.
+enum PostgresTestDatabase {
+    static let adminURLText = ProcessInfo.processInfo.environment["TSYNC_TEST_POSTGRES_URL"]
+
+    /// For `.enabled(if:)`: PostgreSQL tests need a server to talk to.
+    static var isConfigured: Bool { adminURLText != nil }
+
+    static func adminURL() throws -> PostgresURL {
+        guard let adminURLText else { throw TSyncError.failure("TSYNC_TEST_POSTGRES_URL is not set") }
+        return try PostgresURL(parsing: adminURLText)
+    }
+
+    /// Creates an empty database with a random name, runs `body` with its URL, and drops it.
+    static func withFreshDatabase<Result: Sendable>(_ body: @Sendable (PostgresURL) async throws -> Result) async throws -> Result {
+        let admin = try adminURL()
+        let name = "tsync_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        try await execute("CREATE DATABASE \(name)", on: admin)
+        var url = admin
+        url.database = name
+        do {
+            let result = try await body(url)
+            try await execute("DROP DATABASE \(name) WITH (FORCE)", on: admin)
+            return result
+        } catch {
+            try? await execute("DROP DATABASE \(name) WITH (FORCE)", on: admin)
+            throw error
+        }
+    }
+
+    /// Runs one statement as it is, outside any migration.
+    static func execute(_ sql: String, on url: PostgresURL) async throws {
+        try await PostgresDatabase.withDatabase(url: url, maximumConnections: 1, migrations: nil, logger: quietLogger) { database in
+            try await database.rows(PostgresStatement(sql))
+        }
+    }
+}
+
+/// PostgresNIO logs every failed connection attempt; tests that provoke them want silence.
+let quietLogger = Logger(label: "tsync.test.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
