@@ -3,7 +3,8 @@
 #   1. insert 100,000 records from one NDJSON stream, in one command
 #   2. status and status --porcelain with 100,000 pending operations
 #   3. the same query --filter over 100,000 records
-# Prints wall time and peak memory (from /usr/bin/time -v) per step.
+# Prints wall time, CPU time (user + system: what the machine's load does not change) and peak
+# memory, from /usr/bin/time -v, per step. Check `uptime` first: wall times mean little on a busy machine.
 # Usage: scripts/bench-offline.sh [COUNT]   (default 100000; needs /usr/bin/time: apt-get install time)
 set -eu
 cd "$(dirname "$0")/.."
@@ -30,13 +31,16 @@ measure() {
     /usr/bin/time -v "$@" > "$work/out" 2> "$work/time" < "${STDIN:-/dev/null}" || {
         echo "bench-offline: '$label' failed:" >&2; cat "$work/time" >&2; exit 1; }
     wall="$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$work/time")"
+    user="$(sed -n 's/.*User time (seconds): //p' "$work/time")"
+    system="$(sed -n 's/.*System time (seconds): //p' "$work/time")"
     rss="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time")"
     lines="$(wc -l < "$work/out" | tr -d ' ')"
-    printf '%-44s wall %-9s peak RSS %6d MB   stdout %s lines\n' "$label" "$wall" "$((rss / 1024))" "$lines"
+    printf '%-48s wall %-8s cpu %5.2f s  peak RSS %4d MB  stdout %s lines\n' \
+        "$label" "$wall" "$(awk -v u="$user" -v s="$system" 'BEGIN { print u + s }')" "$((rss / 1024))" "$lines"
 }
 
 cd "$work/store"
-echo "tsync offline benchmark, $count records ($(uname -m), $(nproc 2>/dev/null || echo '?') cores)"
+echo "tsync offline benchmark, $count records ($(uname -m), $(nproc 2>/dev/null || echo '?') cores, load$(uptime | sed 's/.*load average//'))"
 STDIN="$work/records.ndjson" measure "insert $count (one NDJSON stream)" "$bin" insert todo
 measure "status ($count pending)" "$bin" status
 measure "status --porcelain ($count pending)" "$bin" status --porcelain
