@@ -12,6 +12,10 @@ extension LocalStore {
     @discardableResult
     public func insert(table: String, objects: [[String: JSONValue]]) throws(TSyncError) -> [String] {
         try Identifiers.validateTableName(table)
+        // In a batch, an error names the record by its position in the input.
+        let number = { (error: TSyncError, offset: Int) -> TSyncError in
+            objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+        }
         // Validate and serialize before taking the write lock: other writers wait less.
         var prepared: [(id: String, body: String)] = []
         prepared.reserveCapacity(objects.count)
@@ -20,13 +24,10 @@ extension LocalStore {
                 let record = try RecordInput.newRecord(object)
                 prepared.append((record.id, StoredJSON.encode(record.fields)))
             } catch {
-                throw objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+                throw number(error, offset)
             }
         }
         let queuedAt = Timestamp.now().iso8601
-        let number = { (error: TSyncError, offset: Int) -> TSyncError in
-            prepared.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
-        }
         try write { db in
             try StoreRows.registerTable(db, table)
             // Only a pending delete can block an insert of an id that is not in `records`; when the
