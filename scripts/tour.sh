@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-swift build --product tsync >&2
+swift build --product tsync 2>&1 | grep -v "unhandled\|CMakeLists" >&2
 bin="$(swift build --show-bin-path)/tsync"
 
 work=$(mktemp -d /tmp/tsync-tour.XXXXXX)
@@ -17,13 +17,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Prints a command (quoted so it can be pasted back, bold on a terminal) before running it.
+show() {
+    local bold="" plain=""
+    if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then bold=$'\033[1m'; plain=$'\033[0m'; fi
+    printf '\n%s$' "$bold"
+    printf ' %q' "$@"
+    printf '%s\n' "$plain"
+}
 step() {
-    printf '\n\033[1m$ %s\033[0m\n' "$*"
+    show "$@"
     "$@"
 }
 # A command that is expected to exit non-zero: show its exit code and go on.
 step_status() {
-    printf '\n\033[1m$ %s\033[0m\n' "$*"
+    show "$@"
     local code=0
     "$@" || code=$?
     printf '(exit %d)\n' "$code"
@@ -77,6 +85,7 @@ cd "$work/phone-a"
 step tsync update todoitem milk --set complete=true --set text="buy 2 milk"
 step_status tsync push
 step tsync conflicts
+step tsync conflicts show 1
 step tsync diff todoitem milk
 step tsync resolve --all --ours --push
 step tsync get todoitem milk
