@@ -25,7 +25,14 @@ enum PostgresTestDatabase {
     static func withFreshDatabase<Result: Sendable>(_ body: @Sendable (PostgresURL) async throws -> Result) async throws -> Result {
         let admin = try adminURL()
         let name = "tsync_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        try await execute("CREATE DATABASE \(name)", on: admin)
+        // A linguistic collation (ICU en-US: 'a' < 'B'), unlike SQLite's byte order, so that any
+        // comparison that forgets COLLATE "C" shows up as a difference between the backends.
+        // PostgreSQL built without ICU gets the cluster's default.
+        do {
+            try await execute("CREATE DATABASE \(name) LOCALE_PROVIDER icu ICU_LOCALE 'en-US' TEMPLATE template0", on: admin)
+        } catch {
+            try await execute("CREATE DATABASE \(name)", on: admin)
+        }
         var url = admin
         url.database = name
         do {
