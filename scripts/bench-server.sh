@@ -54,9 +54,20 @@ fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
 echo "server: $base, database $work/bench.db (WAL), request log on"
 
-wrk -t"$threads" -c"$threads" -d300s -s "$lua/seed.lua" "$base" -- $((records / threads)) | grep '^seeded'
-count=$(curl -fsS "$base/tables/items?\$inlinecount=allpages&\$top=0" | grep -o '"count":[0-9]*' | cut -d: -f2)
-echo "records in the table: $count"
+# wrk always runs for its whole duration, even once every thread has stopped: watch the count
+# and interrupt it (SIGINT makes wrk stop and report) when the table is full.
+count_records() {
+    curl -fsS "$base/tables/items?\$inlinecount=allpages&\$top=0" | grep -o '"count":[0-9]*' | cut -d: -f2
+}
+seed_start=$(date +%s.%N)
+wrk -t"$threads" -c"$threads" -d600s -s "$lua/seed.lua" "$base" -- $((records / threads)) >"$work/seed.out" &
+seed_pid=$!
+while kill -0 "$seed_pid" 2>/dev/null && [ "$(count_records)" -lt $((records / threads * threads)) ]; do sleep 0.2; done
+kill -INT "$seed_pid" 2>/dev/null || true
+wait "$seed_pid" || true
+count=$(count_records)
+seed_seconds=$(awk -v start="$seed_start" -v end="$(date +%s.%N)" 'BEGIN { printf "%.1f", end - start }')
+echo "seeded: $count records in $seed_seconds s (POST, one connection per wrk thread)"
 
 filtered="$base/tables/items?\$filter=category%20eq%20'c7'%20and%20done%20eq%20false&\$orderby=n%20desc&\$top=50"
 wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/query.lua" "$filtered" -- filtered-page | grep '^RESULT'

@@ -111,6 +111,15 @@ struct PostgresSyntax: SQLSyntax {
     }
 
     func sortKey(_ expression: SQLTemplate, kind: SQLValueKind, descending: Bool, nullable: Bool) -> SQLTemplate {
+        if kind == .json {
+            // jsonb compares strings in the database's default collation, which cannot be
+            // overridden. Two keys keep jsonb's order between kinds but compare strings by bytes,
+            // as every other text comparison here (and SQLite) does: first the value with every
+            // string made equal, then the string's text under "C".
+            let kinds: SQLTemplate = "(CASE WHEN jsonb_typeof(\(expression)) = 'string' THEN '\"\"'::jsonb ELSE \(expression) END)"
+            let strings: SQLTemplate = "(CASE WHEN jsonb_typeof(\(expression)) = 'string' THEN \(expression) #>> '{}' END)"
+            return "\(sortKey(kinds, kind: .boolean, descending: descending, nullable: nullable)), \(sortKey(strings, kind: .text, descending: descending, nullable: nullable))"
+        }
         var key = kind == .text ? "\(expression) COLLATE \"C\"" : expression
         key = descending ? "\(key) DESC" : "\(key) ASC"
         guard nullable else { return key }

@@ -135,7 +135,8 @@ private func isBalanced(_ sql: String) -> Bool {
             == SQLFragment(sql: #""updated_at" COLLATE "C" ASC, "deleted" DESC, "id" COLLATE "C" ASC"#))
         #expect(try postgres.orderBy([SortKey(field: "text", descending: true), SortKey(field: "n")], firstArgumentIndex: 4)
             == SQLFragment(
-                sql: #"NULLIF("body"->$4::text, 'null'::jsonb) DESC NULLS LAST, NULLIF("body"->$5::text, 'null'::jsonb) ASC NULLS FIRST, "id" COLLATE "C" ASC"#,
+                // User fields: jsonb's order between kinds, then strings by bytes (not the database's collation).
+                sql: #"(CASE WHEN jsonb_typeof(NULLIF("body"->$4::text, 'null'::jsonb)) = 'string' THEN '""'::jsonb ELSE NULLIF("body"->$4::text, 'null'::jsonb) END) DESC NULLS LAST, (CASE WHEN jsonb_typeof(NULLIF("body"->$4::text, 'null'::jsonb)) = 'string' THEN NULLIF("body"->$4::text, 'null'::jsonb) #>> '{}' END) COLLATE "C" DESC NULLS LAST, (CASE WHEN jsonb_typeof(NULLIF("body"->$5::text, 'null'::jsonb)) = 'string' THEN '""'::jsonb ELSE NULLIF("body"->$5::text, 'null'::jsonb) END) ASC NULLS FIRST, (CASE WHEN jsonb_typeof(NULLIF("body"->$5::text, 'null'::jsonb)) = 'string' THEN NULLIF("body"->$5::text, 'null'::jsonb) #>> '{}' END) COLLATE "C" ASC NULLS FIRST, "id" COLLATE "C" ASC"#,
                 arguments: [.text("text"), .text("n")]))
     }
 }

@@ -105,12 +105,13 @@ public final class PostgresStorage: ServerStorage {
                 Self.appendKey(to: &select, table: table, id: id, scope: scope)
                 select.append(" FOR UPDATE")
                 guard let current = try await transaction.rows(select).first.map(Self.decode) else { return .rollback(.notFound) }
-                if current.system.deleted, change != .undelete { return .rollback(.notFound) }
-                guard let version = current.system.version, expectedVersion.accepts(version) else {
-                    return .rollback(.versionMismatch(current))
+                switch RecordWriter.plan(change, on: current, expected: expectedVersion) {
+                case .notFound: return .rollback(.notFound)
+                case .versionMismatch: return .rollback(.versionMismatch(current))
+                case .unchanged: return .rollback(.modified(current))
+                case .write: break
                 }
-                if RecordWriter.isNoOp(change, on: current) { return .rollback(.modified(current)) }
-                guard let next = RecordWriter.apply(change, to: current, updatedAt: updatedAt) else { return .rollback(.notFound) }
+                let next = RecordWriter.apply(change, to: current, updatedAt: updatedAt)
                 var update = Self.advancingClock(key: key, to: updatedAt)
                 update.append(
                     "UPDATE tsync_records SET updated_at = \(update.bind(updatedAt.iso8601)), version = \(update.bind(next.system.version)), "

@@ -6,7 +6,9 @@ import TSyncModel
 ///
 /// The spelling is libpq's, so the URL an operator already has for `psql` works unchanged.
 /// A password on the command line shows up in `ps`, so it may come from `PGPASSWORD` instead
-/// (as with `psql`); the URL's own password wins when both are given.
+/// (as with `psql`); the URL's own password wins when both are given. A host that is a directory
+/// (percent-encoded: `postgres://tsync@%2Fvar%2Frun%2Fpostgresql/tsync`) means the server's Unix
+/// socket in it, as with libpq.
 public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     /// How much TLS to ask for, with libpq's names and meanings.
     public enum TLSMode: String, Sendable, CaseIterable {
@@ -22,6 +24,7 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         case verifyFull = "verify-full"
     }
 
+    /// A host name or address, or the directory of the server's Unix socket (starts with `/`).
     public var host: String
     public var port: Int
     public var username: String
@@ -73,8 +76,16 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         self.tlsMode = tlsMode
     }
 
+    /// The socket libpq would use for a directory host: `DIR/.s.PGSQL.PORT`.
+    var unixSocketPath: String? {
+        host.hasPrefix("/") ? host + (host.hasSuffix("/") ? "" : "/") + ".s.PGSQL.\(port)" : nil
+    }
+
     /// The URL without its password, for messages and logs.
     public var description: String {
+        if unixSocketPath != nil {
+            return "postgres://\(username)@\(host.replacing("/", with: "%2F")):\(port)/\(database)"
+        }
         let hostPart = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(username)@\(hostPart):\(port)/\(database)"
     }
@@ -98,8 +109,12 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         case let configuration? where tlsMode == .prefer: tls = .prefer(configuration)
         case let configuration?: tls = .require(configuration)
         }
-        var configuration = PostgresClient.Configuration(
-            host: host, port: port, username: username, password: password, database: database, tls: tls)
+        var configuration =
+            if let unixSocketPath {
+                PostgresClient.Configuration(unixSocketPath: unixSocketPath, username: username, password: password, database: database)
+            } else {
+                PostgresClient.Configuration(host: host, port: port, username: username, password: password, database: database, tls: tls)
+            }
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = Self.connectTimeout
         return configuration
@@ -114,8 +129,12 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         case let configuration? where tlsMode == .prefer: tls = .prefer(try NIOSSLContext(configuration: configuration))
         case let configuration?: tls = .require(try NIOSSLContext(configuration: configuration))
         }
-        var configuration = PostgresConnection.Configuration(
-            host: host, port: port, username: username, password: password, database: database, tls: tls)
+        var configuration =
+            if let unixSocketPath {
+                PostgresConnection.Configuration(unixSocketPath: unixSocketPath, username: username, password: password, database: database)
+            } else {
+                PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: tls)
+            }
         configuration.options.connectTimeout = .seconds(Int64(Self.connectTimeout.components.seconds))
         return configuration
     }

@@ -32,6 +32,14 @@ import TSyncModel
         #expect(url.database == "my db")
     }
 
+    @Test func aDirectoryHostIsAUnixSocket() throws {
+        let url = try PostgresURL(parsing: "postgres://tsync@%2Fvar%2Frun%2Fpostgresql/sync", environment: [:])
+        #expect(url.host == "/var/run/postgresql")
+        #expect(url.unixSocketPath == "/var/run/postgresql/.s.PGSQL.5432")
+        #expect(url.description == "postgres://tsync@%2Fvar%2Frun%2Fpostgresql:5432/sync")
+        #expect(try PostgresURL(parsing: "postgres://tsync@127.0.0.1/sync", environment: [:]).unixSocketPath == nil)
+    }
+
     @Test func neverShowsThePassword() throws {
         let url = try PostgresURL(parsing: "postgres://alice:s3cret@db:5433/sync", environment: [:])
         #expect(url.description == "postgres://alice@db:5433/sync")
