@@ -12,6 +12,10 @@ extension LocalStore {
     @discardableResult
     public func insert(table: String, objects: [[String: JSONValue]]) throws(TSyncError) -> [String] {
         try Identifiers.validateTableName(table)
+        // In a batch, an error names the record by its position in the input.
+        let number = { (error: TSyncError, offset: Int) -> TSyncError in
+            objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+        }
         // Validate and serialize before taking the write lock: other writers wait less.
         var prepared: [(id: String, body: String)] = []
         prepared.reserveCapacity(objects.count)
@@ -20,7 +24,7 @@ extension LocalStore {
                 let record = try RecordInput.newRecord(object)
                 prepared.append((record.id, StoredJSON.encode(record.fields)))
             } catch {
-                throw objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+                throw number(error, offset)
             }
         }
         let queuedAt = Timestamp.now().iso8601
@@ -32,23 +36,35 @@ extension LocalStore {
                 try Bool.fetchOne(
                     db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND kind = 'delete')",
                     arguments: [table]) ?? false
-            let insertRecord = try db.cachedStatement(sql: "INSERT INTO records (tbl, id, body) VALUES (?, ?, ?)")
-            let insertOperation = try db.cachedStatement(
-                sql: "INSERT INTO operations (tbl, item_id, kind, queued_at) VALUES (?, ?, 'insert', ?)")
-            for (offset, item) in prepared.enumerated() {
+            var chunkStart = 0
+            while chunkStart < prepared.count {
+                let chunk = prepared.indices[chunkStart..<min(chunkStart + Self.insertChunkSize, prepared.count)]
+                chunkStart = chunk.upperBound
+                if tableHasDeletes {
+                    for offset in chunk {
+                        guard let newest = try StoreRows.newestOperation(db, table: table, id: prepared[offset].id)
+                        else { continue }
+                        do {
+                            _ = try QueueCollapse.outcome(
+                                newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table,
+                                id: prepared[offset].id)
+                        } catch let error as TSyncError {
+                            throw number(error, offset)
+                        }
+                    }
+                }
                 do {
-                    if tableHasDeletes, let newest = try StoreRows.newestOperation(db, table: table, id: item.id) {
-                        _ = try QueueCollapse.outcome(
-                            newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: item.id)
+                    try insertRows(db, table: table, prepared[chunk], queuedAt: queuedAt)
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    // Some id exists. The failed statement changed nothing: insert this chunk row by
+                    // row to name the record.
+                    for offset in chunk {
+                        do {
+                            try insertRows(db, table: table, prepared[offset...offset], queuedAt: queuedAt)
+                        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                            throw number(try duplicateError(db, table: table, id: prepared[offset].id), offset)
+                        }
                     }
-                    do {
-                        try insertRecord.execute(arguments: [table, item.id, item.body])
-                    } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                        throw try duplicateError(db, table: table, id: item.id)
-                    }
-                    try insertOperation.execute(arguments: [table, item.id, queuedAt])
-                } catch let error as TSyncError where prepared.count > 1 {
-                    throw TSyncError(error.kind, "record \(offset + 1): \(error.message)")
                 }
             }
         }
@@ -92,6 +108,36 @@ extension LocalStore {
                 try StoreRows.deleteRecord(db, table: table, id: id)
             }
         }
+    }
+
+    /// Records per INSERT statement in a bulk insert: one statement per row made statement
+    /// overhead the largest cost of inserting 100,000 records.
+    static let insertChunkSize = 64
+
+    /// Inserts new records and their insert operations, several rows per statement.
+    private func insertRows(
+        _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String
+    ) throws {
+        let placeholders = Array(repeating: "(?, ?, ?)", count: rows.count).joined(separator: ", ")
+        var recordValues: [DatabaseValue] = []
+        var operationValues: [DatabaseValue] = []
+        recordValues.reserveCapacity(rows.count * 3)
+        operationValues.reserveCapacity(rows.count * 3)
+        let tableValue = table.databaseValue
+        let queuedAtValue = queuedAt.databaseValue
+        for row in rows {
+            let idValue = row.id.databaseValue
+            recordValues += [tableValue, idValue, row.body.databaseValue]
+            operationValues += [tableValue, idValue, queuedAtValue]
+        }
+        let insertRecords = try db.cachedStatement(sql: "INSERT INTO records (tbl, id, body) VALUES \(placeholders)")
+        insertRecords.setUncheckedArguments(StatementArguments(recordValues))
+        try insertRecords.execute()
+        let insertOperations = try db.cachedStatement(
+            sql: "INSERT INTO operations (tbl, item_id, queued_at, kind) VALUES "
+                + Array(repeating: "(?, ?, ?, 'insert')", count: rows.count).joined(separator: ", "))
+        insertOperations.setUncheckedArguments(StatementArguments(operationValues))
+        try insertOperations.execute()
     }
 
     /// Queues `kind` for an item whose record is `current` (before the change), collapsing into the

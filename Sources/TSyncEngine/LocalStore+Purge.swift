@@ -12,43 +12,46 @@ public struct PurgeResult: Sendable, Equatable {
 }
 
 extension LocalStore {
-    /// Removes local records of `table` (those matching the OData `filter`, or all).
+    /// Removes local records of `table`: all of them, or those matching the OData `filter`.
     ///
-    /// Refused while the table has pending operations, unless `force`: then the table's operations
-    /// (with their errors and bases) are dropped too. The table's saved queries are always dropped,
-    /// because their checkpoints would otherwise stop the next pull from fetching the purged
-    /// records again.
+    /// Refused while an item to purge has pending operations (without a filter: while the table
+    /// has any), unless `force`: then those operations, their errors and bases are dropped too.
+    /// Operations of items the filter keeps are never touched. The table's saved queries are always
+    /// dropped, because their checkpoints would otherwise stop the next pull from fetching the
+    /// purged records again.
     @discardableResult
     public func purge(table: String, filter: String? = nil, force: Bool = false) throws(TSyncError) -> PurgeResult {
         try Identifiers.validateTableName(table)
-        var whereSQL = ""
-        var values: [SQLValue] = []
+        // The ids to purge, as a subquery over the same view `query` uses.
+        var matching = "SELECT id FROM (SELECT id, body, created_at, updated_at, version, 0 AS deleted FROM records WHERE tbl = ?)"
+        var matchingArguments: [DatabaseValue] = [table.databaseValue]
         if let filter {
-            let expression = try ODataParser.parseFilter(filter)
-            let clause = try SQLRenderer(schema: RecordQuery.schema).whereClause(expression, firstArgumentIndex: 3)
-            whereSQL = " AND (" + clause.sql + ")"
-            values = clause.arguments
+            let clause = try SQLRenderer(schema: RecordQuery.schema).whereClause(try ODataParser.parseFilter(filter))
+            matching += " WHERE " + clause.sql
+            matchingArguments += clause.arguments.map(\.databaseValue)
         }
+        // Without a filter the whole table goes, pending deletes (which have no record) included.
+        let itemCondition = filter == nil ? "tbl = ?" : "tbl = ? AND item_id IN (\(matching))"
+        let itemArguments = StatementArguments([table.databaseValue] + (filter == nil ? [] : matchingArguments))
         return try write { db in
             try StoreRows.requireTable(db, table)
-            let pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM operations WHERE tbl = ?", arguments: [table]) ?? 0
+            let pending =
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM operations WHERE \(itemCondition)", arguments: itemArguments) ?? 0
             if pending > 0, !force {
                 throw TSyncError.failure(
-                    "\(table) has \(pending) pending operation\(pending == 1 ? "" : "s"); push first (`tsync push`), or purge with --force to drop them")
+                    "\(table) has \(pending) pending operation\(pending == 1 ? "" : "s") on the records to purge; push first (`tsync push`), or purge with --force to drop them")
             }
             var result = PurgeResult()
             if pending > 0 {
-                try db.execute(sql: "DELETE FROM operations WHERE tbl = ?", arguments: [table])
-                try db.execute(sql: "DELETE FROM bases WHERE tbl = ?", arguments: [table])
+                try db.execute(
+                    sql: "DELETE FROM bases WHERE tbl = ? AND id IN (SELECT item_id FROM operations WHERE \(itemCondition))",
+                    arguments: [table] + itemArguments)
+                try db.execute(sql: "DELETE FROM operations WHERE \(itemCondition)", arguments: itemArguments)
                 result.operations = pending
             }
             try db.execute(
-                sql: """
-                    DELETE FROM records WHERE tbl = ? AND id IN (
-                        SELECT id FROM (SELECT id, body, created_at, updated_at, version, 0 AS deleted FROM records WHERE tbl = ?)
-                        WHERE 1\(whereSQL))
-                    """,
-                arguments: StatementArguments([table.databaseValue, table.databaseValue] + values.map(\.databaseValue)))
+                sql: "DELETE FROM records WHERE tbl = ? AND id IN (\(matching))",
+                arguments: StatementArguments([table.databaseValue] + matchingArguments))
             result.records = db.changesCount
             try db.execute(sql: "DELETE FROM queries WHERE tbl = ?", arguments: [table])
             result.queries = db.changesCount

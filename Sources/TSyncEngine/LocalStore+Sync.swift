@@ -61,6 +61,22 @@ extension LocalStore {
         }
     }
 
+    /// Puts every in-flight operation back to pending. A push that died (killed, crashed) leaves
+    /// its operation in flight; the next push calls this first and sends it again — the server
+    /// answers a repeated insert with 409 and the same item, which counts as success (DESIGN §2.4).
+    /// - Returns: how many operations were reset.
+    @discardableResult
+    public func resetInFlightOperations() throws(TSyncError) -> Int {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE operations SET state = 'pending', item = CASE WHEN kind = 'delete' THEN item ELSE NULL END
+                    WHERE state = 'inflight'
+                    """)
+            return db.changesCount
+        }
+    }
+
     /// Puts an in-flight operation back to pending, unchanged (the server was not reached).
     public func abortPush(seq: Int64) throws(TSyncError) {
         try write { db in try Self.releaseOperation(db, seq: seq) }
@@ -112,6 +128,27 @@ extension LocalStore {
                 try StoreRows.upsertRecord(db, table: table, record: server)
             }
             try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+        }
+    }
+
+    /// Ends every local change of an item: its operations (and their errors) leave the queue, its
+    /// base is dropped, and the local item becomes `record` — or is removed when `record` is nil.
+    /// `resolve --theirs` passes the server's copy; `resolve --discard` passes the base.
+    public func resetItem(table: String, id: String, to record: TSyncModel.Record?) throws(TSyncError) {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
+        if let record, record.id != id {
+            throw .invalidInput("cannot reset \(table)/\(id) to a record with id \(Identifiers.quoted(record.id))")
+        }
+        try write { db in
+            try StoreRows.requireTable(db, table)
+            try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
+            try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+            if let record, !record.system.deleted {
+                try StoreRows.upsertRecord(db, table: table, record: record)
+            } else {
+                try StoreRows.deleteRecord(db, table: table, id: id)
+            }
         }
     }
 

@@ -77,7 +77,8 @@ public struct StoreLocation: Sendable, Equatable {
         return location
     }
 
-    static func absolute(_ path: String, from workingDirectory: String) -> String {
+    /// `path` made absolute against `workingDirectory`, with `.` and `..` resolved.
+    public static func absolute(_ path: String, from workingDirectory: String) -> String {
         if path.hasPrefix("/") { return standardized(path) }
         return standardized((workingDirectory as NSString).appendingPathComponent(path))
     }

@@ -6,12 +6,15 @@ public enum Identifiers {
     public static let maximumIDLength = 255
     public static let maximumTableNameLength = 64
     private static let forbiddenIDCharacters: Set<Unicode.Scalar> = ["/", "\\", "\"", "+", "?", "`"]
+    private static let forbiddenIDBytes: [UInt8] = forbiddenIDCharacters.map { UInt8($0.value) }
 
     public static func validateRecordID(_ id: String) throws(TSyncError) {
         if id.isEmpty { throw .invalidInput("invalid id: it is empty") }
         if id.utf8.count > maximumIDLength {
             throw .invalidInput("invalid id: longer than \(maximumIDLength) bytes")
         }
+        // Fast path for the usual ASCII id: a byte check instead of a Unicode property lookup.
+        if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && !forbiddenIDBytes.contains($0) }) { return }
         for scalar in id.unicodeScalars {
             if scalar.properties.generalCategory == .control {
                 throw .invalidInput("invalid id \(quoted(id)): it contains a control character")

@@ -256,7 +256,9 @@ public struct JSONParser {
     }
 
     private func decodeUTF8(_ range: Range<Int>) throws(TSyncError) -> String {
-        try decodeUTF8(Array(bytes[range]))
+        // Decoded straight from the slice: no intermediate array per string.
+        guard let string = String(validating: bytes[range], as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+        return string
     }
 
     private func decodeUTF8(_ buffer: [UInt8]) throws(TSyncError) -> String {

@@ -66,6 +66,14 @@ public enum JSONSerializer {
     }
 
     public static func writeString(_ string: String, to output: inout String) {
+        // Fast path: most strings (ids, names, text) need no escaping and are copied whole;
+        // appending scalar by scalar dominated bulk inserts.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output += "\""
+            output += string
+            output += "\""
+            return
+        }
         output += "\""
         for scalar in string.unicodeScalars {
             switch scalar {

@@ -12,6 +12,10 @@ struct InitCommand: ParsableCommand {
             existing store is safe: it upgrades the database if needed and sets --remote if given.
             """)
 
+    /// `tsync -C DIR init` initializes in DIR, as `git -C DIR init` does; hidden from this
+    /// command's help because `init DIR` says it better.
+    @OptionGroup(visibility: .hidden) var storeOptions: StoreOptions
+
     @Argument(help: "The directory to hold the store.")
     var directory: String = "."
 
@@ -19,7 +23,9 @@ struct InitCommand: ParsableCommand {
     var remote: String?
 
     func run() throws {
-        let location = StoreLocation.forInitializing(directory, workingDirectory: FileManager.default.currentDirectoryPath)
+        let base = StoreLocation.absolute(
+            storeOptions.store ?? ".", from: FileManager.default.currentDirectoryPath)
+        let location = StoreLocation.forInitializing(directory, workingDirectory: base)
         let (_, existed) = try LocalStore.initialize(location, remote: remote)
         Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
     }

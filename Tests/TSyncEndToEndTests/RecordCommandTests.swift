@@ -101,4 +101,17 @@ import Testing
 
                 """)
     }
+
+    @Test func purgeDropsLocalRecords() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo"], stdin: #"[{"id": "a", "done": true}, {"id": "b", "done": false}]"#)
+        let refused = try sandbox.run(["purge", "todo", "--filter", "done eq true"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("--force"))
+        let forced = try sandbox.run(["purge", "todo", "--filter", "done eq true", "--force"])
+        #expect(forced.status == 0)
+        #expect(forced.stderr.contains("purged 1 record from todo, dropped 1 pending operation"))
+        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\tb\n")
+        #expect(try sandbox.ok(["query", "todo", "--select", "id"]) == #"{"id":"b"}"# + "\n")
+    }
 }

@@ -73,4 +73,26 @@ import Testing
         #expect(unknown.status == 65)
         #expect(unknown.stderr.contains("unknown table \"nope\""))
     }
+
+    @Test func colourOnlyOnATerminalAndNeverWithNoColor() throws {
+        let sandbox = try TSyncSandbox()
+        try sandbox.ok(["insert", "todo", #"{"id": "a"}"#])
+        #expect(!(try sandbox.ok(["status"])).contains("\u{1B}["), "not a terminal: no colour")
+        guard let coloured = try TSyncProcess.runOnTerminal(["status"], in: sandbox.path, environment: ["TERM": "xterm"])
+        else { return }  // no `script` to make a terminal with
+        #expect(coloured.status == 0)
+        #expect(coloured.stdout.contains("\u{1B}[32madded:"), "\(coloured)")
+        let plain = try #require(
+            try TSyncProcess.runOnTerminal(["status"], in: sandbox.path, environment: ["TERM": "xterm", "NO_COLOR": "1"]))
+        #expect(plain.stdout.contains("added:"))
+        #expect(!plain.stdout.contains("\u{1B}["), "\(plain)")
+    }
+
+    @Test func neverPromptsOnATerminal() throws {
+        let sandbox = try TSyncSandbox()
+        // stdin is a terminal and no record was given: a usage error, not a wait for input.
+        guard let result = try TSyncProcess.runOnTerminal(["insert", "todo"], in: sandbox.path) else { return }
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stdout.contains("pipe records"))
+    }
 }

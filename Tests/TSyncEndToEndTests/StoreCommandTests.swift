@@ -21,6 +21,16 @@ import Testing
         #expect(remote.stdout == "http://127.0.0.1:8080\n")
     }
 
+    @Test func initHonoursDashC() throws {
+        let directory = try TemporaryDirectory()
+        let target = try directory.subdirectory("elsewhere")
+        #expect(try TSyncProcess.run(["-C", target, "init"], in: directory.path).status == 0)
+        #expect(try TSyncProcess.run(["-C", directory.path, "init", "sub"], in: "/").status == 0)
+        #expect(FileManager.default.fileExists(atPath: target + "/.tsync/store.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/sub/.tsync/store.sqlite"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/.tsync"))
+    }
+
     @Test func remoteShowsAndSets() throws {
         let sandbox = try TSyncSandbox()
         let none = try sandbox.run(["remote"])

@@ -51,6 +51,28 @@ import TSyncModel
         #expect(try store.pendingOperations().count == 1)
     }
 
+    @Test func aLargeBatchNamesTheRecordThatFailsAndKeepsQueueOrder() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert("todo", ["id": "existing"])
+        var objects: [[String: JSONValue]] = (0..<200).map { ["id": .string("r\($0)"), "n": .int(Int64($0))] }
+        objects[149] = ["id": "r10"]
+        #expect(throws: TSyncError.invalidInput("record 150: todo/r10 already exists (its insert is pending); use `tsync update` to change it")) {
+            try store.insert(table: "todo", objects: objects)
+        }
+        objects[149] = ["id": "existing"]
+        #expect(throws: TSyncError.invalidInput("record 150: todo/existing already exists (its insert is pending); use `tsync update` to change it")) {
+            try store.insert(table: "todo", objects: objects)
+        }
+        #expect(try store.pendingOperations().count == 1)
+
+        objects[149] = ["id": "r149", "n": 149]
+        let ids = try store.insert(table: "todo", objects: objects)
+        #expect(ids == (0..<200).map { "r\($0)" })
+        #expect(try store.pendingOperations().map(\.itemID) == ["existing"] + ids, "queue order is input order")
+        #expect(try store.record(table: "todo", id: "r149")?.fields == ["n": 149])
+    }
+
     @Test func insertOfAnExistingServerRecordIsRejected() throws {
         let temporary = try storeWithServerRecord()
         #expect(throws: TSyncError.invalidInput("todo/s1 already exists; use `tsync update` to change it")) {

@@ -62,6 +62,40 @@ import TSyncModel
         #expect(try store.queue("todo", "a") == ["insert"])
     }
 
+    @Test func aDeadPushIsResetToPending() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert(table: "todo", objects: [["id": "a"], ["id": "b"]])
+        let operations = try store.pendingOperations()
+        _ = try store.beginPush(seq: operations[0].seq)
+        #expect(try store.resetInFlightOperations() == 1)
+        #expect(try store.pendingOperations().map(\.state) == [.pending, .pending])
+        #expect(try store.resetInFlightOperations() == 0)
+    }
+
+    @Test func resetItemEndsEveryLocalChangeOfTheItem() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let server = LocalStore.serverRecord("s", ["text": "server"], version: "v1")
+        try store.applyServerPage(table: "todo", records: [server])
+        try store.update(table: "todo", id: "s", fields: ["text": "mine"])
+        try store.recordError(
+            NewOperationError(operationSeq: try store.pendingOperations()[0].seq, httpStatus: 412, message: "newer"))
+        // --theirs: the server's newer copy wins.
+        let theirs = LocalStore.serverRecord("s", ["text": "theirs"], version: "v2")
+        try store.resetItem(table: "todo", id: "s", to: theirs)
+        #expect(try store.record(table: "todo", id: "s") == theirs)
+        #expect(try store.pendingOperations().isEmpty)
+        #expect(try store.operationErrors().isEmpty)
+        #expect(try store.base(table: "todo", id: "s") == nil)
+        // --discard of a new item: it goes back to nothing.
+        try store.insert("todo", ["id": "n"])
+        try store.resetItem(table: "todo", id: "n", to: nil)
+        #expect(try store.record(table: "todo", id: "n") == nil)
+        #expect(try store.pendingOperations().isEmpty)
+        #expect(throws: TSyncError.self) { try store.resetItem(table: "todo", id: "s", to: server.with(id: "x")) }
+    }
+
     @Test func errorsBelongToOneOperationAndGoWithIt() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
@@ -154,17 +188,29 @@ import TSyncModel
             records: [
                 LocalStore.serverRecord("a", ["done": true], version: "1"),
                 LocalStore.serverRecord("b", ["done": false], version: "1"),
+                LocalStore.serverRecord("c", ["done": true], version: "1"),
             ],
             saving: SavedQuery(table: "todo", queryID: "all", filter: nil))
-        try store.insert("todo", ["id": "c", "done": true])
+        try store.update(table: "todo", id: "c", fields: ["note": "mine"])
+        try store.insert("todo", ["id": "d", "done": false])
         #expect(throws: TSyncError.self) { try store.purge(table: "todo") }
-        #expect(try store.query(table: "todo").count == 3)
+        #expect(throws: TSyncError.self) { try store.purge(table: "todo", filter: "done eq true") }
+        #expect(try store.query(table: "todo").count == 4)
 
+        // Forced, with a filter: only the purged items' operations go.
         let result = try store.purge(table: "todo", filter: "done eq true", force: true)
         #expect(result == PurgeResult(records: 2, operations: 1, queries: 1))
-        #expect(try store.query(table: "todo").map(\.id) == ["b"])
-        #expect(try store.pendingOperations().isEmpty)
+        #expect(try store.query(table: "todo").map(\.id) == ["b", "d"])
+        #expect(try store.pendingOperations().map(\.itemID) == ["d"])
+        #expect(try store.base(table: "todo", id: "c") == nil)
         #expect(try store.savedQueries().isEmpty)
-        #expect(try store.purge(table: "todo").records == 1)
+
+        // Nothing pending among the purged: no force needed.
+        #expect(try store.purge(table: "todo", filter: "id eq 'b'").records == 1)
+        // Without a filter, pending deletes count too.
+        try store.applyServerPage(table: "todo", records: [LocalStore.serverRecord("e", [:], version: "1")])
+        try store.delete(table: "todo", ids: ["e"])
+        #expect(try store.purge(table: "todo", force: true) == PurgeResult(records: 1, operations: 2, queries: 0))
+        #expect(try store.pendingOperations().isEmpty)
     }
 }

@@ -65,13 +65,16 @@ final class TSyncProcess {
     private let process = Process()
     private let output: TemporaryDirectory
 
-    /// Starts `tsync arguments...` in `directory`.
+    /// Starts `tsync arguments...` (or another `executable`) in `directory`.
     /// - Parameters:
     ///   - stdin: bytes for standard input; nil gives an empty stdin (/dev/null), which is not a terminal.
     ///   - environment: added to a clean environment (TSYNC_DIR and TSYNC_TOKEN removed, NO_COLOR unset).
-    init(_ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]) throws {
+    init(
+        _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:],
+        executable: String = TSyncBinary.path
+    ) throws {
         output = try TemporaryDirectory()
-        process.executableURL = URL(fileURLWithPath: TSyncBinary.path)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var childEnvironment = ProcessInfo.processInfo.environment
@@ -109,6 +112,21 @@ final class TSyncProcess {
         _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]
     ) throws -> TSyncResult {
         try TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment).wait()
+    }
+
+    /// Runs `tsync arguments...` with stdin, stdout and stderr on a pseudo-terminal (through
+    /// util-linux `script`), as a person at a terminal would; nil when `script` is not installed.
+    /// The terminal's output (stdout and stderr mixed) is in `stdout`.
+    static func runOnTerminal(
+        _ arguments: [String], in directory: String, environment: [String: String] = [:]
+    ) throws -> TSyncResult? {
+        let script = "/usr/bin/script"
+        guard FileManager.default.isExecutableFile(atPath: script) else { return nil }
+        let command = ([TSyncBinary.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+            .joined(separator: " ")
+        return try TSyncProcess(
+            ["-q", "-e", "-c", command, "/dev/null"], in: directory, environment: environment, executable: script
+        ).wait()
     }
 }
 

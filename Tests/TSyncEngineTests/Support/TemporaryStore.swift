@@ -49,3 +49,11 @@ extension LocalStore {
                 version: version))
     }
 }
+
+extension Record {
+    func with(id: String) -> Record {
+        var copy = self
+        copy.id = id
+        return copy
+    }
+}
