@@ -14,12 +14,12 @@ public struct SyncServer: Sendable {
 
     public init(
         configuration: ServerConfiguration, storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(),
-        logger: Logger = Logger(label: "tsync.serve")
+        logger: Logger = Logger(label: "tsync.serve"), clock: @escaping @Sendable () -> Timestamp = WallClock.now
     ) throws(TSyncError) {
         try configuration.validate()
         self.configuration = configuration
         self.storage = storage
-        self.authenticator = Authenticator(storage: storage, hasher: hasher, policy: configuration.authentication)
+        self.authenticator = Authenticator(storage: storage, hasher: hasher, policy: configuration.authentication, clock: clock)
         self.logger = logger
     }
 

@@ -30,7 +30,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Allow --no-auth on an address other than loopback.")
     var insecure = false
 
-    @Option(name: .customLong("per-user"), help: ArgumentHelp("A table whose records only their creator sees (repeatable).", valueName: "table"))
+    @Option(
+        name: .customLong("per-user"),
+        help: ArgumentHelp(
+            "A table whose records only the user who inserted them sees (repeatable).",
+            discussion: "Other users get 404 for those records; an insert that reuses one of their ids gets 409 without the item.",
+            valueName: "table"
+        )
+    )
     var perUser: [String] = []
 
     @Option(name: .customLong("max-top"), help: "Largest page ($top) a client may ask for.")

@@ -16,8 +16,9 @@ struct UserCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("Server database: sqlite:PATH.", valueName: "url"))
         var db = DatabaseLocation.defaultValue
 
-        func accounts() throws -> AccountManager {
-            AccountManager(storage: try DatabaseLocation(parsing: db).open())
+        /// The accounts of the database; only `add` creates a database that does not exist yet.
+        func accounts(creating: Bool = false) throws -> AccountManager {
+            AccountManager(storage: try DatabaseLocation(parsing: db).open(mustExist: !creating))
         }
     }
 
@@ -34,7 +35,7 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try AccountRules.validateName(name)
-            let accounts = try database.accounts()
+            let accounts = try database.accounts(creating: true)
             let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
             try await accounts.add(name: name, password: password)
             FileHandle.standardError.write(Data("created account \(name)\n".utf8))

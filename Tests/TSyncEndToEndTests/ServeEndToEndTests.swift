@@ -68,6 +68,11 @@ import FoundationNetworking
         let directory = try ServeFixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let db = "sqlite:" + directory.appendingPathComponent("server.db").path
+        let noDatabase = try ServeFixture.run(["user", "list", "--db", db])
+        #expect(noDatabase.status == 65)
+        #expect(noDatabase.stderr.contains("no server database"))
+        #expect(!FileManager.default.fileExists(atPath: String(db.dropFirst("sqlite:".count))))
+        #expect(try ServeFixture.run(["user", "add", "carol", "--db", db], stdin: "carol password").status == 0)
         let missing = try ServeFixture.run(["user", "remove", "nobody", "--db", db])
         #expect(missing.status == 65)
         let short = try ServeFixture.run(["user", "add", "bob", "--db", db], stdin: "short\n")

@@ -1,3 +1,4 @@
+import Foundation
 import TSyncModel
 
 /// Where the server database lives, from `--db`: `sqlite:PATH` now, `postgres://…` in a later release.
@@ -22,10 +23,17 @@ public enum DatabaseLocation: Sendable, Equatable {
         }
     }
 
-    /// Opens the storage backend for this location.
-    public func open() throws -> any ServerStorage {
+    /// Opens the storage backend for this location. With `mustExist`, a database that is not
+    /// there is an error rather than a new empty one (a typo in `--db` should not go unnoticed).
+    public func open(mustExist: Bool = false) throws -> any ServerStorage {
         switch self {
-        case .sqlite(let path): try SQLiteStorage(path: path)
+        case .sqlite(let path):
+            if mustExist, !FileManager.default.fileExists(atPath: path) {
+                throw TSyncError.invalidInput(
+                    "no server database at \(Identifiers.quoted(path)): check --db (`tsync serve` and `tsync user add` create it)"
+                )
+            }
+            return try SQLiteStorage(path: path)
         }
     }
 }

@@ -21,29 +21,36 @@ enum RecordWriter {
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
-    /// What a change makes of `current`, or nil when the change does not apply to it (updating or
-    /// deleting a soft-deleted record: the client sees 404, as for GET).
-    static func apply(_ change: RecordChange, to current: Record, updatedAt: Timestamp) -> Record? {
+    /// What a write should do with the current record, decided before the clock is touched.
+    enum Plan: Equatable {
+        /// Updating or deleting a soft-deleted record: the client sees 404, as for GET.
+        case notFound
+        /// The precondition failed: answer 412/409 with the current record.
+        case versionMismatch
+        /// Undeleting a record that is not deleted changes nothing and writes nothing, so a retried
+        /// undelete does not bump the version under another client's feet.
+        case unchanged
+        case write
+    }
+
+    static func plan(_ change: RecordChange, on current: Record, expected: ExpectedVersion) -> Plan {
+        if current.system.deleted, change != .undelete { return .notFound }
+        guard let version = current.system.version, expected.accepts(version) else { return .versionMismatch }
+        if change == .undelete, !current.system.deleted { return .unchanged }
+        return .write
+    }
+
+    /// The record after `change`, with a new version and `updatedAt`. Call only when `plan` said `.write`.
+    static func apply(_ change: RecordChange, to current: Record, updatedAt: Timestamp) -> Record {
         var next = current
         switch change {
-        case .update(let fields):
-            guard !current.system.deleted else { return nil }
-            next.fields.merge(fields) { _, new in new }
-        case .softDelete:
-            guard !current.system.deleted else { return nil }
-            next.system.deleted = true
-        case .undelete:
-            next.system.deleted = false
+        case .update(let fields): next.fields.merge(fields) { _, new in new }
+        case .softDelete: next.system.deleted = true
+        case .undelete: next.system.deleted = false
         }
         next.system.updatedAt = updatedAt
         next.system.version = newVersion()
         return next
-    }
-
-    /// Undeleting a record that is not deleted changes nothing and writes nothing, so a retried
-    /// undelete does not bump the version under another client's feet.
-    static func isNoOp(_ change: RecordChange, on current: Record) -> Bool {
-        change == .undelete && !current.system.deleted
     }
 
     /// A freshly inserted record: `createdAt` = `updatedAt`, a new version, not deleted.

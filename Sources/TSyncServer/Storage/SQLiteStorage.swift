@@ -119,13 +119,13 @@ public final class SQLiteStorage: ServerStorage {
             guard try self.tableExists(db, sqlName),
                 let (current, _) = try Self.fetchRecord(db, sqlName: sqlName, id: id, scope: scope)
             else { return .notFound }
-            if current.system.deleted, change != .undelete { return .notFound }
-            guard let version = current.system.version, expectedVersion.accepts(version) else {
-                return .versionMismatch(current)
+            switch RecordWriter.plan(change, on: current, expected: expectedVersion) {
+            case .notFound: return .notFound
+            case .versionMismatch: return .versionMismatch(current)
+            case .unchanged: return .modified(current)
+            case .write: break
             }
-            if RecordWriter.isNoOp(change, on: current) { return .modified(current) }
-            let updatedAt = try Self.nextUpdatedAt(db, clockKey: clockKey, now: now)
-            guard let next = RecordWriter.apply(change, to: current, updatedAt: updatedAt) else { return .notFound }
+            let next = RecordWriter.apply(change, to: current, updatedAt: try Self.nextUpdatedAt(db, clockKey: clockKey, now: now))
             try db.execute(
                 sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?",
                 arguments: [

@@ -45,7 +45,7 @@ func withTestServer<T: Sendable>(
     let storage = try database.open(clock: clock)
     let manager = AccountManager(storage: storage, hasher: cheapHasher)
     for (name, password) in accounts { try await manager.add(name: name, password: password) }
-    let server = try SyncServer(configuration: configuration, storage: storage, hasher: cheapHasher, logger: logger)
+    let server = try SyncServer(configuration: configuration, storage: storage, hasher: cheapHasher, logger: logger, clock: clock)
     return try await server.makeApplication().test(.ahc(.http)) { client in
         try await body(TestHTTP(client: client, storage: storage))
     }
@@ -124,6 +124,17 @@ struct TestHTTP: Sendable {
         let reply = try await post("/tables/\(table)", item, token: token)
         guard reply.status == 201 else { throw TSyncError.failure("insert into \(table) failed: \(reply.status) \(reply.text)") }
         return reply.object
+    }
+}
+
+/// A wall clock that tests move by hand (token expiry, login windows, a stalled clock).
+final class TestClock: Sendable {
+    private let current = LockedValue(Timestamp(millisecondsSinceEpoch: 1_800_000_000_000))
+
+    var now: @Sendable () -> Timestamp { { self.current.withLock { $0 } } }
+
+    func advance(by duration: Duration) {
+        current.withLock { $0 = Timestamp(millisecondsSinceEpoch: $0.millisecondsSinceEpoch + duration.milliseconds) }
     }
 }
 

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Benchmark of `tsync serve` (not a test): release build, SQLite, loopback, --no-auth.
+# Seeds RECORDS records, then measures with wrk for DURATION each:
+#   - a filtered page of 50 ($filter on two body fields, $orderby, $top=50)
+#   - an incremental-pull page of 50 ($filter/$orderby on updatedAt, id: the (updated_at, id) index)
+#   - PATCH with If-Match (each connection sends the version it got back last)
+# Prints one RESULT line per measurement, plus the machine. Tunables: RECORDS, DURATION, THREADS,
+# CONNECTIONS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+records=${RECORDS:-10000}
+duration=${DURATION:-10s}
+threads=${THREADS:-2}
+connections=${CONNECTIONS:-16}
+lua=scripts/bench-server
+
+if ! command -v wrk >/dev/null; then
+    if [ -x scripts/install-deps.sh ]; then scripts/install-deps.sh --with-bench; else
+        echo "wrk is needed: apt-get install wrk" >&2
+        exit 1
+    fi
+fi
+
+echo "building (release)..." >&2
+swift build -c release --product tsync >&2
+bin="$(swift build -c release --show-bin-path)/tsync"
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid"
+        wait "$server_pid" || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$bin" serve --no-auth --port 0 --db "sqlite:$work/bench.db" 2>"$work/serve.log" &
+server_pid=$!
+base=""
+for _ in $(seq 100); do
+    base=$(grep -o 'listening on http://[^ ]*' "$work/serve.log" | head -1 | sed 's/^listening on //' || true)
+    [ -n "$base" ] && break
+    sleep 0.1
+done
+if [ -z "$base" ]; then
+    echo "tsync serve did not start:" >&2
+    cat "$work/serve.log" >&2
+    exit 1
+fi
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
+echo "server: $base, database $work/bench.db (WAL), request log on"
+
+# wrk always runs for its whole duration, even once every thread has stopped: watch the count
+# and interrupt it (SIGINT makes wrk stop and report) when the table is full.
+count_records() {
+    curl -fsS "$base/tables/items?\$inlinecount=allpages&\$top=0" | grep -o '"count":[0-9]*' | cut -d: -f2
+}
+seed_start=$(date +%s.%N)
+wrk -t"$threads" -c"$threads" -d600s -s "$lua/seed.lua" "$base" -- $((records / threads)) >"$work/seed.out" &
+seed_pid=$!
+while kill -0 "$seed_pid" 2>/dev/null && [ "$(count_records)" -lt $((records / threads * threads)) ]; do sleep 0.2; done
+kill -INT "$seed_pid" 2>/dev/null || true
+wait "$seed_pid" || true
+count=$(count_records)
+seed_seconds=$(awk -v start="$seed_start" -v end="$(date +%s.%N)" 'BEGIN { printf "%.1f", end - start }')
+echo "seeded: $count records in $seed_seconds s (POST, one connection per wrk thread)"
+
+filtered="$base/tables/items?\$filter=category%20eq%20'c7'%20and%20done%20eq%20false&\$orderby=n%20desc&\$top=50"
+wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/query.lua" "$filtered" -- filtered-page | grep '^RESULT'
+
+pull="$base/tables/items?\$filter=updatedAt%20gt%20datetime'2000-01-01T00:00:00.000Z'&\$orderby=updatedAt,id&\$top=50&__includeDeleted=true"
+wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/query.lua" "$pull" -- pull-page | grep '^RESULT'
+
+wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/patch.lua" "$base" -- 100 | grep '^RESULT'
+
+kill -TERM "$server_pid"
+if wait "$server_pid"; then echo "server stopped cleanly on SIGTERM"; else echo "server exit status $?"; fi
+server_pid=""
