@@ -274,7 +274,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" port' -l 'port' -d 'Port to listen on; 0 picks a free one.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" no-auth' -l 'no-auth' -d 'Serve without accounts (only on a loopback address unless --insecure).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" insecure' -l 'insecure' -d 'Allow --no-auth on an address other than loopback.'
-complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'per-user' -d 'A table whose records only their creator sees (repeatable).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'per-user' -d 'A table whose records only the user who inserted them sees (repeatable).' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-top' -l 'max-top' -d 'Largest page ($top) a client may ask for.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" token-ttl' -l 'token-ttl' -d 'Lifetime of a login token, in seconds.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" version' -l 'version' -d 'Show the version.'

@@ -142,13 +142,18 @@ extension LocalStore {
         }
         try write { db in
             try StoreRows.requireTable(db, table)
-            try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
-            try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
-            if let record, !record.system.deleted {
-                try StoreRows.upsertRecord(db, table: table, record: record)
-            } else {
-                try StoreRows.deleteRecord(db, table: table, id: id)
-            }
+            try Self.resetItem(db, table: table, id: id, to: record)
+        }
+    }
+
+    /// `resetItem` inside a caller's transaction (`resolve`).
+    static func resetItem(_ db: Database, table: String, id: String, to record: TSyncModel.Record?) throws {
+        try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
+        try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        if let record, !record.system.deleted {
+            try StoreRows.upsertRecord(db, table: table, record: record)
+        } else {
+            try StoreRows.deleteRecord(db, table: table, id: id)
         }
     }
 

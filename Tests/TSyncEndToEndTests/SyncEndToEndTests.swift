@@ -34,6 +34,10 @@ import TSyncModel
         let token = try #require(try JSONParser.parse(String(contentsOfFile: credentials, encoding: .utf8)).objectValue?["token"]?.stringValue)
         #expect(!login.stdout.contains(token) && !login.stderr.contains(token))
 
+        #expect(try store.ok(["push", "--dry-run"]) == "A\ttodoitem\tmilk\nA\ttodoitem\tbread\n")
+        let dryRun = try JSONOutput.object(try store.ok(["push", "--dry-run", "--json"]))
+        #expect(dryRun["dryRun"] == true && JSONOutput.int(dryRun["pushed"]) == 0)
+        #expect(try await server.records("todoitem").isEmpty, "a dry run sends nothing")
         let push = try store.run(["push", "--json"])
         #expect(push.status == 0, "\(push)")
         #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["pushed"]) == 2)

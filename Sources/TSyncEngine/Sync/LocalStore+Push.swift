@@ -33,7 +33,9 @@ extension LocalStore {
     }
 
     /// Marks up to `limit` pushable operations, at most one per item, in flight in one
-    /// transaction, and returns them with the item to send (saved with them).
+    /// transaction, and returns them with the item to send (saved with them). An operation already
+    /// in flight is returned again with its saved item: callers hold the `PushLock`, so it is the
+    /// leftover of a push that died before it learned the answer.
     public func claimOperations(tables: [String]?, limit: Int) throws(TSyncError) -> [OutgoingOperation] {
         try write { db in
             let claimed = try Self.selectPushable(db, tables: tables, limit: limit)

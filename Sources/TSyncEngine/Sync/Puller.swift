@@ -94,11 +94,16 @@ public struct Puller: Sendable {
             }
             if request.reset { checkpoint = nil }
         }
-        while true {
-            let page = try await remote.readPage(
-                PageRequest(
-                    table: request.table, filter: Checkpoint.filter(user: filter, after: checkpoint),
-                    orderBy: Checkpoint.orderBy, top: request.pageSize))
+        func pageRequest(after checkpoint: Checkpoint?) -> PageRequest {
+            PageRequest(
+                table: request.table, filter: Checkpoint.filter(user: filter, after: checkpoint),
+                orderBy: Checkpoint.orderBy, top: request.pageSize)
+        }
+        var fetching: PageFetch? = PageFetch(remote, pageRequest(after: checkpoint))
+        defer { fetching?.cancel() }
+        while let current = fetching {
+            let page = try await current.page()
+            fetching = nil
             if let last = Checkpoint.last(of: page.records), checkpoint.map({ last > $0 }) ?? true {
                 checkpoint = last
             } else if !page.records.isEmpty {
@@ -106,6 +111,9 @@ public struct Puller: Sendable {
                 throw .failure(
                     "the server at \(remote.endpoint) does not order \(request.table) by updatedAt, id or omits updatedAt; pull without --query-id")
             }
+            let more = !(page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil))
+            // The next page is already on its way while this one is written.
+            if more { fetching = PageFetch(remote, pageRequest(after: checkpoint), prefetch: !rowTransactions) }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: checkpoint, lastPullAt: Timestamp.now())
             let result =
@@ -114,34 +122,70 @@ public struct Puller: Sendable {
                 : try store.applyServerPage(table: request.table, records: page.records, saving: query)
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
-            if page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil) { break }
         }
         summary.checkpoint = checkpoint
     }
 
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
-        var next: String?
         var skip = 0
-        while true {
-            let page = try await remote.readPage(
-                PageRequest(
-                    table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize,
-                    skip: skip == 0 ? nil : skip, nextLink: next))
+        var fetching: PageFetch? = PageFetch(
+            remote, PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize))
+        defer { fetching?.cancel() }
+        var previousLink: String?
+        while let current = fetching {
+            let page = try await current.page()
+            fetching = nil
+            skip += page.records.count
+            let more: Bool
+            if let link = page.nextLink {
+                more = link != previousLink && !page.records.isEmpty
+                previousLink = link
+            } else {
+                more = page.records.count >= request.pageSize
+            }
+            if more {
+                fetching = PageFetch(
+                    remote,
+                    PageRequest(
+                        table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
+                        nextLink: page.nextLink),
+                    prefetch: !rowTransactions)
+            }
             let result =
                 rowTransactions
                 ? try store.applyServerPageRowByRow(table: request.table, records: page.records, saving: nil)
                 : try store.applyServerPage(table: request.table, records: page.records)
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
-            skip += page.records.count
-            if let link = page.nextLink {
-                guard link != next else { break }
-                next = link
-            } else {
-                if page.records.count < request.pageSize { break }
-                next = nil
-            }
-            if page.records.isEmpty { break }
+        }
+    }
+}
+
+/// One page request, started at once (`prefetch`) so it overlaps with writing the previous page,
+/// or when its page is asked for (the SDKs' sequential way, for the benchmark baseline).
+private final class PageFetch: Sendable {
+    private let task: Task<Result<Page, TSyncError>, Never>?
+    private let remote: RemoteClient
+    private let request: PageRequest
+
+    init(_ remote: RemoteClient, _ request: PageRequest, prefetch: Bool = true) {
+        self.remote = remote
+        self.request = request
+        task = prefetch ? Task { await Self.read(remote, request) } : nil
+    }
+
+    func page() async throws(TSyncError) -> Page {
+        if let task { return try await task.value.get() }
+        return try await Self.read(remote, request).get()
+    }
+
+    func cancel() { task?.cancel() }
+
+    private static func read(_ remote: RemoteClient, _ request: PageRequest) async -> Result<Page, TSyncError> {
+        do throws(TSyncError) {
+            return .success(try await remote.readPage(request))
+        } catch {
+            return .failure(error)
         }
     }
 }

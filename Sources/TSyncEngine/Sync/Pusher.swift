@@ -1,3 +1,4 @@
+import Foundation
 import TSyncModel
 
 /// What a push did, for the summary line and `push --json`.
@@ -42,7 +43,7 @@ public struct Pusher: Sendable {
     /// Operations claimed per transaction.
     public var batchSize = 64
     /// Requests in flight at once (each for a different item).
-    public var concurrency = 4
+    public var concurrency = ProcessInfo.processInfo.environment["TSYNC_PUSH_CONCURRENCY"].flatMap { Int($0) } ?? 8
 
     public init(store: LocalStore, remote: RemoteClient) {
         self.store = store
@@ -53,6 +54,8 @@ public struct Pusher: Sendable {
     /// Throws `.unreachable` / `.unauthorized` when the server cannot be used; the operations
     /// not answered go back to pending and everything answered before is kept.
     public func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+        let lock = try PushLock(store: store)
+        defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()
         let total = try store.pushableOperations(tables: tables).count
         progress?(0, total)

@@ -53,16 +53,14 @@ extension LocalStore {
                 try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [errorID])
                 return .settled(pending: true)
             case .discard:
-                try rows.dropOperations(db)
-                if let base = details.base { try StoreRows.upsertRecord(db, table: details.error.table, record: base) } else { try rows.removeRecord(db) }
-                try rows.dropBase(db)
+                try Self.resetItem(db, table: rows.table, id: rows.id, to: details.base)
                 return .settled(pending: false)
             case .theirs:
                 try Self.takeTheirs(db, rows: rows, theirs: try Self.require(theirs, for: details))
                 return .settled(pending: false)
             case .ours:
                 try Self.keepOurs(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
-                return .settled(pending: try rows.hasOperations(db))
+                return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
             case .merge:
                 return try Self.merge(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
             }
@@ -78,9 +76,7 @@ extension LocalStore {
     }
 
     static func takeTheirs(_ db: Database, rows: ItemRows, theirs: ServerCopy) throws {
-        try rows.dropOperations(db)
-        try rows.dropBase(db)
-        if let record = theirs.live { try StoreRows.upsertRecord(db, table: rows.table, record: record) } else { try rows.removeRecord(db) }
+        try resetItem(db, table: rows.table, id: rows.id, to: theirs.live)
     }
 
     /// Client wins: the operation is rebased on the server's current copy, so its `If-Match` is
@@ -132,7 +128,7 @@ extension LocalStore {
             if oursFields == nil, theirsRecord != nil {
                 // We deleted an item the server did not change since: the delete goes through.
                 try keepOurs(db, details: details, rows: rows, theirs: theirs)
-                return .settled(pending: try rows.hasOperations(db))
+                return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
             }
             try takeTheirs(db, rows: rows, theirs: theirs)
             return .settled(pending: false)
@@ -159,20 +155,8 @@ struct ItemRows {
     var table: String
     var id: String
 
-    func dropOperations(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
-    }
-
     func dropBase(_ db: Database) throws {
         try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
-    }
-
-    func removeRecord(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM records WHERE tbl = ? AND id = ?", arguments: [table, id])
-    }
-
-    func hasOperations(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND item_id = ?)", arguments: [table, id]) ?? false
     }
 
     func setKind(_ db: Database, seq: Int64, kind: OperationKind) throws {
