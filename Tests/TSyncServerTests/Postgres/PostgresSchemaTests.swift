@@ -72,10 +72,9 @@ struct PostgresSchemaTests {
         }
     }
 
-    @Test func explainsAnUnreachableServerQuickly() async throws {
+    @Test func explainsAnUnreachableServer() async throws {
         var url = try PostgresTestDatabase.adminURL()
         url.port = 1  // tcpmux: nothing listens there on a test machine, so the connection is refused
-        let start = ContinuousClock.now
         do {
             try await PostgresDatabase.withDatabase(url: url, logger: quietLogger) { _ in }
             Issue.record("connected to a closed port")
@@ -83,7 +82,6 @@ struct PostgresSchemaTests {
             #expect(error.kind == .failure)
             #expect(error.message.contains("cannot reach PostgreSQL at \(url)"))
         }
-        #expect(ContinuousClock.now - start < .seconds(5), "a refused connection is reported at once, not after retries")
     }
 
     @Test func explainsAMissingDatabase() async throws {
