@@ -26,30 +26,16 @@ echo "building (release)..." >&2
 swift build -c release --product tsync >&2
 bin="$(swift build -c release --show-bin-path)/tsync"
 
+. scripts/lib/serve.sh
 work=$(mktemp -d)
-server_pid=""
 cleanup() {
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill -TERM "$server_pid"
-        wait "$server_pid" || true
-    fi
+    serve_stop_all
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-"$bin" serve --no-auth --port 0 --db "sqlite:$work/bench.db" 2>"$work/serve.log" &
-server_pid=$!
-base=""
-for _ in $(seq 100); do
-    base=$(grep -o 'listening on http://[^ ]*' "$work/serve.log" | head -1 | sed 's/^listening on //' || true)
-    [ -n "$base" ] && break
-    sleep 0.1
-done
-if [ -z "$base" ]; then
-    echo "tsync serve did not start:" >&2
-    cat "$work/serve.log" >&2
-    exit 1
-fi
+serve_start "$bin" "$work/serve.log" --no-auth --db "sqlite:$work/bench.db"
+base=$SERVE_URL
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
 echo "server: $base, database $work/bench.db (WAL), request log on"
@@ -77,6 +63,6 @@ wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/query.lua" "$
 
 wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/patch.lua" "$base" -- 100 | grep '^RESULT'
 
-kill -TERM "$server_pid"
-if wait "$server_pid"; then echo "server stopped cleanly on SIGTERM"; else echo "server exit status $?"; fi
-server_pid=""
+kill -TERM "${SERVE_PIDS[0]}"
+if wait "${SERVE_PIDS[0]}"; then echo "server stopped cleanly on SIGTERM"; else echo "server exit status $?"; fi
+SERVE_PIDS=()

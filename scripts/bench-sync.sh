@@ -16,23 +16,16 @@ scripts/install-deps.sh --with-bench   # GNU time, for peak memory
 swift build -c release --product tsync >&2
 bin="$(swift build -c release --show-bin-path)/tsync"
 
+. scripts/lib/serve.sh
 work=$(mktemp -d /tmp/tsync-bench.XXXXXX)
-server_pid=""
 cleanup() {
-    [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+    serve_stop_all
     rm -rf "$work"
 }
 trap cleanup EXIT
 
-"$bin" serve --no-auth --db "sqlite:$work/server.db" --port 0 >"$work/server.log" 2>&1 &
-server_pid=$!
-url=""
-for _ in $(seq 1 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" | head -n 1 || true)
-    [ -n "$url" ] && break
-    sleep 0.1
-done
-[ -n "$url" ] || { cat "$work/server.log" >&2; exit 1; }
+serve_start "$bin" "$work/server.log" --no-auth --db "sqlite:$work/server.db"
+url=$SERVE_URL
 echo "server: $url (SQLite $work/server.db)"
 
 # Runs a command under /usr/bin/time -v; sets `seconds` and `peak_kb`.

@@ -9,10 +9,10 @@ scripts/install-deps.sh
 swift build --product tsync 2>&1 | grep -v "unhandled\|CMakeLists" >&2
 bin="$(swift build --show-bin-path)/tsync"
 
+. scripts/lib/serve.sh
 work=$(mktemp -d /tmp/tsync-tour.XXXXXX)
-server_pid=""
 cleanup() {
-    [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null || true
+    serve_stop_all
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,15 +41,8 @@ tsync() { "$bin" "$@"; }
 cd "$work"
 echo "== the server: SQLite in $work/server.db, one account"
 printf 'correct horse battery staple\n' | step tsync user add alice --password-stdin --db "sqlite:$work/server.db"
-"$bin" serve --db "sqlite:$work/server.db" --port 0 >"$work/server.log" 2>&1 &
-server_pid=$!
-url=""
-for _ in $(seq 1 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" | head -n 1 || true)
-    [ -n "$url" ] && break
-    sleep 0.1
-done
-[ -n "$url" ] || { cat "$work/server.log" >&2; exit 1; }
+serve_start "$bin" "$work/server.log" --db "sqlite:$work/server.db"
+url=$SERVE_URL
 echo "server listening on $url"
 
 echo
