@@ -82,8 +82,11 @@ struct PostgresSchemaTests {
         } catch let error as TSyncError {
             #expect(error.kind == .failure)
             #expect(error.message.contains("cannot reach PostgreSQL at \(url)"))
+            #expect(error.message.contains("refused"), "the cause, from the first attempt: \(error.message)")
         }
-        #expect(ContinuousClock.now - start < .seconds(5), "a refused connection is reported at once, not after retries")
+        // The pool alone would retry for a minute before giving up; a loaded machine (the whole
+        // suite at once) may still take a few seconds.
+        #expect(ContinuousClock.now - start < .seconds(30), "a refused connection is reported at once, not after retries")
     }
 
     @Test func explainsAMissingDatabase() async throws {
