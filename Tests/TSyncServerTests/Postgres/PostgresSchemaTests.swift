@@ -81,6 +81,7 @@ struct PostgresSchemaTests {
         } catch let error as TSyncError {
             #expect(error.kind == .failure)
             #expect(error.message.contains("cannot reach PostgreSQL at \(url)"))
+            #expect(error.message.contains("refused"), "the cause, from the first attempt: \(error.message)")
         }
     }
 
