@@ -10,34 +10,35 @@ import TSyncModel
 @Suite(.serialized, .enabled(if: PostgresFixture.adminURL != nil, "TSYNC_TEST_POSTGRES_URL is not set: no PostgreSQL to test against"))
 struct PostgresServeEndToEndTests {
     @Test func usersAndTwoServersShareOneDatabase() async throws {
+        let directory = try TemporaryDirectory()
         try await PostgresFixture.withFreshDatabase { db in
-            let add = try ServeFixture.run(["user", "add", "alice", "--password-stdin", "--db", db], stdin: "alice password\n")
+            let add = try TSyncProcess.run(["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
             #expect(add.status == 0, "\(add.stderr)")
-            let list = try ServeFixture.run(["user", "list", "--db", db])
+            let list = try TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
             #expect(list.status == 0, "\(list.stderr)")
             #expect(list.stdout == "alice\n", "stdout holds the names only, no log lines")
 
-            let first = try ServeFixture.Server(arguments: ["serve", "--db", db, "--port", "0"])
+            let first = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0"], log: directory.path)
             defer { first.stop() }
-            let second = try ServeFixture.Server(arguments: ["serve", "--db", db, "--port", "0"])
+            let second = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0"], log: directory.path)
             defer { second.stop() }
             let a = try await first.waitForAddress()
             let b = try await second.waitForAddress()
 
-            let login = try await ServeFixture.http("POST", a + "/.auth/login/custom", body: #"{"username":"alice","password":"alice password"}"#)
+            let login = try await HTTP.send("POST", a + "/.auth/login/custom", body: #"{"username":"alice","password":"alice password"}"#)
             #expect(login.status == 200, "\(login.body)")
             let token = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
-            let insert = try await ServeFixture.http("POST", b + "/tables/todo", body: #"{"id":"e2e","text":"hello"}"#, token: token)
+            let insert = try await HTTP.send("POST", b + "/tables/todo", body: #"{"id":"e2e","text":"hello"}"#, token: token)
             #expect(insert.status == 201, "\(insert.body)")
-            let read = try await ServeFixture.http("GET", a + "/tables/todo/e2e", token: token)
+            let read = try await HTTP.send("GET", a + "/tables/todo/e2e", token: token)
             #expect(read.status == 200)
             #expect(try JSONParser.parse(read.body) == JSONParser.parse(insert.body))
 
             // A new password revokes the account's tokens on every instance.
-            let passwd = try ServeFixture.run(["user", "passwd", "alice", "--password-stdin", "--db", db], stdin: "new password\n")
+            let passwd = try TSyncProcess.run(["user", "passwd", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "new password\n")
             #expect(passwd.status == 0, "\(passwd.stderr)")
-            #expect(try await ServeFixture.http("GET", a + "/tables/todo", token: token).status == 401)
-            #expect(try await ServeFixture.http("GET", b + "/tables/todo", token: token).status == 401)
+            #expect(try await HTTP.send("GET", a + "/tables/todo", token: token).status == 401)
+            #expect(try await HTTP.send("GET", b + "/tables/todo", token: token).status == 401)
 
             #expect(try await first.terminate(signal: SIGTERM) == 0)
             #expect(try await second.terminate(signal: SIGTERM) == 0)
@@ -45,10 +46,11 @@ struct PostgresServeEndToEndTests {
     }
 
     @Test func anUnreachableDatabaseIsAClearFailure() throws {
-        let refused = try ServeFixture.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"])
+        let directory = try TemporaryDirectory()
+        let refused = try TSyncProcess.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"], in: directory.path)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("cannot reach PostgreSQL at postgres://tsync@127.0.0.1:1/tsync"), "\(refused.stderr)")
-        let serve = try ServeFixture.run(["serve", "--db", "postgres://tsync:secret@127.0.0.1:1/tsync", "--port", "0"])
+        let serve = try TSyncProcess.run(["serve", "--db", "postgres://tsync:secret@127.0.0.1:1/tsync", "--port", "0"], in: directory.path)
         #expect(serve.status == 1)
         #expect(!serve.stderr.contains("secret"), "the password never reaches the terminal")
     }

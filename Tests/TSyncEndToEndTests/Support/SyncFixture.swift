@@ -2,9 +2,13 @@ import Foundation
 import Testing
 import TSyncModel
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// A `tsync serve` on loopback for the sync tests, over a SQLite file in a temporary directory,
-/// plus plain HTTP checks that do not go through tsync. Builds on `ServeFixture` (process and
-/// HTTP helpers) and `TSyncSandbox` (stores).
+/// plus plain HTTP checks that do not go through tsync. Builds on `ServerProcess`, `HTTP` and
+/// `TSyncProcess`.
 final class SyncServer: @unchecked Sendable {
     let directory: TemporaryDirectory
     let databasePath: String
@@ -18,8 +22,9 @@ final class SyncServer: @unchecked Sendable {
         databasePath = (directory.path as NSString).appendingPathComponent("server.db")
         self.authenticated = authenticated
         if authenticated {
-            let add = try ServeFixture.run(
-                ["user", "add", "alice", "--password-stdin", "--db", "sqlite:" + databasePath], stdin: Self.password + "\n")
+            let add = try TSyncProcess.run(
+                ["user", "add", "alice", "--password-stdin", "--db", "sqlite:" + databasePath], in: directory.path,
+                stdin: Self.password + "\n")
             #expect(add.status == 0, "tsync user add: \(add.stderr)")
         }
         try await start()
@@ -52,7 +57,7 @@ final class SyncServer: @unchecked Sendable {
     /// A token for plain HTTP checks against an authenticated server.
     func token() async throws -> String? {
         guard authenticated else { return nil }
-        let login = try await ServeFixture.http(
+        let login = try await HTTP.send(
             "POST", url + "/.auth/login/custom", body: #"{"username":"alice","password":"\#(Self.password)"}"#)
         #expect(login.status == 200)
         return try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue
@@ -64,7 +69,7 @@ final class SyncServer: @unchecked Sendable {
         var records: [String: [String: JSONValue]] = [:]
         var skip = 0
         while true {
-            let reply = try await ServeFixture.http(
+            let reply = try await HTTP.send(
                 "GET", url + "/tables/\(table)?$orderby=id&$top=1000&$skip=\(skip)", token: token)
             #expect(reply.status == 200, "GET /tables/\(table): \(reply.status) \(reply.body)")
             guard reply.status == 200, case .array(let items) = try JSONParser.parse(reply.body) else { return records }
@@ -78,7 +83,7 @@ final class SyncServer: @unchecked Sendable {
 
     /// One record, or nil when the server has none.
     func record(_ table: String, _ id: String) async throws -> [String: JSONValue]? {
-        let reply = try await ServeFixture.http("GET", url + "/tables/\(table)/\(id)", token: try await token())
+        let reply = try await HTTP.send("GET", url + "/tables/\(table)/\(id)", token: try await token())
         guard reply.status == 200 else { return nil }
         return try JSONParser.parse(reply.body).objectValue
     }
@@ -131,6 +136,17 @@ final class ServerProcess: @unchecked Sendable {
         throw TSyncError.failure("tsync serve did not report its address; its log:\n\(log)")
     }
 
+    /// Sends `signal` and waits (at most `timeout` seconds) for the exit status. A shutdown is
+    /// clean only when the process exits by itself, so an end by signal is recorded as an issue.
+    func terminate(signal: Int32, timeout: Duration = .seconds(15)) async throws -> Int32 {
+        Foundation.kill(process.processIdentifier, signal)
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        guard !process.isRunning else { throw TSyncError.failure("tsync serve did not stop after signal \(signal)") }
+        #expect(process.terminationReason == .exit, "tsync serve ended by signal \(process.terminationStatus)")
+        return process.terminationStatus
+    }
+
     /// Sends `signal` and waits for the process to end.
     func kill(signal: Int32) {
         guard process.isRunning else { return }
@@ -141,6 +157,36 @@ final class ServerProcess: @unchecked Sendable {
     func stop() { kill(signal: SIGTERM) }
 
     deinit { stop() }
+}
+
+/// Plain HTTP requests to a `tsync serve`, with the headers a client sends.
+enum HTTP {
+    struct Reply {
+        var status: Int
+        var body: String
+    }
+
+    /// Sends one request (at most 15 s); `token` goes in X-ZUMO-AUTH, `body` as JSON.
+    static func send(_ method: String, _ url: String, body: String? = nil, token: String? = nil) async throws -> Reply {
+        var request = URLRequest(url: try #require(URL(string: url)), timeoutInterval: 15)
+        request.httpMethod = method
+        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        if let token { request.setValue(token, forHTTPHeaderField: "X-ZUMO-AUTH") }
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            URLSession.shared.dataTask(with: request) { data, response, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+                    continuation.resume(returning: Reply(status: status, body: String(decoding: data ?? Data(), as: UTF8.self)))
+                }
+            }.resume()
+        }
+    }
 }
 
 /// JSON helpers for tsync's `--json` output.
