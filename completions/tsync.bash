@@ -559,7 +559,7 @@ _tsync_resolve() {
 _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --version -h --help)
-    repeating_options=(--per-user)
+    repeating_options=(--per-user --trusted-proxy)
     non_repeating_options=(--db --host --port --max-top --token-ttl)
     __tsync_offer_flags_options 0
 
@@ -578,6 +578,9 @@ _tsync_serve() {
         return
         ;;
     '--max-top')
+        return
+        ;;
+    '--trusted-proxy')
         return
         ;;
     '--token-ttl')

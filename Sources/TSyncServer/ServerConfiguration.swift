@@ -20,11 +20,15 @@ public struct ServerConfiguration: Sendable {
     /// `$filter` texts longer than this are 400: a hostile filter should not cost the parser or SQLite much.
     public var maximumFilterLength: Int
     public var authentication: Authenticator.Policy
+    /// Reverse proxies (exact IP addresses, `--trusted-proxy`) whose `X-Forwarded-For` names the
+    /// client for login throttling and the request log; from any other peer the header is ignored.
+    public var trustedProxies: Set<String>
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, requiresAuthentication: Bool = true, allowInsecure: Bool = false,
         perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 1000,
-        maximumBodyBytes: Int = 1 << 20, maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init()
+        maximumBodyBytes: Int = 1 << 20, maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(),
+        trustedProxies: Set<String> = []
     ) {
         self.host = host
         self.port = port
@@ -36,12 +40,16 @@ public struct ServerConfiguration: Sendable {
         self.maximumBodyBytes = maximumBodyBytes
         self.maximumFilterLength = maximumFilterLength
         self.authentication = authentication
+        self.trustedProxies = trustedProxies
     }
 
     public func validate() throws(TSyncError) {
         guard (0...65535).contains(port) else { throw .usage("invalid port \(port): use 0 to 65535 (0 picks a free port)") }
         guard maximumPageSize >= 1 else { throw .usage("--max-top must be at least 1") }
         for table in perUserTables { try Identifiers.validateTableName(table) }
+        for proxy in trustedProxies.sorted() where ClientAddress.canonical(proxy) == nil {
+            throw .usage("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
+        }
         if !requiresAuthentication {
             if !perUserTables.isEmpty {
                 throw .usage("--per-user needs accounts to know whose records are whose: it cannot be combined with --no-auth")

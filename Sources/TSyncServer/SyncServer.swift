@@ -26,6 +26,7 @@ public struct SyncServer: Sendable {
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
     public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
+        router.middlewares.add(ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.middlewares.add(RequestLogMiddleware())
         router.middlewares.add(ErrorMiddleware())
         router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }

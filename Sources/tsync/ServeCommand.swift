@@ -43,6 +43,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-top"), help: "Largest page ($top) a client may ask for.")
     var maxTop = 1000
 
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            "Address of a reverse proxy whose X-Forwarded-For names the client (repeatable).",
+            discussion: """
+                Failed logins are limited per client address. Behind a proxy every request comes from \
+                the proxy's address, so give that exact IPv4 or IPv6 address here: requests from it are \
+                counted under the rightmost X-Forwarded-For address that is not a trusted proxy. From \
+                any other address the header is ignored.
+                """,
+            valueName: "address"
+        )
+    )
+    var trustedProxy: [String] = []
+
     @Option(name: .customLong("token-ttl"), help: ArgumentHelp("Lifetime of a login token, in seconds.", valueName: "seconds"))
     var tokenTTL = 24 * 3600
 
@@ -58,7 +73,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let configuration = ServerConfiguration(
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
-            maximumPageSize: maxTop, authentication: .init(tokenLifetime: .seconds(tokenTTL))
+            maximumPageSize: maxTop, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
+            trustedProxies: Set(trustedProxy)
         )
         try configuration.validate()
         try await DatabaseLocation(parsing: db).withStorage(logger: Logger(label: "tsync.storage")) { storage in

@@ -6,4 +6,5 @@ extension HTTPField.Name {
     static let zumoAuth = HTTPField.Name("X-ZUMO-AUTH")!
     static let link = HTTPField.Name("Link")!
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
 }

@@ -6,10 +6,15 @@ struct ServerRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` when a valid token came with the request.
     var accountName: String?
-    let clientAddress: String?
+    /// The TCP peer: the client itself, or a proxy in front of the server.
+    let peerAddress: String?
+    /// The client as far as it can be trusted: the peer, or for a trusted proxy the address it
+    /// forwarded for (set by `ClientAddressMiddleware`).
+    var clientAddress: String?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        clientAddress = source.channel.remoteAddress?.ipAddress
+        peerAddress = source.channel.remoteAddress?.ipAddress
+        clientAddress = peerAddress
     }
 }

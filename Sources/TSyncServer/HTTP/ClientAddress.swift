@@ -1,0 +1,46 @@
+import NIOCore
+
+/// The address a request comes from, as used for login throttling and the request log.
+///
+/// Behind a reverse proxy every TCP connection comes from the proxy, so throttling by the peer
+/// address would let five failed logins from anyone block everyone. For a peer that is a trusted
+/// proxy, the client is therefore taken from `X-Forwarded-For`: the rightmost entry that is not
+/// itself a trusted proxy. Each proxy appends the address it received the request from, so the
+/// entries right of (and including) that one were written by proxies we trust, while anything to
+/// its left came from the client and may be forged. For any other peer the header is ignored:
+/// otherwise a client could escape the limit by sending a different header with each guess.
+/// A header that cannot be read falls back to the peer address, the one address that cannot lie.
+enum ClientAddress {
+    /// `peer`: the TCP peer's address. `forwardedFor`: every `X-Forwarded-For` field value, in the
+    /// order received. `trusted`: proxy addresses in `canonical(_:)` form.
+    static func resolve(peer: String?, forwardedFor: [String], trusted: Set<String>) -> String? {
+        guard let peer, trusted.contains(canonical(peer) ?? peer), !forwardedFor.isEmpty else { return peer }
+        let entries = forwardedFor.joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
+        var furthest: String?
+        for entry in entries.reversed() {
+            guard let address = canonical(entry.trimmingSpaces) else { return peer }
+            if !trusted.contains(address) { return address }
+            furthest = address
+        }
+        // Every hop is a trusted proxy: the leftmost is as far back as anyone can tell.
+        return furthest ?? peer
+    }
+
+    /// The address in the form the system prints it (`::1` for `0:0:0:0:0:0:0:1`), so one address
+    /// is one throttling key however it was written; nil for anything that is not an IPv4 or IPv6
+    /// address. IPv6 may be in brackets (`[::1]`), as some proxies write it.
+    static func canonical(_ text: some StringProtocol) -> String? {
+        var text = Substring(text)
+        if text.hasPrefix("[") && text.hasSuffix("]") { text = text.dropFirst().dropLast() }
+        guard !text.isEmpty, let address = try? SocketAddress(ipAddress: String(text), port: 0) else { return nil }
+        return address.ipAddress
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[start...end]
+    }
+}

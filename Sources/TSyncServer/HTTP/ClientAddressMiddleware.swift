@@ -1,0 +1,21 @@
+import Hummingbird
+
+/// Sets `ServerRequestContext.clientAddress` from the peer and, for trusted proxies, from
+/// `X-Forwarded-For` (see `ClientAddress`). Runs first, so the request log shows the same address
+/// that login throttling counts.
+struct ClientAddressMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    /// In `ClientAddress.canonical` form; configuration validation has refused anything unreadable.
+    let trusted: Set<String>
+
+    init(trustedProxies: Set<String>) {
+        trusted = Set(trustedProxies.compactMap { ClientAddress.canonical($0) })
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.clientAddress = ClientAddress.resolve(
+            peer: context.peerAddress, forwardedFor: request.headers[values: .forwardedFor], trusted: trusted)
+        return try await next(request, context)
+    }
+}

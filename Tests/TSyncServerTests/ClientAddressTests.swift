@@ -1,0 +1,105 @@
+import Logging
+import Testing
+import TSyncModel
+@testable import TSyncServer
+
+/// Which address login throttling counts behind a reverse proxy (`--trusted-proxy`).
+@Suite struct ClientAddressTests {
+    static let alice = ("alice", "correct horse")
+
+    /// Three failed logins per address, a minute's window; every guess uses its own account name so
+    /// only the per-address limit can refuse.
+    static func throttlingConfiguration(trustedProxies: Set<String>) -> ServerConfiguration {
+        var configuration = ServerConfiguration(trustedProxies: trustedProxies)
+        configuration.authentication.maximumFailures = 3
+        configuration.authentication.failureWindow = .seconds(60)
+        return configuration
+    }
+
+    static func login(_ http: TestHTTP, _ name: String, _ password: String, from forwardedFor: String) async throws -> Reply {
+        try await http.post(
+            "/.auth/login/custom", ["username": .string(name), "password": .string(password)],
+            headers: ["X-Forwarded-For": forwardedFor])
+    }
+
+    @Test func behindATrustedProxyEachForwardedClientHasItsOwnLimit() async throws {
+        let sink = CapturingLogHandler.Sink()
+        let logger = Logger(label: "capture", factory: { _ in CapturingLogHandler(sink: sink) })
+        let configuration = Self.throttlingConfiguration(trustedProxies: ["127.0.0.1"])
+        try await withTestServer(configuration, accounts: [Self.alice], logger: logger) { http in
+            for name in ["u1", "u2", "u3"] {
+                #expect(try await Self.login(http, name, "guess123", from: "10.0.0.1").status == 401)
+            }
+            #expect(try await Self.login(http, "u4", "guess123", from: "10.0.0.1").status == 429)
+            #expect(try await Self.login(http, "alice", "correct horse", from: "10.0.0.1").status == 429)
+            // A proxy that appends its own peer: the forged left entry does not matter.
+            #expect(try await Self.login(http, "alice", "correct horse", from: "10.0.0.1, 10.0.0.2").status == 200)
+            #expect(try await Self.login(http, "alice", "correct horse", from: "10.0.0.2").status == 200)
+            // Counted under the forwarded clients, never under the proxy.
+            let addressKeys = try await http.storedStrings("SELECT key FROM tsync_login_attempts WHERE key LIKE 'address:%' ORDER BY key")
+            #expect(addressKeys == ["address:10.0.0.1", "address:10.0.0.2"])
+            #expect(sink.all.contains { $0.contains("10.0.0.2 POST /.auth/login/custom 200") })
+        }
+    }
+
+    @Test func withoutATrustedProxyForwardedForCannotEscapeTheLimit() async throws {
+        let configuration = Self.throttlingConfiguration(trustedProxies: [])
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            for (index, name) in ["u1", "u2", "u3"].enumerated() {
+                #expect(try await Self.login(http, name, "guess123", from: "10.0.0.\(index + 1)").status == 401)
+            }
+            #expect(try await Self.login(http, "alice", "correct horse", from: "10.0.0.9").status == 429)
+            let addressKeys = try await http.storedStrings("SELECT key FROM tsync_login_attempts WHERE key LIKE 'address:%'")
+            #expect(addressKeys == ["address:127.0.0.1"])
+        }
+    }
+
+    @Test func theRightmostUntrustedAddressIsTheClient() {
+        let proxy: Set<String> = ["192.0.2.1"]
+        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["10.0.0.1"], trusted: proxy) == "10.0.0.1")
+        // The client wrote "6.6.6.6" itself; the proxy appended the address it saw.
+        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["6.6.6.6, 10.0.0.1"], trusted: proxy) == "10.0.0.1")
+        // Several header fields are one list, in order.
+        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["6.6.6.6", "10.0.0.1"], trusted: proxy) == "10.0.0.1")
+        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: [], trusted: proxy) == "192.0.2.1")
+        #expect(ClientAddress.resolve(peer: nil, forwardedFor: ["10.0.0.1"], trusted: proxy) == nil)
+    }
+
+    @Test func chainsOfTrustedProxiesAreSkipped() {
+        let proxies: Set<String> = ["192.0.2.1", "192.0.2.2"]
+        #expect(
+            ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["6.6.6.6, 10.0.0.1,192.0.2.2"], trusted: proxies) == "10.0.0.1")
+        // Only trusted hops: the leftmost is as far back as can be told.
+        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["192.0.2.2, 192.0.2.1"], trusted: proxies) == "192.0.2.2")
+    }
+
+    @Test func anUntrustedPeerIsTheClientWhateverItSends() {
+        #expect(ClientAddress.resolve(peer: "203.0.113.7", forwardedFor: ["10.0.0.1"], trusted: ["192.0.2.1"]) == "203.0.113.7")
+        #expect(ClientAddress.resolve(peer: "203.0.113.7", forwardedFor: ["10.0.0.1"], trusted: []) == "203.0.113.7")
+    }
+
+    @Test func unreadableHeadersFallBackToThePeer() {
+        let proxy: Set<String> = ["192.0.2.1"]
+        for garbage in ["unknown", "", " , ", "10.0.0.1,", "10.0.0.1;drop", "10.0.0", "10.0.0.1:443", "999.0.0.1", "example.com"] {
+            #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: [garbage], trusted: proxy) == "192.0.2.1", "\(garbage)")
+        }
+        // Garbage left of the client is the client's own writing and does not matter.
+        #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["junk, 10.0.0.1"], trusted: proxy) == "10.0.0.1")
+    }
+
+    @Test func ipv6AddressesAreCanonical() {
+        let proxy: Set<String> = [ClientAddress.canonical("2001:db8:0:0:0:0:0:1") ?? ""]
+        #expect(proxy == ["2001:db8::1"])
+        #expect(ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["2001:DB8:0::beef"], trusted: proxy) == "2001:db8::beef")
+        #expect(ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["[2001:db8::beef], 2001:db8::1"], trusted: proxy) == "2001:db8::beef")
+        #expect(ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["2001:db8::g"], trusted: proxy) == "2001:db8::1")
+        #expect(ClientAddress.canonical("::1") == "::1")
+        #expect(ClientAddress.canonical("10.0.0.1") == "10.0.0.1")
+    }
+
+    @Test func trustedProxiesMustBeAddresses() throws {
+        try ServerConfiguration(trustedProxies: ["10.0.0.5", "fd00::5"]).validate()
+        #expect(throws: TSyncError.self) { try ServerConfiguration(trustedProxies: ["proxy.example.com"]).validate() }
+        #expect(throws: TSyncError.self) { try ServerConfiguration(trustedProxies: ["10.0.0.0/8"]).validate() }
+    }
+}
