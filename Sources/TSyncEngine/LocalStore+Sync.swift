@@ -61,22 +61,6 @@ extension LocalStore {
         }
     }
 
-    /// Puts every in-flight operation back to pending. A push that died (killed, crashed) leaves
-    /// its operation in flight; the next push calls this first and sends it again — the server
-    /// answers a repeated insert with 409 and the same item, which counts as success (DESIGN §2.4).
-    /// - Returns: how many operations were reset.
-    @discardableResult
-    public func resetInFlightOperations() throws(TSyncError) -> Int {
-        try write { db in
-            try db.execute(
-                sql: """
-                    UPDATE operations SET state = 'pending', item = CASE WHEN kind = 'delete' THEN item ELSE NULL END
-                    WHERE state = 'inflight'
-                    """)
-            return db.changesCount
-        }
-    }
-
     /// Puts an in-flight operation back to pending, unchanged (the server was not reached).
     public func abortPush(seq: Int64) throws(TSyncError) {
         try write { db in try Self.releaseOperation(db, seq: seq) }

@@ -62,17 +62,6 @@ import TSyncModel
         #expect(try store.queue("todo", "a") == ["insert"])
     }
 
-    @Test func aDeadPushIsResetToPending() throws {
-        let temporary = try TemporaryStore()
-        let store = temporary.store
-        try store.insert(table: "todo", objects: [["id": "a"], ["id": "b"]])
-        let operations = try store.pendingOperations()
-        _ = try store.beginPush(seq: operations[0].seq)
-        #expect(try store.resetInFlightOperations() == 1)
-        #expect(try store.pendingOperations().map(\.state) == [.pending, .pending])
-        #expect(try store.resetInFlightOperations() == 0)
-    }
-
     @Test func resetItemEndsEveryLocalChangeOfTheItem() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
