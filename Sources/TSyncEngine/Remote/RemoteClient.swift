@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOPosix
 import NIOHTTP1
 import TSyncModel
 
@@ -205,13 +206,26 @@ public struct RemoteClient: Sendable {
         return HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
     }
 
+    /// The cause of a failed exchange in a few words, from the error's type rather than its text.
     private static func describe(_ error: any Error) -> String {
-        let text = String(describing: error)
-        if text.contains("connectTimeout") { return "connection timed out" }
-        if text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused" }
-        if text.contains("remoteConnectionClosed") { return "the connection was closed" }
-        if text.contains("deadlineExceeded") || text.contains("readTimeout") { return "no answer in time" }
-        return text
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout: return "connection timed out"
+            case .remoteConnectionClosed: return "the connection was closed"
+            case .readTimeout, .deadlineExceeded: return "no answer in time"
+            default: break
+            }
+        }
+        let ioErrors: [IOError]
+        if let error = error as? NIOConnectionError {
+            ioErrors = error.connectionErrors.compactMap { $0.error as? IOError }
+        } else if let error = error as? IOError {
+            ioErrors = [error]
+        } else {
+            ioErrors = []
+        }
+        if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused" }
+        return String(describing: error)
     }
 }
 
