@@ -10,6 +10,17 @@ public struct OutgoingOperation: Sendable, Equatable {
     /// The version to send in `If-Match`: the base's (the last server copy the client saw), else
     /// the item's own; nil for an item the server has not seen.
     public var version: String?
+    /// An update whose base is a copy the server deleted (`resolve --ours` against a server-side
+    /// delete): the server copy is undeleted (`If-Match` the deleted version) before the update,
+    /// since the protocol answers 404 to an update of a deleted item.
+    public var restoresDeleted = false
+
+    public init(operation: PendingOperation, item: [String: JSONValue], version: String?, restoresDeleted: Bool = false) {
+        self.operation = operation
+        self.item = item
+        self.version = version
+        self.restoresDeleted = restoresDeleted
+    }
 }
 
 /// What `applyServerPage` did.

@@ -20,10 +20,15 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var kind: Kind
     public var message: String
+    /// For `.unreachable`: the request certainly never left this machine (the connection was
+    /// refused or never established), so the server cannot have applied it. When false, a write
+    /// may have arrived and only its answer was lost.
+    public var requestNeverSent: Bool
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, requestNeverSent: Bool = false) {
         self.kind = kind
         self.message = message
+        self.requestNeverSent = requestNeverSent
     }
 
     public var description: String { message }

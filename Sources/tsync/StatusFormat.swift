@@ -77,7 +77,7 @@ enum StatusFormat {
     }
 
     private static func item(_ operation: PendingOperation, style: Style) -> String {
-        let inFlight = operation.state == .inflight ? style.dim(" (being pushed)") : ""
+        let inFlight = operation.state == .inflight ? style.dim(" (sent, not yet confirmed)") : ""
         if let error = operation.error {
             let status = error.httpStatus.map { "\($0): " } ?? ""
             return style.red("failed:    ") + operation.itemID + inFlight + style.dim("  (\(operation.kind.rawValue), \(status)\(error.message))")

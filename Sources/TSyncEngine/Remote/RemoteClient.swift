@@ -143,6 +143,13 @@ public struct RemoteClient: Sendable {
         return answer(response)
     }
 
+    /// `POST /tables/{table}/{id}` (no body): undeletes a soft-deleted item, with `If-Match` when a
+    /// version is known.
+    public func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+        let response = try await send(.POST, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
+        return answer(response)
+    }
+
     /// `GET /tables/{table}/{id}`: the server's copy, or nil when it has none.
     public func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
         answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
@@ -192,7 +199,9 @@ public struct RemoteClient: Sendable {
             response = try await http.execute(request, timeout: timeout)
             bytes = try await response.body.collect(upTo: 256 * 1024 * 1024)
         } catch {
-            throw TSyncError(.unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later")
+            throw TSyncError(
+                .unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later",
+                requestNeverSent: Self.failedToConnect(error))
         }
         let status = Int(response.status.code)
         if status == 401 && authenticated {
@@ -204,6 +213,16 @@ public struct RemoteClient: Sendable {
         }
         let data = Array(bytes.readableBytesView)
         return HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
+    }
+
+    /// Whether the exchange failed before a connection existed, so no byte of the request was sent.
+    private static func failedToConnect(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError, error == .connectTimeout { return true }
+        if error is NIOConnectionError { return true }
+        if let error = error as? IOError {
+            return [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(error.errnoCode)
+        }
+        return false
     }
 
     /// The cause of a failed exchange in a few words, from the error's type rather than its text.

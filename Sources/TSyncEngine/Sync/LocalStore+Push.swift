@@ -53,8 +53,9 @@ extension LocalStore {
         }
     }
 
-    /// Puts in-flight operations whose answer never came (server unreachable, login refused)
-    /// back to pending, unchanged.
+    /// Puts in-flight operations the server cannot have applied (never sent, or refused for want
+    /// of a login) back to pending, unchanged. An operation sent without an answer must not come
+    /// here: it stays in flight until a push learns its fate.
     public func releaseOperations(_ operations: [OutgoingOperation]) throws(TSyncError) {
         guard !operations.isEmpty else { return }
         try write { db in
@@ -124,9 +125,10 @@ extension LocalStore {
                 kind: OperationKind(rawValue: row["kind"]) ?? .update,
                 state: OperationState(rawValue: row["state"]) ?? .pending,
                 queuedAt: (row["queued_at"] as String?).flatMap(Timestamp.init(iso8601:)) ?? Timestamp(millisecondsSinceEpoch: 0))
-            let baseVersion = try (row["base_item"] as String?).map {
+            let base = try (row["base_item"] as String?).map {
                 try StoredJSON.decodeObject($0, what: "base of \(table)/\(itemID)")
-            }?["version"]?.stringValue
+            }
+            let baseVersion = base?["version"]?.stringValue
             var wire: [String: JSONValue]
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
@@ -143,7 +145,10 @@ extension LocalStore {
                 ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
             for name in RecordInput.serverProperties { wire.removeValue(forKey: name) }
             wire["id"] = .string(itemID)
-            selected.append(OutgoingOperation(operation: operation, item: wire, version: version))
+            selected.append(
+                OutgoingOperation(
+                    operation: operation, item: wire, version: version,
+                    restoresDeleted: operation.kind == .update && base?["deleted"] == .bool(true)))
             if let limit, selected.count >= limit { break }
         }
         return selected

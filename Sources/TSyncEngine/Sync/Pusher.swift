@@ -62,7 +62,7 @@ public struct Pusher: Sendable {
         while true {
             let batch = try store.claimOperations(tables: tables, limit: batchSize)
             if batch.isEmpty { break }
-            let (answered, stop) = await send(batch)
+            let (answered, stop, unapplied) = await send(batch)
             try store.completeOperations(answered)
             for (_, verdict) in answered {
                 switch verdict {
@@ -76,8 +76,12 @@ public struct Pusher: Sendable {
             }
             progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
             if let stop {
-                let answeredSeqs = Set(answered.map { $0.0.operation.seq })
-                try store.releaseOperations(batch.filter { !answeredSeqs.contains($0.operation.seq) })
+                // Only what the server cannot have applied goes back to pending. An operation sent
+                // without an answer (lost connection, timeout, dead server) may have been applied:
+                // it stays in flight, so a later local change queues after it instead of
+                // collapsing into it, and the next push re-sends exactly what was sent, which
+                // `PushVerdict` then recognises as already applied (DESIGN §2.4).
+                try store.releaseOperations(unapplied)
                 throw stop
             }
         }
@@ -86,13 +90,18 @@ public struct Pusher: Sendable {
     }
 
     /// Sends a batch, `concurrency` requests at a time. Stops starting new requests after the
-    /// first unreachable/unauthorized error, and returns what was answered plus that error.
-    private func send(_ batch: [OutgoingOperation]) async -> ([(OutgoingOperation, PushVerdict)], TSyncError?) {
+    /// first unreachable/unauthorized error, and returns what was answered, that error, and the
+    /// operations the server cannot have applied: those never sent (not started, or refused a
+    /// connection), and those it refused for want of a valid token.
+    private func send(
+        _ batch: [OutgoingOperation]
+    ) async -> (answered: [(OutgoingOperation, PushVerdict)], stop: TSyncError?, unapplied: [OutgoingOperation]) {
         var answered: [(OutgoingOperation, PushVerdict)] = []
+        var unapplied: [OutgoingOperation] = []
         var stop: TSyncError?
+        var next = 0
         let remote = self.remote
         await withTaskGroup(of: (OutgoingOperation, Result<PushVerdict, TSyncError>).self) { group in
-            var next = 0
             func startNext() {
                 guard next < batch.count, stop == nil else { return }
                 let operation = batch[next]
@@ -112,11 +121,13 @@ public struct Pusher: Sendable {
                 case .failure(let error):
                     // Unauthorized outranks unreachable: logging in is what the user must do.
                     if stop == nil || error.kind == .unauthorized { stop = error }
+                    if error.kind == .unauthorized || error.requestNeverSent { unapplied.append(operation) }
                 }
                 startNext()
             }
         }
-        return (answered, stop)
+        unapplied.append(contentsOf: batch[next...])
+        return (answered, stop, unapplied)
     }
 
     static func send(_ outgoing: OutgoingOperation, to remote: RemoteClient) async throws(TSyncError) -> PushVerdict {
@@ -126,8 +137,22 @@ public struct Pusher: Sendable {
         case .insert:
             answer = try await remote.insert(table: operation.table, item: outgoing.item)
         case .update:
+            var version = outgoing.version
+            if outgoing.restoresDeleted {
+                switch try await remote.undelete(table: operation.table, id: operation.itemID, version: version) {
+                case .accepted(_, let restored):
+                    // A server that answers without the item gives no version to match: the
+                    // update then goes without `If-Match`, right after the undelete.
+                    version = restored?.system.version
+                case let refused:
+                    // Someone else undeleted (or changed) it, or a retry of ours already did: a
+                    // 412 whose copy equals what we send counts as done, anything else is a
+                    // conflict against that live copy, to resolve again.
+                    return PushVerdict.classify(kind: .update, sent: outgoing.item, answer: refused)
+                }
+            }
             answer = try await remote.update(
-                table: operation.table, id: operation.itemID, item: outgoing.item, version: outgoing.version)
+                table: operation.table, id: operation.itemID, item: outgoing.item, version: version)
         case .delete:
             answer = try await remote.delete(table: operation.table, id: operation.itemID, version: outgoing.version)
         }

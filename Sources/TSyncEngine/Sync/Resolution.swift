@@ -82,10 +82,18 @@ extension LocalStore {
     /// Client wins: the operation is rebased on the server's current copy, so its `If-Match` is
     /// current and the next push overwrites the server. An insert answered 409 becomes an update of
     /// the existing item; an update of an item the server no longer has becomes an insert that
-    /// recreates it; a delete of an item the server no longer has is done already.
+    /// recreates it; a delete of an item the server no longer has is done already. When the server
+    /// keeps a soft-deleted copy (which refuses both a new insert, 409, and an update, 404), an
+    /// insert or update becomes an update based on that deleted copy, which push sends as an
+    /// undelete followed by the update (`OutgoingOperation.restoresDeleted`).
     static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy) throws {
         try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [details.error.id])
-        if let record = theirs.live {
+        let rebaseOn: TSyncModel.Record?
+        switch theirs {
+        case .record(let record) where !record.system.deleted || details.error.kind != .delete: rebaseOn = record
+        default: rebaseOn = nil
+        }
+        if let record = rebaseOn {
             try StoreRows.saveBase(db, table: rows.table, id: rows.id, item: record.wireObject)
             try db.execute(
                 sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
@@ -93,7 +101,7 @@ extension LocalStore {
                     record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version,
                     rows.table, rows.id,
                 ])
-            if details.error.kind == .insert {
+            if details.error.kind == .insert || record.system.deleted {
                 try rows.setKind(db, seq: details.error.operationSeq, kind: .update)
             }
             return

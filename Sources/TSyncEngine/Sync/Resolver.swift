@@ -67,7 +67,12 @@ public struct Resolver: Sendable {
     func serverCopy(for details: ConflictDetails) async throws(TSyncError) -> ServerCopy? {
         let error = details.error
         if let theirs = details.theirs { return .record(theirs) }
-        if error.httpStatus == 404 || error.httpStatus == 410 { return ServerCopy.none }
+        if error.httpStatus == 404 || error.httpStatus == 410 {
+            // The item may be soft-deleted there: a copy only a query with deleted items shows.
+            // `--ours` must know, since the server refuses to insert that id again (409).
+            guard let remote else { return ServerCopy.none }
+            return try await deletedCopy(of: error, from: remote).map(ServerCopy.record) ?? ServerCopy.none
+        }
         guard let remote else { return nil }
         switch try await remote.read(table: error.table, id: error.itemID) {
         case .accepted(_, let record?): return .record(record)
@@ -76,5 +81,13 @@ public struct Resolver: Sendable {
         case .rejected(let status, let message, _):
             throw .failure("reading \(error.table)/\(error.itemID) from the server failed with HTTP \(status): \(message)")
         }
+    }
+
+    /// The server's soft-deleted copy of the item, if it keeps one.
+    private func deletedCopy(of error: OperationError, from remote: RemoteClient) async throws(TSyncError) -> Record? {
+        let quoted = "'" + error.itemID.replacingOccurrences(of: "'", with: "''") + "'"
+        let page = try await remote.readPage(
+            PageRequest(table: error.table, filter: "id eq \(quoted)", top: 1, includeDeleted: true))
+        return page.records.first { $0.id.utf8.elementsEqual(error.itemID.utf8) && $0.system.deleted }
     }
 }

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// An operation whose request reached the server but whose answer was lost (a proxy in front of
+/// the real `tsync serve` drops the connection after the server applied the write), followed by
+/// a local edit of the same record. The next push must finish cleanly: the lost operation was the
+/// user's own write, never a conflict (issue 9.1).
+@Suite(.serialized) struct LostResponseTests {
+    private func setUp() async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
+        let server = try await SyncServer()
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try TSyncSandbox(remote: proxy.url)
+        return (server, proxy, store)
+    }
+
+    @Test func lostInsertAnswerThenLocalEditPushesWithoutConflict() async throws {
+        let (server, proxy, store) = try await setUp()
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        proxy.drop("POST", "/tables/todo")
+        let lost = try store.run(["push"])
+        #expect(lost.status == 3, "\(lost)")
+        #expect(proxy.droppedCount == 1)
+        #expect(try await server.record("todo", "milk")?["text"] == "buy milk", "the server applied the insert")
+
+        // The insert may have arrived: the edit queues after it instead of collapsing into it.
+        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\nM\ttodo\tmilk\n")
+
+        let push = try store.run(["push", "--json"])
+        #expect(push.status == 0, "\(push)")
+        let summary = try JSONOutput.object(push.stdout)
+        #expect(JSONOutput.int(summary["pushed"]) == 2 && JSONOutput.int(summary["alreadyApplied"]) == 1)
+        #expect(JSONOutput.int(summary["conflicts"]) == 0)
+        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try store.ok(["status", "--porcelain"]) == "")
+        let onServer = try #require(try await server.record("todo", "milk"))
+        #expect(onServer["text"] == "buy oat milk")
+        let local = try JSONOutput.object(try store.ok(["get", "todo", "milk", "--json"]))
+        #expect(local["version"] == onServer["version"])
+    }
+
+    @Test func lostUpdateAnswerThenLocalEditPushesWithoutConflict() async throws {
+        let (server, proxy, store) = try await setUp()
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk", "done": false}"#])
+        try store.ok(["push"])
+        try store.ok(["update", "todo", "milk", "--set", "done=true"])
+        proxy.drop("PATCH", "/tables/todo/milk")
+        #expect(try store.run(["push"]).status == 3)
+        #expect(try await server.record("todo", "milk")?["done"] == true, "the server applied the update")
+
+        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try store.ok(["status", "--porcelain"]) == "M\ttodo\tmilk\nM\ttodo\tmilk\n")
+        let push = try store.run(["push", "--json"])
+        #expect(push.status == 0, "\(push)")
+        #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["conflicts"]) == 0)
+        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
+        let onServer = try #require(try await server.record("todo", "milk"))
+        #expect(onServer["text"] == "buy oat milk" && onServer["done"] == true)
+    }
+
+    @Test func lostDeleteAnswerIsDoneOnTheNextPush() async throws {
+        let (server, proxy, store) = try await setUp()
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        try store.ok(["push"])
+        try store.ok(["delete", "todo", "milk"])
+        proxy.drop("DELETE", "/tables/todo/milk")
+        #expect(try store.run(["push"]).status == 3)
+        #expect(try await server.record("todo", "milk") == nil, "the server applied the delete")
+        #expect(try store.ok(["status", "--porcelain"]) == "D\ttodo\tmilk\n")
+
+        let push = try store.run(["push", "--json"])
+        #expect(push.status == 0, "\(push)")
+        #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["alreadyApplied"]) == 1)
+        #expect(try store.ok(["status", "--porcelain"]) == "")
+    }
+
+    /// Operations that were never sent (the push stopped before their turn) go back to pending and
+    /// still collapse with later edits: only an operation that may have arrived is held apart.
+    @Test func unsentOperationsStillCollapse() async throws {
+        let store = try TSyncSandbox(remote: "http://127.0.0.1:9")
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        #expect(try store.run(["push"]).status == 3)
+        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n")
+    }
+}

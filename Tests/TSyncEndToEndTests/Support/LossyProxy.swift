@@ -1,0 +1,182 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback HTTP proxy in front of a real `tsync serve` that can lose answers: a request that
+/// matches a rule is forwarded, the server applies it and answers, and the proxy closes the
+/// client's connection instead of passing the answer on. That is a response lost to a dropped
+/// connection, made deterministic, so tests can check what push does with an operation that
+/// reached the server without the client learning it.
+///
+/// Blocking sockets, one thread per client connection, one upstream connection per request;
+/// enough for tests, bounded by their own request counts.
+final class LossyProxy: @unchecked Sendable {
+    /// `POST /tables/todo` and the like; `dropping` answers are swallowed.
+    struct Rule: Sendable {
+        var method: String
+        var pathPrefix: String
+    }
+
+    private let upstreamPort: UInt16
+    private let listener: Int32
+    private let lock = NSLock()
+    private var rules: [(rule: Rule, remaining: Int)] = []
+    private var dropped = 0
+    private var closed = false
+    let url: String
+
+    /// Listens on 127.0.0.1 (a free port) and forwards to `upstream` (`http://127.0.0.1:PORT`).
+    init(upstream: String) throws {
+        guard let port = URLComponents(string: upstream)?.port else {
+            throw TSyncTestError("LossyProxy: no port in \(upstream)")
+        }
+        upstreamPort = UInt16(port)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = Self.loopback(port: 0)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else { throw TSyncTestError("LossyProxy: cannot listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// Loses the answers to the next `count` requests that match `method` and `pathPrefix`.
+    func drop(_ method: String, _ pathPrefix: String, count: Int = 1) {
+        lock.withLock { rules.append((Rule(method: method, pathPrefix: pathPrefix), count)) }
+    }
+
+    /// How many answers were lost so far.
+    var droppedCount: Int { lock.withLock { dropped } }
+
+    func close() {
+        lock.withLock { closed = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+    }
+
+    deinit { close() }
+
+    // MARK: - Plumbing
+
+    private static func loopback(port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            Thread.detachNewThread { [self] in serve(client) }
+        }
+    }
+
+    /// Whether the answer to this request is to be lost (and counts it).
+    private func shouldDrop(_ head: String) -> Bool {
+        let parts = head.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2 else { return false }
+        let method = String(parts[0])
+        let path = String(parts[1])
+        return lock.withLock {
+            guard let index = rules.firstIndex(where: { $0.remaining > 0 && $0.rule.method == method && path.hasPrefix($0.rule.pathPrefix) })
+            else { return false }
+            rules[index].remaining -= 1
+            dropped += 1
+            return true
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { Glibc.close(client) }
+        var buffer: [UInt8] = []
+        while let request = Self.readMessage(client, &buffer, isResponse: false) {
+            let drop = shouldDrop(String(decoding: request.prefix(200), as: UTF8.self))
+            guard let answer = forward(request) else { return }
+            if drop { return }  // the server has applied it; the client never hears
+            guard Self.writeAll(client, answer) else { return }
+        }
+    }
+
+    private func forward(_ request: [UInt8]) -> [UInt8]? {
+        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(upstream) }
+        var address = Self.loopback(port: upstreamPort)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0, Self.writeAll(upstream, request) else { return nil }
+        var buffer: [UInt8] = []
+        return Self.readMessage(upstream, &buffer, isResponse: true)
+    }
+
+    private static func writeAll(_ socket: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// Reads one HTTP message (head and a Content-Length or chunked body) from `socket`, keeping
+    /// what follows it in `buffer`. Nil when the peer closed first.
+    private static func readMessage(_ socket: Int32, _ buffer: inout [UInt8], isResponse: Bool) -> [UInt8]? {
+        let separator: [UInt8] = Array("\r\n\r\n".utf8)
+        var headEnd: Int?
+        while true {
+            if headEnd == nil, let range = buffer.firstRange(of: separator) { headEnd = range.upperBound }
+            if let headEnd {
+                let head = String(decoding: buffer[..<headEnd], as: UTF8.self).lowercased()
+                if let length = contentLength(head) {
+                    if buffer.count >= headEnd + length {
+                        let message = Array(buffer[..<(headEnd + length)])
+                        buffer.removeFirst(headEnd + length)
+                        return message
+                    }
+                } else if head.contains("transfer-encoding: chunked") {
+                    let end: [UInt8] = Array("\r\n0\r\n\r\n".utf8)
+                    if let range = buffer[(headEnd - 2)...].firstRange(of: end) {
+                        let message = Array(buffer[..<range.upperBound])
+                        buffer.removeFirst(range.upperBound)
+                        return message
+                    }
+                } else if !isResponse || head.hasPrefix("http/1.1 204") || head.hasPrefix("http/1.1 304") {
+                    let message = Array(buffer[..<headEnd])
+                    buffer.removeFirst(headEnd)
+                    return message
+                }
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return nil }
+            buffer.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    private static func contentLength(_ head: String) -> Int? {
+        for line in head.split(separator: "\r\n") where line.hasPrefix("content-length:") {
+            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+}
+
+/// A failure of the test machinery itself.
+struct TSyncTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
