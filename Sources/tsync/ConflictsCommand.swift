@@ -81,7 +81,9 @@ enum ConflictFormat {
         var line = "\(style.bold(String(error.id)))\t\(error.kind.rawValue) \(error.table)/\(error.itemID)\t"
         line += style.red("\(error.httpStatus.map(String.init) ?? "-") \(details.failureClass.rawValue)")
         line += ": \(error.message)"
-        if details.failureClass.isConflict {
+        if details.theirs?.system.deleted == true {
+            line += " (the server keeps a deleted copy: --ours restores it, --theirs drops the local change)"
+        } else if details.failureClass.isConflict {
             line += " (changed here: \(list(details.fieldsChangedByUs)); on the server: \(list(details.fieldsChangedByThem)))"
         }
         return line + "\n"
@@ -132,7 +134,8 @@ enum ConflictFormat {
 
     private static func version(_ record: Record?) -> String {
         guard let record else { return "(none)" }
-        return record.system.version.map { "version \($0)" } ?? "unversioned"
+        let version = record.system.version.map { "version \($0)" } ?? "unversioned"
+        return record.system.deleted ? version + " (deleted)" : version
     }
 
     private static func value(_ record: Record?, _ name: String) -> String {
