@@ -97,8 +97,8 @@ extension LocalStore {
     public func delete(table: String, ids: [String]) throws(TSyncError) {
         try Identifiers.validateTableName(table)
         for id in ids { try Identifiers.validateRecordID(id) }
-        var seen = Set<String>()
-        let unique = ids.filter { seen.insert($0).inserted }
+        var seen = Set<[UInt8]>()  // bytes: Swift would count "é" and "e\u{301}" as one id
+        let unique = ids.filter { seen.insert(Array($0.utf8)).inserted }
         try write { db in
             for id in unique {
                 guard let record = try StoreRows.fetchRecord(db, table: table, id: id) else {

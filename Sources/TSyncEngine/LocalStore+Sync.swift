@@ -132,7 +132,7 @@ extension LocalStore {
     public func resetItem(table: String, id: String, to record: TSyncModel.Record?) throws(TSyncError) {
         try Identifiers.validateTableName(table)
         try Identifiers.validateRecordID(id)
-        if let record, record.id != id {
+        if let record, !record.id.utf8.elementsEqual(id.utf8) {
             throw .invalidInput("cannot reset \(table)/\(id) to a record with id \(Identifiers.quoted(record.id))")
         }
         try write { db in

@@ -79,7 +79,19 @@ public struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                 throw error("unexpected \(describeCurrent()), expected a field name in double quotes")
             }
+            let keyStart = index
             let key = try parseString()
+            // Swift's dictionaries merge keys that are canonically equivalent ("é" as one code
+            // point or as "e" + U+0301); JSON keeps them apart. Refuse rather than lose one. Only
+            // non-ASCII keys can be equivalent without being equal.
+            if key.utf8.contains(where: { $0 >= 0x80 }), let existing = object.index(forKey: key),
+                !object[existing].key.utf8.elementsEqual(key.utf8)
+            {
+                index = keyStart
+                throw error(
+                    "field names \(JSONSerializer.string(.string(object[existing].key))) and \(JSONSerializer.string(.string(key))) differ only in Unicode normalization; tsync cannot keep both"
+                )
+            }
             skipWhitespace()
             try expect(UInt8(ascii: ":"), "':' after the field name")
             skipWhitespace()

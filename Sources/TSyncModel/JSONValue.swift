@@ -12,6 +12,60 @@ public enum JSONValue: Sendable, Hashable {
     case object([String: JSONValue])
 }
 
+/// Equality is byte for byte, as JSON and the databases see text: Swift's `String ==` calls "é"
+/// (U+00E9) and "e" + U+0301 equal, but they are different values on the wire, in SQLite and in
+/// PostgreSQL, and a change from one to the other is a change. Object keys compare the same way.
+extension JSONValue {
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.int(let a), .int(let b)): return a == b
+        case (.double(let a), .double(let b)): return a == b
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)): return a == b
+        case (.object(let a), .object(let b)): return JSONValue.sameObject(a, b)
+        default: return false
+        }
+    }
+
+    /// Same keys (byte for byte) with equal values.
+    public static func sameObject(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
+        guard a.count == b.count else { return false }
+        for (key, value) in a {
+            guard let index = b.index(forKey: key), b[index].key.utf8.elementsEqual(key.utf8), b[index].value == value
+            else { return false }
+        }
+        return true
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .int(let value): hasher.combine(value)
+        case .double(let value): hasher.combine(value)
+        case .string(let value):
+            hasher.combine(1)
+            for byte in value.utf8 { hasher.combine(byte) }
+        case .array(let values):
+            hasher.combine(values.count)
+            for value in values { hasher.combine(value) }
+        case .object(let object):
+            // Order-independent: dictionaries have no order.
+            hasher.combine(object.count)
+            var sum = 0
+            for (key, value) in object {
+                var entry = Hasher()
+                entry.combine(JSONValue.string(key))
+                entry.combine(value)
+                sum &+= entry.finalize()
+            }
+            hasher.combine(sum)
+        }
+    }
+}
+
 extension JSONValue {
     public var objectValue: [String: JSONValue]? {
         if case .object(let object) = self { return object }
@@ -55,7 +109,9 @@ extension JSONValue {
         case (.object(let a), .object(let b)):
             guard a.count == b.count else { return false }
             for (key, value) in a {
-                guard let otherValue = b[key], value.jsonEquals(otherValue) else { return false }
+                guard let index = b.index(forKey: key), b[index].key.utf8.elementsEqual(key.utf8),
+                    value.jsonEquals(b[index].value)
+                else { return false }
             }
             return true
         default:

@@ -78,3 +78,33 @@ import Testing
         #expect(try Record(wire: ["text": "y"], generateID: { "gen" }).id == "gen")
     }
 }
+
+/// Text compares byte for byte, as on the wire and in the databases (issue 9.11).
+@Suite struct JSONByteEqualityTests {
+    @Test func canonicallyEquivalentStringsAreDifferentValues() {
+        let composed = JSONValue.string("\u{E9}")
+        let decomposed = JSONValue.string("e\u{301}")
+        #expect("\u{E9}" == "e\u{301}", "Swift's own String equality, which JSONValue must not use")
+        #expect(composed != decomposed)
+        #expect(!composed.jsonEquals(decomposed))
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect(JSONValue.object(["k": composed]) != .object(["k": decomposed]))
+        #expect(JSONValue.object(["\u{E9}": 1]) != .object(["e\u{301}": 1]))
+        #expect(JSONValue.object(["a": 1, "b": [true, "x"]]) == .object(["b": [true, "x"], "a": 1]))
+        #expect(Set([JSONValue.object(["a": 1, "b": 2]), .object(["b": 2, "a": 1])]).count == 1)
+    }
+}
+
+extension JSONByteEqualityTests {
+    @Test func keysThatDifferOnlyInNormalizationAreRefusedNotMerged() throws {
+        let text = "{\"id\": \"a\", \"\u{E9}\": 1, \"e\u{301}\": 2}"
+        #expect {
+            try JSONParser.parse(text)
+        } throws: { error in
+            guard let error = error as? TSyncError else { return false }
+            return error.kind == .invalidInput && error.message.contains("Unicode normalization")
+        }
+        // The same key twice is still the last one, as before.
+        #expect(try JSONParser.parse(#"{"x": 1, "x": 2}"#) == .object(["x": 2]))
+    }
+}

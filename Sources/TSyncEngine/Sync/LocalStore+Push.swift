@@ -115,11 +115,11 @@ extension LocalStore {
                 ORDER BY o.seq
                 """, arguments: arguments)
         var selected: [OutgoingOperation] = []
-        var items = Set<[String]>()
+        var items = Set<[UInt8]>()  // table, 0, id: bytes, as SQLite compares ids
         while let row = try rows.next() {
             let table: String = row["tbl"]
             let itemID: String = row["item_id"]
-            if limit != nil, !items.insert([table, itemID]).inserted { continue }
+            if limit != nil, !items.insert(Array(table.utf8) + [0] + Array(itemID.utf8)).inserted { continue }
             let operation = PendingOperation(
                 seq: row["seq"], table: table, itemID: itemID,
                 kind: OperationKind(rawValue: row["kind"]) ?? .update,
