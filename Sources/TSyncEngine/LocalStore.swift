@@ -16,23 +16,78 @@ import TSyncModel
 ///   `LocalStore+Errors.swift`, `LocalStore+Queries.swift`, `LocalStore+Purge.swift`
 public final class LocalStore: Sendable {
     public let location: StoreLocation
-    let pool: DatabasePool
+    /// A pool (WAL: readers never wait); a read-only queue when the store cannot be written.
+    let pool: any DatabaseWriter
 
     /// How long a write waits for another process holding the store before giving up.
     public static let defaultBusyTimeout: TimeInterval = 5
 
-    private init(location: StoreLocation, pool: DatabasePool) {
+    /// Stores up to this size are checked page by page (`PRAGMA quick_check`) when opened: about
+    /// 50 ms at this size, growing with the file, so larger stores rely on SQLite reporting a damaged
+    /// page when a command reads it.
+    public static let quickCheckLimit = 16 * 1024 * 1024
+
+    private init(location: StoreLocation, pool: any DatabaseWriter) {
         self.location = location
         self.pool = pool
     }
 
     /// Opens an existing store, upgrading its schema when this tsync knows newer migrations.
+    ///
+    /// An existing database is never treated as a new one: an empty file, a file that is not
+    /// SQLite, a database without tsync's tables or with damaged pages is refused as damaged, so
+    /// a queue that was lost is reported instead of silently replaced by an empty one. A store that
+    /// cannot be written (permissions, read-only medium) opens read-only: reads work, changes fail
+    /// with a message saying why.
     public static func open(_ location: StoreLocation, busyTimeout: TimeInterval = defaultBusyTimeout) throws(TSyncError)
         -> LocalStore
     {
+        let size = try existingSize(location)
+        guard size > 0 else {
+            throw .failure(
+                "the store database \(location.databasePath) is empty (0 bytes): it is damaged, not a new store; restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
+            )
+        }
+        let pool = try openPool(location, busyTimeout: busyTimeout)
+        try verify(pool, location: location, pageCheck: size <= quickCheckLimit)
+        try migrate(pool, location: location)
+        return LocalStore(location: location, pool: pool)
+    }
+
+    /// Creates the database of a new store (`initialize` on a path with no database yet).
+    private static func create(_ location: StoreLocation, busyTimeout: TimeInterval) throws(TSyncError) -> LocalStore {
         let pool = try openPool(location, busyTimeout: busyTimeout)
         try migrate(pool, location: location)
         return LocalStore(location: location, pool: pool)
+    }
+
+    private static func existingSize(_ location: StoreLocation) throws(TSyncError) -> Int {
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: location.databasePath)
+            return (attributes[.size] as? NSNumber)?.intValue ?? 0
+        } catch {
+            throw .failure("no store database at \(location.databasePath): run `tsync init` to create a store")
+        }
+    }
+
+    /// Refuses a database that is not a tsync store or has damaged pages.
+    private static func verify(_ pool: any DatabaseWriter, location: StoreLocation, pageCheck: Bool) throws(TSyncError) {
+        let damaged = "the store database \(location.databasePath) is damaged or not a tsync store"
+        do {
+            try pool.read { db in
+                if pageCheck {
+                    let result = try String.fetchAll(db, sql: "PRAGMA quick_check")
+                    guard result == ["ok"] else {
+                        throw TSyncError.failure("\(damaged): \(result.prefix(3).joined(separator: "; "))")
+                    }
+                }
+                guard try !StoreSchema.migrator.appliedIdentifiers(db).isEmpty else {
+                    throw TSyncError.failure("\(damaged): it has none of tsync's tables")
+                }
+            }
+        } catch {
+            throw StoreFailure.map(error, location: location)
+        }
     }
 
     /// Creates `location` (and its parent directories) if needed, the database and the
@@ -48,7 +103,7 @@ public final class LocalStore: Sendable {
         } catch {
             throw .failure("cannot create \(location.directory): \(error.localizedDescription)")
         }
-        let store = try open(location, busyTimeout: busyTimeout)
+        let store = existed ? try open(location, busyTimeout: busyTimeout) : try create(location, busyTimeout: busyTimeout)
         var configuration = try store.configuration()
         if let remote { configuration.remote = remote }
         if remote != nil || !FileManager.default.fileExists(atPath: location.configurationPath) {
@@ -69,19 +124,42 @@ public final class LocalStore: Sendable {
 
     // MARK: Database access
 
-    private static func openPool(_ location: StoreLocation, busyTimeout: TimeInterval) throws(TSyncError) -> DatabasePool {
+    private static func openPool(_ location: StoreLocation, busyTimeout: TimeInterval) throws(TSyncError) -> any DatabaseWriter {
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.foreignKeysEnabled = true
         configuration.label = "tsync"
+        let path = location.databasePath
+        let writable = FileManager.default.fileExists(atPath: path)
+            ? access(path, W_OK) == 0 && access(location.directory, W_OK) == 0
+            : true
         do {
-            return try DatabasePool(path: location.databasePath, configuration: configuration)
+            if writable { return try DatabasePool(path: path, configuration: configuration) }
+            configuration.readonly = true
+            do {
+                // Works while a writer keeps the WAL's shared-memory file open.
+                let queue = try DatabaseQueue(path: path, configuration: configuration)
+                _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+                return queue
+            } catch {
+                // Otherwise WAL would have to create that file next to the database, which a
+                // read-only directory forbids: read the file as it stands (`immutable`), which is
+                // right as long as nobody writes it meanwhile, and nobody who opens it this way can.
+                return try DatabaseQueue(path: immutableURI(path), configuration: configuration)
+            }
         } catch {
             throw StoreFailure.map(error, location: location)
         }
     }
 
-    private static func migrate(_ pool: DatabasePool, location: StoreLocation) throws(TSyncError) {
+    /// `file:PATH?immutable=1`, with the characters a URI reserves percent-encoded.
+    private static func immutableURI(_ path: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        return "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+    }
+
+    private static func migrate(_ pool: any DatabaseWriter, location: StoreLocation) throws(TSyncError) {
         let migrator = StoreSchema.migrator
         do {
             // Read first: read-only commands must not take the write lock on an up-to-date store.
@@ -130,8 +208,10 @@ enum StoreFailure {
                 return .failure(busyMessage)
             case .SQLITE_CORRUPT, .SQLITE_NOTADB:
                 return .failure("the store database \(location.databasePath) is damaged or not a tsync store")
-            case .SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM:
-                return .failure("cannot open \(location.databasePath) for writing: check its permissions")
+            case .SQLITE_READONLY:
+                return .failure("the store \(location.databasePath) is read-only (check its permissions): it can be read, not changed")
+            case .SQLITE_CANTOPEN, .SQLITE_PERM:
+                return .failure("cannot open \(location.databasePath): check its permissions")
             case .SQLITE_FULL:
                 return .failure("the disk holding \(location.databasePath) is full; nothing was changed")
             default:

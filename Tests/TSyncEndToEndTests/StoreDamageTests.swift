@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+/// A damaged store is reported, never replaced by a new empty one (issue 9.9): the probe that
+/// found this emptied `store.sqlite` and watched 3,000 queued inserts vanish with exit 0.
+@Suite struct StoreDamageTests {
+    private func storeWithQueue() throws -> (TSyncSandbox, String) {
+        let store = try TSyncSandbox()
+        let ndjson = (0..<200).map { #"{"id": "r\#($0)", "text": "queued \#($0)"}"# }.joined(separator: "\n")
+        try store.ok(["insert", "todo"], stdin: ndjson)
+        return (store, (store.path as NSString).appendingPathComponent(".tsync/store.sqlite"))
+    }
+
+    private func expectDamaged(_ store: TSyncSandbox, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for arguments in [["status"], ["insert", "todo", #"{"text": "new"}"#], ["query", "todo"]] {
+            let result = try store.run(arguments)
+            #expect(result.status == 1, "\(arguments): \(result)", sourceLocation: sourceLocation)
+            #expect(result.stderr.contains(what), "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func anEmptyDatabaseIsDamagedNotANewStore() throws {
+        let (store, database) = try storeWithQueue()
+        try Data().write(to: URL(fileURLWithPath: database))
+        try expectDamaged(store, "is empty (0 bytes)")
+        let size = try FileManager.default.attributesOfItem(atPath: database)[.size] as? NSNumber
+        #expect(size?.intValue == 0, "the empty file is left as it was, not re-created")
+        let again = try store.run(["init"])
+        #expect(again.status == 1 && again.stderr.contains("empty"), "init does not paper over it either: \(again)")
+    }
+
+    @Test func aFileThatIsNotATSyncStoreIsRefused() throws {
+        let (store, database) = try storeWithQueue()
+        try Data("this is not SQLite".utf8).write(to: URL(fileURLWithPath: database))
+        try expectDamaged(store, "damaged or not a tsync store")
+    }
+
+    @Test func damagedPagesAreFoundWhenTheStoreOpens() throws {
+        let (store, database) = try storeWithQueue()
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
+        let size = try handle.seekToEnd()
+        #expect(size > 8 * 4096, "the store spans several pages")
+        // Garbage over a page in the middle: a b-tree page of records or operations.
+        try handle.seek(toOffset: (size / 4096 / 2) * 4096)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+        try expectDamaged(store, "damaged")
+    }
+
+    /// A store nobody may write (as root, the commands run as `nobody`, since root writes anyway).
+    @Test func aReadOnlyStoreCanStillBeRead() throws {
+        let (store, database) = try storeWithQueue()
+        let runAsOther = getuid() == 0
+        let runuser = ["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        if runAsOther {
+            guard let runuser else {
+                Issue.record("running as root without runuser: cannot make a store read-only")
+                return
+            }
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: store.path)
+        }
+        let directory = (database as NSString).deletingLastPathComponent
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: directory)
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: database)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory) }
+
+        func run(_ arguments: [String]) throws -> TSyncResult {
+            guard runAsOther, let runuser else { return try store.run(arguments) }
+            return try TSyncProcess(
+                ["-u", "nobody", "--", TSyncBinary.path, "-C", store.path] + arguments, in: "/", executable: runuser
+            ).wait()
+        }
+        let status = try run(["status", "--porcelain"])
+        #expect(status.status == 0, "\(status)")
+        #expect(status.stdout.split(separator: "\n").count == 200)
+        let query = try run(["query", "todo", "--filter", "id eq 'r7'"])
+        #expect(query.status == 0 && query.stdout.contains("queued 7"), "\(query)")
+        let insert = try run(["insert", "todo", #"{"text": "new"}"#])
+        #expect(insert.status == 1, "\(insert)")
+        #expect(insert.stderr.contains("read-only"), "\(insert.stderr)")
+    }
+}
