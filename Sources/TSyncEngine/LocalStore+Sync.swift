@@ -14,12 +14,19 @@ public struct OutgoingOperation: Sendable, Equatable {
     /// delete): the server copy is undeleted (`If-Match` the deleted version) before the update,
     /// since the protocol answers 404 to an update of a deleted item.
     public var restoresDeleted = false
+    /// Claimed while already in flight: an earlier push sent it and never learned the answer, so
+    /// the server may have applied it whatever this push does.
+    public var sentBefore = false
 
-    public init(operation: PendingOperation, item: [String: JSONValue], version: String?, restoresDeleted: Bool = false) {
+    public init(
+        operation: PendingOperation, item: [String: JSONValue], version: String?, restoresDeleted: Bool = false,
+        sentBefore: Bool = false
+    ) {
         self.operation = operation
         self.item = item
         self.version = version
         self.restoresDeleted = restoresDeleted
+        self.sentBefore = sentBefore
     }
 }
 

@@ -75,6 +75,28 @@ import TSyncModel
         #expect(try store.ok(["status", "--porcelain"]) == "")
     }
 
+    /// An operation an earlier push sent without learning the answer stays in flight through a
+    /// later push that cannot deliver it (here: the server refuses connections), so an edit made
+    /// after that still queues behind it. Found by the kill -9 campaign (scripts/soak.py, seed 104).
+    @Test func anOperationSentBeforeStaysInFlightThroughAFailedPush() async throws {
+        let (server, proxy, store) = try await setUp()
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        proxy.drop("POST", "/tables/todo")
+        #expect(try store.run(["push"]).status == 3)
+
+        try store.ok(["remote", "http://127.0.0.1:9"])  // nothing listens on the discard port
+        let refused = try store.run(["push"])
+        #expect(refused.status == 3 && refused.stderr.contains("connection refused"), "\(refused)")
+        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\nM\ttodo\tmilk\n")
+
+        try store.ok(["remote", proxy.url])
+        let push = try store.run(["push", "--json"])
+        #expect(push.status == 0, "\(push)")
+        #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["conflicts"]) == 0)
+        #expect(try await server.record("todo", "milk")?["text"] == "buy oat milk")
+    }
+
     /// Operations that were never sent (the push stopped before their turn) go back to pending and
     /// still collapse with later edits: only an operation that may have arrived is held apart.
     @Test func unsentOperationsStillCollapse() async throws {

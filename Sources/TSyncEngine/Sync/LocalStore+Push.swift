@@ -47,19 +47,23 @@ extension LocalStore {
             }
             return claimed.map { outgoing in
                 var outgoing = outgoing
+                outgoing.sentBefore = outgoing.operation.state == .inflight
                 outgoing.operation.state = .inflight
                 return outgoing
             }
         }
     }
 
-    /// Puts in-flight operations the server cannot have applied (never sent, or refused for want
-    /// of a login) back to pending, unchanged. An operation sent without an answer must not come
-    /// here: it stays in flight until a push learns its fate.
+    /// Puts claimed operations that this push did not deliver (never sent, or refused for want of
+    /// a login) back to pending, unchanged, so later edits collapse into them again. An operation
+    /// sent without an answer must not come here, and one an earlier push sent (`sentBefore`)
+    /// stays in flight whatever this push did: either may have been applied, and only re-sending
+    /// exactly what was sent lets the next push recognise that (issue 9.1).
     public func releaseOperations(_ operations: [OutgoingOperation]) throws(TSyncError) {
-        guard !operations.isEmpty else { return }
+        let undelivered = operations.filter { !$0.sentBefore }
+        guard !undelivered.isEmpty else { return }
         try write { db in
-            for outgoing in operations { try Self.releaseOperation(db, seq: outgoing.operation.seq) }
+            for outgoing in undelivered { try Self.releaseOperation(db, seq: outgoing.operation.seq) }
         }
     }
 
