@@ -19,9 +19,14 @@ struct PushCommand: AsyncParsableCommand {
             and counts as pushed: an insert answered 409 or an update answered 412 whose server \
             item has the same fields as the item sent, and a delete answered 404.
 
+            SIGINT (Ctrl-C) or SIGTERM stops the push at its next safe point: no new request is \
+            sent, the answers in flight are awaited and recorded, the rest stays queued, and the \
+            push reports what it did and exits 130 (SIGINT) or 143 (SIGTERM). A second signal ends \
+            it at once; nothing is lost either way.
+
             --json prints {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack", \
-            "operations"}; "operations" lists, for --dry-run, what would be sent: [{"seq", "table", \
-            "id", "kind"}] (empty otherwise).
+            "interrupted", "operations"}; "operations" lists, for --dry-run, what would be sent: \
+            [{"seq", "table", "id", "kind"}] (empty otherwise).
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -59,10 +64,12 @@ struct PushCommand: AsyncParsableCommand {
             return
         }
         let progress = ProgressLine(quiet: quiet)
+        let interrupts = Interrupts()
         let summary: PushSummary
         do {
             summary = try await RemoteAccess.with(store) { remote throws(TSyncError) in
-                try await Pusher(store: store, remote: remote).push(tables: selection, progress: progress.reporter("pushing"))
+                try await Pusher(store: store, remote: remote, stopRequest: interrupts.stopRequest)
+                    .push(tables: selection, progress: progress.reporter("pushing"))
             }
         } catch {
             progress.finish()
@@ -71,6 +78,11 @@ struct PushCommand: AsyncParsableCommand {
         progress.finish()
         if json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
         let line = SyncFormat.pushSummary(summary, dryRun: false)
+        if summary.interrupted, let code = interrupts.exitCode {
+            let left = try store.pushableOperations(tables: selection).count
+            Console.error("interrupted: \(line); \(StatusFormat.count(left, "operation")) still queued — run `tsync push` to send them")
+            throw ExitCode(code)
+        }
         // Exit 2 while the error table holds errors of these tables, new or old (DESIGN §3).
         if summary.failed > 0 || summary.heldBack > 0 { throw TSyncError(.operationsFailed, line) }
         if !quiet { Console.note(line) }

@@ -5,7 +5,7 @@ import TSyncModel
 /// names are a stable interface: add fields, never rename or remove them.
 enum SyncReports {
     /// `push`: {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack",
-    /// "operations": [{"seq", "table", "id", "kind"}] (what --dry-run would send)}.
+    /// "interrupted", "operations": [{"seq", "table", "id", "kind"}] (what --dry-run would send)}.
     static func push(_ summary: PushSummary, dryRun operations: [OutgoingOperation]?) -> JSONValue {
         [
             "dryRun": .bool(operations != nil),
@@ -14,6 +14,7 @@ enum SyncReports {
             "failed": count(summary.failed),
             "conflicts": count(summary.conflicts),
             "heldBack": count(summary.heldBack),
+            "interrupted": .bool(summary.interrupted),
             "operations": .array(
                 (operations ?? []).map { outgoing in
                     [

@@ -15,6 +15,8 @@ public struct PushSummary: Sendable, Equatable {
     public var heldBack = 0
     /// Operations a dry run would send.
     public var wouldPush = 0
+    /// The push stopped early on a `StopRequest`; what it did not send is still queued.
+    public var interrupted = false
 
     public init() {}
 
@@ -45,9 +47,13 @@ public struct Pusher: Sendable {
     /// Requests in flight at once (each for a different item).
     public var concurrency = ProcessInfo.processInfo.environment["TSYNC_PUSH_CONCURRENCY"].flatMap { Int($0) } ?? 8
 
-    public init(store: LocalStore, remote: RemoteClient) {
+    /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
+    public var stopRequest: StopRequest?
+
+    public init(store: LocalStore, remote: RemoteClient, stopRequest: StopRequest? = nil) {
         self.store = store
         self.remote = remote
+        self.stopRequest = stopRequest
     }
 
     /// Pushes every pushable operation of `tables` (all tables when nil).
@@ -60,6 +66,10 @@ public struct Pusher: Sendable {
         let total = try store.pushableOperations(tables: tables).count
         progress?(0, total)
         while true {
+            if stopRequest?.isStopped == true {
+                summary.interrupted = true
+                break
+            }
             let batch = try store.claimOperations(tables: tables, limit: batchSize)
             if batch.isEmpty { break }
             let (answered, stop, unapplied) = await send(batch)
@@ -75,15 +85,13 @@ public struct Pusher: Sendable {
                 }
             }
             progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
-            if let stop {
-                // Only what the server cannot have applied goes back to pending. An operation sent
-                // without an answer (lost connection, timeout, dead server) may have been applied:
-                // it stays in flight, so a later local change queues after it instead of
-                // collapsing into it, and the next push re-sends exactly what was sent, which
-                // `PushVerdict` then recognises as already applied (DESIGN §2.4).
-                try store.releaseOperations(unapplied)
-                throw stop
-            }
+            // Only what the server cannot have applied goes back to pending. An operation sent
+            // without an answer (lost connection, timeout, dead server) may have been applied: it
+            // stays in flight, so a later local change queues after it instead of collapsing into
+            // it, and the next push re-sends exactly what was sent, which `PushVerdict` then
+            // recognises as already applied (DESIGN §2.4).
+            try store.releaseOperations(unapplied)
+            if let stop { throw stop }
         }
         summary.heldBack = try store.heldBackOperationCount(tables: tables)
         return summary
@@ -101,9 +109,10 @@ public struct Pusher: Sendable {
         var stop: TSyncError?
         var next = 0
         let remote = self.remote
+        let stopRequest = self.stopRequest
         await withTaskGroup(of: (OutgoingOperation, Result<PushVerdict, TSyncError>).self) { group in
             func startNext() {
-                guard next < batch.count, stop == nil else { return }
+                guard next < batch.count, stop == nil, stopRequest?.isStopped != true else { return }
                 let operation = batch[next]
                 next += 1
                 group.addTask {

@@ -58,6 +58,15 @@ final class LossyProxy: @unchecked Sendable {
     /// How many answers were lost so far.
     var droppedCount: Int { lock.withLock { dropped } }
 
+    /// Holds every request this long before forwarding it: a slow server, so a test can act while
+    /// a long push is under way.
+    func delay(_ seconds: TimeInterval) { lock.withLock { requestDelay = seconds } }
+    private var requestDelay: TimeInterval = 0
+    private var forwardedCount = 0
+
+    /// How many requests reached the server so far.
+    var forwarded: Int { lock.withLock { forwardedCount } }
+
     func close() {
         lock.withLock { closed = true }
         shutdown(listener, Int32(SHUT_RDWR))
@@ -104,7 +113,10 @@ final class LossyProxy: @unchecked Sendable {
         var buffer: [UInt8] = []
         while let request = Self.readMessage(client, &buffer, isResponse: false) {
             let drop = shouldDrop(String(decoding: request.prefix(200), as: UTF8.self))
+            let delay = lock.withLock { requestDelay }
+            if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             guard let answer = forward(request) else { return }
+            lock.withLock { forwardedCount += 1 }
             if drop { return }  // the server has applied it; the client never hears
             guard Self.writeAll(client, answer) else { return }
         }

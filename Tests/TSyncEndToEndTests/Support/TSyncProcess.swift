@@ -92,6 +92,14 @@ final class TSyncProcess {
 
     private func outputPath(_ name: String) -> String { (output.path as NSString).appendingPathComponent(name) }
 
+    /// Sends `signal` to the running process (SIGINT, as Ctrl-C would).
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// What it has written to stderr so far.
+    var stderrSoFar: String {
+        String(decoding: FileManager.default.contents(atPath: outputPath("stderr")) ?? Data(), as: UTF8.self)
+    }
+
     /// Waits for the process (killing it after `timeout` seconds) and collects its output.
     func wait(timeout: TimeInterval = 120) -> TSyncResult {
         let deadline = Date().addingTimeInterval(timeout)

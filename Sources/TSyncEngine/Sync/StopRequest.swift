@@ -1,0 +1,22 @@
+import Foundation
+
+/// A request, from outside, that a long push stop at its next safe point: no new request is
+/// started, the answers to those in flight are awaited and recorded, and everything not sent stays
+/// queued. The command line sets it from its SIGINT/SIGTERM handler; a library user from wherever
+/// it decides to stop.
+public final class StopRequest: @unchecked Sendable {  // `lock` guards `signal`
+    private let lock = NSLock()
+    private var signal: Int32?
+
+    public init() {}
+
+    /// Asks the operation to stop; `signal` is kept for the caller's report (nil when none).
+    public func stop(signal: Int32? = nil) {
+        lock.withLock { if self.signal == nil { self.signal = signal ?? 0 } }
+    }
+
+    public var isStopped: Bool { lock.withLock { signal != nil } }
+
+    /// The signal given to the first `stop`, 0 when none was given, nil while not stopped.
+    public var stopSignal: Int32? { lock.withLock { signal } }
+}
