@@ -41,13 +41,8 @@ public struct NewOperationError: Sendable, Equatable {
 
 extension LocalStore {
     /// Records (or replaces) the error of one operation and puts the operation back to pending, so
-    /// it stays in the queue for `resolve` while the push goes on with the others.
-    @discardableResult
-    public func recordError(_ error: NewOperationError) throws(TSyncError) -> OperationError {
-        try write { db in try Self.recordError(db, error, at: Timestamp.now()) }
-    }
-
-    /// `recordError` inside a caller's transaction (batched push).
+    /// it stays in the queue for `resolve` while the push goes on with the others. Runs inside
+    /// `completeOperations`' transaction.
     @discardableResult
     static func recordError(_ db: Database, _ error: NewOperationError, at now: Timestamp) throws -> OperationError {
         guard

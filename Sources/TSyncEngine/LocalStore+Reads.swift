@@ -45,11 +45,6 @@ extension LocalStore {
         }
     }
 
-    /// Whether the store knows `table` (something was inserted into it or pulled from it).
-    public func hasTable(_ table: String) throws(TSyncError) -> Bool {
-        try read { db in try StoreRows.tableExists(db, table) }
-    }
-
     /// Every known table with its counts, by name.
     public func tables() throws(TSyncError) -> [TableSummary] {
         try read { db in

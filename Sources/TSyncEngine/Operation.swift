@@ -21,8 +21,8 @@ public enum OperationState: String, Sendable {
     case inflight
 }
 
-/// One entry of the operation queue, without the item body (read it with `LocalStore.record` or
-/// `beginPush`).
+/// One entry of the operation queue, without the item body (`LocalStore.record` reads it; a
+/// claim for push returns it in an `OutgoingOperation`).
 public struct PendingOperation: Sendable, Equatable {
     /// Queue position: operations are pushed in increasing `seq`.
     public var seq: Int64

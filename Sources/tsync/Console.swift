@@ -67,7 +67,6 @@ struct Style {
     func red(_ text: String) -> String { paint(text, "31") }
     func green(_ text: String) -> String { paint(text, "32") }
     func yellow(_ text: String) -> String { paint(text, "33") }
-    func cyan(_ text: String) -> String { paint(text, "36") }
     func bold(_ text: String) -> String { paint(text, "1") }
     func dim(_ text: String) -> String { paint(text, "2") }
 

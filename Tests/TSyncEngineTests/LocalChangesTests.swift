@@ -95,7 +95,7 @@ import TSyncModel
         try store.update(table: "todo", id: "a", fields: ["text": "two"])
         #expect(try store.queue("todo", "a") == ["insert"])
         #expect(try store.record(table: "todo", id: "a")?.fields == ["text": "two"])
-        #expect(try store.beginPush(seq: store.pendingOperations()[0].seq).item == ["id": "a", "text": "two"])
+        #expect(try store.claimOperations(tables: nil, limit: 10).map(\.item) == [["id": "a", "text": "two"]])
     }
 
     @Test func insertThenDeleteVanishes() throws {
@@ -135,7 +135,8 @@ import TSyncModel
         #expect(operations[0].seq == seq, "the operation keeps its place in the queue")
         #expect(try store.record(table: "todo", id: "s1") == nil)
         #expect(try store.base(table: "todo", id: "s1")?.system.version == "v1")
-        let outgoing = try store.beginPush(seq: seq)
+        let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
+        #expect(outgoing.operation.seq == seq)
         #expect(outgoing.item == ["id": "s1", "text": "mine", "n": 1])
         #expect(outgoing.version == "v1")
     }
@@ -175,8 +176,7 @@ import TSyncModel
         let temporary = try TemporaryStore()
         let store = temporary.store
         try store.insert("todo", ["id": "a", "text": "one"])
-        let first = try store.pendingOperations()[0].seq
-        let outgoing = try store.beginPush(seq: first)
+        let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         #expect(outgoing.operation.state == .inflight)
         try store.update(table: "todo", id: "a", fields: ["text": "two"])
         try store.update(table: "todo", id: "a", fields: ["text": "three"])
@@ -184,8 +184,9 @@ import TSyncModel
         try store.delete(table: "todo", ids: ["a"])
         #expect(try store.queue("todo", "a") == ["insert(inflight)", "delete"])
         // The delete being pushed blocks the id.
-        let delete = try store.pendingOperations()[1].seq
-        _ = try store.beginPush(seq: delete)
+        let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
+        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
+        #expect(try store.claimOperations(tables: nil, limit: 10).map(\.operation.kind) == [.delete])
         #expect(throws: TSyncError.self) { try store.insert("todo", ["id": "a"]) }
     }
 

@@ -62,8 +62,7 @@ import TSyncModel
         let temporary = try sample()
         let store = temporary.store
         try store.applyServerPage(table: "notes", records: [LocalStore.serverRecord("n", [:], version: "1")])
-        let seq = try store.pendingOperations()[0].seq
-        try store.recordError(NewOperationError(operationSeq: seq, httpStatus: 409, message: "exists"))
+        try store.fail(try store.pendingOperations()[0].itemID, status: 409)
         #expect(
             try store.tables() == [
                 TableSummary(table: "notes", records: 1, pending: 0, errors: 0),

@@ -3,16 +3,17 @@ import TSyncModel
 
 @testable import TSyncEngine
 
-/// The store-side primitives push and pull build on.
+/// The store-side steps push and pull build on, through the one path push uses: claim (mark in
+/// flight), complete (apply the answers) and release.
 @Suite struct SyncPrimitivesTests {
     @Test func completingAnInsertTakesTheServerRecordAndDropsTheBase() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
         try store.insert("todo", ["id": "a", "text": "one"])
-        let seq = try store.pendingOperations()[0].seq
-        let outgoing = try store.beginPush(seq: seq)
-        #expect(outgoing.version == nil)
-        try store.completeOperation(seq: seq, serverRecord: LocalStore.serverRecord("a", ["text": "one"], version: "v1"))
+        let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
+        #expect(outgoing.version == nil && !outgoing.sentBefore)
+        let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
+        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
         #expect(try store.pendingOperations().isEmpty)
         #expect(try store.record(table: "todo", id: "a")?.system.version == "v1")
         #expect(try store.base(table: "todo", id: "a") == nil)
@@ -22,19 +23,19 @@ import TSyncModel
         let temporary = try TemporaryStore()
         let store = temporary.store
         try store.insert("todo", ["id": "a", "text": "one"])
-        let seq = try store.pendingOperations()[0].seq
-        _ = try store.beginPush(seq: seq)
+        let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         try store.update(table: "todo", id: "a", fields: ["text": "two"])
         let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
-        try store.completeOperation(seq: seq, serverRecord: server)
+        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
 
         let record = try #require(try store.record(table: "todo", id: "a"))
         #expect(record.fields == ["text": "two"], "the newer local change is kept")
         #expect(record.system.version == "v1", "but the item knows the server's version")
         #expect(try store.base(table: "todo", id: "a") == server)
-        let update = try #require(try store.pendingOperations().first)
-        #expect(update.kind == .update)
-        #expect(try store.beginPush(seq: update.seq).version == "v1")
+        let update = try #require(try store.claimOperations(tables: nil, limit: 10).first)
+        #expect(update.operation.kind == .update)
+        #expect(update.version == "v1")
+        #expect(update.item == ["id": "a", "text": "two"])
     }
 
     @Test func completingADeleteClearsTheItem() throws {
@@ -42,24 +43,33 @@ import TSyncModel
         let store = temporary.store
         try store.applyServerPage(table: "todo", records: [LocalStore.serverRecord("s", ["a": 1], version: "v1")])
         try store.delete(table: "todo", ids: ["s"])
-        let seq = try store.pendingOperations()[0].seq
-        try store.completeOperation(seq: seq, serverRecord: nil)
+        let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
+        #expect(outgoing.operation.kind == .delete && outgoing.version == "v1")
+        try store.completeOperations([(outgoing, .succeeded(serverRecord: nil, alreadyApplied: false))])
         #expect(try store.pendingOperations().isEmpty)
         #expect(try store.base(table: "todo", id: "s") == nil)
         #expect(try store.record(table: "todo", id: "s") == nil)
     }
 
-    @Test func abortPushPutsTheOperationBack() throws {
+    @Test func releasePutsAnUndeliveredOperationBackButNeverOneSentBefore() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
         try store.insert("todo", ["id": "a"])
-        let seq = try store.pendingOperations()[0].seq
-        _ = try store.beginPush(seq: seq)
-        try store.abortPush(seq: seq)
+        try store.releaseOperations(try store.claimOperations(tables: nil, limit: 10))
         #expect(try store.pendingOperations()[0].state == .pending)
         // Pending again: a new change collapses into it.
         try store.update(table: "todo", id: "a", fields: ["b": 2])
         #expect(try store.queue("todo", "a") == ["insert"])
+
+        // Claimed, and the push dies; the next push claims it again (sentBefore) and cannot
+        // deliver it: it may have arrived the first time, so it stays in flight.
+        _ = try store.claimOperations(tables: nil, limit: 10)
+        let again = try temporary.reopen().claimOperations(tables: nil, limit: 10)
+        #expect(again.map(\.sentBefore) == [true])
+        try store.releaseOperations(again)
+        #expect(try store.queue("todo", "a") == ["insert(inflight)"])
+        try store.update(table: "todo", id: "a", fields: ["b": 3])
+        #expect(try store.queue("todo", "a") == ["insert(inflight)", "update"])
     }
 
     @Test func resetItemEndsEveryLocalChangeOfTheItem() throws {
@@ -68,8 +78,7 @@ import TSyncModel
         let server = LocalStore.serverRecord("s", ["text": "server"], version: "v1")
         try store.applyServerPage(table: "todo", records: [server])
         try store.update(table: "todo", id: "s", fields: ["text": "mine"])
-        try store.recordError(
-            NewOperationError(operationSeq: try store.pendingOperations()[0].seq, httpStatus: 412, message: "newer"))
+        try store.fail("s", status: 412)
         // --theirs: the server's newer copy wins.
         let theirs = LocalStore.serverRecord("s", ["text": "theirs"], version: "v2")
         try store.resetItem(table: "todo", id: "s", to: theirs)
@@ -89,36 +98,30 @@ import TSyncModel
         let temporary = try TemporaryStore()
         let store = temporary.store
         try store.insert(table: "todo", objects: [["id": "a"], ["id": "b"]])
-        let operations = try store.pendingOperations()
-        _ = try store.beginPush(seq: operations[0].seq)
-        let recorded = try store.recordError(
-            NewOperationError(
-                operationSeq: operations[0].seq, httpStatus: 409, message: "exists", sentItem: ["id": "a"],
-                serverItem: ["id": "a", "x": 1]))
+        try store.fail("a", status: 409, serverRecord: LocalStore.serverRecord("a", ["x": 1], version: "v9"))
+        let recorded = try #require(try store.operationErrors().first)
         #expect(recorded.table == "todo" && recorded.itemID == "a" && recorded.kind == .insert)
-        #expect(recorded.serverItem == ["id": "a", "x": 1])
+        #expect(recorded.serverItem?["x"] == 1 && recorded.sentItem == ["id": "a"])
 
         let after = try store.pendingOperations()
-        #expect(after[0].state == .pending)
+        #expect(after.map(\.state) == [.pending, .pending], "the failed one is pending again, the other was released")
         #expect(after[0].error?.httpStatus == 409)
         #expect(after[1].error == nil)
         #expect(try store.tables()[0].errors == 1)
         #expect(try store.status().errorCount == 1)
 
-        // Recording again replaces the error of that operation.
-        try store.recordError(NewOperationError(operationSeq: operations[0].seq, httpStatus: 412, message: "newer"))
+        // An error can be dropped (the operation stays) ...
+        #expect(try store.deleteError(id: recorded.id))
+        #expect(try store.pendingOperations().count == 2)
+        #expect(try store.operationError(id: recorded.id) == nil)
+        // ... the operation then fails again, with a new error ...
+        try store.fail("a", status: 412)
         #expect(try store.operationErrors().map(\.httpStatus) == [412])
 
-        // An error can be dropped (the operation stays) ...
-        let error = try #require(try store.operationErrors().first)
-        #expect(try store.deleteError(id: error.id))
-        #expect(try store.pendingOperations().count == 2)
-        #expect(try store.operationError(id: error.id) == nil)
-
         // ... and an operation that leaves the queue takes its error along.
-        try store.recordError(NewOperationError(operationSeq: operations[1].seq, httpStatus: 400, message: "bad"))
+        try store.fail("b", status: 400)
         try store.delete(table: "todo", ids: ["b"])  // insert → delete: both vanish
-        #expect(try store.operationErrors().isEmpty)
+        #expect(try store.operationErrors().map(\.itemID) == ["a"])
     }
 
     @Test func aServerPageIsAppliedAroundPendingItems() throws {

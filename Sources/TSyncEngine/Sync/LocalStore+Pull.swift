@@ -1,4 +1,15 @@
+import GRDB
 import TSyncModel
+
+/// What `applyServerPage` did.
+public struct PageResult: Sendable, Equatable {
+    /// Records inserted or replaced.
+    public var upserted = 0
+    /// Local records removed because the server marked them deleted.
+    public var removed = 0
+    /// Records left alone because the item has a pending local operation.
+    public var skipped = 0
+}
 
 /// What a pull did to the local table, summed over its pages.
 public struct PullCounts: Sendable, Equatable {
@@ -25,6 +36,35 @@ public struct PullCounts: Sendable, Equatable {
 }
 
 extension LocalStore {
+    /// Applies one page of a pull in ONE transaction (DESIGN §2.5): records are upserted, records
+    /// marked deleted are removed, and items with a pending local operation are left alone (their
+    /// base too: the next push must still be checked against the version the user changed). When
+    /// `checkpoint` is given it is saved in the same transaction, so the checkpoint never runs ahead
+    /// of the records.
+    @discardableResult
+    public func applyServerPage(table: String, records: [TSyncModel.Record], saving query: SavedQuery? = nil) throws(TSyncError)
+        -> PageResult
+    {
+        try Identifiers.validateTableName(table)
+        return try write { db in
+            try StoreRows.registerTable(db, table)
+            var result = PageResult()
+            for record in records {
+                if try StoreRows.hasOperations(db, table: table, id: record.id) {
+                    result.skipped += 1
+                } else if record.system.deleted {
+                    try StoreRows.deleteRecord(db, table: table, id: record.id)
+                    result.removed += db.changesCount
+                } else {
+                    try StoreRows.upsertRecord(db, table: table, record: record)
+                    result.upserted += 1
+                }
+            }
+            if let query { try StoreRows.saveQuery(db, query) }
+            return result
+        }
+    }
+
     /// The environment variable that makes pull write one transaction per record, the way the
     /// original SDKs did (DESIGN §2.5). Benchmark baseline only (`scripts/bench-sync.sh`); never
     /// set it otherwise.
@@ -32,7 +72,7 @@ extension LocalStore {
 
     /// `applyServerPage` with one transaction per record, then one for the checkpoint: the
     /// benchmark baseline, never used otherwise.
-    func applyServerPageRowByRow(table: String, records: [Record], saving query: SavedQuery?) throws(TSyncError) -> PageResult {
+    func applyServerPageRowByRow(table: String, records: [TSyncModel.Record], saving query: SavedQuery?) throws(TSyncError) -> PageResult {
         var total = PageResult()
         for record in records {
             let result = try applyServerPage(table: table, records: [record])

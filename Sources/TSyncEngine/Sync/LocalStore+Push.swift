@@ -1,12 +1,41 @@
 import GRDB
 import TSyncModel
 
-/// Batched queue steps of push. `beginPush` / `completeOperation` / `recordError` handle one
-/// operation per transaction; a push of thousands of operations claims and completes them in
-/// batches instead, so the store's commit cost (an fsync each) is paid per batch, not per
-/// operation. Each step is still one transaction, so a push killed at any point leaves every
-/// operation pending, in flight (sent again next time, with the very item saved when it was
-/// claimed, so `PushVerdict` recognises a duplicate), or done.
+/// An operation taken out of the queue by a push, with what to send.
+public struct OutgoingOperation: Sendable, Equatable {
+    public var operation: PendingOperation
+    /// User fields and `id` (no server properties): the body of a POST or PATCH; for a delete, the
+    /// item that was deleted.
+    public var item: [String: JSONValue]
+    /// The version to send in `If-Match`: the base's (the last server copy the client saw), else
+    /// the item's own; nil for an item the server has not seen.
+    public var version: String?
+    /// An update whose base is a copy the server deleted (`resolve --ours` against a server-side
+    /// delete): the server copy is undeleted (`If-Match` the deleted version) before the update,
+    /// since the protocol answers 404 to an update of a deleted item.
+    public var restoresDeleted = false
+    /// Claimed while already in flight: an earlier push sent it and never learned the answer, so
+    /// the server may have applied it whatever this push does.
+    public var sentBefore = false
+
+    public init(
+        operation: PendingOperation, item: [String: JSONValue], version: String?, restoresDeleted: Bool = false,
+        sentBefore: Bool = false
+    ) {
+        self.operation = operation
+        self.item = item
+        self.version = version
+        self.restoresDeleted = restoresDeleted
+        self.sentBefore = sentBefore
+    }
+}
+
+/// The queue steps of push: claim (mark in flight), complete (apply the answers), release (put
+/// back what was not delivered). Operations are claimed and completed in batches, so the store's
+/// commit cost (an fsync each) is paid per batch, not per operation. Each step is one
+/// transaction, so a push killed at any point leaves every operation pending, in flight (sent
+/// again next time, with the very item saved when it was claimed, so `PushVerdict` recognises a
+/// duplicate), or done.
 extension LocalStore {
     /// Operations push would send now, in queue order, skipping every operation of an item whose
     /// earlier (or own) operation has an unresolved error: an error holds back only its own item
@@ -156,5 +185,66 @@ extension LocalStore {
             if let limit, selected.count >= limit { break }
         }
         return selected
+    }
+}
+
+// MARK: - Steps inside a caller's transaction
+
+extension LocalStore {
+    /// Puts one claimed operation back to pending, as it was before the claim.
+    static func releaseOperation(_ db: Database, seq: Int64) throws {
+        try db.execute(
+            sql: """
+                UPDATE operations SET state = 'pending', item = CASE WHEN kind = 'delete' THEN item ELSE NULL END
+                WHERE seq = ?
+                """,
+            arguments: [seq])
+    }
+
+    /// The server accepted an operation. The operation (and its error) leaves the queue. The
+    /// server's record (nil for a 204 answer) replaces the local item, unless a newer local
+    /// change to the item is queued: then the local fields are kept, but the item takes the
+    /// server's version and timestamps, and that copy becomes the base the newer change is
+    /// pushed against.
+    static func completeOperation(_ db: Database, seq: Int64, serverRecord: TSyncModel.Record?) throws {
+        guard let operation = try StoreRows.operation(db, seq: seq) else {
+            throw TSyncError.invalidInput("no queued operation \(seq)")
+        }
+        let table = operation.table
+        let id = operation.itemID
+        try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [seq])
+        let newerChange = try StoreRows.hasOperations(db, table: table, id: id)
+        guard let server = serverRecord else {
+            try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+            return
+        }
+        if newerChange {
+            try db.execute(
+                sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
+                arguments: [
+                    server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
+                ])
+            try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
+        } else {
+            if server.system.deleted {
+                try StoreRows.deleteRecord(db, table: table, id: id)
+            } else {
+                try StoreRows.upsertRecord(db, table: table, record: server)
+            }
+            try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+        }
+    }
+}
+
+extension StoreRows {
+    static func operation(_ db: Database, seq: Int64) throws -> PendingOperation? {
+        let row = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, e.id, e.http_status, e.message
+                FROM operations o LEFT JOIN errors e ON e.operation_seq = o.seq WHERE o.seq = ?
+                """,
+            arguments: [seq])
+        return try row.map(pendingOperation)
     }
 }

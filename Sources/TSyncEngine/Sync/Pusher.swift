@@ -19,15 +19,6 @@ public struct PushSummary: Sendable, Equatable {
     public var interrupted = false
 
     public init() {}
-
-    public static func += (lhs: inout PushSummary, rhs: PushSummary) {
-        lhs.pushed += rhs.pushed
-        lhs.alreadyApplied += rhs.alreadyApplied
-        lhs.failed += rhs.failed
-        lhs.conflicts += rhs.conflicts
-        lhs.heldBack = rhs.heldBack
-        lhs.wouldPush += rhs.wouldPush
-    }
 }
 
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).

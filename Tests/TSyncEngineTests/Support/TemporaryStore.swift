@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import TSyncModel
 
 @testable import TSyncEngine
@@ -36,6 +37,15 @@ extension LocalStore {
         try pendingOperations(table: table).filter { $0.itemID == id }.map {
             $0.state == .inflight ? "\($0.kind.rawValue)(inflight)" : $0.kind.rawValue
         }
+    }
+
+    /// Pushes the item's first pushable operation as far as the store is concerned: claims the
+    /// queue, records the server's failure for that item, and releases the rest.
+    func fail(_ id: String, status: Int, serverRecord: Record? = nil) throws {
+        let batch = try claimOperations(tables: nil, limit: 100)
+        let target = try #require(batch.first { $0.operation.itemID == id })
+        try completeOperations([(target, .failed(status: status, message: "HTTP \(status)", serverRecord: serverRecord))])
+        try releaseOperations(batch.filter { $0.operation.seq != target.operation.seq })
     }
 
     /// A server copy of a record, as a pull or push response would bring it.
