@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         .target(name: "TSyncModel"),
@@ -38,7 +39,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .systemLibrary(
@@ -57,6 +57,8 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .executableTarget(
@@ -66,24 +68,31 @@ let package = Package(
                 "TSyncEngine",
                 "TSyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "TSyncModelTests", dependencies: ["TSyncModel"]),
         // GRDB only to execute the rendered SQLite SQL against a real database.
         .testTarget(
             name: "TSyncQueryTests",
-            dependencies: ["TSyncQuery", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["TSyncQuery", "TSyncModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "TSyncEngineTests",
-            dependencies: ["TSyncEngine", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["TSyncEngine", "TSyncModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "TSyncServerTests",
             dependencies: [
+                "TSyncModel",
+                "TSyncQuery",
                 "TSyncServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // Runs the built `tsync` binary against a real `tsync serve` on loopback.

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 import ArgumentParser
 import Foundation
 import TSyncEngine
@@ -13,10 +8,11 @@ struct LoginCommand: AsyncParsableCommand {
         commandName: "login",
         abstract: "Get a token from the server and save it in the store.",
         discussion: """
-            The password is read from stdin with --password-stdin (its first line), or asked for \
-            on the terminal without echo. It is never taken as a flag value. The token is saved in \
-            .tsync/credentials (mode 0600, only for the remote it came from) and never printed. The \
-            TSYNC_TOKEN environment variable, when set, is used instead of the saved token.
+            The password is the first line of stdin with --password-stdin or when stdin is not a \
+            terminal; otherwise it is asked for on the terminal without echo. It is never taken as \
+            a flag value. The token is saved in .tsync/credentials (mode 0600, only for the remote \
+            it came from) and never printed. The TSYNC_TOKEN environment variable, when set, is \
+            used instead of the saved token.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -34,34 +30,13 @@ struct LoginCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try storeOptions.open()
         let endpoint = try RemoteAccess.endpoint(store)
-        let password = try readPassword()
+        let password = try PasswordInput.read(fromStdin: passwordStdin, prompt: "password for \(user): ", confirm: false)
         let user = self.user
         let (token, userID) = try await RemoteClient.withRemoteClient(endpoint: endpoint, token: nil) { remote throws(TSyncError) in
             try await remote.login(username: user, password: password)
         }
         try Credentials(remote: endpoint.base, user: user, token: token).save(storeDirectory: store.location.directory)
         Console.note("logged in to \(endpoint) as \(userID)")
-    }
-
-    private func readPassword() throws(TSyncError) -> String {
-        if passwordStdin {
-            let bytes = Console.readStandardInput()
-            var text = String(decoding: bytes, as: UTF8.self)
-            if let newline = text.firstIndex(where: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
-                text = String(text[..<newline])
-            }
-            guard !text.isEmpty else { throw .invalidInput("no password on stdin (--password-stdin reads its first line)") }
-            return text
-        }
-        guard Console.stdinIsTerminal else {
-            throw .usage("stdin is not a terminal: pipe the password in with --password-stdin")
-        }
-        guard let pointer = getpass("password for \(user): ") else {
-            throw .failure("could not read the password from the terminal")
-        }
-        let password = String(cString: pointer)
-        guard !password.isEmpty else { throw .invalidInput("empty password") }
-        return password
     }
 }
 

@@ -7,23 +7,25 @@ import Glibc
 import Darwin
 #endif
 
-/// Reads a password the way clig.dev asks: from stdin when asked or when stdin is not a terminal,
-/// otherwise from a prompt on the terminal with echo turned off. Never from a flag value.
+/// Reads a password the way clig.dev asks, for `login` and `user add|passwd` alike: the first
+/// line of stdin with `--password-stdin` or when stdin is not a terminal (nothing ever prompts
+/// without one); otherwise a prompt on the terminal with echo turned off. Never from a flag value.
 enum PasswordInput {
-    static func read(fromStdin: Bool, confirm: Bool) throws(TSyncError) -> String {
-        if fromStdin || isatty(STDIN_FILENO) == 0 {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
-            guard var text = String(data: data, encoding: .utf8) else {
-                throw .invalidInput("the password on stdin is not valid UTF-8")
+    static func read(fromStdin: Bool, prompt label: String = "Password: ", confirm: Bool) throws(TSyncError) -> String {
+        if fromStdin || !Console.stdinIsTerminal {
+            let bytes = Console.readStandardInput()
+            var text = String(decoding: bytes, as: UTF8.self)
+            if let newline = text.firstIndex(where: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+                text = String(text[..<newline])
             }
-            // One final line break ("\r\n" is a single Character in Swift).
-            if text.last == "\n" || text.last == "\r\n" { text.removeLast() }
             guard !text.isEmpty else {
-                throw .invalidInput("no password on stdin: pipe it in, e.g. `printf %s \"$PW\" | tsync user add NAME --password-stdin`")
+                throw .invalidInput(
+                    "no password on stdin: pipe it in, e.g. `printf '%s\\n' \"$PW\" | tsync … --password-stdin` (the first line is read)")
             }
             return text
         }
-        let password = try prompt("Password: ")
+        let password = try prompt(label)
+        guard !password.isEmpty else { throw .invalidInput("empty password") }
         if confirm, try prompt("Retype password: ") != password {
             throw .invalidInput("the passwords do not match: nothing was changed")
         }
