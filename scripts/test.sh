@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what a fresh machine lacks, starts a throwaway PostgreSQL cluster on
-# 127.0.0.1 (so the PostgreSQL tests run too), builds, and runs every test.
+# 127.0.0.1 (so the PostgreSQL tests run too), builds, runs every test, then the short form of the
+# kill -9 campaign.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-postgres
@@ -13,3 +14,10 @@ else
 fi
 swift build --build-tests
 swift test --skip-build "$@"
+
+# The kill -9 campaign in its short form (a few runs, seconds each); scripts/soak.sh runs the long one.
+bin="$(swift build --show-bin-path)/tsync"
+python3 scripts/soak.py --bin "$bin" --runs 3
+if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
+    python3 scripts/soak.py --bin "$bin" --db "$TSYNC_TEST_POSTGRES_URL" --runs 2
+fi
