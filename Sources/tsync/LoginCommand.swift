@@ -28,14 +28,10 @@ struct LoginCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try storeOptions.open()
-        let endpoint = try RemoteAccess.endpoint(store)
+        let session = try RemoteAccess.session(try storeOptions.open())
+        let endpoint = try session.endpoint()
         let password = try PasswordInput.read(fromStdin: passwordStdin, prompt: "password for \(user): ", confirm: false)
-        let user = self.user
-        let (token, userID) = try await RemoteClient.withRemoteClient(endpoint: endpoint, token: nil) { remote throws(TSyncError) in
-            try await remote.login(username: user, password: password)
-        }
-        try Credentials(remote: endpoint.base, user: user, token: token).save(storeDirectory: store.location.directory)
+        let userID = try await session.login(user: user, password: password)
         Console.note("logged in to \(endpoint) as \(userID)")
     }
 }
@@ -52,25 +48,13 @@ struct LogoutCommand: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func run() async throws {
-        let store = try storeOptions.open()
-        let directory = store.location.directory
-        guard let saved = try Credentials.load(storeDirectory: directory) else {
+        guard let result = try await RemoteAccess.session(try storeOptions.open()).logout() else {
             Console.note("not logged in")
             return
         }
-        var warning: String?
-        do throws(TSyncError) {
-            let endpoint = try RemoteEndpoint(saved.remote)
-            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token) { remote throws(TSyncError) in
-                try await remote.logout()
-            }
-        } catch where error.kind != .unauthorized {
-            warning = "could not revoke the token on \(saved.remote) (\(error.message)); it stays valid there until it expires"
-        } catch {
-            // Unauthorized: the token was already expired or revoked.
+        if let reason = result.notRevoked {
+            Console.note("warning: could not revoke the token on \(result.remote) (\(reason)); it stays valid there until it expires")
         }
-        try Credentials.remove(storeDirectory: directory)
-        if let warning { Console.note("warning: \(warning)") }
-        Console.note("logged out of \(saved.remote)")
+        Console.note("logged out of \(result.remote)")
     }
 }

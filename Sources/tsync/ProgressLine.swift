@@ -39,6 +39,14 @@ final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable st
         }
     }
 
+    /// Draws the progress events of a `SyncSession` and erases the line when a push or pull ends.
+    func handle(_ event: SyncSession.Event) {
+        switch event {
+        case .progress(let phase, let done, let total): reporter(phase)?(done, total)
+        case .pushed, .pulled: finish()
+        }
+    }
+
     /// Erases the line, if anything was drawn.
     func finish() {
         guard enabled, lock.withLock({ drawn }) else { return }

@@ -58,14 +58,11 @@ struct PullCommand: AsyncParsableCommand {
         let progress = ProgressLine(quiet: quiet)
         let summary: PullSummary
         do {
-            summary = try await RemoteAccess.with(store) { remote throws(TSyncError) in
-                try await Puller(store: store, remote: remote).pull(request, progress: progress.reporter("pulling \(table):"))
-            }
+            summary = try await RemoteAccess.session(store, events: progress.handle).pull(request)
         } catch {
             progress.finish()
             throw error
         }
-        progress.finish()
         if json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
         if !quiet { Console.note(SyncFormat.pullSummary(summary)) }
     }

@@ -51,10 +51,7 @@ struct PushCommand: AsyncParsableCommand {
         let store = try storeOptions.open()
         let selection = tables.isEmpty ? nil : tables
         if dryRun {
-            let operations = try store.pushableOperations(tables: selection)
-            var summary = PushSummary()
-            summary.wouldPush = operations.count
-            summary.heldBack = try store.heldBackOperationCount(tables: selection)
+            let (operations, summary) = try RemoteAccess.session(store).pushPreview(tables: selection)
             if json {
                 Console.write(JSONReports.line(SyncReports.push(summary, dryRun: operations)))
             } else {
@@ -65,17 +62,14 @@ struct PushCommand: AsyncParsableCommand {
         }
         let progress = ProgressLine(quiet: quiet)
         let interrupts = Interrupts()
+        let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle)
         let summary: PushSummary
         do {
-            summary = try await RemoteAccess.with(store) { remote throws(TSyncError) in
-                try await Pusher(store: store, remote: remote, stopRequest: interrupts.stopRequest)
-                    .push(tables: selection, progress: progress.reporter("pushing"))
-            }
+            summary = try await session.push(tables: selection)
         } catch {
             progress.finish()
             throw error
         }
-        progress.finish()
         if json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
         let line = SyncFormat.pushSummary(summary, dryRun: false)
         if summary.interrupted, let code = interrupts.exitCode {

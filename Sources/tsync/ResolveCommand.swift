@@ -83,21 +83,13 @@ struct ResolveCommand: AsyncParsableCommand {
         guard let flag = resolution, let resolution = Resolution(rawValue: flag.rawValue) else { return }
         let store = try storeOptions.open()
         let selection: ErrorSelection = all ? .all : table.map(ErrorSelection.table) ?? .ids(ids)
-        let hasRemote = try store.configuration().remote != nil
-        if push { _ = try RemoteAccess.endpoint(store) }  // --push without a remote: say so now
-        let wantsPush = push
-        let (report, pushSummary) = try await withOptionalRemote(store, needed: hasRemote) { remote throws(TSyncError) in
-            let report = try await Resolver(store: store, remote: remote).resolve(selection, with: resolution)
-            guard wantsPush, let remote else { return (report, PushSummary?.none) }
-            let tables = Array(Set(report.entries.map(\.details.error.table))).sorted()
-            if tables.isEmpty { return (report, PushSummary?.none) }
-            return (report, try await Pusher(store: store, remote: remote).push(tables: tables))
-        }
+        let result = try await RemoteAccess.session(store).resolve(selection, with: resolution, thenPush: push)
+        let report = result.report
         if json { Console.write(JSONReports.line(SyncReports.resolve(report))) }
         let refused = report.refused
         if !quiet {
             var line = "resolved \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"
-            if let pushSummary { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }
+            if let pushSummary = result.push { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }
             Console.note(line)
         }
         for entry in refused {
@@ -108,7 +100,7 @@ struct ResolveCommand: AsyncParsableCommand {
                 .operationsFailed,
                 "\(StatusFormat.count(refused.count, "error")) could not be merged; settle \(refused.count == 1 ? "it" : "them") with --ours, --theirs or --discard")
         }
-        if let pushSummary, pushSummary.failed > 0 {
+        if let pushSummary = result.push, pushSummary.failed > 0 {
             throw TSyncError(.operationsFailed, SyncFormat.pushSummary(pushSummary, dryRun: false))
         }
     }
@@ -116,14 +108,5 @@ struct ResolveCommand: AsyncParsableCommand {
     private func reasonText(_ outcome: ResolutionOutcome) -> String {
         if case .refused(let reason) = outcome { return reason }
         return ""
-    }
-
-    /// Runs `body` with a remote client when the store has a remote, else with nil (resolving
-    /// with --cancel or --discard, or errors that carry the server's copy, needs no server).
-    private func withOptionalRemote<Result: Sendable>(
-        _ store: LocalStore, needed: Bool, _ body: (RemoteClient?) async throws(TSyncError) -> Result
-    ) async throws(TSyncError) -> Result {
-        if needed { return try await RemoteAccess.with(store) { remote throws(TSyncError) in try await body(remote) } }
-        return try await body(nil)
     }
 }

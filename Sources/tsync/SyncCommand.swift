@@ -29,24 +29,32 @@ struct SyncCommand: AsyncParsableCommand {
         let store = try storeOptions.open()
         let progress = ProgressLine(quiet: quiet)
         let quiet = self.quiet
-        let (push, pulls) = try await RemoteAccess.with(store) { remote throws(TSyncError) in
-            defer { progress.finish() }
-            let push = try await Pusher(store: store, remote: remote).push(tables: nil, progress: progress.reporter("pushing"))
-            progress.finish()
-            if !quiet { Console.note(SyncFormat.pushSummary(push, dryRun: false)) }
-            var pulls: [PullSummary] = []
-            for query in try store.savedQueries() {
-                let summary = try await Puller(store: store, remote: remote).pull(
-                    PullRequest(table: query.table, queryID: query.queryID),
-                    progress: progress.reporter("pulling \(query.table):"))
-                progress.finish()
-                if !quiet { Console.note(SyncFormat.pullSummary(summary)) }
-                pulls.append(summary)
+        let interrupts = Interrupts()
+        let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest) { event in
+            progress.handle(event)
+            guard !quiet else { return }
+            switch event {
+            case .pushed(let push): Console.note(SyncFormat.pushSummary(push, dryRun: false))
+            case .pulled(let pull): Console.note(SyncFormat.pullSummary(pull))
+            case .progress: break
             }
-            return (push, pulls)
+        }
+        let report: SyncSession.SyncReport
+        do {
+            report = try await session.sync()
+        } catch {
+            progress.finish()
+            throw error
         }
         if json {
-            Console.write(JSONReports.line(["push": SyncReports.push(push, dryRun: nil), "pulls": .array(pulls.map(SyncReports.pull))]))
+            Console.write(
+                JSONReports.line([
+                    "push": SyncReports.push(report.push, dryRun: nil), "pulls": .array(report.pulls.map(SyncReports.pull)),
+                ]))
+        }
+        if report.push.interrupted, let code = interrupts.exitCode {
+            Console.error("interrupted during the push: the pulls did not run — run `tsync sync` again")
+            throw ExitCode(code)
         }
         let errors = try store.operationErrors().count
         if errors > 0 {

@@ -25,16 +25,25 @@ struct CredentialsTests {
         #expect(try !Credentials.remove(storeDirectory: directory))
     }
 
-    @Test func tokenIsOnlySentToTheRemoteItCameFromAndTheEnvironmentWins() throws {
+    @Test func tokenIsOnlySentToTheRemoteItCameFrom() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Credentials(remote: "http://127.0.0.1:8080", user: "alice", token: "saved").save(storeDirectory: directory)
         let same = try RemoteEndpoint("http://127.0.0.1:8080/")
         let other = try RemoteEndpoint("http://127.0.0.1:9090")
-        #expect(try Credentials.token(storeDirectory: directory, remote: same, environment: [:]) == "saved")
-        #expect(try Credentials.token(storeDirectory: directory, remote: other, environment: [:]) == nil)
-        #expect(try Credentials.token(storeDirectory: directory, remote: other, environment: ["TSYNC_TOKEN": "env"]) == "env")
-        #expect(try Credentials.token(storeDirectory: directory, remote: same, environment: ["TSYNC_TOKEN": ""]) == "saved")
+        #expect(try Credentials.savedToken(storeDirectory: directory, remote: same) == "saved")
+        #expect(try Credentials.savedToken(storeDirectory: directory, remote: other) == nil)
+    }
+
+    /// The session's configuration: an empty override is no override, and a push needs at least
+    /// one request in flight.
+    @Test func sessionConfigurationIsValidated() throws {
+        let temporary = try TemporaryStore()
+        #expect(try SyncSession(store: temporary.store, tokenOverride: "").tokenOverride == nil)
+        #expect(try SyncSession(store: temporary.store, tokenOverride: "ci-secret").tokenOverride == "ci-secret")
+        #expect(try SyncSession(store: temporary.store).pushConcurrency == Pusher.defaultConcurrency)
+        #expect(throws: TSyncError.self) { try SyncSession(store: temporary.store, pushConcurrency: 0) }
+        #expect(throws: TSyncError.self) { try SyncSession(store: temporary.store, pushConcurrency: -3) }
     }
 
     @Test func damagedFileSaysWhatToDo() throws {

@@ -4,8 +4,9 @@ import TSyncModel
 /// The token `tsync login` obtained, kept beside the store in `credentials` (mode 0600).
 ///
 /// The file also names the server the token belongs to: a token is only ever sent to that server,
-/// so pointing the store at another remote (`tsync remote URL`) cannot leak it. `TSYNC_TOKEN`
-/// overrides the file, for CI where the token comes from a secret store.
+/// so pointing the store at another remote (`tsync remote URL`) cannot leak it. A token given to
+/// `SyncSession` (`TSYNC_TOKEN` on the command line) overrides the file, for CI where the token
+/// comes from a secret store.
 public struct Credentials: Sendable, Equatable {
     public var remote: String
     public var user: String
@@ -18,15 +19,9 @@ public struct Credentials: Sendable, Equatable {
     }
 
     public static let fileName = "credentials"
-    public static let environmentVariable = "TSYNC_TOKEN"
 
-    /// The token to send to `remote`: `TSYNC_TOKEN` when set and not empty, else the saved token
-    /// when it was obtained from that same remote, else none.
-    public static func token(
-        storeDirectory: String, remote: RemoteEndpoint,
-        environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(TSyncError) -> String? {
-        if let token = environment[environmentVariable], !token.isEmpty { return token }
+    /// The saved token, when it was obtained from that same remote; else none.
+    public static func savedToken(storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) -> String? {
         guard let saved = try load(storeDirectory: storeDirectory), saved.remote == remote.base else { return nil }
         return saved.token
     }

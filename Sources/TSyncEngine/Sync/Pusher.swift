@@ -35,16 +35,19 @@ public struct Pusher: Sendable {
     public var remote: RemoteClient
     /// Operations claimed per transaction.
     public var batchSize = 64
-    /// Requests in flight at once (each for a different item).
-    public var concurrency = ProcessInfo.processInfo.environment["TSYNC_PUSH_CONCURRENCY"].flatMap { Int($0) } ?? 8
+    /// Requests in flight at once (each for a different item), at least 1.
+    public let concurrency: Int
+    public static let defaultConcurrency = 8
 
     /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
     public var stopRequest: StopRequest?
 
-    public init(store: LocalStore, remote: RemoteClient, stopRequest: StopRequest? = nil) {
+    /// `concurrency` below 1 is taken as 1 (`SyncSession` refuses it with a message).
+    public init(store: LocalStore, remote: RemoteClient, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
+        self.concurrency = max(1, concurrency)
     }
 
     /// Pushes every pushable operation of `tables` (all tables when nil).

@@ -1,0 +1,197 @@
+import TSyncModel
+
+/// The sync workflows of one store and its remote — push, pull, sync, resolve, login, logout —
+/// as one type a program can drive; the `tsync` commands are thin wrappers that parse, print and
+/// map exit codes.
+///
+/// Each workflow opens one connection pool to the store's remote for its duration. What the
+/// command line takes from its environment enters here through the initialiser (`tokenOverride`
+/// for `TSYNC_TOKEN`), and what it shows comes out through `events`; nothing here prints.
+public struct SyncSession: Sendable {
+    /// What a running workflow reports: progress of a phase, and each push or pull as it ends.
+    public enum Event: Sendable {
+        /// `done` of `total` (nil when unknown) in a phase: "pushing", or "pulling TABLE:".
+        case progress(phase: String, done: Int, total: Int?)
+        /// A push finished (within `sync` or `resolve --push` too).
+        case pushed(PushSummary)
+        /// A pull finished (within `sync` too).
+        case pulled(PullSummary)
+    }
+
+    public var store: LocalStore
+    /// A token to send instead of the saved one (the command line passes `TSYNC_TOKEN`).
+    public var tokenOverride: String?
+    /// Stops a push at its next safe point (see `StopRequest`).
+    public var stopRequest: StopRequest?
+    /// Requests in flight at once during a push (each for a different item).
+    public let pushConcurrency: Int
+    public var events: (@Sendable (Event) -> Void)?
+
+    public init(
+        store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
+        pushConcurrency: Int = Pusher.defaultConcurrency, events: (@Sendable (Event) -> Void)? = nil
+    ) throws(TSyncError) {
+        guard pushConcurrency >= 1 else { throw .usage("push concurrency must be at least 1 (got \(pushConcurrency))") }
+        self.store = store
+        self.tokenOverride = tokenOverride.flatMap { $0.isEmpty ? nil : $0 }
+        self.stopRequest = stopRequest
+        self.pushConcurrency = pushConcurrency
+        self.events = events
+    }
+
+    // MARK: - The remote
+
+    /// The server the store syncs with.
+    public func endpoint() throws(TSyncError) -> RemoteEndpoint {
+        guard let remote = try store.configuration().remote else {
+            throw .failure("no remote is set for this store: run `tsync remote URL` first")
+        }
+        return try RemoteEndpoint(remote)
+    }
+
+    /// Whether the store has a remote at all.
+    public func hasRemote() throws(TSyncError) -> Bool { try store.configuration().remote != nil }
+
+    /// Runs `body` with a client for the store's remote, carrying the override or the token saved
+    /// for that very remote.
+    func withRemote<Result: Sendable>(_ body: (RemoteClient) async throws(TSyncError) -> Result) async throws(TSyncError)
+        -> Result
+    {
+        let endpoint = try endpoint()
+        var token = tokenOverride
+        if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
+        return try await RemoteClient.withRemoteClient(endpoint: endpoint, token: token, body)
+    }
+
+    private func pusher(_ remote: RemoteClient) -> Pusher {
+        Pusher(store: store, remote: remote, stopRequest: stopRequest, concurrency: pushConcurrency)
+    }
+
+    private func reporter(_ phase: String) -> SyncProgress? {
+        guard let events else { return nil }
+        return { done, total in events(.progress(phase: phase, done: done, total: total)) }
+    }
+
+    // MARK: - Push and pull
+
+    /// What `push` would send now, and what waits behind unresolved errors; sends nothing.
+    public func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
+        let operations = try store.pushableOperations(tables: tables)
+        var summary = PushSummary()
+        summary.wouldPush = operations.count
+        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        return (operations, summary)
+    }
+
+    /// Sends the pending operations of `tables` (all when nil) in queue order.
+    public func push(tables: [String]?) async throws(TSyncError) -> PushSummary {
+        let summary = try await withRemote { remote throws(TSyncError) in
+            try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
+        }
+        events?(.pushed(summary))
+        return summary
+    }
+
+    /// Pushes the table's pending operations, then reads it from the server.
+    public func pull(_ request: PullRequest) async throws(TSyncError) -> PullSummary {
+        let summary = try await withRemote { remote throws(TSyncError) in
+            try await Puller(store: store, remote: remote).pull(request, progress: reporter("pulling \(request.table):"))
+        }
+        events?(.pulled(summary))
+        return summary
+    }
+
+    /// What `sync` did.
+    public struct SyncReport: Sendable {
+        public var push: PushSummary
+        public var pulls: [PullSummary]
+    }
+
+    /// Pushes everything, then pulls every saved query again with its filter and checkpoint.
+    /// Operations that fail in the push are recorded and the pulls still run (items with pending
+    /// changes are never overwritten); an unreachable server or a refused login stops at once.
+    public func sync() async throws(TSyncError) -> SyncReport {
+        try await withRemote { remote throws(TSyncError) in
+            let push = try await pusher(remote).push(tables: nil, progress: reporter("pushing"))
+            events?(.pushed(push))
+            var pulls: [PullSummary] = []
+            if push.interrupted { return SyncReport(push: push, pulls: pulls) }
+            for query in try store.savedQueries() {
+                let summary = try await Puller(store: store, remote: remote).pull(
+                    PullRequest(table: query.table, queryID: query.queryID), progress: reporter("pulling \(query.table):"))
+                events?(.pulled(summary))
+                pulls.append(summary)
+            }
+            return SyncReport(push: push, pulls: pulls)
+        }
+    }
+
+    // MARK: - Conflicts
+
+    /// What `resolve` did, and the push that followed when one was asked for.
+    public struct ResolveResult: Sendable {
+        public var report: ResolveReport
+        public var push: PushSummary?
+    }
+
+    /// Settles the selected errors one way, then (with `thenPush`) pushes the tables they belong
+    /// to. The server is asked for its copy of an item only when the error did not record one,
+    /// so `--cancel`, `--discard`, and errors that carry the server's copy work offline.
+    public func resolve(_ selection: ErrorSelection, with resolution: Resolution, thenPush: Bool) async throws(TSyncError)
+        -> ResolveResult
+    {
+        if thenPush { _ = try endpoint() }  // no remote: say so before settling anything
+        guard try hasRemote() else {
+            return ResolveResult(report: try await Resolver(store: store, remote: nil).resolve(selection, with: resolution))
+        }
+        return try await withRemote { remote throws(TSyncError) in
+            let report = try await Resolver(store: store, remote: remote).resolve(selection, with: resolution)
+            let tables = Array(Set(report.entries.map(\.details.error.table))).sorted()
+            guard thenPush, !tables.isEmpty else { return ResolveResult(report: report) }
+            let push = try await pusher(remote).push(tables: tables)
+            events?(.pushed(push))
+            return ResolveResult(report: report, push: push)
+        }
+    }
+
+    // MARK: - Accounts
+
+    /// Logs in to the store's remote and saves the token (mode 0600) for that remote only.
+    /// Returns the user id the server reports.
+    public func login(user: String, password: String) async throws(TSyncError) -> String {
+        let endpoint = try endpoint()
+        let (token, userID) = try await RemoteClient.withRemoteClient(endpoint: endpoint, token: nil) {
+            remote throws(TSyncError) in
+            try await remote.login(username: user, password: password)
+        }
+        try Credentials(remote: endpoint.base, user: user, token: token).save(storeDirectory: store.location.directory)
+        return userID
+    }
+
+    /// What `logout` did: the remote the token was for, and why it could not be revoked there.
+    public struct LogoutResult: Sendable, Equatable {
+        public var remote: String
+        /// Set when the server could not revoke the token (it stays valid there until it expires).
+        public var notRevoked: String?
+    }
+
+    /// Revokes the saved token on its server and removes it from the store; the file goes even
+    /// when the server cannot be reached. Nil when there was no saved token.
+    public func logout() async throws(TSyncError) -> LogoutResult? {
+        let directory = store.location.directory
+        guard let saved = try Credentials.load(storeDirectory: directory) else { return nil }
+        var notRevoked: String?
+        do throws(TSyncError) {
+            let endpoint = try RemoteEndpoint(saved.remote)
+            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token) { remote throws(TSyncError) in
+                try await remote.logout()
+            }
+        } catch where error.kind != .unauthorized {
+            notRevoked = error.message
+        } catch {
+            // Unauthorized: the token was already expired or revoked.
+        }
+        try Credentials.remove(storeDirectory: directory)
+        return LogoutResult(remote: saved.remote, notRevoked: notRevoked)
+    }
+}
