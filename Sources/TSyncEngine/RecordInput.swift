@@ -5,8 +5,7 @@ import TSyncModel
 ///
 /// System properties in input are not user fields. `id` names the record; `createdAt`,
 /// `updatedAt`, `version` and `deleted` belong to the server and are IGNORED in JSON input, so the
-/// output of `tsync get`/`query` can be edited and fed back. Naming one explicitly with
-/// `update --set` is rejected, because there it can only be a mistake.
+/// output of `tsync get`/`query` can be edited and fed back.
 public enum RecordInput {
     /// System properties other than `id`.
     static let serverProperties: Set<String> = ["createdAt", "updatedAt", "version", "deleted"]
@@ -52,22 +51,6 @@ public enum RecordInput {
             throw .invalidInput("the JSON has \"id\": \(JSONSerializer.string(given)), but the record is \(Identifiers.quoted(id)); ids cannot change")
         }
         return object
-    }
-
-    /// `FIELD=VALUE` of `update --set`: VALUE is taken as JSON when it parses as JSON, else as a
-    /// string (so `n=5` is a number, `done=true` a boolean, `name=Bob` and `name='"5"'` strings).
-    public static func assignment(_ text: String) throws(TSyncError) -> (field: String, value: JSONValue) {
-        guard let equals = text.firstIndex(of: "=") else {
-            throw .usage("invalid --set \(Identifiers.quoted(text)): expected FIELD=VALUE")
-        }
-        let field = String(text[..<equals])
-        let rawValue = String(text[text.index(after: equals)...])
-        guard !field.isEmpty else { throw .usage("invalid --set \(Identifiers.quoted(text)): the field name is empty") }
-        if SystemProperties.names.contains(field) {
-            throw .invalidInput("--set \(field)=…: \"\(field)\" is a system property, set by the server, not a field you can set")
-        }
-        let value = (try? JSONParser.parse(rawValue)) ?? .string(rawValue)
-        return (field, value)
     }
 }
 

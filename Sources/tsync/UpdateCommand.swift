@@ -49,10 +49,26 @@ struct UpdateCommand: ParsableCommand {
             fields = object
         }
         for assignment in assignments {
-            let (field, value) = try RecordInput.assignment(assignment)
+            let (field, value) = try Self.assignment(assignment)
             fields[field] = value
         }
         let store = try storeOptions.open()
         try store.update(table: table, id: id, fields: fields)
+    }
+
+    /// `FIELD=VALUE` of `--set`: VALUE is taken as JSON when it parses as JSON, else as a string
+    /// (so `n=5` is a number, `done=true` a boolean, `name=Bob` and `name='"5"'` strings). Naming a
+    /// system property is refused: there it can only be a mistake.
+    static func assignment(_ text: String) throws(TSyncError) -> (field: String, value: JSONValue) {
+        guard let equals = text.firstIndex(of: "=") else {
+            throw .usage("invalid --set \(Identifiers.quoted(text)): expected FIELD=VALUE")
+        }
+        let field = String(text[..<equals])
+        let rawValue = String(text[text.index(after: equals)...])
+        guard !field.isEmpty else { throw .usage("invalid --set \(Identifiers.quoted(text)): the field name is empty") }
+        if SystemProperties.names.contains(field) {
+            throw .invalidInput("--set \(field)=…: \"\(field)\" is a system property, set by the server, not a field you can set")
+        }
+        return (field, (try? JSONParser.parse(rawValue)) ?? .string(rawValue))
     }
 }

@@ -133,16 +133,4 @@ import TSyncModel
         }
         #expect(throws: TSyncError.self) { try RecordInput.object(from: "[1]") }
     }
-
-    @Test func setAssignmentsParseJSONOrFallBackToText() throws {
-        let number = try RecordInput.assignment("n=5")
-        #expect(number.field == "n" && number.value == 5)
-        #expect(try RecordInput.assignment("done=true").value == true)
-        #expect(try RecordInput.assignment("name=Bob").value == "Bob")
-        #expect(try RecordInput.assignment("quoted=\"5\"").value == "5")
-        #expect(try RecordInput.assignment("eq=a=b").value == "a=b")
-        #expect(try RecordInput.assignment("empty=").value == "")
-        #expect(throws: TSyncError.self) { try RecordInput.assignment("version=2") }
-        #expect(throws: TSyncError.self) { try RecordInput.assignment("novalue") }
-    }
 }
