@@ -15,8 +15,13 @@ public struct ServerConfiguration: Sendable {
     public var defaultPageSize: Int
     /// The largest `$top` accepted; over it is 400 (`--max-top`).
     public var maximumPageSize: Int
-    /// Request bodies over this are 413.
+    /// Request bodies over this are 413 (and each item of a batch).
     public var maximumBodyBytes: Int
+    /// Operations one `POST /tables/$batch` may hold (`--max-batch`); 0 turns the batch route off,
+    /// so the server speaks the plain v2 protocol only.
+    public var maximumBatchOperations: Int
+    /// The body limit of the batch route.
+    public var maximumBatchBytes: Int
     /// `$filter` texts longer than this are 400: a hostile filter should not cost the parser or SQLite much.
     public var maximumFilterLength: Int
     public var authentication: Authenticator.Policy
@@ -27,8 +32,8 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, requiresAuthentication: Bool = true, allowInsecure: Bool = false,
         perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 1000,
-        maximumBodyBytes: Int = 1 << 20, maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(),
-        trustedProxies: Set<String> = []
+        maximumBodyBytes: Int = 1 << 20, maximumBatchOperations: Int = 1000, maximumBatchBytes: Int = 16 << 20,
+        maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = []
     ) {
         self.host = host
         self.port = port
@@ -38,6 +43,8 @@ public struct ServerConfiguration: Sendable {
         self.defaultPageSize = defaultPageSize
         self.maximumPageSize = maximumPageSize
         self.maximumBodyBytes = maximumBodyBytes
+        self.maximumBatchOperations = maximumBatchOperations
+        self.maximumBatchBytes = maximumBatchBytes
         self.maximumFilterLength = maximumFilterLength
         self.authentication = authentication
         self.trustedProxies = trustedProxies
@@ -46,6 +53,7 @@ public struct ServerConfiguration: Sendable {
     public func validate() throws(TSyncError) {
         guard (0...65535).contains(port) else { throw .usage("invalid port \(port): use 0 to 65535 (0 picks a free port)") }
         guard maximumPageSize >= 1 else { throw .usage("--max-top must be at least 1") }
+        guard maximumBatchOperations >= 0 else { throw .usage("--max-batch must be 0 (no batch route) or more") }
         for table in perUserTables { try Identifiers.validateTableName(table) }
         for proxy in trustedProxies.sorted() where ClientAddress.canonical(proxy) == nil {
             throw .usage("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")

@@ -34,7 +34,12 @@ public struct SyncServer: Sendable {
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
             .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
-        TableRoutes(storage: storage, configuration: configuration).register(on: tables)
+        let tableRoutes = TableRoutes(storage: storage, configuration: configuration)
+        // Before the table routes: `$batch` is a fixed path, never a table name.
+        if configuration.maximumBatchOperations > 0 {
+            BatchRoutes(storage: storage, configuration: configuration, tables: tableRoutes).register(on: tables)
+        }
+        tableRoutes.register(on: tables)
 
         let auth = router.group(".auth").add(middleware: APIVersionMiddleware())
         AuthRoutes(authenticator: authenticator, configuration: configuration).register(on: auth)

@@ -12,6 +12,13 @@ struct ServeCommand: AsyncParsableCommand {
             requests in flight and exits 0. Accounts are required unless --no-auth: create them with \
             `tsync user add NAME`. Logs one line per request on stderr; the first lines tell the \
             address it listens on ("listening on http://HOST:PORT").
+
+            Besides the v2 table routes it offers POST /tables/$batch, a tsync extension: many \
+            inserts, updates and deletes of any tables in one request, applied in order in one \
+            transaction and answered one by one exactly as the single routes would answer them \
+            ("atomic": true applies all or nothing). GET /tables/$batch describes it \
+            ({"maxOperations", "maxBytes", "maxItemBytes", "atomic"}); `tsync push` discovers it \
+            there and sends one request per operation to servers without it.
             """
     )
 
@@ -44,6 +51,12 @@ struct ServeCommand: AsyncParsableCommand {
     var maxTop = 1000
 
     @Option(
+        name: .customLong("max-batch"),
+        help: ArgumentHelp(
+            "Most operations one POST /tables/$batch may hold; 0 turns the batch route off.", valueName: "n"))
+    var maxBatch = 1000
+
+    @Option(
         name: .customLong("trusted-proxy"),
         help: ArgumentHelp(
             "Address of a reverse proxy whose X-Forwarded-For names the client (repeatable).",
@@ -63,6 +76,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second") }
+        guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more") }
     }
 
     func run() async throws {
@@ -73,7 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let configuration = ServerConfiguration(
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
-            maximumPageSize: maxTop, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
+            maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
             trustedProxies: Set(trustedProxy)
         )
         try configuration.validate()

@@ -50,59 +50,36 @@ struct TableRoutes: Sendable {
     @Sendable func insert(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let table = try tableName(context)
         let body = try await request.jsonObject(limit: configuration.maximumBodyBytes)
-        // System properties in the body are dropped (never stored): existing clients send them.
-        let record = try Record(wire: body, generateID: { UUID().uuidString.lowercased() })
-        switch try await storage.insert(table: table, record: Record(id: record.id, fields: record.fields), scope: try scope(table, context)) {
-        case .inserted(let stored):
-            return JSONResponse.item(.created, stored)
-        case .exists(let existing?):
-            throw APIError(.conflict, "", item: existing)
-        case .exists(nil):
-            throw APIError(.conflict, "an item with id \(Identifiers.quoted(record.id)) already exists: choose another id")
-        }
+        return try await write(.post, table: table, id: nil, body: body, request, context)
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (table, id) = try tableAndID(context)
-        var body = try await request.jsonObject(limit: configuration.maximumBodyBytes)
-        if let bodyID = body["id"], !bodyID.isNull, bodyID != .string(id) {
-            throw APIError.badRequest("the id in the body (\(JSONSerializer.string(bodyID))) is not the id in the URL (\(Identifiers.quoted(id)))")
-        }
-        body["id"] = .string(id)
-        let record = try Record(wire: body)
-        // If-Match wins; a version in the body alone is the older way to ask the same, answered 409.
-        let ifMatch = try expectedVersion(request)
-        let expected = ifMatch ?? record.system.version.map { .oneOf([$0]) } ?? .any
-        let outcome = try await storage.modify(
-            table: table, id: id, change: .update(record.fields), expectedVersion: expected, scope: try scope(table, context)
-        )
-        return try respond(to: outcome, table: table, id: id, staleStatus: ifMatch == nil ? .conflict : .preconditionFailed)
+        let body = try await request.jsonObject(limit: configuration.maximumBodyBytes)
+        return try await write(.patch, table: table, id: id, body: body, request, context)
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (table, id) = try tableAndID(context)
-        let outcome = try await storage.modify(
-            table: table, id: id, change: .softDelete, expectedVersion: try expectedVersion(request) ?? .any,
-            scope: try scope(table, context)
-        )
-        return try respond(to: outcome, table: table, id: id, staleStatus: .preconditionFailed)
+        return try await write(.delete, table: table, id: id, body: nil, request, context)
     }
 
     @Sendable func undelete(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (table, id) = try tableAndID(context)
-        let outcome = try await storage.modify(
-            table: table, id: id, change: .undelete, expectedVersion: try expectedVersion(request) ?? .any,
-            scope: try scope(table, context)
-        )
-        return try respond(to: outcome, table: table, id: id, staleStatus: .preconditionFailed)
+        return try await write(.post, table: table, id: id, body: nil, request, context)
     }
 
-    private func respond(to outcome: ModifyOutcome, table: String, id: String, staleStatus: HTTPResponse.Status) throws -> Response {
-        switch outcome {
-        case .modified(let record): return JSONResponse.item(.ok, record)
-        case .notFound: throw APIError.notFound(table: table, id: id)
-        case .versionMismatch(let current): throw APIError(staleStatus, "", item: current)
-        }
+    /// A single write is a batch of one: the same request rules, storage path and answers as
+    /// `POST /tables/$batch` (`WriteRequest`, `WriteAnswer`).
+    private func write(
+        _ method: WriteRequest.Method, table: String, id: String?, body: [String: JSONValue]?, _ request: Request,
+        _ context: ServerRequestContext
+    ) async throws -> Response {
+        let write = try WriteRequest(
+            method: method, table: table, id: id, body: body, ifMatch: request.headers[.ifMatch], scope: try scope(table, context))
+        let outcomes = try await storage.write([write.write], atomic: false)
+        guard let outcome = outcomes.first else { throw APIError(.internalServerError, "the storage gave no answer") }
+        return try WriteAnswer(outcome, for: write).response()
     }
 
     // MARK: - Request parts
@@ -119,15 +96,10 @@ struct TableRoutes: Sendable {
         return (try tableName(context), id)
     }
 
-    private func scope(_ table: String, _ context: ServerRequestContext) throws(APIError) -> OwnerScope {
+    func scope(_ table: String, _ context: ServerRequestContext) throws(APIError) -> OwnerScope {
         guard configuration.isPerUser(table) else { return .shared }
         guard let account = context.accountName else { throw APIError.unauthorized }
         return .owner(account)
-    }
-
-    private func expectedVersion(_ request: Request) throws(APIError) -> ExpectedVersion? {
-        guard let header = request.headers[.ifMatch] else { return nil }
-        return try ETag.expectedVersion(fromIfMatch: header)
     }
 
     /// The same request with `$skip` advanced, as an absolute URL for `Link: <…>; rel=next`.

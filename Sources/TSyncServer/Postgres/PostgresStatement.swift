@@ -38,6 +38,12 @@ struct PostgresStatement {
     mutating func bind(_ flag: Bool) -> String { bind(.bool(flag)) }
     mutating func bind(_ text: String?) -> String { bind(text.map(SQLValue.text) ?? .null) }
 
+    /// Binds a text array, e.g. for `id = ANY($1)`.
+    mutating func bind(_ texts: [String]) -> String {
+        bindings.append(texts)
+        return "$\(bindings.count)"
+    }
+
     /// Appends a fragment that was rendered with `firstArgumentIndex: nextArgumentIndex`.
     mutating func append(_ fragment: SQLFragment) {
         sql += fragment.sql

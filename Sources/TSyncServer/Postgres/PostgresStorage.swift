@@ -68,71 +68,131 @@ public final class PostgresStorage: ServerStorage {
 
     // MARK: - Writes
 
-    public func insert(table: String, record: Record, scope: OwnerScope) async throws -> InsertOutcome {
-        let key = PostgresSchema.tableKey(table)
+    public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
+        let now = clock()
         return try await writing {
             try await database.transaction { transaction in
-                let updatedAt = try await Self.lockClock(transaction, key: key, now: self.clock())
-                let stored = RecordWriter.inserted(record, at: updatedAt)
-                var owner: String?
-                if case .owner(let name) = scope { owner = name }
-                var insert = Self.advancingClock(key: key, to: updatedAt)
-                insert.append(
-                    "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body) VALUES ("
-                        + [
-                            insert.bind(key), insert.bind(stored.id), insert.bind(updatedAt.iso8601), insert.bind(updatedAt.iso8601),
-                            insert.bind(stored.system.version), insert.bind(false), insert.bind(owner),
-                            insert.bind(JSONSerializer.string(.object(stored.fields))) + "::jsonb",
-                        ].joined(separator: ", ")
-                        + ") ON CONFLICT (table_name, id) DO NOTHING RETURNING id")
-                if try await !transaction.rows(insert).isEmpty { return .commit(.inserted(stored)) }
-                // The id is taken. Only a caller who may see the record gets it back (DESIGN §4).
-                var existing = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE ")
-                Self.appendKey(to: &existing, table: table, id: record.id, scope: scope)
-                return .rollback(.exists(try await transaction.rows(existing).first.map(Self.decode)))
+                // Lock each touched table's clock once, before reading its records, so the reads
+                // see every earlier commit; then read all the batch's records of it at once.
+                var clocks: [String: Timestamp] = [:]
+                // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
+                var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
+                for (key, ids) in Self.idsByTable(writes) {
+                    clocks[key] = try await Self.lockClock(transaction, key: key)
+                    found[key] = try await Self.currentRecords(transaction, key: key, ids: ids)
+                }
+                var outcomes: [WriteOutcome] = []
+                outcomes.reserveCapacity(writes.count)
+                for write in writes {
+                    let key = PostgresSchema.tableKey(write.table)
+                    if let problem = Self.unstorable(write) {
+                        outcomes.append(.unstorable(problem))
+                        continue
+                    }
+                    let current = found[key]?[Array(write.id.utf8)]
+                    let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false) {
+                        let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: clocks[key])
+                        clocks[key] = next
+                        return next
+                    }
+                    switch step {
+                    case .answer(let outcome):
+                        outcomes.append(outcome)
+                    case .store(let stored, let isNew):
+                        try await Self.store(stored, isNew: isNew, key: key, scope: write.scope, transaction)
+                        found[key, default: [:]][Array(stored.id.utf8)] = (stored, Self.owner(of: write.scope, current: current?.owner))
+                        outcomes.append(isNew ? .inserted(stored) : .modified(stored))
+                    }
+                }
+                if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback(WriteOutcome.rolledBack(outcomes)) }
+                return outcomes.contains(where: \.succeeded) ? .commit(outcomes) : .rollback(outcomes)
             }
         }
     }
 
-    public func modify(
-        table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope
-    ) async throws -> ModifyOutcome {
-        let key = PostgresSchema.tableKey(table)
-        return try await writing {
-            try await database.transaction { transaction in
-                let updatedAt = try await Self.lockClock(transaction, key: key, now: self.clock())
-                var select = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE ")
-                Self.appendKey(to: &select, table: table, id: id, scope: scope)
-                select.append(" FOR UPDATE")
-                guard let current = try await transaction.rows(select).first.map(Self.decode) else { return .rollback(.notFound) }
-                switch RecordWriter.plan(change, on: current, expected: expectedVersion) {
-                case .notFound: return .rollback(.notFound)
-                case .versionMismatch: return .rollback(.versionMismatch(current))
-                case .unchanged: return .rollback(.modified(current))
-                case .write: break
-                }
-                let next = RecordWriter.apply(change, to: current, updatedAt: updatedAt)
-                var update = Self.advancingClock(key: key, to: updatedAt)
-                update.append(
-                    "UPDATE tsync_records SET updated_at = \(update.bind(updatedAt.iso8601)), version = \(update.bind(next.system.version)), "
-                        + "deleted = \(update.bind(next.system.deleted)), body = \(update.bind(JSONSerializer.string(.object(next.fields))))::jsonb "
-                        + "WHERE table_name = \(update.bind(key)) AND id = \(update.bind(id))")
-                try await transaction.execute(update)
-                return .commit(.modified(next))
-            }
+    /// The record ids a batch touches, by table key, in first-seen order of the tables.
+    private static func idsByTable(_ writes: [RecordWrite]) -> [(String, [String])] {
+        var order: [String] = []
+        var ids: [String: [String]] = [:]
+        for write in writes {
+            let key = PostgresSchema.tableKey(write.table)
+            if ids[key] == nil { order.append(key) }
+            ids[key, default: []].append(write.id)
         }
+        return order.map { ($0, ids[$0] ?? []) }
+    }
+
+    /// The current rows of `ids`, locked until commit, with their owners.
+    private static func currentRecords(_ transaction: PostgresTransaction, key: String, ids: [String]) async throws
+        -> [[UInt8]: (record: Record, owner: String?)]
+    {
+        var select = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE table_name = ")
+        select.append(select.bind(key) + " AND id = ANY(" + select.bind(ids) + ") FOR UPDATE")
+        var records: [[UInt8]: (record: Record, owner: String?)] = [:]
+        for row in try await transaction.rows(select) {
+            let (record, owner) = try decodeWithOwner(row)
+            records[Array(record.id.utf8)] = (record, owner)
+        }
+        return records
+    }
+
+    private static func store(_ record: Record, isNew: Bool, key: String, scope: OwnerScope, _ transaction: PostgresTransaction)
+        async throws
+    {
+        guard let updatedAt = record.system.updatedAt else { return }
+        var statement = advancingClock(key: key, to: updatedAt)
+        let body = statement.bind(JSONSerializer.string(.object(record.fields))) + "::jsonb"
+        if isNew {
+            statement.append(
+                "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body) VALUES ("
+                    + [
+                        statement.bind(key), statement.bind(record.id), statement.bind(updatedAt.iso8601),
+                        statement.bind(updatedAt.iso8601), statement.bind(record.system.version), statement.bind(false),
+                        statement.bind(owner(of: scope, current: nil)), body,
+                    ].joined(separator: ", ") + ")")
+        } else {
+            statement.append(
+                "UPDATE tsync_records SET updated_at = \(statement.bind(updatedAt.iso8601)), version = \(statement.bind(record.system.version)), "
+                    + "deleted = \(statement.bind(record.system.deleted)), body = \(body) "
+                    + "WHERE table_name = \(statement.bind(key)) AND id = \(statement.bind(record.id))")
+        }
+        try await transaction.execute(statement)
+    }
+
+    private static func owner(of scope: OwnerScope, current: String?) -> String? {
+        if case .owner(let name) = scope { return name }
+        return current
+    }
+
+    private static func isVisible(_ owner: String?, _ scope: OwnerScope) -> Bool {
+        switch scope {
+        case .shared: true
+        case .owner(let name): owner == name
+        }
+    }
+
+    /// PostgreSQL cannot store U+0000 in a JSON string; refusing it up front keeps one bad record
+    /// from aborting the whole batch's transaction.
+    private static func unstorable(_ write: RecordWrite) -> String? {
+        let fields: [String: JSONValue]
+        switch write.action {
+        case .insert(let record): fields = record.fields
+        case .modify(_, .update(let patch), _): fields = patch
+        case .modify: return nil
+        }
+        guard JSONSerializer.string(.object(fields)).contains("\\u0000") else { return nil }
+        return "the record holds a value the PostgreSQL database cannot store: the character U+0000 in a string"
     }
 
     // MARK: - Helpers
 
     /// Locks the table's clock row until the end of the transaction (creating it on the table's
-    /// first write) and returns the `updatedAt` this write gets.
-    private static func lockClock(_ transaction: PostgresTransaction, key: String, now: Timestamp) async throws -> Timestamp {
+    /// first write) and returns the last `updatedAt` given out in the table.
+    private static func lockClock(_ transaction: PostgresTransaction, key: String) async throws -> Timestamp {
         var statement = PostgresStatement("INSERT INTO tsync_table_clocks AS clock (table_name, last_updated_at) VALUES (")
         statement.append(statement.bind(key) + ", 0) ON CONFLICT (table_name) DO UPDATE SET last_updated_at = clock.last_updated_at")
         statement.append(" RETURNING last_updated_at")
-        let last = try await transaction.rows(statement).first?.decode(Int64.self) ?? 0
-        return RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: last))
+        return Timestamp(millisecondsSinceEpoch: try await transaction.rows(statement).first?.decode(Int64.self) ?? 0)
     }
 
     /// The start of a write statement that also records `updatedAt` as the table's last one, so a
@@ -171,13 +231,17 @@ public final class PostgresStorage: ServerStorage {
     }
 
     private static func decode(_ row: PostgresRow) throws -> Record {
-        let (id, createdAt, updatedAt, version, deleted, _, body) = try row.decode(
+        try decodeWithOwner(row).record
+    }
+
+    private static func decodeWithOwner(_ row: PostgresRow) throws -> (record: Record, owner: String?) {
+        let (id, createdAt, updatedAt, version, deleted, owner, body) = try row.decode(
             (String, String, String, String, Bool, String?, String).self)
         guard case .object(let fields) = try JSONParser.parse(body) else {
             throw TSyncError.failure("record \(Identifiers.quoted(id)) has a corrupt body in the server database")
         }
         let system = SystemProperties(
             createdAt: Timestamp(iso8601: createdAt), updatedAt: Timestamp(iso8601: updatedAt), version: version, deleted: deleted)
-        return Record(id: id, fields: fields, system: system)
+        return (Record(id: id, fields: fields, system: system), owner)
     }
 }

@@ -84,56 +84,102 @@ public final class SQLiteStorage: ServerStorage {
 
     // MARK: - Writes
 
-    public func insert(table: String, record: TSyncModel.Record, scope: OwnerScope) async throws -> InsertOutcome {
-        let sqlName = SQLiteSchema.recordTableName(table)
-        let clockKey = SQLiteSchema.clockKey(table)
+    public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
         let now = clock()
-        let outcome = try await pool.write { db -> InsertOutcome in
-            if try !self.tableExists(db, sqlName) { try SQLiteSchema.createRecordTable(db, sqlName: sqlName) }
-            if let existing = try Self.fetchRecord(db, sqlName: sqlName, id: record.id, scope: .shared) {
-                return .exists(Self.isVisible(owner: existing.owner, in: scope) ? existing.record : nil)
+        let (outcomes, created): ([WriteOutcome], Set<String>)
+        do {
+            (outcomes, created) = try await pool.write { db in
+                var created: Set<String> = []
+                var clocks = TableClocks(now: now)
+                var outcomes: [WriteOutcome] = []
+                outcomes.reserveCapacity(writes.count)
+                for write in writes {
+                    outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created))
+                }
+                if atomic, outcomes.contains(where: { !$0.succeeded }) { throw AtomicRollback(outcomes: outcomes) }
+                try clocks.save(db)
+                return (outcomes, created)
             }
-            let stored = RecordWriter.inserted(record, at: try Self.nextUpdatedAt(db, clockKey: clockKey, now: now))
-            var owner: String?
-            if case .owner(let name) = scope { owner = name }
-            try db.execute(
-                sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                arguments: [
-                    stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
-                    stored.system.deleted, owner, JSONSerializer.string(.object(stored.fields)),
-                ]
-            )
-            return .inserted(stored)
+        } catch let rollback as AtomicRollback {
+            return WriteOutcome.rolledBack(rollback.outcomes)
         }
-        knownTables.withLock { _ = $0.insert(sqlName) }
-        return outcome
+        // Only tables whose creation committed are remembered.
+        if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
+        return outcomes
     }
 
-    public func modify(
-        table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope
-    ) async throws -> ModifyOutcome {
-        let sqlName = SQLiteSchema.recordTableName(table)
-        let clockKey = SQLiteSchema.clockKey(table)
-        let now = clock()
-        return try await pool.write { db -> ModifyOutcome in
-            guard try self.tableExists(db, sqlName),
-                let (current, _) = try Self.fetchRecord(db, sqlName: sqlName, id: id, scope: scope)
-            else { return .notFound }
-            switch RecordWriter.plan(change, on: current, expected: expectedVersion) {
-            case .notFound: return .notFound
-            case .versionMismatch: return .versionMismatch(current)
-            case .unchanged: return .modified(current)
-            case .write: break
-            }
-            let next = RecordWriter.apply(change, to: current, updatedAt: try Self.nextUpdatedAt(db, clockKey: clockKey, now: now))
-            try db.execute(
-                sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?",
-                arguments: [
+    /// One write inside the batch's transaction.
+    private func apply(_ write: RecordWrite, _ db: Database, clocks: inout TableClocks, created: inout Set<String>) throws
+        -> WriteOutcome
+    {
+        let sqlName = SQLiteSchema.recordTableName(write.table)
+        if try !tableExists(db, sqlName) && !created.contains(sqlName) {
+            guard case .insert = write.action else { return .notFound }
+            try SQLiteSchema.createRecordTable(db, sqlName: sqlName)
+            created.insert(sqlName)
+        }
+        let found = try Self.fetchRecord(db, sqlName: sqlName, id: write.id, scope: .shared)
+        let step = try write.step(current: found?.record, visible: found.map { Self.isVisible(owner: $0.owner, in: write.scope) } ?? false) {
+            try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
+        }
+        switch step {
+        case .answer(let outcome):
+            return outcome
+        case .store(let stored, isNew: true):
+            var owner: String?
+            if case .owner(let name) = write.scope { owner = name }
+            try db.cachedStatement(sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [
+                    stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
+                    stored.system.deleted, owner, JSONSerializer.string(.object(stored.fields)),
+                ])
+            return .inserted(stored)
+        case .store(let next, isNew: false):
+            try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
+                .execute(arguments: [
                     next.system.updatedAt?.iso8601, next.system.version, next.system.deleted,
-                    JSONSerializer.string(.object(next.fields)), id,
-                ]
-            )
+                    JSONSerializer.string(.object(next.fields)), next.id,
+                ])
             return .modified(next)
+        }
+    }
+
+    /// An atomic batch with a failed write: thrown to roll the transaction back.
+    private struct AtomicRollback: Error {
+        var outcomes: [WriteOutcome]
+    }
+
+    /// The clocks of the tables a batch writes: each is read once, advanced in memory for every
+    /// write, and saved once at the end, all inside the batch's transaction.
+    private struct TableClocks {
+        let now: Timestamp
+        var last: [String: Timestamp] = [:]
+
+        init(now: Timestamp) { self.now = now }
+
+        mutating func next(_ db: Database, clockKey: String) throws -> Timestamp {
+            let previous: Timestamp?
+            if let known = last[clockKey] {
+                previous = known
+            } else {
+                previous = try Int64.fetchOne(
+                    db, sql: "SELECT last_updated_at FROM tsync_table_clocks WHERE table_name = ?", arguments: [clockKey]
+                ).map(Timestamp.init(millisecondsSinceEpoch:))
+            }
+            let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: previous)
+            last[clockKey] = next
+            return next
+        }
+
+        func save(_ db: Database) throws {
+            for (clockKey, assigned) in last {
+                try db.execute(
+                    sql: """
+                        INSERT INTO tsync_table_clocks (table_name, last_updated_at) VALUES (?, ?)
+                        ON CONFLICT(table_name) DO UPDATE SET last_updated_at = excluded.last_updated_at
+                        """,
+                    arguments: [clockKey, assigned.millisecondsSinceEpoch])
+            }
         }
     }
 
@@ -144,23 +190,6 @@ public final class SQLiteStorage: ServerStorage {
         guard try db.tableExists(sqlName) else { return false }
         knownTables.withLock { _ = $0.insert(sqlName) }
         return true
-    }
-
-    /// Advances the table's clock and returns the `updatedAt` for this write. Must run inside the
-    /// write transaction that stores the record.
-    private static func nextUpdatedAt(_ db: Database, clockKey: String, now: Timestamp) throws -> Timestamp {
-        let last = try Int64.fetchOne(
-            db, sql: "SELECT last_updated_at FROM tsync_table_clocks WHERE table_name = ?", arguments: [clockKey]
-        ).map(Timestamp.init(millisecondsSinceEpoch:))
-        let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: last)
-        try db.execute(
-            sql: """
-                INSERT INTO tsync_table_clocks (table_name, last_updated_at) VALUES (?, ?)
-                ON CONFLICT(table_name) DO UPDATE SET last_updated_at = excluded.last_updated_at
-                """,
-            arguments: [clockKey, next.millisecondsSinceEpoch]
-        )
-        return next
     }
 
     private static func fetchRecord(_ db: Database, sqlName: String, id: String, scope: OwnerScope) throws -> (record: Record, owner: String?)? {

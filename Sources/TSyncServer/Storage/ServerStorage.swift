@@ -19,12 +19,12 @@ public protocol ServerStorage: Sendable {
     /// One page of a query. A table that was never written answers an empty page.
     func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage
 
-    /// Inserts a new record with fresh system properties. `record.system` is ignored.
-    func insert(table: String, record: Record, scope: OwnerScope) async throws -> InsertOutcome
-
-    /// Updates, soft-deletes or undeletes an existing record after checking `expectedVersion`.
-    func modify(table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope)
-        async throws -> ModifyOutcome
+    /// Applies `writes` in order in ONE transaction and returns one outcome per write. A write that
+    /// fails (409, 404, 412…) does not stop the others; with `atomic`, any failure rolls the whole
+    /// batch back and every write that had succeeded answers `.notApplied`. Each touched table's
+    /// clock is taken once, so `updatedAt` grows strictly in commit order (DESIGN §2.2). The single
+    /// routes' `insert` and `modify` are batches of one (see `RecordWrite`).
+    func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome]
 
     // MARK: Accounts
 

@@ -1,0 +1,115 @@
+import Hummingbird
+import NIOCore
+import TSyncModel
+
+/// `POST /tables/$batch`, a tsync extension of the v2 protocol: many writes in one request, applied
+/// in order in one transaction, each answered exactly as its single route would answer it.
+/// `GET /tables/$batch` describes the route, so a client discovers it (a plain v2 server answers
+/// 404 or 400 there, and the client keeps one request per operation). `$` cannot start a table
+/// name, so the path never clashes with a table.
+///
+/// Request: `{"atomic": false, "operations": [{"method": "POST"|"PATCH"|"DELETE", "table", "id"?,
+/// "item"?, "ifMatch"?}, …]}` — `POST` without `id` inserts `item`, `POST` with `id` undeletes,
+/// `ifMatch` is an `If-Match` header value. Answer: `{"results": [{"status", "item"} |
+/// {"status", "error"}, …]}`, one per operation, in order. With `"atomic": true` nothing is written
+/// unless every operation succeeds; the others then answer 424.
+struct BatchRoutes: Sendable {
+    let storage: any ServerStorage
+    let configuration: ServerConfiguration
+    let tables: TableRoutes
+
+    static let path = "$batch"
+
+    func register(on group: RouterGroup<ServerRequestContext>) {
+        group.get(RouterPath(stringLiteral: Self.path), use: describe)
+        group.post(RouterPath(stringLiteral: Self.path), use: batch)
+    }
+
+    @Sendable func describe(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        JSONResponse.make(
+            .ok,
+            [
+                "maxOperations": .int(Int64(configuration.maximumBatchOperations)),
+                "maxBytes": .int(Int64(configuration.maximumBatchBytes)),
+                "maxItemBytes": .int(Int64(configuration.maximumBodyBytes)),
+                "atomic": true,
+            ])
+    }
+
+    @Sendable func batch(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let body = try await request.jsonObject(limit: configuration.maximumBatchBytes)
+        guard case .array(let operations)? = body["operations"] else {
+            throw APIError.badRequest(#"a batch is {"operations": [...]}: the "operations" array is missing"#)
+        }
+        guard operations.count <= configuration.maximumBatchOperations else {
+            throw APIError(
+                .contentTooLarge,
+                "a batch holds at most \(configuration.maximumBatchOperations) operations; this one has \(operations.count): split it")
+        }
+        let atomic: Bool
+        switch body["atomic"] {
+        case nil, .null?: atomic = false
+        case .bool(let value)?: atomic = value
+        case let other?: throw APIError.badRequest(#""atomic" must be true or false, not \#(other.kindName)"#)
+        }
+
+        // Each operation becomes a write, or the error its single route would have answered.
+        var parsed: [Result<WriteRequest, APIError>] = []
+        parsed.reserveCapacity(operations.count)
+        for (index, operation) in operations.enumerated() {
+            do throws(APIError) {
+                parsed.append(.success(try writeRequest(operation, context: context)))
+            } catch {
+                parsed.append(.failure(APIError(error.status, "operation \(index + 1): \(error.message)", item: error.item)))
+            }
+        }
+        let valid = parsed.compactMap { try? $0.get() }
+        var outcomes: [WriteOutcome] = []
+        if atomic, valid.count < parsed.count {
+            outcomes = Array(repeating: .notApplied, count: valid.count)
+        } else if !valid.isEmpty {
+            outcomes = try await storage.write(valid.map(\.write), atomic: atomic)
+        }
+        var results: [JSONValue] = []
+        results.reserveCapacity(parsed.count)
+        var next = outcomes.makeIterator()
+        for entry in parsed {
+            switch entry {
+            case .success(let write):
+                results.append(WriteAnswer(next.next() ?? .notApplied, for: write).json)
+            case .failure(let error):
+                results.append(WriteAnswer(error).json)
+            }
+        }
+        return JSONResponse.make(.ok, ["results": .array(results)])
+    }
+
+    private func writeRequest(_ operation: JSONValue, context: ServerRequestContext) throws(APIError) -> WriteRequest {
+        guard let object = operation.objectValue else {
+            throw APIError.badRequest("an operation is a JSON object, not \(operation.kindName)")
+        }
+        guard let methodName = object["method"]?.stringValue, let method = WriteRequest.Method(rawValue: methodName) else {
+            throw APIError.badRequest(#""method" must be "POST", "PATCH" or "DELETE""#)
+        }
+        guard let table = object["table"]?.stringValue else { throw APIError.badRequest(#""table" is missing"#) }
+        var id: String?
+        switch object["id"] {
+        case nil, .null?: id = nil
+        case .string(let value)?: id = value
+        case let other?: throw APIError.badRequest(#""id" must be a string, not \#(other.kindName)"#)
+        }
+        var item: [String: JSONValue]?
+        switch object["item"] {
+        case nil, .null?: item = nil
+        case .object(let value)?:
+            guard JSONSerializer.bytes(.object(value)).count <= configuration.maximumBodyBytes else {
+                throw APIError(.contentTooLarge, "the item is larger than \(configuration.maximumBodyBytes) bytes")
+            }
+            item = value
+        case let other?: throw APIError.badRequest(#""item" must be a JSON object, not \#(other.kindName)"#)
+        }
+        let ifMatch = object["ifMatch"]?.stringValue
+        return try WriteRequest(
+            method: method, table: table, id: id, body: item, ifMatch: ifMatch, scope: try tables.scope(table, context))
+    }
+}

@@ -1,0 +1,116 @@
+import TSyncModel
+
+/// One write of a batch, as the storage applies it: the single routes send batches of one, the
+/// batch route (`POST /tables/$batch`) many, so both go through the same rules (`RecordWriter`)
+/// and the same transaction code of each backend.
+public struct RecordWrite: Sendable {
+    public enum Action: Sendable {
+        /// A new record; `record.system` is ignored.
+        case insert(Record)
+        /// An update, soft delete or undelete of an existing record, after checking the version.
+        case modify(id: String, change: RecordChange, expected: ExpectedVersion)
+    }
+
+    public var table: String
+    public var action: Action
+    public var scope: OwnerScope
+
+    public init(table: String, action: Action, scope: OwnerScope) {
+        self.table = table
+        self.action = action
+        self.scope = scope
+    }
+
+    public var id: String {
+        switch action {
+        case .insert(let record): record.id
+        case .modify(let id, _, _): id
+        }
+    }
+}
+
+/// What one write of a batch did.
+public enum WriteOutcome: Sendable, Equatable {
+    case inserted(Record)
+    /// The id exists. The existing record is given only when the caller may see it (DESIGN §4:
+    /// a per-user record never leaves through a 409 body to another user).
+    case exists(Record?)
+    case modified(Record)
+    /// Missing, not visible in the scope, or (for updates and deletes) soft-deleted.
+    case notFound
+    /// The record's version does not match: the current record, for the 412/409 body.
+    case versionMismatch(Record)
+    /// The record holds a value this database cannot store (PostgreSQL and U+0000).
+    case unstorable(String)
+    /// An atomic batch in which another write failed: nothing of it was written.
+    case notApplied
+
+    /// Whether the write was done (an undelete of a live record counts: nothing to do).
+    public var succeeded: Bool {
+        switch self {
+        case .inserted, .modified: true
+        default: false
+        }
+    }
+
+    /// For an atomic batch that failed: the failures stay, everything else becomes `notApplied`.
+    static func rolledBack(_ outcomes: [WriteOutcome]) -> [WriteOutcome] {
+        outcomes.map { $0.succeeded ? .notApplied : $0 }
+    }
+}
+
+extension ServerStorage {
+    /// Inserts a new record with fresh system properties. `record.system` is ignored.
+    public func insert(table: String, record: Record, scope: OwnerScope) async throws -> InsertOutcome {
+        let outcome = try await write([RecordWrite(table: table, action: .insert(record), scope: scope)], atomic: false)
+        switch outcome.first {
+        case .inserted(let stored)?: return .inserted(stored)
+        case .exists(let existing)?: return .exists(existing)
+        case .unstorable(let message)?: throw TSyncError.invalidInput(message)
+        default: throw TSyncError.failure("the storage gave no outcome for an insert")
+        }
+    }
+
+    /// Updates, soft-deletes or undeletes an existing record after checking `expectedVersion`.
+    public func modify(table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope)
+        async throws -> ModifyOutcome
+    {
+        let write = RecordWrite(table: table, action: .modify(id: id, change: change, expected: expectedVersion), scope: scope)
+        switch try await self.write([write], atomic: false).first {
+        case .modified(let record)?: return .modified(record)
+        case .notFound?: return .notFound
+        case .versionMismatch(let current)?: return .versionMismatch(current)
+        case .unstorable(let message)?: throw TSyncError.invalidInput(message)
+        default: throw TSyncError.failure("the storage gave no outcome for a change")
+        }
+    }
+}
+
+/// The rules every backend applies to one write, given the record it finds (nil: none, or not
+/// visible in the write's scope).
+extension RecordWrite {
+    enum Step {
+        /// Store `record` as new (insert) or as the next state of the existing one (modify).
+        case store(Record, isNew: Bool)
+        /// Write nothing; this is the outcome.
+        case answer(WriteOutcome)
+    }
+
+    /// What to do, given the current record and whether the caller may see it, and the `updatedAt`
+    /// a write would get (asked for only when something is written).
+    func step(current: Record?, visible: Bool, updatedAt: () throws -> Timestamp) rethrows -> Step {
+        switch action {
+        case .insert(let record):
+            if let current { return .answer(.exists(visible ? current : nil)) }
+            return .store(RecordWriter.inserted(record, at: try updatedAt()), isNew: true)
+        case .modify(_, let change, let expected):
+            guard let current, visible else { return .answer(.notFound) }
+            switch RecordWriter.plan(change, on: current, expected: expected) {
+            case .notFound: return .answer(.notFound)
+            case .versionMismatch: return .answer(.versionMismatch(current))
+            case .unchanged: return .answer(.modified(current))
+            case .write: return .store(RecordWriter.apply(change, to: current, updatedAt: try updatedAt()), isNew: false)
+            }
+        }
+    }
+}

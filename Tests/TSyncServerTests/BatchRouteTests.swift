@@ -1,0 +1,172 @@
+import Testing
+import TSyncModel
+@testable import TSyncServer
+
+/// `POST /tables/$batch` (issue 10): each operation answers exactly what its single route would,
+/// in order, in one transaction; `"atomic": true` is all or nothing; limits answer 413. Every test
+/// runs on SQLite and on PostgreSQL when configured.
+@Suite struct BatchRouteTests {
+    /// The same mixed sequence of writes, one request each and as one batch, on two tables.
+    static func script(_ versionOfA: String) -> [(method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)] {
+        [
+            ("POST", "todo", nil, ["id": "new", "text": "fresh"], nil),
+            ("POST", "todo", nil, ["id": "a", "text": "again"], nil),  // 409 with the item
+            ("PATCH", "todo", "a", ["text": "changed"], "\"stale\""),  // 412 with the item
+            ("PATCH", "todo", "a", ["text": "changed"], "\"\(versionOfA)\""),  // 200
+            ("PATCH", "todo", "a", ["text": "again", "version": "stale"], nil),  // 409 (version in the body)
+            ("DELETE", "notes", "missing", nil, nil),  // 404
+            ("DELETE", "notes", "n", nil, nil),  // 200
+            ("POST", "notes", "n", nil, nil),  // undelete: 200
+            ("PATCH", "todo", "a", ["id": "other"], nil),  // 400: body id is not the URL id
+        ]
+    }
+
+    /// Seeds `todo/a` and `notes/n`; returns the version of `todo/a`.
+    private func seed(_ http: TestHTTP) async throws -> String {
+        let a = try await http.insert("todo", ["id": "a", "text": "first"])
+        try await http.insert("notes", ["id": "n", "text": "note"])
+        return try #require(a["version"]?.stringValue)
+    }
+
+    /// Status and user fields of an answer, for comparison (versions and times differ by run).
+    private func summary(_ status: Int, _ body: JSONValue?) -> String {
+        guard let object = body?.objectValue else { return "\(status)" }
+        if let error = object["error"]?.stringValue { return "\(status) error: \(error)" }
+        let fields = object.filter { !["createdAt", "updatedAt", "version"].contains($0.key) }
+        return "\(status) \(JSONSerializer.string(.object(fields)))"
+    }
+
+    @Test func aBatchAnswersWhatTheSingleRoutesAnswer() async throws {
+        let single = try await withTestServer { http in
+            let version = try await seed(http)
+            var answers: [String] = []
+            for step in Self.script(version) {
+                let path = "/tables/\(step.table)" + (step.id.map { "/\($0)" } ?? "")
+                let headers = step.ifMatch.map { ["If-Match": $0] } ?? [:]
+                let reply: Reply
+                switch step.method {
+                case "POST": reply = try await http.post(path, step.item, headers: headers)
+                case "PATCH": reply = try await http.patch(path, step.item ?? [:], headers: headers)
+                default: reply = try await http.delete(path, headers: headers)
+                }
+                answers.append(summary(reply.status, reply.json))
+            }
+            return answers
+        }
+        let batched = try await withTestServer { http in
+            let version = try await seed(http)
+            let operations: [JSONValue] = Self.script(version).map { step in
+                var operation: [String: JSONValue] = ["method": .string(step.method), "table": .string(step.table)]
+                if let id = step.id { operation["id"] = .string(id) }
+                if let item = step.item { operation["item"] = item }
+                if let ifMatch = step.ifMatch { operation["ifMatch"] = .string(ifMatch) }
+                return .object(operation)
+            }
+            let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+            #expect(reply.status == 200, "\(reply.text)")
+            guard case .array(let results)? = reply.object["results"] else { return [String]() }
+            let answers = results.map { result in
+                var status = 0
+                if case .int(let code)? = result.objectValue?["status"] { status = Int(code) }
+                return summary(status, result.objectValue?["item"] ?? result)
+            }
+            // The server ends in the same state too.
+            #expect(try await http.get("/tables/todo/a").object["text"] == "changed")
+            #expect(try await http.get("/tables/notes/n").status == 200)
+            return answers
+        }
+        #expect(batched.count == Self.script("v").count)
+        // Error texts differ only by the batch's "operation N: " prefix.
+        let normalized = batched.map { answer in
+            answer.replacing(#/operation \d+: /#, with: "")
+        }
+        #expect(normalized == single)
+        #expect(single.map { $0.prefix(3) } == ["201", "409", "412", "200", "409", "404", "200", "200", "400"])
+    }
+
+    @Test func anAtomicBatchWritesNothingWhenOneOperationFails() async throws {
+        try await withTestServer { http in
+            _ = try await seed(http)
+            let operations: [JSONValue] = [
+                ["method": "POST", "table": "todo", "item": ["id": "b", "text": "b"]],
+                ["method": "PATCH", "table": "notes", "id": "n", "item": ["text": "changed"]],
+                ["method": "POST", "table": "todo", "item": ["id": "a", "text": "duplicate"]],
+            ]
+            let reply = try await http.post("/tables/$batch", ["atomic": true, "operations": .array(operations)])
+            #expect(reply.status == 200)
+            guard case .array(let results)? = reply.object["results"] else {
+                Issue.record("no results: \(reply.text)")
+                return
+            }
+            #expect(results.map { $0.objectValue?["status"] } == [424, 424, 409])
+            #expect(try await http.get("/tables/todo/b").status == 404, "nothing was written")
+            #expect(try await http.get("/tables/notes/n").object["text"] == "note")
+
+            let good = try await http.post(
+                "/tables/$batch", ["atomic": true, "operations": .array(Array(operations.prefix(2)))])
+            guard case .array(let applied)? = good.object["results"] else { return }
+            #expect(applied.map { $0.objectValue?["status"] } == [201, 200])
+            #expect(try await http.get("/tables/notes/n").object["text"] == "changed")
+        }
+    }
+
+    @Test func updatedAtGrowsInOrderWithinABatch() async throws {
+        try await withTestServer { http in
+            let operations: [JSONValue] = (0..<50).map { ["method": "POST", "table": "t", "item": ["id": .string("r\($0)")]] }
+            let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+            guard case .array(let results)? = reply.object["results"] else { return }
+            let stamps = results.compactMap { $0.objectValue?["item"]?.objectValue?["updatedAt"]?.stringValue }
+                .compactMap(Timestamp.init(iso8601:))
+            #expect(stamps.count == 50)
+            #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing in commit order")
+        }
+    }
+
+    @Test func limitsAndMalformedBatches() async throws {
+        let configuration = ServerConfiguration(requiresAuthentication: false, maximumBodyBytes: 1000, maximumBatchOperations: 3)
+        try await withTestServer(configuration) { http in
+            let described = try await http.get("/tables/$batch")
+            #expect(described.object["maxOperations"] == 3 && described.object["maxItemBytes"] == 1000)
+            let four: [JSONValue] = (0..<4).map { ["method": "POST", "table": "t", "item": ["id": .string("r\($0)")]] }
+            let tooMany = try await http.post("/tables/$batch", ["operations": .array(four)])
+            #expect(tooMany.status == 413 && tooMany.error?.contains("at most 3") == true, "\(tooMany.text)")
+            #expect(try await http.get("/tables/t").ids.isEmpty)
+
+            let big: JSONValue = ["method": "POST", "table": "t", "item": ["id": "big", "text": .string(String(repeating: "x", count: 2000))]]
+            let small: JSONValue = ["method": "POST", "table": "t", "item": ["id": "small"]]
+            let mixed = try await http.post("/tables/$batch", ["operations": [big, small]])
+            guard case .array(let results)? = mixed.object["results"] else { return }
+            #expect(results.map { $0.objectValue?["status"] } == [413, 201], "an item over the limit fails alone")
+
+            #expect(try await http.post("/tables/$batch", ["nope": 1]).status == 400)
+            #expect(try await http.post("/tables/$batch", ["operations": [["method": "GET", "table": "t"]]]).object["results"] != nil)
+        }
+    }
+
+    @Test func perUserRulesHoldInABatch() async throws {
+        let configuration = ServerConfiguration(perUserTables: ["notes"])
+        try await withTestServer(configuration, accounts: PerUserTests.accounts) { http in
+            let alice = try await http.login("alice", "alice password")
+            let bob = try await http.login("bob", "bob password")
+            try await http.insert("notes", ["id": "n1", "text": "alice's secret"], token: alice)
+            let operations: [JSONValue] = [
+                ["method": "POST", "table": "notes", "item": ["id": "n1", "text": "bob's"]],
+                ["method": "PATCH", "table": "notes", "id": "n1", "item": ["text": "mine now"]],
+                ["method": "DELETE", "table": "notes", "id": "n1"],
+            ]
+            let reply = try await http.post("/tables/$batch", ["operations": .array(operations)], token: bob)
+            #expect(!reply.text.contains("secret"))
+            guard case .array(let results)? = reply.object["results"] else { return }
+            #expect(results.map { $0.objectValue?["status"] } == [409, 404, 404])
+            #expect(results.allSatisfy { $0.objectValue?["item"] == nil })
+        }
+    }
+
+    @Test func maxBatchZeroServesThePlainProtocol() async throws {
+        try await withTestServer(ServerConfiguration(requiresAuthentication: false, maximumBatchOperations: 0)) { http in
+            #expect(try await http.get("/tables/$batch").status != 200)
+            let reply = try await http.post("/tables/$batch", ["operations": []])
+            #expect(reply.status != 200 && reply.object["results"] == nil)
+        }
+    }
+}
