@@ -412,7 +412,7 @@ _tsync_logout() {
 
 _tsync_push() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --json --quiet -q --version -h --help)
+    non_repeating_flags=(--dry-run --atomic --json --quiet -q --version -h --help)
     repeating_options=(--table)
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -560,7 +560,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --version -h --help)
     repeating_options=(--per-user --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --token-ttl)
+    non_repeating_options=(--db --host --port --max-top --max-batch --token-ttl)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -578,6 +578,9 @@ _tsync_serve() {
         return
         ;;
     '--max-top')
+        return
+        ;;
+    '--max-batch')
         return
         ;;
     '--trusted-proxy')

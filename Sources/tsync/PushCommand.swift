@@ -19,14 +19,25 @@ struct PushCommand: AsyncParsableCommand {
             and counts as pushed: an insert answered 409 or an update answered 412 whose server \
             item has the same fields as the item sent, and a delete answered 404.
 
+            Against `tsync serve`, operations go in batches (POST /tables/$batch, up to the \
+            server's --max-batch per request, one transaction each); against any other Mobile \
+            Apps v2 server, one request per operation, 8 at a time. The server is asked which it \
+            offers (GET /tables/$batch) when there is something to push.
+
+            --atomic sends the whole queue as one batch the server applies all or nothing: if \
+            any operation would fail, nothing is written, the failing operations go to the error \
+            table (exit 2) and the others stay pending. It needs tsync serve, a queue within its \
+            batch limit, no unresolved error, and one queued operation per item.
+
             SIGINT (Ctrl-C) or SIGTERM stops the push at its next safe point: no new request is \
             sent, the answers in flight are awaited and recorded, the rest stays queued, and the \
             push reports what it did and exits 130 (SIGINT) or 143 (SIGTERM). A second signal ends \
             it at once; nothing is lost either way.
 
             --json prints {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack", \
-            "interrupted", "operations"}; "operations" lists, for --dry-run, what would be sent: \
-            [{"seq", "table", "id", "kind"}] (empty otherwise).
+            "interrupted", "requests", "operations"}; "requests" counts the HTTP requests made; \
+            "operations" lists, for --dry-run, what would be sent: [{"seq", "table", "id", \
+            "kind"}] (empty otherwise).
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -36,6 +47,9 @@ struct PushCommand: AsyncParsableCommand {
 
     @Flag(help: "List what would be sent; send nothing.")
     var dryRun = false
+
+    @Flag(help: "Apply the whole queue all or nothing (needs tsync serve).")
+    var atomic = false
 
     @Flag(help: "Print the result as JSON.")
     var json = false
@@ -65,7 +79,7 @@ struct PushCommand: AsyncParsableCommand {
         let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle)
         let summary: PushSummary
         do {
-            summary = try await session.push(tables: selection)
+            summary = try await session.push(tables: selection, atomic: atomic)
         } catch {
             progress.finish()
             throw error

@@ -5,7 +5,8 @@ import TSyncModel
 /// names are a stable interface: add fields, never rename or remove them.
 enum SyncReports {
     /// `push`: {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack",
-    /// "interrupted", "operations": [{"seq", "table", "id", "kind"}] (what --dry-run would send)}.
+    /// "interrupted", "requests", "operations": [{"seq", "table", "id", "kind"}] (what --dry-run would
+    /// send)}.
     static func push(_ summary: PushSummary, dryRun operations: [OutgoingOperation]?) -> JSONValue {
         [
             "dryRun": .bool(operations != nil),
@@ -15,6 +16,7 @@ enum SyncReports {
             "conflicts": count(summary.conflicts),
             "heldBack": count(summary.heldBack),
             "interrupted": .bool(summary.interrupted),
+            "requests": count(summary.requests),
             "operations": .array(
                 (operations ?? []).map { outgoing in
                     [

@@ -6,18 +6,27 @@ import TSyncModel
 /// the real `tsync serve` drops the connection after the server applied the write), followed by
 /// a local edit of the same record. The next push must finish cleanly: the lost operation was the
 /// user's own write, never a conflict (issue 9.1).
+///
+/// Each runs twice: against `tsync serve` with its batch route (the answer to a whole batch is
+/// lost) and with `--max-batch 0` (one request per operation, as with any v2 server).
 @Suite(.serialized) struct LostResponseTests {
-    private func setUp() async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
-        let server = try await SyncServer()
+    private func setUp(_ batched: Bool) async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
+        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try TSyncSandbox(remote: proxy.url)
         return (server, proxy, store)
     }
 
-    @Test func lostInsertAnswerThenLocalEditPushesWithoutConflict() async throws {
-        let (server, proxy, store) = try await setUp()
+    /// Loses the answer to the next write: the batch request, or the single route's.
+    private func loseNextAnswer(_ proxy: LossyProxy, batched: Bool, _ method: String, _ path: String) {
+        if batched { proxy.drop("POST", "/tables/$batch") } else { proxy.drop(method, path) }
+    }
+
+    @Test(arguments: [true, false])
+    func lostInsertAnswerThenLocalEditPushesWithoutConflict(batched: Bool) async throws {
+        let (server, proxy, store) = try await setUp(batched)
         try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        proxy.drop("POST", "/tables/todo")
+        loseNextAnswer(proxy, batched: batched, "POST", "/tables/todo")
         let lost = try store.run(["push"])
         #expect(lost.status == 3, "\(lost)")
         #expect(proxy.droppedCount == 1)
@@ -40,12 +49,13 @@ import TSyncModel
         #expect(local["version"] == onServer["version"])
     }
 
-    @Test func lostUpdateAnswerThenLocalEditPushesWithoutConflict() async throws {
-        let (server, proxy, store) = try await setUp()
+    @Test(arguments: [true, false])
+    func lostUpdateAnswerThenLocalEditPushesWithoutConflict(batched: Bool) async throws {
+        let (server, proxy, store) = try await setUp(batched)
         try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk", "done": false}"#])
         try store.ok(["push"])
         try store.ok(["update", "todo", "milk", "--set", "done=true"])
-        proxy.drop("PATCH", "/tables/todo/milk")
+        loseNextAnswer(proxy, batched: batched, "PATCH", "/tables/todo/milk")
         #expect(try store.run(["push"]).status == 3)
         #expect(try await server.record("todo", "milk")?["done"] == true, "the server applied the update")
 
@@ -59,12 +69,13 @@ import TSyncModel
         #expect(onServer["text"] == "buy oat milk" && onServer["done"] == true)
     }
 
-    @Test func lostDeleteAnswerIsDoneOnTheNextPush() async throws {
-        let (server, proxy, store) = try await setUp()
+    @Test(arguments: [true, false])
+    func lostDeleteAnswerIsDoneOnTheNextPush(batched: Bool) async throws {
+        let (server, proxy, store) = try await setUp(batched)
         try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         try store.ok(["push"])
         try store.ok(["delete", "todo", "milk"])
-        proxy.drop("DELETE", "/tables/todo/milk")
+        loseNextAnswer(proxy, batched: batched, "DELETE", "/tables/todo/milk")
         #expect(try store.run(["push"]).status == 3)
         #expect(try await server.record("todo", "milk") == nil, "the server applied the delete")
         #expect(try store.ok(["status", "--porcelain"]) == "D\ttodo\tmilk\n")
@@ -78,10 +89,11 @@ import TSyncModel
     /// An operation an earlier push sent without learning the answer stays in flight through a
     /// later push that cannot deliver it (here: the server refuses connections), so an edit made
     /// after that still queues behind it. Found by the kill -9 campaign (scripts/soak.py, seed 104).
-    @Test func anOperationSentBeforeStaysInFlightThroughAFailedPush() async throws {
-        let (server, proxy, store) = try await setUp()
+    @Test(arguments: [true, false])
+    func anOperationSentBeforeStaysInFlightThroughAFailedPush(batched: Bool) async throws {
+        let (server, proxy, store) = try await setUp(batched)
         try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        proxy.drop("POST", "/tables/todo")
+        loseNextAnswer(proxy, batched: batched, "POST", "/tables/todo")
         #expect(try store.run(["push"]).status == 3)
 
         try store.ok(["remote", "http://127.0.0.1:9"])  // nothing listens on the discard port

@@ -155,6 +155,46 @@ public struct RemoteClient: Sendable {
         answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
     }
 
+    // MARK: - Batches (a tsync extension, discovered)
+
+    /// What `GET /tables/$batch` says of the server's batch route; nil when the server has none (a
+    /// plain v2 server answers 404, an older tsync 400, either way not this shape).
+    public func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
+        let response = try await send(.GET, endpoint.url(path: ["tables", "/$batch"]), body: nil)
+        guard response.status == 200, let object = response.json?.objectValue,
+            case .int(let operations)? = object["maxOperations"], operations >= 1,
+            case .int(let bytes)? = object["maxBytes"], bytes >= 1
+        else { return nil }
+        var itemBytes = bytes
+        if case .int(let limit)? = object["maxItemBytes"] { itemBytes = limit }
+        return BatchCapabilities(
+            maxOperations: Int(operations), maxBytes: Int(bytes), maxItemBytes: Int(itemBytes),
+            atomic: object["atomic"]?.boolValue ?? false)
+    }
+
+    /// `POST /tables/$batch`: the operations in order, one answer each, as the single routes would
+    /// answer them. `.tooLarge` when the server refuses the batch for its size (split it).
+    public func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
+        let body: JSONValue = ["atomic": .bool(atomic), "operations": .array(operations.map(\.json))]
+        let response = try await send(.POST, endpoint.url(path: ["tables", "/$batch"]), body: body)
+        if response.status == 413 { return .tooLarge(response.errorMessage ?? "the batch is too large") }
+        guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"],
+            results.count == operations.count
+        else {
+            // The batch as a whole failed: every operation gets that answer, as if sent alone.
+            let message = response.errorMessage ?? "HTTP \(response.status)"
+            return .answers(operations.map { _ in .rejected(status: response.status, message: message, serverRecord: nil) })
+        }
+        return .answers(results.map { result in
+            let object = result.objectValue ?? [:]
+            var status = 500
+            if case .int(let code)? = object["status"] { status = Int(code) }
+            let record = object["item"]?.objectValue.flatMap { try? Record(wire: $0) }
+            if (200..<300).contains(status) { return .accepted(status: status, record: record) }
+            return .rejected(status: status, message: object["error"]?.stringValue ?? "HTTP \(status)", serverRecord: record)
+        })
+    }
+
     // MARK: - Transport
 
     /// Turns an HTTP answer into a `RemoteAnswer`; accepts what other Mobile Apps servers do
@@ -268,6 +308,64 @@ public enum RemoteAnswer: Sendable, Equatable {
     /// Any other status: the operation failed on its own; `serverRecord` is the server's copy when
     /// it sent one (409, 412).
     case rejected(status: Int, message: String, serverRecord: Record?)
+}
+
+/// The server's batch route, as `GET /tables/$batch` describes it.
+public struct BatchCapabilities: Sendable, Equatable {
+    public var maxOperations: Int
+    public var maxBytes: Int
+    public var maxItemBytes: Int
+    public var atomic: Bool
+
+    public init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
+        self.maxOperations = maxOperations
+        self.maxBytes = maxBytes
+        self.maxItemBytes = maxItemBytes
+        self.atomic = atomic
+    }
+}
+
+/// One write of a batch, as the single route would take it.
+public struct BatchOperation: Sendable {
+    public enum Method: String, Sendable {
+        case insert = "POST"
+        case update = "PATCH"
+        case delete = "DELETE"
+    }
+
+    public var method: Method
+    public var table: String
+    public var id: String
+    /// The item of an insert or update.
+    public var item: [String: JSONValue]?
+    /// The version for `If-Match`.
+    public var version: String?
+
+    public init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
+        self.method = method
+        self.table = table
+        self.id = id
+        self.item = item
+        self.version = version
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["method": .string(method.rawValue), "table": .string(table)]
+        if method != .insert { object["id"] = .string(id) }
+        if let item { object["item"] = .object(item) }
+        if let version { object["ifMatch"] = .string(ETag.quoted(version)) }
+        return .object(object)
+    }
+
+    /// Its size in a batch body, to keep batches under the server's byte limit.
+    public var encodedSize: Int { JSONSerializer.bytes(json).count + 1 }
+}
+
+public enum BatchReply: Sendable, Equatable {
+    /// One answer per operation, in order.
+    case answers([RemoteAnswer])
+    /// 413: the batch holds too many operations or bytes for the server.
+    case tooLarge(String)
 }
 
 /// One GET of a table.

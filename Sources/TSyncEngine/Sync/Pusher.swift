@@ -17,6 +17,8 @@ public struct PushSummary: Sendable, Equatable {
     public var wouldPush = 0
     /// The push stopped early on a `StopRequest`; what it did not send is still queued.
     public var interrupted = false
+    /// HTTP requests the push made (the batch route's discovery included).
+    public var requests = 0
 
     public init() {}
 }
@@ -26,15 +28,17 @@ public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 
 /// Sends pending operations in queue order (DESIGN §1 Push).
 ///
-/// Operations are claimed in small batches of distinct items (marked in flight in one
-/// transaction), sent with a few requests at a time, and their answers applied in one transaction
-/// per batch. Distinct items per batch keep every item's operations in queue order while requests
-/// overlap; the batch transactions keep the SQLite cost per operation small.
+/// Operations are claimed in rounds of distinct items (marked in flight in one transaction), sent,
+/// and their answers applied in one transaction per round. Against a server with the batch route
+/// (`POST /tables/$batch`, discovered with `GET /tables/$batch`) a round is up to the server's
+/// batch limit and goes in as few requests as its byte limit allows; against any other v2 server
+/// a round is `roundSize` operations sent one request each, `concurrency` at a time. Distinct
+/// items per round keep every item's operations in queue order either way.
 public struct Pusher: Sendable {
     public var store: LocalStore
     public var remote: RemoteClient
-    /// Operations claimed per transaction.
-    public var batchSize = 64
+    /// Operations claimed per round when sending one request per operation.
+    public var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
     public let concurrency: Int
     public static let defaultConcurrency = 8
@@ -51,63 +55,219 @@ public struct Pusher: Sendable {
     }
 
     /// Pushes every pushable operation of `tables` (all tables when nil).
-    /// Throws `.unreachable` / `.unauthorized` when the server cannot be used; the operations
-    /// not answered go back to pending and everything answered before is kept.
+    /// Throws `.unreachable` / `.unauthorized` when the server cannot be used; what was answered
+    /// before is kept, and what was not sent goes back to pending.
     public func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()
         let total = try store.pushableOperations(tables: tables).count
         progress?(0, total)
+        guard total > 0 else {
+            summary.heldBack = try store.heldBackOperationCount(tables: tables)
+            return summary
+        }
+        let batches = try await remote.batchCapabilities()
+        summary.requests += 1
         while true {
             if stopRequest?.isStopped == true {
                 summary.interrupted = true
                 break
             }
-            let batch = try store.claimOperations(tables: tables, limit: batchSize)
-            if batch.isEmpty { break }
-            let (answered, stop, unapplied) = await send(batch)
-            try store.completeOperations(answered)
-            for (_, verdict) in answered {
-                switch verdict {
-                case .succeeded(_, let alreadyApplied):
-                    summary.pushed += 1
-                    if alreadyApplied { summary.alreadyApplied += 1 }
-                case .failed(let status, _, _):
-                    summary.failed += 1
-                    if status == 409 || status == 412 { summary.conflicts += 1 }
-                }
-            }
+            let claimed = try store.claimOperations(tables: tables, limit: batches?.maxOperations ?? roundSize)
+            if claimed.isEmpty { break }
+            let round = if let batches { await sendInBatches(claimed, batches) } else { await sendOneByOne(claimed) }
+            try finish(round, into: &summary)
             progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
-            // Only what the server cannot have applied goes back to pending. An operation sent
-            // without an answer (lost connection, timeout, dead server) may have been applied: it
-            // stays in flight, so a later local change queues after it instead of collapsing into
-            // it, and the next push re-sends exactly what was sent, which `PushVerdict` then
-            // recognises as already applied (DESIGN §2.4).
-            try store.releaseOperations(unapplied)
-            if let stop { throw stop }
+            if let stop = round.stop { throw stop }
         }
         summary.heldBack = try store.heldBackOperationCount(tables: tables)
         return summary
     }
 
-    /// Sends a batch, `concurrency` requests at a time. Stops starting new requests after the
-    /// first unreachable/unauthorized error, and returns what was answered, that error, and the
-    /// operations the server cannot have applied: those never sent (not started, or refused a
-    /// connection), and those it refused for want of a valid token.
-    private func send(
-        _ batch: [OutgoingOperation]
-    ) async -> (answered: [(OutgoingOperation, PushVerdict)], stop: TSyncError?, unapplied: [OutgoingOperation]) {
+    /// Pushes the pending operations of `tables` as ONE atomic batch: the server applies all of
+    /// them or none. When any would fail, nothing is written: the failing operations go to the
+    /// error table with what the server answered, the others stay pending (exit 2 on the command
+    /// line). Needs a server whose batch route is atomic, a queue within its batch limit, one
+    /// operation per item, and no unresolved error among them.
+    public func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+        let lock = try PushLock(store: store)
+        defer { withExtendedLifetime(lock) {} }
+        var summary = PushSummary()
+        let pending = try store.pushableOperations(tables: tables)
+        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        if summary.heldBack > 0 {
+            throw .failure(
+                "\(summary.heldBack) operation(s) wait behind unresolved errors: resolve them (`tsync conflicts`) before an atomic push")
+        }
+        guard !pending.isEmpty else { return summary }
+        var items = Set<[UInt8]>()
+        for outgoing in pending where !items.insert(Array("\(outgoing.operation.table)\u{0}\(outgoing.operation.itemID)".utf8)).inserted {
+            throw .failure(
+                "\(outgoing.operation.table)/\(outgoing.operation.itemID) has two queued operations (an earlier push may have sent the first): push without atomicity first")
+        }
+        summary.requests += 1
+        guard let batches = try await remote.batchCapabilities(), batches.atomic else {
+            throw .failure("the server at \(remote.endpoint) has no atomic batch route (it is not tsync serve, or runs with --max-batch 0): push without atomicity")
+        }
+        guard pending.count <= batches.maxOperations else {
+            throw .failure("\(pending.count) operations are queued, more than the server's batch limit of \(batches.maxOperations): push them in parts")
+        }
+        progress?(0, pending.count)
+        var claimed = try store.claimOperations(tables: tables, limit: pending.count)
+        // An operation the server reports as already applied (from an earlier push whose answer was
+        // lost) fails the atomic batch without being a failure: take it as done and send the rest
+        // again, a few times at most.
+        for _ in 0..<3 where !claimed.isEmpty {
+            let operations = claimed.map(\.batchOperation)
+            guard operations.reduce(0, { $0 + $1.encodedSize }) <= batches.maxBytes else {
+                try store.releaseOperations(claimed)
+                throw .failure("the queued operations are larger than the server's batch limit of \(batches.maxBytes) bytes: push them in parts")
+            }
+            let reply: BatchReply
+            do {
+                reply = try await remote.batch(operations, atomic: true)
+                summary.requests += 1
+            } catch {
+                if error.kind == .unauthorized || error.requestNeverSent { try store.releaseOperations(claimed) }
+                throw error
+            }
+            guard case .answers(let answers) = reply else {
+                try store.releaseOperations(claimed)
+                throw .failure("the server refused the batch as too large: push them in parts")
+            }
+            var round = Round()
+            var notApplied: [OutgoingOperation] = []
+            for (outgoing, answer) in zip(claimed, answers) {
+                if case .rejected(424, _, _) = answer {
+                    notApplied.append(outgoing)
+                } else {
+                    round.answered.append((outgoing, Self.verdict(outgoing, answer)))
+                }
+            }
+            let realFailure = round.answered.contains { if case .failed = $0.1 { true } else { false } }
+            round.unapplied = realFailure ? notApplied : []
+            try finish(round, into: &summary)
+            claimed = realFailure ? [] : notApplied
+        }
+        try store.releaseOperations(claimed)
+        progress?(summary.pushed + summary.failed, pending.count)
+        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        return summary
+    }
+
+    // MARK: - Rounds
+
+    /// What one round of sending did: the answers, the error that stopped it, and the claimed
+    /// operations the server cannot have applied (never sent, refused a connection, or refused
+    /// for want of a valid token).
+    struct Round {
         var answered: [(OutgoingOperation, PushVerdict)] = []
-        var unapplied: [OutgoingOperation] = []
         var stop: TSyncError?
+        var unapplied: [OutgoingOperation] = []
+        var requests = 0
+
+        /// Records a failed exchange for `operations`: it stops the push, and decides whether
+        /// they may have reached the server.
+        mutating func failed(_ error: TSyncError, for operations: some Sequence<OutgoingOperation>) {
+            // Unauthorized outranks unreachable: logging in is what the user must do.
+            if stop == nil || error.kind == .unauthorized { stop = error }
+            if error.kind == .unauthorized || error.requestNeverSent { unapplied.append(contentsOf: operations) }
+        }
+    }
+
+    /// Applies a round's answers in one transaction, counts them, and puts back what was not
+    /// delivered. Only what the server cannot have applied goes back to pending: an operation sent
+    /// without an answer (lost connection, timeout, dead server) may have been applied, so it
+    /// stays in flight; a later local change queues after it instead of collapsing into it, and
+    /// the next push re-sends exactly what was sent, which `PushVerdict` then recognises as
+    /// already applied (DESIGN §2.4).
+    private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) {
+        try store.completeOperations(round.answered)
+        for (_, verdict) in round.answered {
+            switch verdict {
+            case .succeeded(_, let alreadyApplied):
+                summary.pushed += 1
+                if alreadyApplied { summary.alreadyApplied += 1 }
+            case .failed(let status, _, _):
+                summary.failed += 1
+                if status == 409 || status == 412 { summary.conflicts += 1 }
+            }
+        }
+        summary.requests += round.requests
+        try store.releaseOperations(round.unapplied)
+    }
+
+    /// Sends a round through the batch route: as few requests as the server's limits allow, one
+    /// after the other, splitting a batch the server finds too large. An update that must first
+    /// undelete the server's copy goes alone (two requests), since its update depends on the
+    /// version the undelete makes.
+    private func sendInBatches(_ claimed: [OutgoingOperation], _ limits: BatchCapabilities) async -> Round {
+        var round = Round()
+        var chunks: [ArraySlice<OutgoingOperation>] = []
+        var current: [OutgoingOperation] = []
+        var bytes = 0
+        for outgoing in claimed {
+            if outgoing.restoresDeleted {
+                if round.stop == nil, stopRequest?.isStopped != true {
+                    do throws(TSyncError) {
+                        round.answered.append((outgoing, try await Self.send(outgoing, to: remote)))
+                        round.requests += 2
+                    } catch {
+                        round.failed(error, for: [outgoing])
+                    }
+                } else {
+                    round.unapplied.append(outgoing)
+                }
+                continue
+            }
+            let size = outgoing.batchOperation.encodedSize
+            if !current.isEmpty, current.count >= limits.maxOperations || bytes + size > limits.maxBytes - 64 {
+                chunks.append(current[...])
+                current = []
+                bytes = 0
+            }
+            current.append(outgoing)
+            bytes += size
+        }
+        if !current.isEmpty { chunks.append(current[...]) }
+        chunks.reverse()  // a stack: the next chunk to send is last
+        while let chunk = chunks.popLast() {
+            guard round.stop == nil, stopRequest?.isStopped != true else {
+                round.unapplied.append(contentsOf: chunk)
+                continue
+            }
+            do throws(TSyncError) {
+                let reply = try await remote.batch(chunk.map(\.batchOperation), atomic: false)
+                round.requests += 1
+                switch reply {
+                case .answers(let answers):
+                    for (outgoing, answer) in zip(chunk, answers) { round.answered.append((outgoing, Self.verdict(outgoing, answer))) }
+                case .tooLarge(let message) where chunk.count == 1:
+                    round.answered.append((chunk[chunk.startIndex], .failed(status: 413, message: message, serverRecord: nil)))
+                case .tooLarge:
+                    let middle = chunk.startIndex + chunk.count / 2
+                    chunks.append(chunk[middle...])
+                    chunks.append(chunk[..<middle])
+                }
+            } catch {
+                round.failed(error, for: chunk)
+            }
+        }
+        return round
+    }
+
+    /// Sends a round one request per operation, `concurrency` at a time. Stops starting new
+    /// requests after the first unreachable/unauthorized error.
+    private func sendOneByOne(_ claimed: [OutgoingOperation]) async -> Round {
+        var round = Round()
         var next = 0
         let remote = self.remote
         let stopRequest = self.stopRequest
         await withTaskGroup(of: (OutgoingOperation, Result<PushVerdict, TSyncError>).self) { group in
             func startNext() {
-                guard next < batch.count, stop == nil, stopRequest?.isStopped != true else { return }
-                let operation = batch[next]
+                guard next < claimed.count, round.stop == nil, stopRequest?.isStopped != true else { return }
+                let operation = claimed[next]
                 next += 1
                 group.addTask {
                     do throws(TSyncError) {
@@ -117,20 +277,24 @@ public struct Pusher: Sendable {
                     }
                 }
             }
-            for _ in 0..<min(concurrency, batch.count) { startNext() }
+            for _ in 0..<min(concurrency, claimed.count) { startNext() }
             while let (operation, result) = await group.next() {
                 switch result {
-                case .success(let verdict): answered.append((operation, verdict))
-                case .failure(let error):
-                    // Unauthorized outranks unreachable: logging in is what the user must do.
-                    if stop == nil || error.kind == .unauthorized { stop = error }
-                    if error.kind == .unauthorized || error.requestNeverSent { unapplied.append(operation) }
+                case .success(let verdict): round.answered.append((operation, verdict))
+                case .failure(let error): round.failed(error, for: [operation])
                 }
                 startNext()
             }
         }
-        unapplied.append(contentsOf: batch[next...])
-        return (answered, stop, unapplied)
+        round.requests = next + claimed[..<next].filter(\.restoresDeleted).count
+        round.unapplied.append(contentsOf: claimed[next...])
+        return round
+    }
+
+    /// What an answer means for the operation that was sent.
+    static func verdict(_ outgoing: OutgoingOperation, _ answer: RemoteAnswer) -> PushVerdict {
+        let kind = outgoing.operation.kind
+        return PushVerdict.classify(kind: kind, sent: kind == .delete ? nil : outgoing.item, answer: answer)
     }
 
     static func send(_ outgoing: OutgoingOperation, to remote: RemoteClient) async throws(TSyncError) -> PushVerdict {
@@ -159,6 +323,18 @@ public struct Pusher: Sendable {
         case .delete:
             answer = try await remote.delete(table: operation.table, id: operation.itemID, version: outgoing.version)
         }
-        return PushVerdict.classify(kind: operation.kind, sent: operation.kind == .delete ? nil : outgoing.item, answer: answer)
+        return verdict(outgoing, answer)
+    }
+}
+
+extension OutgoingOperation {
+    /// The operation as one write of a batch.
+    var batchOperation: BatchOperation {
+        let operation = self.operation
+        switch operation.kind {
+        case .insert: return BatchOperation(method: .insert, table: operation.table, id: operation.itemID, item: item, version: nil)
+        case .update: return BatchOperation(method: .update, table: operation.table, id: operation.itemID, item: item, version: version)
+        case .delete: return BatchOperation(method: .delete, table: operation.table, id: operation.itemID, item: nil, version: version)
+        }
     }
 }

@@ -83,10 +83,13 @@ public struct SyncSession: Sendable {
         return (operations, summary)
     }
 
-    /// Sends the pending operations of `tables` (all when nil) in queue order.
-    public func push(tables: [String]?) async throws(TSyncError) -> PushSummary {
+    /// Sends the pending operations of `tables` (all when nil) in queue order; with `atomic`, as
+    /// one batch the server applies all or nothing (`Pusher.pushAtomically`).
+    public func push(tables: [String]?, atomic: Bool = false) async throws(TSyncError) -> PushSummary {
         let summary = try await withRemote { remote throws(TSyncError) in
-            try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
+            atomic
+                ? try await pusher(remote).pushAtomically(tables: tables, progress: reporter("pushing"))
+                : try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
         }
         events?(.pushed(summary))
         return summary

@@ -13,14 +13,17 @@ final class SyncServer: @unchecked Sendable {
     let directory: TemporaryDirectory
     let databasePath: String
     let authenticated: Bool
+    /// More `tsync serve` options, e.g. `--max-batch 0` for a server without the batch route.
+    let options: [String]
     private(set) var server: ServerProcess?
     private(set) var url = ""
 
     /// Starts a server; `authenticated` servers get the account alice / `SyncServer.password`.
-    init(authenticated: Bool = false) async throws {
+    init(authenticated: Bool = false, options: [String] = []) async throws {
         directory = try TemporaryDirectory()
         databasePath = (directory.path as NSString).appendingPathComponent("server.db")
         self.authenticated = authenticated
+        self.options = options
         if authenticated {
             let add = try TSyncProcess.run(
                 ["user", "add", "alice", "--password-stdin", "--db", "sqlite:" + databasePath], in: directory.path,
@@ -34,7 +37,7 @@ final class SyncServer: @unchecked Sendable {
 
     /// Starts (or restarts, after `kill`) the server on the same database; the port may change.
     func start() async throws {
-        var arguments = ["serve", "--db", "sqlite:" + databasePath, "--port", "0"]
+        var arguments = ["serve", "--db", "sqlite:" + databasePath, "--port", "0"] + options
         if !authenticated { arguments.append("--no-auth") }
         let server = try ServerProcess(arguments: arguments, log: directory.path)
         self.server = server
