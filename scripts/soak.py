@@ -2,8 +2,8 @@
 """Kill -9 campaign: random SIGKILLs of tsync and of `tsync serve`, checked against a model.
 
 Each run is reproducible from its seed. A run builds a queue of local changes with collapse
-(inserts, updates, deletes), pushes it while SIGKILL hits `tsync push` and/or the server at a
-random moment (several rounds, with more local edits in between), pulls into a second store with
+(inserts, updates, deletes), pushes it (through the batch route, in small batches, or one request
+per operation, chosen per run) while SIGKILL hits `tsync push` and/or the server at a random moment (several rounds, with more local edits in between), pulls into a second store with
 `pull --query-id` while SIGKILL hits the pull and/or the server, and kills a large NDJSON `insert`
 part-way. Then the job is finished and checked against an independent model of what the user did:
 
@@ -45,9 +45,10 @@ def free_port():
 class Server:
     """`tsync serve --no-auth` on a fixed loopback port, restartable on the same database."""
 
-    def __init__(self, binary, db, workdir):
+    def __init__(self, binary, db, workdir, options=()):
         self.binary = binary
         self.db = db
+        self.options = list(options)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(workdir, "serve.log"), "ab")
@@ -56,7 +57,7 @@ class Server:
     def start(self):
         for _ in range(50):
             self.process = subprocess.Popen(
-                [self.binary, "serve", "--no-auth", "--db", self.db, "--port", str(self.port)],
+                [self.binary, "serve", "--no-auth", "--db", self.db, "--port", str(self.port)] + self.options,
                 stdout=self.log, stderr=self.log, stdin=subprocess.DEVNULL)
             deadline = time.time() + 15
             while time.time() < deadline:
@@ -226,7 +227,11 @@ class Campaign:
     # -- the run --------------------------------------------------------------------------------
 
     def run(self):
-        server = Server(self.binary, self.db_for_run(), self.workdir)
+        # Push through the batch route (default size, or small batches), or one request per
+        # operation as against any v2 server.
+        batching = self.random.choice([[], ["--max-batch", "13"], ["--max-batch", "0"]])
+        self.log(f"  server options: {batching or 'default'}")
+        server = Server(self.binary, self.db_for_run(), self.workdir, batching)
         server.start()
         try:
             self.run_with(server)
