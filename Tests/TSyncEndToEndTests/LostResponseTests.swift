@@ -119,3 +119,52 @@ import TSyncModel
         #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n")
     }
 }
+
+/// Answers that say "success" without being a sync server's answer (issue 9.5): nothing may count
+/// as pushed unless the server holds it, and the local copy must take the server's real version.
+@Suite(.serialized) struct FalseSuccessTests {
+    @Test(arguments: [true, false])
+    func anHTMLPageIsNotASuccess(batched: Bool) async throws {
+        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try TSyncSandbox(remote: proxy.url)
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        // A captive portal answers every write with its page; the server never hears of it.
+        let page = "<html><body>Please log in to the hotel Wi-Fi</body></html>"
+        proxy.replace("POST", "/tables/", status: 200, contentType: "text/html", body: page, forward: false, count: 5)
+        let push = try store.run(["push"])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("not a tsync or Mobile Apps server"), "\(push.stderr)")
+        #expect(!push.stderr.contains("pushed 1"))
+        #expect(try await server.records("todo").isEmpty)
+        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n", "the insert is still queued")
+
+        // Off the portal, the push goes through.
+        try store.ok(["remote", server.url])
+        #expect(try store.run(["push"]).status == 0)
+        #expect(try await server.records("todo")["milk"]?["text"] == "buy milk")
+    }
+
+    /// The server applies the write, but the answer arrives damaged: the record is read back, so
+    /// the local copy has the server's version and the next edit is no false 412.
+    @Test func aDamagedAnswerIsReadBack() async throws {
+        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try TSyncSandbox(remote: proxy.url)
+        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        try store.ok(["push"])
+        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        proxy.replace("PATCH", "/tables/todo/milk", status: 200, contentType: "application/json", body: #"{"id": "milk", "te"#, forward: true)
+        let push = try store.run(["push"])
+        #expect(push.status == 0, "\(push)")
+        let onServer = try #require(try await server.record("todo", "milk"))
+        #expect(onServer["text"] == "buy oat milk")
+        let local = try JSONOutput.object(try store.ok(["get", "todo", "milk", "--json"]))
+        #expect(local["version"] == onServer["version"], "the local copy took the server's version")
+
+        try store.ok(["update", "todo", "milk", "--set", "text=buy soy milk"])
+        let next = try store.run(["push"])
+        #expect(next.status == 0, "no false conflict: \(next)")
+        #expect(try await server.record("todo", "milk")?["text"] == "buy soy milk")
+    }
+}

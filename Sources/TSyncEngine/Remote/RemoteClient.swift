@@ -127,32 +127,32 @@ public struct RemoteClient: Sendable {
     /// `POST /tables/{table}`.
     public func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.POST, endpoint.url(path: ["tables", table]), body: .object(item))
-        return answer(response)
+        return try answer(response)
     }
 
     /// `PATCH /tables/{table}/{id}` with `If-Match` when a version is known.
     public func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(
             .PATCH, endpoint.url(path: ["tables", table, id]), body: .object(item), ifMatch: version)
-        return answer(response)
+        return try answer(response)
     }
 
     /// `DELETE /tables/{table}/{id}` with `If-Match` when a version is known.
     public func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.DELETE, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
-        return answer(response)
+        return try answer(response)
     }
 
     /// `POST /tables/{table}/{id}` (no body): undeletes a soft-deleted item, with `If-Match` when a
     /// version is known.
     public func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.POST, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
-        return answer(response)
+        return try answer(response)
     }
 
     /// `GET /tables/{table}/{id}`: the server's copy, or nil when it has none.
     public func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
-        answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
+        try answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
     }
 
     // MARK: - Batches (a tsync extension, discovered)
@@ -181,6 +181,14 @@ public struct RemoteClient: Sendable {
         guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"],
             results.count == operations.count
         else {
+            if (200..<300).contains(response.status) {
+                // The server may have applied the batch; its answer is unreadable. The operations
+                // stay in flight and the next push learns their fate.
+                if !response.isJSON && response.hasBody { throw notASyncServer(response) }
+                throw TSyncError(
+                    .unreachable,
+                    "\(endpoint) answered the batch with HTTP \(response.status) but no readable results; nothing was lost, push again")
+            }
             // The batch as a whole failed: every operation gets that answer, as if sent alone.
             let message = response.errorMessage ?? "HTTP \(response.status)"
             return .answers(operations.map { _ in .rejected(status: response.status, message: message, serverRecord: nil) })
@@ -198,8 +206,13 @@ public struct RemoteClient: Sendable {
     // MARK: - Transport
 
     /// Turns an HTTP answer into a `RemoteAnswer`; accepts what other Mobile Apps servers do
-    /// (204 with no body, `version` only in the `ETag`).
-    private func answer(_ response: HTTPAnswer) -> RemoteAnswer {
+    /// (204 with no body, `version` only in the `ETag`). A success whose body is not JSON at all
+    /// (an HTML page from a captive portal or a proxy) is not an answer of a sync server: it is
+    /// thrown as `.unreachable`, so the operation stays queued (DESIGN §2.4, issue 9.5).
+    private func answer(_ response: HTTPAnswer) throws(TSyncError) -> RemoteAnswer {
+        if (200..<300).contains(response.status), response.json == nil, response.hasBody, !response.isJSON {
+            throw notASyncServer(response)
+        }
         var record: Record?
         if let object = response.json?.objectValue, let parsed = try? Record(wire: object) {
             record = parsed
@@ -252,7 +265,17 @@ public struct RemoteClient: Sendable {
                     : "the server at \(endpoint) refused the token (expired or revoked): run `tsync login --user NAME`")
         }
         let data = Array(bytes.readableBytesView)
-        return HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
+        var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
+        answer.hasBody = !data.isEmpty
+        return answer
+    }
+
+    /// A success answer that no sync server gives: the request reached something else.
+    private func notASyncServer(_ response: HTTPAnswer) -> TSyncError {
+        let type = response.headers.first(name: "Content-Type") ?? "no content type"
+        return TSyncError(
+            .unreachable,
+            "\(endpoint) answered HTTP \(response.status) with \(type) instead of a JSON record: it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued")
     }
 
     /// Whether the exchange failed before a connection existed, so no byte of the request was sent.
@@ -293,6 +316,14 @@ struct HTTPAnswer {
     var status: Int
     var headers: HTTPHeaders
     var json: JSONValue?
+
+    /// Whether the answer had a body at all.
+    var hasBody = false
+
+    /// Whether the body says it is JSON (whether or not it parsed).
+    var isJSON: Bool {
+        headers.first(name: "Content-Type").map { $0.lowercased().contains("json") } ?? false
+    }
 
     /// The `{"error": "..."}` message of Mobile Apps error bodies.
     var errorMessage: String? {

@@ -242,7 +242,16 @@ public struct Pusher: Sendable {
                 round.requests += 1
                 switch reply {
                 case .answers(let answers):
-                    for (outgoing, answer) in zip(chunk, answers) { round.answered.append((outgoing, Self.verdict(outgoing, answer))) }
+                    for (outgoing, answer) in zip(chunk, answers) {
+                        do throws(TSyncError) {
+                            let confirmed = try await Self.confirmed(answer, of: outgoing, remote: remote)
+                            round.answered.append((outgoing, Self.verdict(outgoing, confirmed)))
+                        } catch {
+                            // The batch reached the server: what is left of it stays in flight.
+                            round.failed(TSyncError(error.kind, error.message), for: [])
+                            break
+                        }
+                    }
                 case .tooLarge(let message) where chunk.count == 1:
                     round.answered.append((chunk[chunk.startIndex], .failed(status: 413, message: message, serverRecord: nil)))
                 case .tooLarge:
@@ -323,7 +332,29 @@ public struct Pusher: Sendable {
         case .delete:
             answer = try await remote.delete(table: operation.table, id: operation.itemID, version: outgoing.version)
         }
-        return verdict(outgoing, answer)
+        return verdict(outgoing, try await confirmed(answer, of: outgoing, remote: remote))
+    }
+
+    /// A success to an insert or update must bring the stored record with its version: the local
+    /// copy takes it, and the next change is checked against it. When the answer has none (a
+    /// truncated or damaged body, a server that answers 204), the record is read back; when that
+    /// fails too, the push stops and the operation stays in flight, so the next push re-sends it
+    /// and learns what the server holds — never "pushed" with a stale version (issue 9.5).
+    static func confirmed(_ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: RemoteClient) async throws(TSyncError)
+        -> RemoteAnswer
+    {
+        let operation = outgoing.operation
+        guard case .accepted(let status, let record) = answer, operation.kind != .delete,
+            record?.system.version == nil || record?.id.utf8.elementsEqual(operation.itemID.utf8) == false
+        else { return answer }
+        if case .accepted(_, let stored?) = try await remote.read(table: operation.table, id: operation.itemID),
+            stored.system.version != nil
+        {
+            return .accepted(status: status, record: stored)
+        }
+        throw TSyncError(
+            .unreachable,
+            "\(remote.endpoint) accepted the \(operation.kind.rawValue) of \(operation.table)/\(operation.itemID) but sent back no record, and reading it back failed; nothing was lost, push again")
     }
 }
 

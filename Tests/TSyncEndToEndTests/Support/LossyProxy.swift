@@ -8,15 +8,24 @@ import Glibc
 /// matches a rule is forwarded, the server applies it and answers, and the proxy closes the
 /// client's connection instead of passing the answer on. That is a response lost to a dropped
 /// connection, made deterministic, so tests can check what push does with an operation that
-/// reached the server without the client learning it.
+/// reached the server without the client learning it. It can also answer in the server's place
+/// (a captive portal's HTML page, a damaged body after the server applied the write).
 ///
 /// Blocking sockets, one thread per client connection, one upstream connection per request;
 /// enough for tests, bounded by their own request counts.
 final class LossyProxy: @unchecked Sendable {
-    /// `POST /tables/todo` and the like; `dropping` answers are swallowed.
+    /// `POST /tables/todo` and the like, and what becomes of the answer.
     struct Rule: Sendable {
         var method: String
         var pathPrefix: String
+        var action: Action
+    }
+
+    enum Action: Sendable {
+        /// Forward the request, swallow the answer, close the connection.
+        case drop
+        /// Answer with these raw bytes instead (after forwarding the request when `forward`).
+        case replace(response: [UInt8], forward: Bool)
     }
 
     private let upstreamPort: UInt16
@@ -52,10 +61,23 @@ final class LossyProxy: @unchecked Sendable {
 
     /// Loses the answers to the next `count` requests that match `method` and `pathPrefix`.
     func drop(_ method: String, _ pathPrefix: String, count: Int = 1) {
-        lock.withLock { rules.append((Rule(method: method, pathPrefix: pathPrefix), count)) }
+        lock.withLock { rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .drop), count)) }
     }
 
-    /// How many answers were lost so far.
+    /// Answers the next `count` matching requests with `status`, `contentType` and `body` instead of
+    /// the server's answer; `forward` decides whether the server gets the request at all.
+    func replace(
+        _ method: String, _ pathPrefix: String, status: Int, contentType: String, body: String, forward: Bool,
+        count: Int = 1
+    ) {
+        let response = Array(
+            "HTTP/1.1 \(status) Whatever\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+        lock.withLock {
+            rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .replace(response: response, forward: forward)), count))
+        }
+    }
+
+    /// How many answers were lost or replaced so far.
     var droppedCount: Int { lock.withLock { dropped } }
 
     /// Holds every request this long before forwarding it: a slow server, so a test can act while
@@ -93,18 +115,18 @@ final class LossyProxy: @unchecked Sendable {
         }
     }
 
-    /// Whether the answer to this request is to be lost (and counts it).
-    private func shouldDrop(_ head: String) -> Bool {
+    /// The action for this request, if a rule matches (and counts it).
+    private func action(for head: String) -> Action? {
         let parts = head.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2 else { return false }
+        guard parts.count >= 2 else { return nil }
         let method = String(parts[0])
         let path = String(parts[1])
         return lock.withLock {
             guard let index = rules.firstIndex(where: { $0.remaining > 0 && $0.rule.method == method && path.hasPrefix($0.rule.pathPrefix) })
-            else { return false }
+            else { return nil }
             rules[index].remaining -= 1
             dropped += 1
-            return true
+            return rules[index].rule.action
         }
     }
 
@@ -112,13 +134,20 @@ final class LossyProxy: @unchecked Sendable {
         defer { Glibc.close(client) }
         var buffer: [UInt8] = []
         while let request = Self.readMessage(client, &buffer, isResponse: false) {
-            let drop = shouldDrop(String(decoding: request.prefix(200), as: UTF8.self))
+            let action = action(for: String(decoding: request.prefix(200), as: UTF8.self))
+            if case .replace(let response, forward: false)? = action {
+                guard Self.writeAll(client, response) else { return }
+                continue
+            }
             let delay = lock.withLock { requestDelay }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             guard let answer = forward(request) else { return }
             lock.withLock { forwardedCount += 1 }
-            if drop { return }  // the server has applied it; the client never hears
-            guard Self.writeAll(client, answer) else { return }
+            switch action {
+            case .drop?: return  // the server has applied it; the client never hears
+            case .replace(let response, _)?: guard Self.writeAll(client, response) else { return }
+            case nil: guard Self.writeAll(client, answer) else { return }
+            }
         }
     }
 
