@@ -32,7 +32,7 @@ enum ExitStatus {
           0   success, including "nothing to do"
           1   failure not covered below; `status --exit-code` with pending work
           2   push/pull done, but operations failed (the error table is not empty)
-          3   the server could not be reached; nothing was lost
+          3   the server could not be reached (or answered as no sync server does); nothing was lost
           4   authentication missing or rejected
           64  usage error (unknown option, missing or invalid argument)
           65  bad input data (invalid JSON, id or filter; unknown table or id)
