@@ -91,8 +91,16 @@ import TSyncModel
             let fresh = try await http.patch("/tables/todo/a", ["text": "v3", "version": .string(current.version ?? "")])
             #expect(fresh.status == 200)
             #expect(fresh.object["text"] == "v3")
-            let weak = try await http.patch("/tables/todo/a", ["text": "v4"], headers: ["If-Match": "W/\"\(fresh.version ?? "")\""])
-            #expect(weak.status == 200)
+            // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches (issue 9.3).
+            let weakTag = "W/\"\(fresh.version ?? "")\""
+            let weak = try await http.patch("/tables/todo/a", ["text": "v4"], headers: ["If-Match": weakTag])
+            #expect(weak.status == 412)
+            #expect(weak.object["text"] == "v3", "412 with the current item")
+            #expect(try await http.delete("/tables/todo/a", headers: ["If-Match": weakTag]).status == 412)
+            #expect(try await http.post("/tables/todo/a", headers: ["If-Match": weakTag]).status == 412)
+            let mixed = try await http.patch(
+                "/tables/todo/a", ["text": "v4"], headers: ["If-Match": "\(weakTag), \"\(fresh.version ?? "")\""])
+            #expect(mixed.status == 200, "the strong tag in the list matches")
             let star = try await http.patch("/tables/todo/a", ["text": "v5"], headers: ["If-Match": "*"])
             #expect(star.status == 200)
         }

@@ -26,18 +26,26 @@ enum JSONResponse {
 enum ETag {
     static func quoted(_ version: String) -> String { "\"" + version + "\"" }
 
-    /// `If-Match: "v1", W/"v2"` → `.oneOf(["v1", "v2"])`; `*` → `.any`.
+    /// `If-Match: "v1", "v2"` → `.oneOf(["v1", "v2"])`; `*` → `.any`. `If-Match` compares strongly
+    /// (RFC 9110 §13.1.1): a weak tag (`W/"v1"`) never matches, so it is dropped; a header of weak
+    /// tags only matches nothing (`.oneOf([])`, answered 412).
     static func expectedVersion(fromIfMatch header: String) throws(APIError) -> ExpectedVersion {
         var versions: [String] = []
+        var weakOnly = false
         for part in header.split(separator: ",") {
             var tag = Substring(part.trimmingSpaces())
             if tag == "*" { return .any }
-            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+            if tag.hasPrefix("W/") {
+                weakOnly = true
+                continue
+            }
             if tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") { tag = tag.dropFirst().dropLast() }
             guard !tag.isEmpty else { continue }
             versions.append(String(tag))
         }
-        guard !versions.isEmpty else { throw .badRequest("invalid If-Match header: expected a quoted version, e.g. If-Match: \"abc\"") }
+        guard !versions.isEmpty || weakOnly else {
+            throw .badRequest("invalid If-Match header: expected a quoted version, e.g. If-Match: \"abc\"")
+        }
         return .oneOf(versions)
     }
 }
