@@ -6,16 +6,7 @@ extension Request {
     /// The body as a JSON object, within `limit` bytes: 413 over the limit, 400 (with the line and
     /// column from `JSONParser`) when it is not JSON or not an object.
     func jsonObject(limit: Int) async throws -> [String: JSONValue] {
-        if let length = headers[.contentLength].flatMap({ Int($0) }), length > limit {
-            throw APIError.bodyTooLarge(limit: limit)
-        }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw APIError.bodyTooLarge(limit: limit)
-        }
-        let bytes = Array(buffer.readableBytesView)
+        let bytes = try await bodyBytes(limit: limit)
         guard !bytes.isEmpty else { throw APIError.badRequest("the request has no body: send a JSON object") }
         let value: JSONValue
         do {
@@ -30,8 +21,36 @@ extension Request {
     }
 }
 
+extension Request {
+    /// How much of a body over the limit is read (and thrown away) before the 413 goes out.
+    static let drainLimit = 64 << 20
+
+    /// The body, within `limit` bytes. Over the limit the answer is 413 with `Connection: close`;
+    /// the rest of the body is read and dropped first, up to `drainLimit`, because a client that
+    /// sends its whole body before reading (no `Expect: 100-continue`, as Python's urllib does)
+    /// would otherwise block on a full socket and never see the 413 (issue 9.2).
+    func bodyBytes(limit: Int) async throws -> [UInt8] {
+        var collected: [UInt8] = []
+        var total = 0
+        let declared = headers[.contentLength].flatMap { Int($0) }
+        if let declared, declared <= limit { collected.reserveCapacity(declared) }
+        for try await buffer in body {
+            total += buffer.readableBytes
+            if total <= limit && (declared ?? 0) <= limit {
+                collected.append(contentsOf: buffer.readableBytesView)
+            } else if total > Self.drainLimit {
+                break
+            }
+        }
+        if total > limit || (declared ?? 0) > limit { throw APIError.bodyTooLarge(limit: limit) }
+        return collected
+    }
+}
+
 extension APIError {
     static func bodyTooLarge(limit: Int) -> APIError {
-        APIError(.contentTooLarge, "the request body is larger than \(limit) bytes")
+        var error = APIError(.contentTooLarge, "the request body is larger than \(limit) bytes")
+        error.headers[.connection] = "close"
+        return error
     }
 }

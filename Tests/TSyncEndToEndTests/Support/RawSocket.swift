@@ -1,0 +1,66 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking TCP connection to 127.0.0.1 for tests that must control exactly what goes on the
+/// wire (a client that writes a whole body before reading, a client that sends a byte a second).
+/// Every send and receive gives up after `timeout`, so a misbehaving server fails the test instead
+/// of hanging it.
+final class RawSocket {
+    private let descriptor: Int32
+
+    init(port: Int, timeout: TimeInterval = 10) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            Glibc.close(descriptor)
+            throw TSyncTestError("cannot connect to 127.0.0.1:\(port)")
+        }
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    /// Writes all of `bytes`; false when the peer stopped reading for `timeout` or closed.
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
+    }
+
+    @discardableResult
+    func write(_ text: String) -> Bool { write(Array(text.utf8)) }
+
+    /// Everything until the peer closes (or `timeout` passes without a byte), as text.
+    func readToEnd() -> String {
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            data.append(contentsOf: chunk[..<count])
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Whether the peer has closed the connection (a read returns end of file within `timeout`).
+    func isClosedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        return recv(descriptor, &byte, 1, 0) == 0
+    }
+}
