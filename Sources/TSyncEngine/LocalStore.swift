@@ -213,7 +213,8 @@ enum StoreFailure {
             case .SQLITE_CANTOPEN, .SQLITE_PERM:
                 return .failure("cannot open \(location.databasePath): check its permissions")
             case .SQLITE_FULL:
-                return .failure("the disk holding \(location.databasePath) is full; nothing was changed")
+                return .failure(
+                    "the disk holding \(location.databasePath) is full: the step that needed the space was not saved (earlier ones are kept); free some space and run the command again")
             default:
                 return .failure("the store database failed: \(error.message ?? "\(error.resultCode)")")
             }

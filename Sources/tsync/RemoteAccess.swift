@@ -7,11 +7,21 @@ enum RemoteAccess {
     /// Overrides the token saved by `tsync login` (CI, where the token comes from a secret store).
     static let tokenVariable = "TSYNC_TOKEN"
 
+    /// Seconds one HTTP exchange may take, body included (default 30).
+    static let timeoutVariable = "TSYNC_TIMEOUT"
+
     static func session(
         _ store: LocalStore, stopRequest: StopRequest? = nil, events: (@Sendable (SyncSession.Event) -> Void)? = nil
     ) throws(TSyncError) -> SyncSession {
-        try SyncSession(
-            store: store, tokenOverride: ProcessInfo.processInfo.environment[tokenVariable], stopRequest: stopRequest,
-            events: events)
+        let environment = ProcessInfo.processInfo.environment
+        var timeout = SyncSession.defaultTimeout
+        if let text = environment[timeoutVariable], !text.isEmpty {
+            guard let seconds = Int(text), seconds >= 1 else {
+                throw .usage("\(timeoutVariable)=\(text) is not a number of seconds (1 or more)")
+            }
+            timeout = .seconds(seconds)
+        }
+        return try SyncSession(
+            store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout, events: events)
     }
 }

@@ -175,7 +175,29 @@ import TSyncModel
         let a = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "b")
         let b = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "c")
         #expect(a < b && checkpoint < a)
-        let records = [LocalStore.serverRecord("c", [:], version: "1", at: 5), LocalStore.serverRecord("b", [:], version: "1", at: 5)]
-        #expect(Checkpoint.last(of: records) == b)
+        // Ids in byte order, as the server sorts them: "Z" (0x5A) before "a", and "é" as one code
+        // point (0xC3 0xA9) after "e" + U+0301 (0x65 …): two different positions.
+        #expect(Checkpoint(updatedAt: a.updatedAt, id: "Z") < Checkpoint(updatedAt: a.updatedAt, id: "a"))
+        let composed = Checkpoint(updatedAt: a.updatedAt, id: "\u{E9}")
+        let decomposed = Checkpoint(updatedAt: a.updatedAt, id: "e\u{301}")
+        #expect(composed != decomposed && decomposed < composed)
+    }
+
+    /// A page of an incremental pull is checked before its checkpoint is trusted (issue 9.6).
+    @Test func aPageOutOfOrderIsRefused() throws {
+        let start = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "b")
+        let ordered = [
+            LocalStore.serverRecord("c", [:], version: "1", at: 5), LocalStore.serverRecord("a", [:], version: "1", at: 6),
+        ]
+        #expect(try Checkpoint.end(of: ordered, after: start) == Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 6), id: "a"))
+        #expect(try Checkpoint.end(of: [], after: start) == nil)
+        // Sorted by id instead of (updatedAt, id): the checkpoint would jump past unsent records.
+        let byID = [LocalStore.serverRecord("c", [:], version: "1", at: 9), LocalStore.serverRecord("d", [:], version: "1", at: 6)]
+        #expect(throws: TSyncError.self) { try Checkpoint.end(of: byID, after: start) }
+        // A record at or before the checkpoint: the server ignored the filter.
+        #expect(throws: TSyncError.self) { try Checkpoint.end(of: [LocalStore.serverRecord("b", [:], version: "1", at: 5)], after: start) }
+        var undated = LocalStore.serverRecord("x", [:], version: "1", at: 9)
+        undated.system.updatedAt = nil
+        #expect(throws: TSyncError.self) { try Checkpoint.end(of: [undated], after: nil) }
     }
 }

@@ -111,7 +111,12 @@ public struct RemoteClient: Sendable {
             guard let object = item.objectValue else {
                 throw .failure("pulling \(request.table): the server sent \(item.kindName) instead of a record")
             }
-            records.append(try Record(wire: object))
+            do {
+                records.append(try Record(wire: object))
+            } catch {
+                // The server's data, not the user's input: exit 1, not 65.
+                throw .failure("pulling \(request.table): the server sent a record that is not valid (\(error.message))")
+            }
         }
         var nextLink: String?
         if let link = LinkHeader.next(in: response.headers) {
@@ -246,17 +251,37 @@ public struct RemoteClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: JSONSerializer.bytes(body)))
         }
+        // One deadline for the whole exchange, body included: a server that sends its headers at
+        // once and then a byte every few seconds must not hold a command for minutes (issue 9.8).
+        let deadline = NIODeadline.now() + timeout
         let response: HTTPClientResponse
-        let bytes: ByteBuffer
+        var bytes = ByteBuffer()
         do {
-            response = try await http.execute(request, timeout: timeout)
-            bytes = try await response.body.collect(upTo: 256 * 1024 * 1024)
+            response = try await http.execute(request, deadline: deadline)
+            for try await chunk in response.body {
+                guard NIODeadline.now() <= deadline else { throw HTTPClientError.deadlineExceeded }
+                guard bytes.readableBytes + chunk.readableBytes <= Self.maximumAnswerBytes else {
+                    throw TSyncError.failure(
+                        "the server's answer is larger than \(Self.maximumAnswerBytes >> 20) MiB; ask for smaller pages (pull --page-size)")
+                }
+                bytes.writeImmutableBuffer(chunk)
+            }
+        } catch let error as TSyncError {
+            throw error
         } catch {
             throw TSyncError(
                 .unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later",
                 requestNeverSent: Self.failedToConnect(error))
         }
         let status = Int(response.status.code)
+        // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
+        // as failed; what was sent stays in flight (a 504 may still have been applied).
+        if [502, 503, 504].contains(status) {
+            let retry = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
+            throw TSyncError(
+                .unreachable,
+                "the server at \(endpoint) answered HTTP \(status): it cannot serve now\(retry); nothing was lost, try again later")
+        }
         if status == 401 && authenticated {
             throw TSyncError(
                 .unauthorized,
@@ -277,6 +302,9 @@ public struct RemoteClient: Sendable {
             .unreachable,
             "\(endpoint) answered HTTP \(response.status) with \(type) instead of a JSON record: it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued")
     }
+
+    /// The largest answer read into memory (a page of a pull, mostly).
+    static let maximumAnswerBytes = 256 << 20
 
     /// Whether the exchange failed before a connection existed, so no byte of the request was sent.
     private static func failedToConnect(_ error: any Error) -> Bool {
@@ -307,7 +335,11 @@ public struct RemoteClient: Sendable {
             ioErrors = []
         }
         if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused" }
-        return String(describing: error)
+        let text = String(describing: error)
+        if text.contains("SSL") || text.contains("TLS") || text.contains("handshake") {
+            return "the TLS handshake failed: check that the server really speaks https at that port (or use http://)"
+        }
+        return text
     }
 }
 

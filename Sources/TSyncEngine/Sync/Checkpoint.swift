@@ -8,8 +8,37 @@ import TSyncModel
 /// pair is a total order (ties broken by id, as the server orders), so "after the checkpoint" names
 /// each record exactly once.
 extension Checkpoint: Comparable {
+    /// Ids compare by their UTF-8 bytes, as the server orders them (SQLite's BINARY, PostgreSQL's
+    /// "C" collation); Swift's own `String <` neither follows byte order nor tells "é" from
+    /// "e" + U+0301.
     public static func < (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
-        (lhs.updatedAt, lhs.id) < (rhs.updatedAt, rhs.id)
+        if lhs.updatedAt != rhs.updatedAt { return lhs.updatedAt < rhs.updatedAt }
+        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
+    }
+
+    public static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
+        lhs.updatedAt == rhs.updatedAt && lhs.id.utf8.elementsEqual(rhs.id.utf8)
+    }
+
+    /// The position of the last record of a page of an incremental pull, after checking that the
+    /// page is what was asked for: every record has `updatedAt`, each comes strictly after the one
+    /// before, and the first after `previous`. A server that ignores `$orderby` or the filter
+    /// would otherwise move the checkpoint past records it has not sent yet, which later pulls
+    /// would then never fetch (issue 9.6). Nil for an empty page.
+    public static func end(of records: [Record], after previous: Checkpoint?) throws(TSyncError) -> Checkpoint? {
+        var last = previous
+        for record in records {
+            guard let updatedAt = record.system.updatedAt else {
+                throw .failure("the server sent \(Identifiers.quoted(record.id)) without updatedAt, so no position can be kept")
+            }
+            let position = Checkpoint(updatedAt: updatedAt, id: record.id)
+            if let last, !(last < position) {
+                throw .failure(
+                    "the server does not return the records after the checkpoint in (updatedAt, id) order (\(Identifiers.quoted(record.id)) came after \(Identifiers.quoted(last.id))), so an incremental pull could skip records")
+            }
+            last = position
+        }
+        return records.isEmpty ? nil : last
     }
 
     /// `updatedAt ge T and ((updatedAt gt T) or (updatedAt eq T and id gt 'I'))`.
@@ -37,18 +66,6 @@ extension Checkpoint: Comparable {
 
     /// The order that makes the checkpoint a position: `updatedAt, id`.
     public static let orderBy = "updatedAt,id"
-
-    /// The greatest (updatedAt, id) of some records; nil when one lacks `updatedAt` (then no
-    /// position can be kept).
-    public static func last(of records: [Record]) -> Checkpoint? {
-        var last: Checkpoint?
-        for record in records {
-            guard let updatedAt = record.system.updatedAt else { return nil }
-            let position = Checkpoint(updatedAt: updatedAt, id: record.id)
-            if last.map({ position > $0 }) ?? true { last = position }
-        }
-        return last
-    }
 
     /// An OData string literal: single quotes, an embedded quote doubled.
     static func odataString(_ text: String) -> String {

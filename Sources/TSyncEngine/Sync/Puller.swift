@@ -104,12 +104,12 @@ public struct Puller: Sendable {
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
-            if let last = Checkpoint.last(of: page.records), checkpoint.map({ last > $0 }) ?? true {
-                checkpoint = last
-            } else if !page.records.isEmpty {
-                // A page that does not move the checkpoint forward would be asked for again forever.
-                throw .failure(
-                    "the server at \(remote.endpoint) does not order \(request.table) by updatedAt, id or omits updatedAt; pull without --query-id")
+            // Refused before anything of the page is written: the checkpoint stays where the
+            // records are known to be complete.
+            do {
+                if let end = try Checkpoint.end(of: page.records, after: checkpoint) { checkpoint = end }
+            } catch {
+                throw .failure("pulling \(request.table) from \(remote.endpoint): \(error.message); pull without --query-id")
             }
             let more = !(page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil))
             // The next page is already on its way while this one is written.
@@ -131,18 +131,24 @@ public struct Puller: Sendable {
         var fetching: PageFetch? = PageFetch(
             remote, PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize))
         defer { fetching?.cancel() }
-        var previousLink: String?
+        // A server that ignores $skip, or whose next links go round in a circle, would send the
+        // same pages forever (issue 9.7): a link followed twice, or a page seen before, stops the
+        // pull with an error instead.
+        var links = Set<String>()
+        var pages = Set<Int>()
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
-            skip += page.records.count
-            let more: Bool
-            if let link = page.nextLink {
-                more = link != previousLink && !page.records.isEmpty
-                previousLink = link
-            } else {
-                more = page.records.count >= request.pageSize
+            if let link = page.nextLink, !links.insert(link).inserted {
+                throw .failure(
+                    "pulling \(request.table) from \(remote.endpoint): the server's next-page links go round in a circle; stopped after \(summary.counts.received) records, which may not be all")
             }
+            if !page.records.isEmpty, !pages.insert(Self.fingerprint(page.records)).inserted {
+                throw .failure(
+                    "pulling \(request.table) from \(remote.endpoint): the server sent the same page twice (it ignores $skip, or its pages overlap); stopped after \(summary.counts.received) records, which may not be all")
+            }
+            skip += page.records.count
+            let more = page.nextLink != nil ? !page.records.isEmpty : page.records.count >= request.pageSize
             if more {
                 fetching = PageFetch(
                     remote,
@@ -158,6 +164,19 @@ public struct Puller: Sendable {
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
         }
+    }
+}
+
+extension Puller {
+    /// A hash of the ids of a page (bytes, in order): an equal one means the server sent the same
+    /// records again. Eight bytes a page, however large the pull.
+    static func fingerprint(_ records: [Record]) -> Int {
+        var hasher = Hasher()
+        for record in records {
+            for byte in record.id.utf8 { hasher.combine(byte) }
+            hasher.combine(0 as UInt8)
+        }
+        return hasher.finalize()
     }
 }
 

@@ -25,13 +25,19 @@ public struct SyncSession: Sendable {
     public var stopRequest: StopRequest?
     /// Requests in flight at once during a push (each for a different item).
     public let pushConcurrency: Int
+    /// The deadline of one HTTP exchange, body included.
+    public let timeout: Duration
+    public static let defaultTimeout = Duration.seconds(30)
     public var events: (@Sendable (Event) -> Void)?
 
     public init(
         store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
-        pushConcurrency: Int = Pusher.defaultConcurrency, events: (@Sendable (Event) -> Void)? = nil
+        pushConcurrency: Int = Pusher.defaultConcurrency, timeout: Duration = defaultTimeout,
+        events: (@Sendable (Event) -> Void)? = nil
     ) throws(TSyncError) {
         guard pushConcurrency >= 1 else { throw .usage("push concurrency must be at least 1 (got \(pushConcurrency))") }
+        guard timeout >= .seconds(1) else { throw .usage("the request timeout must be at least 1 second") }
+        self.timeout = timeout
         self.store = store
         self.tokenOverride = tokenOverride.flatMap { $0.isEmpty ? nil : $0 }
         self.stopRequest = stopRequest
@@ -60,7 +66,7 @@ public struct SyncSession: Sendable {
         let endpoint = try endpoint()
         var token = tokenOverride
         if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
-        return try await RemoteClient.withRemoteClient(endpoint: endpoint, token: token, body)
+        return try await RemoteClient.withRemoteClient(endpoint: endpoint, token: token, timeout: timeout, body)
     }
 
     private func pusher(_ remote: RemoteClient) -> Pusher {
@@ -163,7 +169,7 @@ public struct SyncSession: Sendable {
     /// Returns the user id the server reports.
     public func login(user: String, password: String) async throws(TSyncError) -> String {
         let endpoint = try endpoint()
-        let (token, userID) = try await RemoteClient.withRemoteClient(endpoint: endpoint, token: nil) {
+        let (token, userID) = try await RemoteClient.withRemoteClient(endpoint: endpoint, token: nil, timeout: timeout) {
             remote throws(TSyncError) in
             try await remote.login(username: user, password: password)
         }
@@ -186,7 +192,8 @@ public struct SyncSession: Sendable {
         var notRevoked: String?
         do throws(TSyncError) {
             let endpoint = try RemoteEndpoint(saved.remote)
-            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token) { remote throws(TSyncError) in
+            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token, timeout: timeout) {
+                remote throws(TSyncError) in
                 try await remote.logout()
             }
         } catch where error.kind != .unauthorized {

@@ -163,7 +163,7 @@ final class LossyProxy: @unchecked Sendable {
         return Self.readMessage(upstream, &buffer, isResponse: true)
     }
 
-    private static func writeAll(_ socket: Int32, _ bytes: [UInt8]) -> Bool {
+    static func writeAll(_ socket: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -175,7 +175,7 @@ final class LossyProxy: @unchecked Sendable {
 
     /// Reads one HTTP message (head and a Content-Length or chunked body) from `socket`, keeping
     /// what follows it in `buffer`. Nil when the peer closed first.
-    private static func readMessage(_ socket: Int32, _ buffer: inout [UInt8], isResponse: Bool) -> [UInt8]? {
+    static func readMessage(_ socket: Int32, _ buffer: inout [UInt8], isResponse: Bool) -> [UInt8]? {
         let separator: [UInt8] = Array("\r\n\r\n".utf8)
         var headEnd: Int?
         while true {

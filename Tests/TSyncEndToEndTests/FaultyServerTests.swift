@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// The real `tsync` binary against servers that misbehave on purpose (issue 9, items 6, 7, 8, 12).
+@Suite(.serialized) struct FaultyServerTests {
+    static func record(_ id: String, at ms: Int64) -> String {
+        let time = Timestamp(millisecondsSinceEpoch: 1_800_000_000_000 + ms).iso8601
+        return #"{"id": "\#(id)", "text": "\#(id)", "createdAt": "\#(time)", "updatedAt": "\#(time)", "version": "v\#(ms)", "deleted": false}"#
+    }
+
+    /// A server that ignores `$orderby` (it sorts by id): an incremental pull must not move its
+    /// checkpoint past records it has not received (issue 9.6).
+    @Test func anIncrementalPullRefusesPagesOutOfOrder() throws {
+        let page = "[" + [Self.record("a", at: 30), Self.record("b", at: 10), Self.record("c", at: 20)].joined(separator: ",") + "]"
+        let server = try ScriptedServer { _, _ in .json(200, page) }
+        let store = try TSyncSandbox(remote: server.url)
+        let pull = try store.run(["pull", "todo", "--query-id", "all"])
+        #expect(pull.status == 1, "\(pull)")
+        #expect(pull.stderr.contains("(updatedAt, id) order"), "\(pull.stderr)")
+        #expect(try store.run(["query", "todo"]).status == 65, "nothing of the page was written: the table is unknown")
+        let queries = try JSONOutput.array(try store.ok(["queries", "--json"]))
+        #expect(queries.allSatisfy { $0.objectValue?["checkpoint"] == .null }, "no checkpoint was saved: \(queries)")
+    }
+
+    /// Pulls without a query id that would never end (issue 9.7).
+    @Test func aPullThatWouldLoopStopsWithAnError() throws {
+        let twoRecords = "[" + Self.record("a", at: 1) + "," + Self.record("b", at: 2) + "]"
+        // Its next link is itself.
+        let selfLinked = try ScriptedServer { _, target in
+            .json(200, twoRecords, headers: [("Link", "<\(target)>; rel=next")])
+        }
+        let linkStore = try TSyncSandbox(remote: selfLinked.url)
+        let linked = try linkStore.run(["pull", "todo"])
+        #expect(linked.status == 1 && linked.stderr.contains("round in a circle"), "\(linked)")
+
+        // It ignores $skip: every page is the first one.
+        let ignoresSkip = try ScriptedServer { _, _ in .json(200, twoRecords) }
+        let skipStore = try TSyncSandbox(remote: ignoresSkip.url)
+        let skipped = try skipStore.run(["pull", "todo", "--page-size", "2"])
+        #expect(skipped.status == 1 && skipped.stderr.contains("same page twice"), "\(skipped)")
+        #expect(ignoresSkip.requests.count <= 4, "it stopped at once: \(ignoresSkip.requests)")
+        #expect(try skipStore.ok(["query", "todo"]).split(separator: "\n").count == 2, "what came is kept")
+    }
+
+    /// Headers at once, then a byte every second: the request's deadline covers the body (issue 9.8).
+    @Test func aBodyThatDripsMeetsTheDeadline() throws {
+        let server = try ScriptedServer { _, _ in
+            ScriptedServer.Answer(status: 200, body: Array("[\(Self.record("a", at: 1))]".utf8), dripEvery: 1)
+        }
+        let store = try TSyncSandbox(remote: server.url)
+        let started = Date()
+        let pull = try TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
+        #expect(pull.status == 3, "\(pull)")
+        #expect(pull.stderr.contains("no answer in time"), "\(pull.stderr)")
+        #expect(Date().timeIntervalSince(started) < 60, "bounded by the deadline, not by the body")
+        let bad = try TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "soon"])
+        #expect(bad.status == 64 && bad.stderr.contains("TSYNC_TIMEOUT"), "\(bad)")
+    }
+
+    /// 502, 503 and 504 mean "not now": exit 3, nothing in the error table (issue 9.12).
+    @Test(arguments: [502, 503, 504])
+    func aGatewayErrorIsLikeAnUnreachableServer(status: Int) throws {
+        let server = try ScriptedServer { method, target in
+            if method == "GET", target.hasPrefix("/tables/$batch") { return .json(404, #"{"error": "no"}"#) }
+            return .json(status, #"{"error": "busy"}"#, headers: [("Retry-After", "7")])
+        }
+        let store = try TSyncSandbox(remote: server.url)
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try store.run(["push"])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("HTTP \(status)") && push.stderr.contains("retry after 7"), "\(push.stderr)")
+        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try store.run(["pull", "other"]).status == 3)
+    }
+
+    /// A record without an id is the server's fault, not the user's: exit 1, not 65 (issue 9.12).
+    @Test func aServerRecordWithoutAnIdIsTheServersFault() throws {
+        let server = try ScriptedServer { _, _ in .json(200, #"[{"text": "no id here"}]"#) }
+        let store = try TSyncSandbox(remote: server.url)
+        let pull = try store.run(["pull", "todo"])
+        #expect(pull.status == 1, "\(pull)")
+        #expect(pull.stderr.contains("not valid"), "\(pull.stderr)")
+    }
+
+    /// https to a port that speaks http: a message that says so, not the TLS library's (issue 9.12).
+    @Test func httpsToAnHTTPPortSaysSo() async throws {
+        let server = try await SyncServer()
+        let https = server.url.replacingOccurrences(of: "http://", with: "https://")
+        let store = try TSyncSandbox(remote: https)
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try store.run(["push"])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("TLS handshake failed"), "\(push.stderr)")
+        #expect(!push.stderr.contains("BoringSSL") && !push.stderr.contains("NIOSSL"))
+    }
+}

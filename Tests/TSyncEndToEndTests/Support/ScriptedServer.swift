@@ -1,0 +1,95 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small HTTP server on 127.0.0.1 that answers what the test scripts: a server that ignores
+/// `$orderby` or `$skip`, loops its `Link`s, sends a body a byte at a time, or answers 503. For the
+/// client's behaviour against servers that misbehave; never a stand-in for `tsync serve`.
+final class ScriptedServer: @unchecked Sendable {
+    /// One answer: status, headers and body, and an optional pause between the body's bytes.
+    struct Answer: Sendable {
+        var status: Int
+        var headers: [(String, String)] = [("Content-Type", "application/json")]
+        var body: [UInt8]
+        var dripEvery: TimeInterval? = nil
+
+        static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> Answer {
+            Answer(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(text.utf8))
+        }
+    }
+
+    typealias Script = @Sendable (_ method: String, _ target: String) -> Answer
+
+    private let listener: Int32
+    private let script: Script
+    private let lock = NSLock()
+    private var requestLog: [String] = []
+    let port: Int
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    init(_ script: @escaping Script) throws {
+        self.script = script
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else { throw TSyncTestError("ScriptedServer: cannot listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// "METHOD target" of every request so far.
+    var requests: [String] { lock.withLock { requestLog } }
+
+    func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+    }
+
+    deinit { close() }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 { return }
+            Thread.detachNewThread { [self] in serve(client) }
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { Glibc.close(client) }
+        var buffer: [UInt8] = []
+        while let request = LossyProxy.readMessage(client, &buffer, isResponse: false) {
+            let head = String(decoding: request.prefix(4096), as: UTF8.self)
+            let parts = head.split(separator: " ", maxSplits: 2)
+            guard parts.count >= 2 else { return }
+            let method = String(parts[0])
+            let target = String(parts[1])
+            lock.withLock { requestLog.append("\(method) \(target)") }
+            let answer = script(method, target)
+            var text = "HTTP/1.1 \(answer.status) Scripted\r\nContent-Length: \(answer.body.count)\r\n"
+            for (name, value) in answer.headers { text += "\(name): \(value)\r\n" }
+            guard LossyProxy.writeAll(client, Array((text + "\r\n").utf8)) else { return }
+            if let pause = answer.dripEvery {
+                for byte in answer.body {
+                    Thread.sleep(forTimeInterval: pause)
+                    guard LossyProxy.writeAll(client, [byte]) else { return }
+                }
+            } else {
+                guard LossyProxy.writeAll(client, answer.body) else { return }
+            }
+        }
+    }
+}
