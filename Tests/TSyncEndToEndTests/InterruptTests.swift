@@ -5,18 +5,20 @@ import TSyncModel
 /// SIGINT and SIGTERM during a push (issue 9, graceful stop): the push stops at a safe point,
 /// awaits the answers in flight, says what it did, and leaves the rest queued, none in flight.
 @Suite(.serialized) struct InterruptTests {
-    @Test(arguments: [SIGINT, SIGTERM])
-    func aSignalStopsThePushAndKeepsTheRestQueued(signal: Int32) async throws {
-        let server = try await SyncServer()
+    /// One request per operation (`--max-batch 0`, 8 in flight) and small batches (`--max-batch 5`,
+    /// one at a time), each held 50 ms by the proxy so the push takes seconds.
+    @Test(arguments: [SIGINT, SIGTERM], ["0", "5"])
+    func aSignalStopsThePushAndKeepsTheRestQueued(signal: Int32, maxBatch: String) async throws {
+        let server = try await SyncServer(options: ["--max-batch", maxBatch])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try TSyncSandbox(remote: proxy.url)
         let total = 400
         try store.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
-        proxy.delay(0.05)  // about 160 requests a second with 8 in flight: the push takes seconds
+        proxy.delay(0.05)
 
         let push = try TSyncProcess(["push", "--json"], in: store.path)
-        for _ in 0..<400 where proxy.forwarded < 20 { try await Task.sleep(for: .milliseconds(25)) }
-        #expect(proxy.forwarded >= 20, "the push is under way")
+        for _ in 0..<400 where proxy.forwarded < 6 { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(proxy.forwarded >= 6, "the push is under way")
         push.signal(signal)
         let result = push.wait(timeout: 60)
         #expect(result.status == 128 + signal, "\(result)")

@@ -113,7 +113,9 @@ public final class SQLiteStorage: ServerStorage {
         -> WriteOutcome
     {
         let sqlName = SQLiteSchema.recordTableName(write.table)
-        if try !tableExists(db, sqlName) && !created.contains(sqlName) {
+        // `created` first: `tableExists` caches what it finds, and a table this uncommitted
+        // transaction created must not be cached (a reader would then query a table it cannot see).
+        if !created.contains(sqlName), try !tableExists(db, sqlName) {
             guard case .insert = write.action else { return .notFound }
             try SQLiteSchema.createRecordTable(db, sqlName: sqlName)
             created.insert(sqlName)
