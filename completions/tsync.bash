@@ -560,7 +560,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --version -h --help)
     repeating_options=(--per-user --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --token-ttl)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --token-ttl)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -581,6 +581,15 @@ _tsync_serve() {
         return
         ;;
     '--max-batch')
+        return
+        ;;
+    '--max-connections')
+        return
+        ;;
+    '--header-timeout')
+        return
+        ;;
+    '--idle-timeout')
         return
         ;;
     '--trusted-proxy')

@@ -67,7 +67,7 @@ function __tsync_parse_tokens -S
         case 'resolve'
             __tsync_parse_subcommand -r 1 'C/store=' 'all' 'table=' 'ours' 'theirs' 'cancel' 'discard' 'merge' 'push' 'json' 'q/quiet' 'version' 'h/help'
         case 'serve'
-            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'max-top=' 'max-batch=' 'trusted-proxy=+' 'token-ttl=' 'version' 'h/help'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'max-top=' 'max-batch=' 'max-connections=' 'header-timeout=' 'idle-timeout=' 'trusted-proxy=+' 'token-ttl=' 'version' 'h/help'
         case 'user'
             __tsync_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
@@ -278,6 +278,9 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'per-user' -d 'A table whose records only the user who inserted them sees (repeatable).' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-top' -l 'max-top' -d 'Largest page ($top) a client may ask for.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-batch' -l 'max-batch' -d 'Most operations one POST /tables/$batch may hold; 0 turns the batch route off.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-connections' -l 'max-connections' -d 'Connections open at once; one more is answered 503 and closed.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" header-timeout' -l 'header-timeout' -d 'Seconds a request\'s head may take to arrive, from its first byte.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" idle-timeout' -l 'idle-timeout' -d 'Seconds a connection may stay open with no request under way.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'trusted-proxy' -d 'Address of a reverse proxy whose X-Forwarded-For names the client (repeatable).' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" token-ttl' -l 'token-ttl' -d 'Lifetime of a login token, in seconds.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" version' -l 'version' -d 'Show the version.'

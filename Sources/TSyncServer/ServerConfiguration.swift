@@ -22,6 +22,12 @@ public struct ServerConfiguration: Sendable {
     public var maximumBatchOperations: Int
     /// The body limit of the batch route.
     public var maximumBatchBytes: Int
+    /// Connections open at once (`--max-connections`); one more is answered 503 and closed.
+    public var maximumConnections: Int
+    /// Seconds a request's head may take to arrive, from its first byte (`--header-timeout`).
+    public var headerTimeoutSeconds: Int
+    /// Seconds a connection may stay open with no request under way (`--idle-timeout`).
+    public var idleTimeoutSeconds: Int
     /// `$filter` texts longer than this are 400: a hostile filter should not cost the parser or SQLite much.
     public var maximumFilterLength: Int
     public var authentication: Authenticator.Policy
@@ -33,8 +39,12 @@ public struct ServerConfiguration: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, requiresAuthentication: Bool = true, allowInsecure: Bool = false,
         perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 1000,
         maximumBodyBytes: Int = 1 << 20, maximumBatchOperations: Int = 1000, maximumBatchBytes: Int = 16 << 20,
-        maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = []
+        maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = [],
+        maximumConnections: Int = 1024, headerTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 60
     ) {
+        self.maximumConnections = maximumConnections
+        self.headerTimeoutSeconds = headerTimeoutSeconds
+        self.idleTimeoutSeconds = idleTimeoutSeconds
         self.host = host
         self.port = port
         self.requiresAuthentication = requiresAuthentication
@@ -54,6 +64,10 @@ public struct ServerConfiguration: Sendable {
         guard (0...65535).contains(port) else { throw .usage("invalid port \(port): use 0 to 65535 (0 picks a free port)") }
         guard maximumPageSize >= 1 else { throw .usage("--max-top must be at least 1") }
         guard maximumBatchOperations >= 0 else { throw .usage("--max-batch must be 0 (no batch route) or more") }
+        guard maximumConnections >= 1 else { throw .usage("--max-connections must be at least 1") }
+        guard headerTimeoutSeconds >= 1, idleTimeoutSeconds >= 1 else {
+            throw .usage("--header-timeout and --idle-timeout must be at least 1 second")
+        }
         for table in perUserTables { try Identifiers.validateTableName(table) }
         for proxy in trustedProxies.sorted() where ClientAddress.canonical(proxy) == nil {
             throw .usage("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import TSyncModel
 
@@ -46,8 +47,13 @@ public struct SyncServer: Sendable {
 
         let host = configuration.host
         let logger = logger
+        let limits = ConnectionLimits(
+            maximumConnections: configuration.maximumConnections,
+            headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
+            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
         return Application(
             router: router,
+            server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, limits: limits) },
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "tsync"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

@@ -57,6 +57,21 @@ struct ServeCommand: AsyncParsableCommand {
     var maxBatch = 1000
 
     @Option(
+        name: .customLong("max-connections"),
+        help: ArgumentHelp("Connections open at once; one more is answered 503 and closed.", valueName: "n"))
+    var maxConnections = 1024
+
+    @Option(
+        name: .customLong("header-timeout"),
+        help: ArgumentHelp("Seconds a request's head may take to arrive, from its first byte.", valueName: "seconds"))
+    var headerTimeout = 10
+
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: ArgumentHelp("Seconds a connection may stay open with no request under way.", valueName: "seconds"))
+    var idleTimeout = 60
+
+    @Option(
         name: .customLong("trusted-proxy"),
         help: ArgumentHelp(
             "Address of a reverse proxy whose X-Forwarded-For names the client (repeatable).",
@@ -88,7 +103,8 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = ServerConfiguration(
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
             maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
-            trustedProxies: Set(trustedProxy)
+            trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
+            idleTimeoutSeconds: idleTimeout
         )
         try configuration.validate()
         try await DatabaseLocation(parsing: db).withStorage(logger: Logger(label: "tsync.storage")) { storage in

@@ -29,7 +29,15 @@ final class RawSocket {
         }
     }
 
-    deinit { Glibc.close(descriptor) }
+    private var closed = false
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(descriptor)
+    }
+
+    deinit { close() }
 
     /// Writes all of `bytes`; false when the peer stopped reading for `timeout` or closed.
     @discardableResult
