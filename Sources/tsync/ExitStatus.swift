@@ -36,6 +36,6 @@ enum ExitStatus {
           4   authentication missing or rejected
           64  usage error (unknown option, missing or invalid argument)
           65  bad input data (invalid JSON, id or filter; unknown table or id)
-          130 push stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
+          130 push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
         """
 }

@@ -19,8 +19,12 @@ struct PullCommand: AsyncParsableCommand {
             keeps its filter: pull it again without --filter, or give --reset to forget the \
             checkpoint (and replace the filter). `tsync queries` lists them; `tsync sync` pulls them all.
 
+            SIGINT (Ctrl-C) or SIGTERM stops the pull after the page it is writing, reports what \
+            it wrote, and exits 130 (SIGINT) or 143 (SIGTERM); with --query-id the same pull then \
+            resumes from there.
+
             --json prints {"table", "queryId", "received", "upserted", "deleted", "skipped", "pages", \
-            "pushed", "checkpoint": null or {"updatedAt", "id"}}.
+            "pushed", "checkpoint": null or {"updatedAt", "id"}, "interrupted"}.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -56,12 +60,19 @@ struct PullCommand: AsyncParsableCommand {
         let store = try storeOptions.open()
         let request = PullRequest(table: table, filter: filter, queryID: queryId, pageSize: pageSize, reset: reset)
         let progress = ProgressLine(quiet: quiet)
+        let interrupts = Interrupts()
         let summary: PullSummary
         do {
-            summary = try await RemoteAccess.session(store, events: progress.handle).pull(request)
+            summary = try await RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle).pull(request)
         } catch {
             progress.finish()
             throw error
+        }
+        if summary.interrupted, let code = interrupts.exitCode {
+            if json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
+            let resume = queryId == nil ? "pull again to get the rest" : "run the same pull to go on from where it stopped"
+            Console.error("interrupted: \(SyncFormat.pullSummary(summary)); \(resume)")
+            throw ExitCode(code)
         }
         if json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
         if !quiet { Console.note(SyncFormat.pullSummary(summary)) }

@@ -52,8 +52,8 @@ struct SyncCommand: AsyncParsableCommand {
                     "push": SyncReports.push(report.push, dryRun: nil), "pulls": .array(report.pulls.map(SyncReports.pull)),
                 ]))
         }
-        if report.push.interrupted, let code = interrupts.exitCode {
-            Console.error("interrupted during the push: the pulls did not run — run `tsync sync` again")
+        if let code = interrupts.exitCode, report.push.interrupted || report.pulls.contains(where: \.interrupted) {
+            Console.error("interrupted: what was done is kept — run `tsync sync` again to finish")
             throw ExitCode(code)
         }
         let errors = try store.operationErrors().count

@@ -28,7 +28,7 @@ enum SyncReports {
     }
 
     /// `pull`: {"table", "queryId", "received", "upserted", "deleted", "skipped", "pages", "pushed",
-    /// "checkpoint": null | {"updatedAt", "id"}}.
+    /// "checkpoint": null | {"updatedAt", "id"}, "interrupted"}.
     static func pull(_ summary: PullSummary) -> JSONValue {
         [
             "table": .string(summary.table),
@@ -40,6 +40,7 @@ enum SyncReports {
             "pages": count(summary.counts.pages),
             "pushed": count(summary.push.pushed),
             "checkpoint": checkpoint(summary.checkpoint),
+            "interrupted": .bool(summary.interrupted),
         ]
     }
 

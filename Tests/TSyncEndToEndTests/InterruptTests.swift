@@ -44,3 +44,37 @@ import TSyncModel
         #expect(try await server.records("todo").count == total)
     }
 }
+
+/// SIGINT during `pull --query-id`: it stops after a whole page, keeps what it wrote with its
+/// checkpoint, and the same pull goes on from there.
+@Suite(.serialized) struct PullInterruptTests {
+    @Test func anInterruptedPullResumesFromItsCheckpoint() async throws {
+        let server = try await SyncServer()
+        let writer = try TSyncSandbox(remote: server.url)
+        let total = 300
+        try writer.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
+        try writer.ok(["push"])
+
+        let proxy = try LossyProxy(upstream: server.url)
+        let reader = try TSyncSandbox(remote: proxy.url)
+        proxy.delay(0.1)  // about ten pages a second
+        let pull = try TSyncProcess(["pull", "todo", "--query-id", "all", "--page-size", "10", "--json"], in: reader.path)
+        for _ in 0..<400 where proxy.forwarded < 4 { try await Task.sleep(for: .milliseconds(25)) }
+        pull.signal(SIGINT)
+        let result = pull.wait(timeout: 60)
+        #expect(result.status == 130, "\(result)")
+        #expect(result.stderr.contains("interrupted: pulled todo"), "\(result.stderr)")
+        let summary = try JSONOutput.object(result.stdout)
+        #expect(summary["interrupted"] == true)
+        let received = try #require(JSONOutput.int(summary["received"]))
+        #expect(received > 0 && received < total && received % 10 == 0, "whole pages only: \(received)")
+        #expect(try reader.ok(["query", "todo"]).split(separator: "\n").count == received)
+        let queries = try JSONOutput.array(try reader.ok(["queries", "--json"]))
+        #expect(queries.first?.objectValue?["checkpoint"] != .null, "the checkpoint of the last page is kept")
+
+        proxy.delay(0)
+        let resumed = try JSONOutput.object(try reader.ok(["pull", "todo", "--query-id", "all", "--json"]))
+        #expect(JSONOutput.int(resumed["received"]) == total - received, "only the rest is fetched")
+        #expect(try reader.ok(["query", "todo"]).split(separator: "\n").count == total)
+    }
+}

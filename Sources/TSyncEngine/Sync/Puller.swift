@@ -33,6 +33,9 @@ public struct PullSummary: Sendable, Equatable {
     public var push = PushSummary()
     /// The checkpoint after the pull (query ids only).
     public var checkpoint: Checkpoint?
+    /// The pull stopped early on a `StopRequest`, after a whole page: what it wrote is kept, and
+    /// with a query id the same pull resumes from the checkpoint.
+    public var interrupted = false
 }
 
 /// Reads a table from the server page by page into the store (DESIGN §1 Pull, §2.1, §2.5).
@@ -48,9 +51,13 @@ public struct Puller: Sendable {
     /// One transaction per record instead of per page: the SDKs' way, for the benchmark baseline.
     public var rowTransactions = ProcessInfo.processInfo.environment[LocalStore.benchRowTransactionsVariable] == "1"
 
-    public init(store: LocalStore, remote: RemoteClient) {
+    /// When set and stopped, the pull ends after the page it is writing.
+    public var stopRequest: StopRequest?
+
+    public init(store: LocalStore, remote: RemoteClient, stopRequest: StopRequest? = nil) {
         self.store = store
         self.remote = remote
+        self.stopRequest = stopRequest
     }
 
     /// Pushes the table's pending operations, then pulls. Throws `.operationsFailed` when that push
@@ -122,6 +129,10 @@ public struct Puller: Sendable {
                 : try store.applyServerPage(table: request.table, records: page.records, saving: query)
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
+            if fetching != nil, stopRequest?.isStopped == true {
+                summary.interrupted = true
+                break
+            }
         }
         summary.checkpoint = checkpoint
     }
@@ -163,6 +174,10 @@ public struct Puller: Sendable {
                 : try store.applyServerPage(table: request.table, records: page.records)
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
+            if fetching != nil, stopRequest?.isStopped == true {
+                summary.interrupted = true
+                break
+            }
         }
     }
 }

@@ -104,7 +104,8 @@ public struct SyncSession: Sendable {
     /// Pushes the table's pending operations, then reads it from the server.
     public func pull(_ request: PullRequest) async throws(TSyncError) -> PullSummary {
         let summary = try await withRemote { remote throws(TSyncError) in
-            try await Puller(store: store, remote: remote).pull(request, progress: reporter("pulling \(request.table):"))
+            try await Puller(store: store, remote: remote, stopRequest: stopRequest)
+                .pull(request, progress: reporter("pulling \(request.table):"))
         }
         events?(.pulled(summary))
         return summary
@@ -126,10 +127,11 @@ public struct SyncSession: Sendable {
             var pulls: [PullSummary] = []
             if push.interrupted { return SyncReport(push: push, pulls: pulls) }
             for query in try store.savedQueries() {
-                let summary = try await Puller(store: store, remote: remote).pull(
+                let summary = try await Puller(store: store, remote: remote, stopRequest: stopRequest).pull(
                     PullRequest(table: query.table, queryID: query.queryID), progress: reporter("pulling \(query.table):"))
                 events?(.pulled(summary))
                 pulls.append(summary)
+                if summary.interrupted { break }
             }
             return SyncReport(push: push, pulls: pulls)
         }
