@@ -6,9 +6,26 @@ public struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private let maximumDepth = 512
+    /// Integers beyond 64 bits: refused (input) or read as reals (`parseStored`).
+    private var wideIntegersAsReals = false
 
     private init(_ bytes: [UInt8]) {
         self.bytes = bytes
+    }
+
+    /// Parses JSON a database gave back. PostgreSQL's jsonb writes a real without its exponent or
+    /// fraction when it can (`1e20` comes back as `100000000000000000000`), so an integer too
+    /// wide for 64 bits is read as the real it was stored as instead of refused.
+    public static func parseStored(_ text: String) throws(TSyncError) -> JSONValue {
+        var parser = JSONParser(Array(text.utf8))
+        parser.wideIntegersAsReals = true
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        if parser.index < parser.bytes.count {
+            throw parser.error("unexpected \(parser.describeCurrent()) after the end of the JSON value")
+        }
+        return value
     }
 
     /// Parses exactly one JSON value (surrounding white space allowed).
@@ -233,7 +250,15 @@ public struct JSONParser {
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let integer = Int64(text) { return .int(integer) }
+        if isInteger {
+            // Integers are kept exactly or refused: rounding one to a double would change it silently.
+            guard let integer = Int64(text) else {
+                if wideIntegersAsReals, let double = Double(text), double.isFinite { return .double(double) }
+                index = start
+                throw error("the integer \(text) does not fit in 64 bits; tsync keeps integers exactly, so send it as a string")
+            }
+            return .int(integer)
+        }
         guard let double = Double(text), double.isFinite else { throw error("number out of range: \(text)") }
         return .double(double)
     }

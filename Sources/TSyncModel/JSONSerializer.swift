@@ -57,8 +57,10 @@ public enum JSONSerializer {
         output += String(repeating: "  ", count: indent)
     }
 
-    /// Shortest text that reads back as the same double; whole reals keep a `.0` so they stay reals.
+    /// Shortest text that reads back as the same double; whole reals keep a `.0` so they stay reals,
+    /// and a negative zero stays negative (`-0.0`).
     public static func format(_ double: Double) -> String {
+        if double == 0 { return double.sign == .minus ? "-0.0" : "0.0" }
         if double == double.rounded(), abs(double) < 1e15 {
             return String(Int64(double)) + ".0"
         }

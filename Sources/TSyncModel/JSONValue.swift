@@ -12,16 +12,17 @@ public enum JSONValue: Sendable, Hashable {
     case object([String: JSONValue])
 }
 
-/// Equality is byte for byte, as JSON and the databases see text: Swift's `String ==` calls "é"
-/// (U+00E9) and "e" + U+0301 equal, but they are different values on the wire, in SQLite and in
-/// PostgreSQL, and a change from one to the other is a change. Object keys compare the same way.
+/// Equality is exact, as JSON and the databases see values: text byte for byte (Swift's `String ==`
+/// calls "é" (U+00E9) and "e" + U+0301 equal, but they are different values on the wire, in SQLite
+/// and in PostgreSQL, and a change from one to the other is a change), object keys the same way,
+/// and reals by their bits (`-0.0` is not `0.0`).
 extension JSONValue {
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case (.bool(let a), .bool(let b)): return a == b
         case (.int(let a), .int(let b)): return a == b
-        case (.double(let a), .double(let b)): return a == b
+        case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern  // -0.0 is not 0.0
         case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
         case (.array(let a), .array(let b)): return a == b
         case (.object(let a), .object(let b)): return JSONValue.sameObject(a, b)
@@ -44,7 +45,7 @@ extension JSONValue {
         case .null: hasher.combine(0)
         case .bool(let value): hasher.combine(value)
         case .int(let value): hasher.combine(value)
-        case .double(let value): hasher.combine(value)
+        case .double(let value): hasher.combine(value.bitPattern)
         case .string(let value):
             hasher.combine(1)
             for byte in value.utf8 { hasher.combine(byte) }

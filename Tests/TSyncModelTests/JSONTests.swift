@@ -108,3 +108,30 @@ extension JSONByteEqualityTests {
         #expect(try JSONParser.parse(#"{"x": 1, "x": 2}"#) == .object(["x": 2]))
     }
 }
+
+/// Numbers are kept exactly or refused, never silently changed (issue 8.7).
+@Suite struct JSONNumberTests {
+    @Test func negativeZeroSurvivesARoundTrip() throws {
+        let value = try JSONParser.parse(#"{"a": -0.0, "b": 0.0, "c": -0}"#)
+        #expect(value.objectValue?["a"] == .double(-0.0))
+        #expect(value.objectValue?["a"] != .double(0.0))
+        #expect(value.objectValue?["c"] == .int(0), "an integer has one zero")
+        let text = JSONSerializer.string(value)
+        #expect(text.contains(#""a":-0.0"#) && text.contains(#""b":0.0"#), "\(text)")
+        #expect(try JSONParser.parse(text) == value)
+    }
+
+    @Test func integersBeyond64BitsAreRefused() throws {
+        #expect(try JSONParser.parse("9223372036854775807") == .int(Int64.max))
+        #expect(try JSONParser.parse("-9223372036854775808") == .int(Int64.min))
+        for text in ["9223372036854775808", "-9223372036854775809", #"{"n": 123456789012345678901234567890}"#] {
+            #expect {
+                try JSONParser.parse(text)
+            } throws: { error in
+                (error as? TSyncError)?.message.contains("does not fit in 64 bits") == true
+            }
+        }
+        // Reals are reals: a large one with an exponent or a fraction is still accepted.
+        #expect(try JSONParser.parse("1.2345678901234568e+29") == .double(1.2345678901234568e+29))
+    }
+}

@@ -180,8 +180,22 @@ public final class PostgresStorage: ServerStorage {
         case .modify(_, .update(let patch), _): fields = patch
         case .modify: return nil
         }
-        guard JSONSerializer.string(.object(fields)).contains("\\u0000") else { return nil }
-        return "the record holds a value the PostgreSQL database cannot store: the character U+0000 in a string"
+        if JSONSerializer.string(.object(fields)).contains("\\u0000") {
+            return "the record holds a value the PostgreSQL database cannot store: the character U+0000 in a string"
+        }
+        if fields.values.contains(where: holdsNegativeZero) {
+            return "the record holds -0.0, which the PostgreSQL database would store as 0: send 0.0 (or the number as a string)"
+        }
+        return nil
+    }
+
+    private static func holdsNegativeZero(_ value: JSONValue) -> Bool {
+        switch value {
+        case .double(let number): number == 0 && number.sign == .minus
+        case .array(let elements): elements.contains(where: holdsNegativeZero)
+        case .object(let object): object.values.contains(where: holdsNegativeZero)
+        default: false
+        }
     }
 
     // MARK: - Helpers
@@ -237,7 +251,7 @@ public final class PostgresStorage: ServerStorage {
     private static func decodeWithOwner(_ row: PostgresRow) throws -> (record: Record, owner: String?) {
         let (id, createdAt, updatedAt, version, deleted, owner, body) = try row.decode(
             (String, String, String, String, Bool, String?, String).self)
-        guard case .object(let fields) = try JSONParser.parse(body) else {
+        guard case .object(let fields) = try JSONParser.parseStored(body) else {
             throw TSyncError.failure("record \(Identifiers.quoted(id)) has a corrupt body in the server database")
         }
         let system = SystemProperties(
