@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what a fresh machine lacks, starts a throwaway PostgreSQL cluster on
-# 127.0.0.1 (so the PostgreSQL tests run too), builds, runs every test, then the short form of the
-# kill -9 campaign.
+# 127.0.0.1 (so the PostgreSQL tests run too), builds, runs every test, then the short forms of the
+# fuzzers and of the kill -9 campaign.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --with-postgres
@@ -15,7 +15,9 @@ fi
 swift build --build-tests
 swift test --skip-build "$@"
 
-# The kill -9 campaign in its short form (a few runs, seconds each); scripts/soak.sh runs the long one.
+# The fuzzers and the kill -9 campaign in their short forms (seconds each); scripts/fuzz.sh and
+# scripts/soak.sh run the long ones.
+scripts/fuzz.sh 3
 bin="$(swift build --show-bin-path)/tsync"
 python3 scripts/soak.py --bin "$bin" --runs 3
 if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
