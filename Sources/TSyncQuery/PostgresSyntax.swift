@@ -104,9 +104,14 @@ struct PostgresSyntax: SQLSyntax {
             return reusing([a[0]]) { d in
                 "(CASE WHEN \(d[0]) ~ \(pattern) THEN substr(\(d[0]), \(range))::numeric END)"
             }
-        case .round: return "round(\(a[0]))"
-        case .floor: return "floor(\(a[0]))"
-        case .ceiling: return "ceil(\(a[0]))"
+        // An integer stays the integer; a real gives a real: `+ 0.0` keeps a scale on the
+        // numeric, so `div` divides it as a real (scale 0 would make it integer division), as on
+        // SQLite.
+        case .round, .floor, .ceiling:
+            let name = function == .round ? "round" : function == .floor ? "floor" : "ceil"
+            return reusing([a[0]]) { x in
+                "(CASE WHEN scale(\(x[0])) = 0 THEN \(x[0]) ELSE \(SQLTemplate(stringLiteral: name))(\(x[0])) + 0.0 END)"
+            }
         }
     }
 

@@ -60,13 +60,17 @@ struct SQLiteSyntax: SQLSyntax {
         "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) END)"
     }
 
-    /// `x` rounded down or up: CAST truncates toward zero, and a comparison is 0 or 1, which
-    /// corrects non-integers on the far side of zero.
+    /// `x` rounded down or up: an integer stays the integer, a real gives a real (so `div` then
+    /// divides it as a real, as on PostgreSQL). CAST truncates toward zero, and a comparison is 0
+    /// or 1, which corrects non-integers on the far side of zero; `+ 0.0` keeps the result real.
     private func rounded(_ x: SQLTemplate, up: Bool) -> SQLTemplate {
         reusing([x]) { v in
             let x = v[0]
             let correction: SQLTemplate = up ? "+ (\(x) > CAST(\(x) AS INTEGER))" : "- (\(x) < CAST(\(x) AS INTEGER))"
-            return "(CASE WHEN \(isWhole(x)) THEN \(x) ELSE CAST(\(x) AS INTEGER) \(correction) END)"
+            return """
+                (CASE WHEN typeof(\(x)) = 'integer' OR \(isWhole(x)) THEN \(x) \
+                ELSE CAST(\(x) AS INTEGER) \(correction) + 0.0 END)
+                """
         }
     }
 
@@ -116,7 +120,7 @@ struct SQLiteSyntax: SQLSyntax {
             return reusing([a[0]]) { d in
                 "(CASE WHEN \(d[0]) GLOB \(pattern) THEN CAST(substr(\(d[0]), \(range)) AS INTEGER) END)"
             }
-        case .round: return "round(\(a[0]))"
+        case .round: return reusing([a[0]]) { x in "(CASE WHEN typeof(\(x[0])) = 'integer' THEN \(x[0]) ELSE round(\(x[0])) END)" }
         case .floor: return rounded(a[0], up: false)
         case .ceiling: return rounded(a[0], up: true)
         }
