@@ -74,6 +74,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The benchmark baseline of scripts/bench-sync.sh (the SDKs' way to pull), not part of tsync.
+        .executableTarget(name: "tsync-pull-baseline", dependencies: ["TSyncEngine", "TSyncModel"]),
         .testTarget(name: "TSyncModelTests", dependencies: ["TSyncModel"]),
         // GRDB only to execute the rendered SQLite SQL against a real database.
         .testTarget(

@@ -64,23 +64,4 @@ extension LocalStore {
             return result
         }
     }
-
-    /// The environment variable that makes pull write one transaction per record, the way the
-    /// original SDKs did (DESIGN §2.5). Benchmark baseline only (`scripts/bench-sync.sh`); never
-    /// set it otherwise.
-    public static let benchRowTransactionsVariable = "TSYNC_BENCH_ROW_TRANSACTIONS"
-
-    /// `applyServerPage` with one transaction per record, then one for the checkpoint: the
-    /// benchmark baseline, never used otherwise.
-    func applyServerPageRowByRow(table: String, records: [TSyncModel.Record], saving query: SavedQuery?) throws(TSyncError) -> PageResult {
-        var total = PageResult()
-        for record in records {
-            let result = try applyServerPage(table: table, records: [record])
-            total.upserted += result.upserted
-            total.removed += result.removed
-            total.skipped += result.skipped
-        }
-        if let query { try saveQuery(query) }
-        return total
-    }
 }

@@ -48,8 +48,6 @@ public struct PullSummary: Sendable, Equatable {
 public struct Puller: Sendable {
     public var store: LocalStore
     public var remote: RemoteClient
-    /// One transaction per record instead of per page: the SDKs' way, for the benchmark baseline.
-    public var rowTransactions = ProcessInfo.processInfo.environment[LocalStore.benchRowTransactionsVariable] == "1"
 
     /// When set and stopped, the pull ends after the page it is writing.
     public var stopRequest: StopRequest?
@@ -120,13 +118,10 @@ public struct Puller: Sendable {
             }
             let more = !(page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil))
             // The next page is already on its way while this one is written.
-            if more { fetching = PageFetch(remote, pageRequest(after: checkpoint), prefetch: !rowTransactions) }
+            if more { fetching = PageFetch(remote, pageRequest(after: checkpoint)) }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: checkpoint, lastPullAt: Timestamp.now())
-            let result =
-                rowTransactions
-                ? try store.applyServerPageRowByRow(table: request.table, records: page.records, saving: query)
-                : try store.applyServerPage(table: request.table, records: page.records, saving: query)
+            let result = try store.applyServerPage(table: request.table, records: page.records, saving: query)
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
             if fetching != nil, stopRequest?.isStopped == true {
@@ -165,13 +160,9 @@ public struct Puller: Sendable {
                     remote,
                     PageRequest(
                         table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
-                        nextLink: page.nextLink),
-                    prefetch: !rowTransactions)
+                        nextLink: page.nextLink))
             }
-            let result =
-                rowTransactions
-                ? try store.applyServerPageRowByRow(table: request.table, records: page.records, saving: nil)
-                : try store.applyServerPage(table: request.table, records: page.records)
+            let result = try store.applyServerPage(table: request.table, records: page.records)
             summary.counts.add(page: result, received: page.records.count)
             progress?(summary.counts.received, nil)
             if fetching != nil, stopRequest?.isStopped == true {
@@ -195,25 +186,19 @@ extension Puller {
     }
 }
 
-/// One page request, started at once (`prefetch`) so it overlaps with writing the previous page,
-/// or when its page is asked for (the SDKs' sequential way, for the benchmark baseline).
+/// One page request, started at once so it overlaps with writing the previous page.
 private final class PageFetch: Sendable {
-    private let task: Task<Result<Page, TSyncError>, Never>?
-    private let remote: RemoteClient
-    private let request: PageRequest
+    private let task: Task<Result<Page, TSyncError>, Never>
 
-    init(_ remote: RemoteClient, _ request: PageRequest, prefetch: Bool = true) {
-        self.remote = remote
-        self.request = request
-        task = prefetch ? Task { await Self.read(remote, request) } : nil
+    init(_ remote: RemoteClient, _ request: PageRequest) {
+        task = Task { await Self.read(remote, request) }
     }
 
     func page() async throws(TSyncError) -> Page {
-        if let task { return try await task.value.get() }
-        return try await Self.read(remote, request).get()
+        try await task.value.get()
     }
 
-    func cancel() { task?.cancel() }
+    func cancel() { task.cancel() }
 
     private static func read(_ remote: RemoteClient, _ request: PageRequest) async -> Result<Page, TSyncError> {
         do throws(TSyncError) {
