@@ -130,6 +130,63 @@ struct PostgresInstancesTests {
         }
     }
 
+    /// Issue 10: writers sending batches (`POST /tables/$batch`, inserts and updates on two tables)
+    /// to both instances at once, a reader pulling incrementally while they write: batches take
+    /// each table's clock once and commit in `updatedAt` order, so the reader ends equal to the
+    /// server.
+    @Test func incrementalReaderMissesNothingUnderBatchesOnTwoInstances() async throws {
+        try await withTwoInstances { first, second in
+            let instances = [first, second]
+            for index in 0..<20 { try await first.insert("notes", ["id": .string("seed-\(index)"), "n": 0]) }
+            let writing = LockedValue(true)
+            let writers = Task {
+                defer { writing.withLock { $0 = false } }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<4 {
+                        let http = instances[writer % 2]
+                        group.addTask {
+                            for step in 0..<15 {
+                                var operations: [JSONValue] = []
+                                for item in 0..<8 {
+                                    operations.append([
+                                        "method": "POST", "table": item % 2 == 0 ? "notes" : "other",
+                                        "item": ["id": .string("w\(writer)-\(step)-\(item)"), "n": .int(Int64(item))],
+                                    ])
+                                }
+                                operations.append([
+                                    "method": "PATCH", "table": "notes", "id": .string("seed-\(Int.random(in: 0..<20))"),
+                                    "item": ["n": .int(Int64(step)), "by": .int(Int64(writer))],
+                                ])
+                                let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+                                guard case .array(let results)? = reply.object["results"] else {
+                                    Issue.record("batch failed: \(reply.text)")
+                                    return
+                                }
+                                #expect(results.allSatisfy { [201, 200].contains($0.objectValue?["status"]) }, "\(reply.text)")
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            var notes = IncrementalReader(table: "notes")
+            var pulls = 0
+            while writing.withLock({ $0 }) {
+                try await notes.pull(from: instances[pulls % 2])
+                pulls += 1
+            }
+            try await writers.value
+            try await notes.pull(from: second)
+            let server = try await second.get("/tables/notes?$top=1000&__includeDeleted=true&$orderby=id")
+            #expect(server.array.count == 20 + 4 * 15 * 4)
+            #expect(notes.copy.count == server.array.count)
+            for item in server.array {
+                guard let object = item.objectValue, let id = object["id"]?.stringValue else { continue }
+                #expect(notes.copy[id] == object, "the reader's copy of \(id) is the server's")
+            }
+        }
+    }
+
     /// A per-table clock shared by the instances: one whose wall clock runs behind still gives
     /// later writes later updatedAt values.
     @Test func updatedAtKeepsGrowingAcrossInstancesWithSkewedClocks() async throws {
