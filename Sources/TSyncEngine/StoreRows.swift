@@ -89,16 +89,18 @@ enum StoreRows {
     }
 
     static func saveBase(_ db: Database, table: String, id: String, item: [String: JSONValue]) throws {
-        try db.execute(
-            sql: "INSERT INTO bases (tbl, id, item) VALUES (?, ?, ?) ON CONFLICT (tbl, id) DO UPDATE SET item = excluded.item",
-            arguments: [table, id, StoredJSON.encode(item)])
+        try db.cachedStatement(
+            sql: "INSERT INTO bases (tbl, id, item) VALUES (?, ?, ?) ON CONFLICT (tbl, id) DO UPDATE SET item = excluded.item"
+        ).execute(arguments: [table, id, StoredJSON.encode(item)])
     }
 
     /// Keeps the invariant "a base exists only while its item has operations".
     static func dropBaseIfIdle(_ db: Database, table: String, id: String) throws {
-        if try !hasOperations(db, table: table, id: id) {
-            try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
-        }
+        if try !hasOperations(db, table: table, id: id) { try dropBase(db, table: table, id: id) }
+    }
+
+    static func dropBase(_ db: Database, table: String, id: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
     }
 
     /// Why a change to a record that is not there fails: unknown table, a pending delete, or no such id.

@@ -180,8 +180,14 @@ public struct RemoteClient: Sendable {
     /// `POST /tables/$batch`: the operations in order, one answer each, as the single routes would
     /// answer them. `.tooLarge` when the server refuses the batch for its size (split it).
     public func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
-        let body: JSONValue = ["atomic": .bool(atomic), "operations": .array(operations.map(\.json))]
-        let response = try await send(.POST, endpoint.url(path: ["tables", "/$batch"]), body: body)
+        // Each operation is serialized once: its bytes are what `encodedSize` measured.
+        var body = Array(#"{"atomic":\#(atomic),"operations":["#.utf8)
+        for (index, operation) in operations.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: operation.encoded)
+        }
+        body.append(contentsOf: Array("]}".utf8))
+        let response = try await send(.POST, endpoint.url(path: ["tables", "/$batch"]), bytes: body)
         if response.status == 413 { return .tooLarge(response.errorMessage ?? "the batch is too large") }
         guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"],
             results.count == operations.count
@@ -237,6 +243,12 @@ public struct RemoteClient: Sendable {
     private func send(
         _ method: HTTPMethod, _ url: String, body: JSONValue?, ifMatch: String? = nil, authenticated: Bool = true
     ) async throws(TSyncError) -> HTTPAnswer {
+        try await send(method, url, bytes: body.map { JSONSerializer.bytes($0) }, ifMatch: ifMatch, authenticated: authenticated)
+    }
+
+    private func send(
+        _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true
+    ) async throws(TSyncError) -> HTTPAnswer {
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
@@ -249,7 +261,7 @@ public struct RemoteClient: Sendable {
         }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: JSONSerializer.bytes(body)))
+            request.body = .bytes(ByteBuffer(bytes: body))
         }
         // One deadline for the whole exchange, body included: a server that sends its headers at
         // once and then a byte every few seconds must not hold a command for minutes (issue 9.8).
@@ -420,8 +432,11 @@ public struct BatchOperation: Sendable {
         return .object(object)
     }
 
+    /// The operation as it goes into a batch body.
+    public var encoded: [UInt8] { JSONSerializer.bytes(json) }
+
     /// Its size in a batch body, to keep batches under the server's byte limit.
-    public var encodedSize: Int { JSONSerializer.bytes(json).count + 1 }
+    public var encodedSize: Int { encoded.count + 1 }
 }
 
 public enum BatchReply: Sendable, Equatable {

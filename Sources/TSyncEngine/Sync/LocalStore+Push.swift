@@ -1,6 +1,16 @@
 import GRDB
 import TSyncModel
 
+/// An item of a table, compared by the bytes of its table name and id, as SQLite compares them
+/// (Swift's `String ==` would take "é" and "e" + U+0301 for one id).
+public struct ItemKey: Hashable, Sendable {
+    private let bytes: [UInt8]
+
+    public init(table: String, id: String) {
+        bytes = Array(table.utf8) + [0] + Array(id.utf8)
+    }
+}
+
 /// An operation taken out of the queue by a push, with what to send.
 public struct OutgoingOperation: Sendable, Equatable {
     public var operation: PendingOperation
@@ -65,9 +75,15 @@ extension LocalStore {
     /// transaction, and returns them with the item to send (saved with them). An operation already
     /// in flight is returned again with its saved item: callers hold the `PushLock`, so it is the
     /// leftover of a push that died before it learned the answer.
-    public func claimOperations(tables: [String]?, limit: Int) throws(TSyncError) -> [OutgoingOperation] {
+    ///
+    /// `skipping` names items whose operations this push has claimed and not yet completed (a
+    /// round still on its way): none of their operations is taken, so an item's operations stay
+    /// in queue order while rounds overlap.
+    public func claimOperations(tables: [String]?, limit: Int, skipping busy: Set<ItemKey> = []) throws(TSyncError)
+        -> [OutgoingOperation]
+    {
         try write { db in
-            let claimed = try Self.selectPushable(db, tables: tables, limit: limit)
+            let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: busy)
             for outgoing in claimed where outgoing.operation.state == .pending {
                 var saved = outgoing.item
                 if let version = outgoing.version { saved["version"] = .string(version) }
@@ -134,7 +150,9 @@ extension LocalStore {
 
     /// Pushable operations in queue order with what to send. With a `limit` (a claim), only the
     /// first operation of each item is taken, so a batch never holds two operations of one item.
-    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?) throws -> [OutgoingOperation] {
+    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping busy: Set<ItemKey> = []) throws
+        -> [OutgoingOperation]
+    {
         let (clause, arguments) = tableClause(tables)
         let rows = try Row.fetchCursor(
             db,
@@ -148,11 +166,11 @@ extension LocalStore {
                 ORDER BY o.seq
                 """, arguments: arguments)
         var selected: [OutgoingOperation] = []
-        var items = Set<[UInt8]>()  // table, 0, id: bytes, as SQLite compares ids
+        var items = busy
         while let row = try rows.next() {
             let table: String = row["tbl"]
             let itemID: String = row["item_id"]
-            if limit != nil, !items.insert(Array(table.utf8) + [0] + Array(itemID.utf8)).inserted { continue }
+            if limit != nil, !items.insert(ItemKey(table: table, id: itemID)).inserted { continue }
             let operation = PendingOperation(
                 seq: row["seq"], table: table, itemID: itemID,
                 kind: OperationKind(rawValue: row["kind"]) ?? .update,
@@ -212,16 +230,15 @@ extension LocalStore {
         }
         let table = operation.table
         let id = operation.itemID
-        try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [seq])
+        try db.cachedStatement(sql: "DELETE FROM operations WHERE seq = ?").execute(arguments: [seq])
         let newerChange = try StoreRows.hasOperations(db, table: table, id: id)
         guard let server = serverRecord else {
-            try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+            if !newerChange { try StoreRows.dropBase(db, table: table, id: id) }
             return
         }
         if newerChange {
-            try db.execute(
-                sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
-                arguments: [
+            try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
+                .execute(arguments: [
                     server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
                 ])
             try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
@@ -231,7 +248,7 @@ extension LocalStore {
             } else {
                 try StoreRows.upsertRecord(db, table: table, record: server)
             }
-            try StoreRows.dropBaseIfIdle(db, table: table, id: id)
+            try StoreRows.dropBase(db, table: table, id: id)
         }
     }
 }
@@ -239,11 +256,11 @@ extension LocalStore {
 extension StoreRows {
     static func operation(_ db: Database, seq: Int64) throws -> PendingOperation? {
         let row = try Row.fetchOne(
-            db,
-            sql: """
-                SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, e.id, e.http_status, e.message
-                FROM operations o LEFT JOIN errors e ON e.operation_seq = o.seq WHERE o.seq = ?
-                """,
+            db.cachedStatement(
+                sql: """
+                    SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, e.id, e.http_status, e.message
+                    FROM operations o LEFT JOIN errors e ON e.operation_seq = o.seq WHERE o.seq = ?
+                    """),
             arguments: [seq])
         return try row.map(pendingOperation)
     }

@@ -69,20 +69,61 @@ public struct Pusher: Sendable {
         }
         let batches = try await remote.batchCapabilities()
         summary.requests += 1
-        while true {
-            if stopRequest?.isStopped == true {
-                summary.interrupted = true
-                break
+        if let batches {
+            try await pushInBatches(tables: tables, batches, total: total, progress: progress, into: &summary)
+        } else {
+            while true {
+                if stopRequest?.isStopped == true {
+                    summary.interrupted = true
+                    break
+                }
+                let claimed = try store.claimOperations(tables: tables, limit: roundSize)
+                if claimed.isEmpty { break }
+                let round = await sendOneByOne(claimed)
+                try finish(round, into: &summary)
+                progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
+                if let stop = round.stop { throw stop }
             }
-            let claimed = try store.claimOperations(tables: tables, limit: batches?.maxOperations ?? roundSize)
-            if claimed.isEmpty { break }
-            let round = if let batches { await sendInBatches(claimed, batches) } else { await sendOneByOne(claimed) }
-            try finish(round, into: &summary)
-            progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
-            if let stop = round.stop { throw stop }
         }
         summary.heldBack = try store.heldBackOperationCount(tables: tables)
         return summary
+    }
+
+    /// Rounds through the batch route, two at a time: while the server applies one round, this
+    /// process claims the next (skipping the items on their way) and then applies the answers of
+    /// the first, so the store's work and the server's overlap. Rounds are finished in order.
+    private func pushInBatches(
+        tables: [String]?, _ limits: BatchCapabilities, total: Int, progress: SyncProgress?, into summary: inout PushSummary
+    ) async throws(TSyncError) {
+        var onItsWay: (task: Task<Round, Never>, items: Set<ItemKey>)?
+        var stop: TSyncError?
+        while true {
+            var claimed: [OutgoingOperation] = []
+            if stop == nil, stopRequest?.isStopped != true {
+                claimed = try store.claimOperations(tables: tables, limit: limits.maxOperations, skipping: onItsWay?.items ?? [])
+            }
+            let round = claimed
+            let next: (task: Task<Round, Never>, items: Set<ItemKey>)? =
+                round.isEmpty
+                ? nil
+                : (
+                    Task { [self] in await sendInBatches(round, limits) },
+                    Set(round.map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
+                )
+            let previous = onItsWay
+            if let previous {
+                let round = await previous.task.value
+                try finish(round, into: &summary)
+                progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
+                if stop == nil { stop = round.stop }
+            }
+            onItsWay = next
+            // Nothing new, and nothing was on its way either: done. (With a round on its way, its
+            // items' later operations could not be claimed yet: claim again now it is finished.)
+            if next == nil && previous == nil { break }
+        }
+        if let stop { throw stop }
+        if stopRequest?.isStopped == true, try !store.pushableOperations(tables: tables).isEmpty { summary.interrupted = true }
     }
 
     /// Pushes the pending operations of `tables` as ONE atomic batch: the server applies all of
@@ -161,7 +202,7 @@ public struct Pusher: Sendable {
     /// What one round of sending did: the answers, the error that stopped it, and the claimed
     /// operations the server cannot have applied (never sent, refused a connection, or refused
     /// for want of a valid token).
-    struct Round {
+    struct Round: Sendable {
         var answered: [(OutgoingOperation, PushVerdict)] = []
         var stop: TSyncError?
         var unapplied: [OutgoingOperation] = []
@@ -221,7 +262,7 @@ public struct Pusher: Sendable {
                 }
                 continue
             }
-            let size = outgoing.batchOperation.encodedSize
+            let size = outgoing.batchSize
             if !current.isEmpty, current.count >= limits.maxOperations || bytes + size > limits.maxBytes - 64 {
                 chunks.append(current[...])
                 current = []
@@ -359,6 +400,21 @@ public struct Pusher: Sendable {
 }
 
 extension OutgoingOperation {
+    /// About its bytes in a batch body, counted without serializing it (that happens once, when
+    /// the batch is sent). Text may need escapes, so strings count a little more than their bytes;
+    /// a batch the server still finds too large is split on its 413.
+    var batchSize: Int { Self.estimate(.object(item)) + operation.table.utf8.count + operation.itemID.utf8.count + 96 }
+
+    private static func estimate(_ value: JSONValue) -> Int {
+        switch value {
+        case .null, .bool: return 5
+        case .int, .double: return 24
+        case .string(let text): return text.utf8.count + text.utf8.count / 8 + 2
+        case .array(let elements): return elements.reduce(2) { $0 + estimate($1) + 1 }
+        case .object(let object): return object.reduce(2) { $0 + $1.key.utf8.count + 4 + estimate($1.value) }
+        }
+    }
+
     /// The operation as one write of a batch.
     var batchOperation: BatchOperation {
         let operation = self.operation
