@@ -13,3 +13,5 @@ else
 fi
 swift build --build-tests
 swift test --skip-build "$@"
+# The fuzz targets in their short form (a few seconds each; the build and run take about a minute).
+scripts/fuzz.sh 5
