@@ -33,7 +33,9 @@ struct PostgresSyntax: SQLSyntax {
             }
         case .bool(let flag): .argument(.bool(flag), postgresType: "boolean")
         case .int(let number): .argument(.int(number), postgresType: "numeric")
-        case .double(let number): .argument(.double(number), postgresType: "numeric")
+        // A double reaches numeric with no fractional digits when it is whole (2.0 becomes 2),
+        // and `div` would then truncate `n mul 2.0 div 4`; adding 0.0 keeps it a real (scale 1).
+        case .double(let number): "(\(SQLTemplate.argument(.double(number), postgresType: "numeric")) + 0.0)"
         case .string(let text): .argument(.text(text), postgresType: "text")
         case .dateTime(let timestamp): .argument(.text(timestamp.iso8601), postgresType: "text")
         }

@@ -116,7 +116,10 @@ struct SQLiteSyntax: SQLSyntax {
             return reusing([a[0]]) { d in
                 "(CASE WHEN \(d[0]) GLOB \(pattern) THEN CAST(substr(\(d[0]), \(range)) AS INTEGER) END)"
             }
-        case .round: return "round(\(a[0]))"
+        // An integer, as floor and ceiling give and as PostgreSQL's round does: `round(x) div 2`
+        // divides integers.
+        case .round:
+            return reusing([a[0]]) { v in "(CASE WHEN \(isWhole(v[0])) THEN \(v[0]) ELSE CAST(round(\(v[0])) AS INTEGER) END)" }
         case .floor: return rounded(a[0], up: false)
         case .ceiling: return rounded(a[0], up: true)
         }
