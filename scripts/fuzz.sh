@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 60 s; every target)
 #
 # Targets: json (JSONParser, serializer round trip), filter ($filter/$orderby/$select parsers and
-# both SQL renderers), querystring (the server's query-string decoding and FilterGuard).
+# both SQL renderers; the SQLite SQL is also run on a real table), querystring (the server's query-string decoding and FilterGuard).
 # Each run starts from the seeds in fuzz/seeds/TARGET, copied into a corpus under a temporary
 # directory, and prints its executions and crashes. A crashing input is kept in
 # .build/fuzz/crashes/ (reproduce it with `.build/fuzz/TARGET FILE`); the script then exits 1.
@@ -62,7 +62,8 @@ libraries=("$build/libTSyncQuery.a" "$build/libTSyncModel.a")
 for target in "${targets[@]}"; do
     case $target in
         json) sources=(fuzz/JSONParserFuzz.swift) ;;
-        filter) sources=(fuzz/FilterFuzz.swift) ;;
+        # Runs the SQLite renderings on the system's libsqlite3 (the one GRDB uses).
+        filter) sources=(fuzz/FilterFuzz.swift fuzz/CSQLite/module.modulemap) ;;
         querystring)
             sources=(fuzz/QueryStringFuzz.swift fuzz/stubs/APIError.swift
                 Sources/TSyncServer/HTTP/QueryString.swift Sources/TSyncServer/HTTP/FilterGuard.swift) ;;
@@ -70,7 +71,9 @@ for target in "${targets[@]}"; do
     esac
     if stale "$build/$target" "${sources[@]}" "${libraries[@]}"; then
         echo "building $target" >&2
-        compile "${sources[@]}" "${libraries[@]}" -o "$build/$target"
+        swift_sources=()
+        for source in "${sources[@]}"; do [[ $source == *.swift ]] && swift_sources+=("$source"); done
+        compile -I fuzz/CSQLite "${swift_sources[@]}" "${libraries[@]}" -o "$build/$target"
     fi
 done
 echo "build: $(( $(date +%s) - started )) s" >&2

@@ -43,7 +43,12 @@ public struct SQLRenderer: Sendable {
         guard type == .boolean || type.isFlexible else {
             throw .invalidInput("invalid $filter: the filter must be a condition (true or false), not \(type.name)")
         }
-        return try render(filter, as: .boolean).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+        let fragment = try render(filter, as: .boolean).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+        if schema.dialect == .sqlite, SQLiteSyntax.parserNesting(fragment.sql) > SQLiteSyntax.maximumParserNesting {
+            throw .invalidInput(
+                "invalid $filter: it nests too deeply for SQLite to run (nested functions, arithmetic and comparisons add up): simplify it")
+        }
+        return fragment
     }
 
     /// "ORDER BY ..." body (without the keywords) that always ends with the id tie-break

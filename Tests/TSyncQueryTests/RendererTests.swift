@@ -192,11 +192,13 @@ private func isBalanced(_ sql: String) -> Bool {
     @Test func nestedFunctionsGrowLinearly() throws {
         var filter = "n"
         for _ in 0..<30 { filter = "floor(ceiling(\(filter)) mod 7)" }
-        for renderer in [sqlite, postgres] {
-            let fragment = try render(renderer, filter + " eq 1")
-            #expect(fragment.sql.count < 40_000)
-            #expect(fragment.arguments.count < 200)
-        }
+        let fragment = try render(postgres, filter + " eq 1")
+        #expect(fragment.sql.count < 40_000)
+        #expect(fragment.arguments.count < 200)
+        // SQLite could not even parse that much nesting: refused as bad input (SQLiteParserDepthTests).
+        #expect(throws: TSyncError.self) { try render(sqlite, filter + " eq 1") }
+        filter = "floor(ceiling(n) mod 7)"
+        #expect(try render(sqlite, filter + " eq 1").arguments.count < 20)
     }
 
     @Test func schemaNamesAreQuotedAsGiven() throws {
