@@ -10,7 +10,8 @@ import TSyncQuery
 /// the parsed expression over the JSON records written for this test from docs/FILTERS.md alone,
 /// sharing no code with the SQL renderers. Whichever of the three disagrees is wrong.
 ///
-/// Every case prints its seed; `FilterOracleTests.reproduce(seed:)` rebuilds the filter and records.
+/// A failing case prints its seeds; `FilterOracleTests.reproduce(filterSeed:recordsSeed:)` rebuilds
+/// its filter and records.
 @Suite struct FilterOracleTests {
     /// Four rounds of 40 records and 150 filters; `TSYNC_FILTER_ORACLE_ROUNDS=N` runs N rounds (the
     /// long form, outside the default test run).
