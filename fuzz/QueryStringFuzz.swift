@@ -1,16 +1,34 @@
-// libFuzzer target: the server's query-string and path-segment decoding
-// (Sources/TSyncServer/HTTP/QueryString.swift, compiled here with a stand-in for APIError).
-// Property: no input crashes; decoding what `encode` wrote gives the text back.
+import TSyncModel
+import TSyncQuery
+
+/// libFuzzer target for the server's query-string decoding (Sources/TSyncServer/HTTP/QueryString.swift
+/// and FilterGuard.swift, compiled into this binary with a stand-in for the HTTP error type) and
+/// what the server does next with `$filter` (run by scripts/fuzz.sh).
+///
+/// Properties, beyond "never crashes": `decode(encode(x)) == x` byte for byte; the query that
+/// `replacing` writes (the `Link` header's) decodes to the same parameters with the one replaced,
+/// and holds no raw `,` `;` or space; a filter the guard lets through parses or fails cleanly.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzQueryString(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
-    if let query = try? QueryString(text) {
-        _ = try? query.single("$filter")
-        _ = query.replacing("$skip", with: "10")
+    let raw = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    _ = try? QueryString.decodePathSegment(Substring(raw))
+    guard let parameters = try? QueryString(raw) else { return 0 }
+    for (name, value) in parameters.items {
+        for text in [name, value] {
+            guard let back = try? QueryString.decode(Substring(QueryString.encode(text))), back.utf8.elementsEqual(text.utf8) else {
+                fatalError("decode(encode(x)) != x for \(Array(text.utf8))")
+            }
+        }
     }
-    _ = try? QueryString.decodePathSegment(Substring(text))
-    guard let decoded = try? QueryString.decode(Substring(QueryString.encode(text))), decoded == text else {
-        fatalError("decode(encode(text)) is not text")
+    let link = parameters.replacing("$skip", with: "50")
+    guard !link.contains(where: { $0 == "," || $0 == ";" || $0 == " " }) else { fatalError("raw separator in \(link)") }
+    guard let reread = try? QueryString(link) else { fatalError("the Link query does not decode: \(link)") }
+    let expected = parameters.items.filter { $0.name != "$skip" } + [("$skip", "50")]
+    guard reread.items.count == expected.count,
+        zip(reread.items, expected).allSatisfy({ $0.name.utf8.elementsEqual($1.0.utf8) && $0.value.utf8.elementsEqual($1.1.utf8) })
+    else { fatalError("the Link query decodes to other parameters: \(raw) -> \(link)") }
+    if let filter = try? parameters.single("$filter"), (try? FilterGuard.check(filter)) != nil {
+        _ = try? ODataParser.parseFilter(filter)
     }
     return 0
 }

@@ -17,7 +17,7 @@ swift test --skip-build "$@"
 
 # The fuzzers and the kill -9 campaign in their short forms (seconds each); scripts/fuzz.sh and
 # scripts/soak.sh run the long ones.
-scripts/fuzz.sh 3
+scripts/fuzz.sh 5
 bin="$(swift build --show-bin-path)/tsync"
 python3 scripts/soak.py --bin "$bin" --runs 3
 if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then

@@ -33,7 +33,9 @@ struct PostgresSyntax: SQLSyntax {
             }
         case .bool(let flag): .argument(.bool(flag), postgresType: "boolean")
         case .int(let number): .argument(.int(number), postgresType: "numeric")
-        case .double(let number): .argument(.double(number), postgresType: "numeric")
+        // A double reaches numeric with no fractional digits when it is whole (2.0 becomes 2),
+        // and `div` would then truncate `n mul 2.0 div 4`; adding 0.0 keeps it a real (scale 1).
+        case .double(let number): "(\(SQLTemplate.argument(.double(number), postgresType: "numeric")) + 0.0)"
         case .string(let text): .argument(.text(text), postgresType: "text")
         case .dateTime(let timestamp): .argument(.text(timestamp.iso8601), postgresType: "text")
         }
@@ -104,14 +106,9 @@ struct PostgresSyntax: SQLSyntax {
             return reusing([a[0]]) { d in
                 "(CASE WHEN \(d[0]) ~ \(pattern) THEN substr(\(d[0]), \(range))::numeric END)"
             }
-        // An integer stays the integer; a real gives a real: `+ 0.0` keeps a scale on the
-        // numeric, so `div` divides it as a real (scale 0 would make it integer division), as on
-        // SQLite.
-        case .round, .floor, .ceiling:
-            let name = function == .round ? "round" : function == .floor ? "floor" : "ceil"
-            return reusing([a[0]]) { x in
-                "(CASE WHEN scale(\(x[0])) = 0 THEN \(x[0]) ELSE \(SQLTemplate(stringLiteral: name))(\(x[0])) + 0.0 END)"
-            }
+        case .round: return "round(\(a[0]))"
+        case .floor: return "floor(\(a[0]))"
+        case .ceiling: return "ceil(\(a[0]))"
         }
     }
 

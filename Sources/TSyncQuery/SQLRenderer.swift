@@ -9,8 +9,8 @@ import TSyncModel
 ///   order); a field whose JSON value is of another kind counts as NULL there;
 /// - system properties have fixed types: `id` and `version` text, `createdAt`/`updatedAt` ISO
 ///   text, `deleted` boolean;
-/// - two user fields compare as JSON values: SQLite compares what `json_extract` returns (NULL <
-///   numbers < text; true/false are 1/0), PostgreSQL compares jsonb;
+/// - two user fields compare when both hold numbers, both strings or both booleans; values of
+///   different kinds (and arrays, objects) are neither equal nor ordered (docs/FILTERS.md);
 /// - function arguments and arithmetic operands are read as the function or operator expects;
 /// - `eq`/`ne` are null-safe: `x eq null` holds when x is missing or null, `x ne 'a'` holds when x is
 ///   missing. Other comparisons with NULL are not true;
@@ -43,7 +43,12 @@ public struct SQLRenderer: Sendable {
         guard type == .boolean || type.isFlexible else {
             throw .invalidInput("invalid $filter: the filter must be a condition (true or false), not \(type.name)")
         }
-        return try render(filter, as: .boolean).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+        let fragment = try render(filter, as: .boolean).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+        if schema.dialect == .sqlite, SQLiteSyntax.parserNesting(fragment.sql) > SQLiteSyntax.maximumParserNesting {
+            throw .invalidInput(
+                "invalid $filter: it nests too deeply for SQLite to run (nested functions, arithmetic and comparisons add up): simplify it")
+        }
+        return fragment
     }
 
     /// "ORDER BY ..." body (without the keywords) that always ends with the id tie-break
@@ -125,6 +130,7 @@ public struct SQLRenderer: Sendable {
                 return op == .eq ? "(\(value) IS NULL)" : "(\(value) IS NOT NULL)"
             }
             let kind = SQLValueKind(FilterTyping.comparisonType(leftType, rightType) ?? .json)
+            if kind == .json { return try fieldComparison(op, left, right) }
             let l = try render(left, as: kind)
             let r = try render(right, as: kind)
             switch op {
@@ -136,6 +142,33 @@ public struct SQLRenderer: Sendable {
             default: return syntax.order("<=", l, r, kind: kind)
             }
         }
+    }
+
+    /// Two user fields (or a field and null, ordered): they compare when both hold numbers, both
+    /// strings (by bytes) or both booleans; values of different kinds, arrays and objects are never
+    /// equal and never ordered, whatever order each backend gives its JSON values (SQLite: numbers
+    /// before text, true equal to 1; PostgreSQL: strings before numbers). Missing and null equal
+    /// each other only. Each kind is read as in any other comparison, so no new SQL is needed: the
+    /// first kind under which both sides are not NULL decides.
+    private func fieldComparison(_ op: BinaryOperator, _ left: FilterExpression, _ right: FilterExpression)
+        throws(TSyncError) -> SQLTemplate
+    {
+        var terms: [SQLTemplate] = []
+        for kind in [SQLValueKind.number, .text, .boolean] {
+            let l = try render(left, as: kind)
+            let r = try render(right, as: kind)
+            switch op {
+            case .eq, .ne: terms.append("(\(l) = \(r))")
+            case .gt: terms.append(syntax.order(">", l, r, kind: kind))
+            case .ge: terms.append(syntax.order(">=", l, r, kind: kind))
+            case .lt: terms.append(syntax.order("<", l, r, kind: kind))
+            default: terms.append(syntax.order("<=", l, r, kind: kind))
+            }
+        }
+        guard op == .eq || op == .ne else { return "COALESCE(\(SQLTemplate.joined(terms, separator: ", ")))" }
+        let bothNull: SQLTemplate = "(\(try render(left, as: .json)) IS NULL AND \(try render(right, as: .json)) IS NULL)"
+        let equal: SQLTemplate = "(\(bothNull) OR COALESCE(\(SQLTemplate.joined(terms, separator: ", ")), FALSE))"
+        return op == .eq ? equal : "(NOT \(equal))"
     }
 
     private func type(of expression: FilterExpression) throws(TSyncError) -> FilterType {

@@ -140,6 +140,11 @@ private let texts = SQLiteTable.textIDs
         FilterCase("lo gt hi", ["c"]),
         FilterCase("lo eq hi", ["b", "d", "e", "f", "g", "h"]),
         FilterCase("lo ne hi", ["a", "c"]),
+        // Two fields of different kinds are neither equal nor ordered (docs/FILTERS.md), whatever
+        // order SQLite (numbers < text) or jsonb (strings < numbers) gives them: f has 5 and "5".
+        FilterCase("n gt text", []),
+        FilterCase("text gt n", []),
+        FilterCase("n ne text", all.subtracting(["g"])),  // both missing: equal
         // A field holding another JSON kind than the literal counts as null.
         FilterCase("text eq 5", ["f"]),
         FilterCase("n eq '5'", ["f"]),
@@ -183,6 +188,8 @@ private let texts = SQLiteTable.textIDs
         FilterCase("n div 2 eq 3", ["e"]),  // integers divide to an integer
         FilterCase("n div 2 eq 2", ["a"]),
         FilterCase("n div 2.0 eq 2.5", ["a"]),
+        FilterCase("n mul 1.0 div 2 eq 2.5", ["a"]),  // a real stays real (the server, binding 1.0 as a double, lost that on PostgreSQL)
+        FilterCase("round(price) div 2 eq 1", ["a"]),  // round gives an integer (SQLite gave 3.0, so 1.5)
         FilterCase("price div 2 eq 1.25", ["a"]),
         FilterCase("n div -2 eq 1", ["b"]),  // truncates toward zero
         FilterCase("n mod 3 eq 1", ["c", "e", "h"]),
@@ -340,5 +347,54 @@ private let texts = SQLiteTable.textIDs
         #expect(try table.orderedIDs(orderBy: "id desc") == ["h", "g", "f", "e", "d", "c", "b", "a"])
         #expect(try table.orderedIDs(orderBy: "deleted desc, text") == ["c", "g", "f", "d", "a", "b", "h", "e"])
         #expect(try table.orderedIDs(orderBy: "price", filter: "n ge 0 and price lt 100") == ["d", "a", "e", "c"])
+    }
+}
+
+/// SQLite parses with a fixed stack: a rendering nested too deeply fails when it is prepared
+/// ("parser stack overflow"). Such filters must be refused as bad input before any SQL runs, and
+/// filters of every shape up to a useful depth must run.
+@Suite struct SQLiteParserDepthTests {
+    /// Found by the filter fuzzer (scripts/fuzz.sh): 36 unary minuses made SQLite fail.
+    static let fuzzFound = "year(d) eq 2026 and -n mod 3 ne " + String(repeating: "-", count: 35) + "round(n) and floor(-(2)) le 1"
+
+    static func nested(_ open: String, _ inner: String, _ close: String, _ count: Int, _ tail: String = "") -> String {
+        String(repeating: open, count: count) + inner + String(repeating: close, count: count) + tail
+    }
+
+    /// Each shape, and the depth it must still run at.
+    static let shapes: [(String, Int, @Sendable (Int) -> String)] = [
+        ("not", 20, { nested("not ", "done", "", $0) }),
+        ("minus", 20, { nested("-", "n", "", $0, " eq 1") }),
+        ("tolower", 20, { nested("tolower(", "text", ")", $0, " eq 'a'") }),
+        ("substring", 20, { nested("substring(", "text", ", n, 2)", $0, " eq 'a'") }),
+        ("floor", 5, { nested("floor(", "price", ")", $0, " eq 1") }),
+        ("mod", 5, { "n" + String(repeating: " mod 3", count: $0) + " eq 1" }),
+        ("add", 20, { "n" + String(repeating: " add 1", count: $0) + " eq 1" }),
+        ("right add", 20, { nested("1 add (", "n", ")", $0, " eq 1") }),
+        ("comparisons", 20, { nested("(done eq ", "lo", ")", $0) }),
+        ("and", 20, { nested("done and (", "done", ")", $0) }),
+    ]
+
+    @Test func tooDeepIsBadInputNotAnSQLiteError() throws {
+        let table = try SQLiteTable()
+        #expect(throws: TSyncError.self) { try table.ids(Self.fuzzFound) }
+        for (name, usable, make) in Self.shapes {
+            var refusedAt: Int?
+            for depth in 1...90 {
+                guard let filter = try? ODataParser.parseFilter(make(depth)) else { break }
+                do {
+                    _ = try table.ids(make(depth))
+                    #expect(refusedAt == nil, "\(name) runs at depth \(depth) but was refused at \(refusedAt ?? 0)")
+                } catch let error as TSyncError {
+                    #expect(error.message.contains("nests too deeply for SQLite"), "\(name) at depth \(depth): \(error)")
+                    refusedAt = refusedAt ?? depth
+                    _ = filter
+                } catch {
+                    Issue.record("\(name) at depth \(depth) reached SQLite and failed there: \(error)")
+                    break
+                }
+            }
+            #expect((refusedAt ?? .max) > usable, "\(name) is refused at depth \(refusedAt ?? 0), below \(usable)")
+        }
     }
 }
