@@ -15,7 +15,7 @@ public struct SyncServer: Sendable {
 
     public init(
         configuration: ServerConfiguration, storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(),
-        logger: Logger = Logger(label: "tsync.serve"), clock: @escaping @Sendable () -> Timestamp = WallClock.now
+        logger: Logger = Logger(label: "tsync.serve"), clock: @escaping @Sendable () -> Timestamp = Timestamp.now
     ) throws(TSyncError) {
         try configuration.validate()
         self.configuration = configuration

@@ -228,7 +228,7 @@ public struct RemoteClient: Sendable {
         if let object = response.json?.objectValue, let parsed = try? Record(wire: object) {
             record = parsed
             if record?.system.version == nil, let tag = response.headers.first(name: "ETag") {
-                record?.system.version = ETag.version(from: tag)
+                record?.system.version = EntityTag.version(from: tag)
             }
         }
         if (200..<300).contains(response.status) {
@@ -257,7 +257,7 @@ public struct RemoteClient: Sendable {
             request.headers.add(name: "X-ZUMO-AUTH", value: token)
         }
         if let ifMatch {
-            request.headers.add(name: "If-Match", value: ETag.quoted(ifMatch))
+            request.headers.add(name: "If-Match", value: EntityTag.quoted(ifMatch))
         }
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -428,7 +428,7 @@ public struct BatchOperation: Sendable {
         var object: [String: JSONValue] = ["method": .string(method.rawValue), "table": .string(table)]
         if method != .insert { object["id"] = .string(id) }
         if let item { object["item"] = .object(item) }
-        if let version { object["ifMatch"] = .string(ETag.quoted(version)) }
+        if let version { object["ifMatch"] = .string(EntityTag.quoted(version)) }
         return .object(object)
     }
 

@@ -77,18 +77,6 @@ enum PercentEncoding {
     }
 }
 
-/// `ETag: "version"` (or a weak `W/"version"`) ↔ version.
-enum ETag {
-    static func quoted(_ version: String) -> String { "\"" + version + "\"" }
-
-    static func version(from header: String) -> String {
-        var text = Substring(header.trimmingCharacters(in: .whitespaces))
-        if text.hasPrefix("W/") { text = text.dropFirst(2) }
-        if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") { text = text.dropFirst().dropLast() }
-        return String(text)
-    }
-}
-
 /// Finds the `rel=next` target of a `Link` header (RFC 8288), as Mobile Apps servers send it.
 enum LinkHeader {
     static func next(in headers: HTTPHeaders) -> String? {

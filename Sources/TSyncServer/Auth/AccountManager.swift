@@ -16,7 +16,7 @@ public struct AccountManager: Sendable {
         if try await storage.account(name: name) != nil {
             throw TSyncError.invalidInput("an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
         }
-        try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: WallClock.now())
+        try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: Timestamp.now())
     }
 
     /// Sets a new password; the account's tokens are revoked, so old sessions must log in again.

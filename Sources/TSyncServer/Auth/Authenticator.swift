@@ -39,7 +39,7 @@ public struct Authenticator: Sendable {
 
     public init(
         storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(), policy: Policy = Policy(),
-        clock: @escaping @Sendable () -> Timestamp = WallClock.now
+        clock: @escaping @Sendable () -> Timestamp = Timestamp.now
     ) {
         self.storage = storage
         self.hasher = hasher

@@ -13,7 +13,7 @@ enum JSONResponse {
     /// One record with its `ETag` (the quoted version, DESIGN §4).
     static func item(_ status: HTTPResponse.Status, _ record: Record, headers: HTTPFields = [:]) -> Response {
         var headers = headers
-        if let version = record.system.version { headers[.eTag] = ETag.quoted(version) }
+        if let version = record.system.version { headers[.eTag] = EntityTag.quoted(version) }
         return make(status, .object(record.wireObject), headers: headers)
     }
 
@@ -22,31 +22,18 @@ enum JSONResponse {
     }
 }
 
-/// `ETag` / `If-Match` values ↔ versions.
-enum ETag {
-    static func quoted(_ version: String) -> String { "\"" + version + "\"" }
-
-    /// `If-Match: "v1", "v2"` → `.oneOf(["v1", "v2"])`; `*` → `.any`. `If-Match` compares strongly
-    /// (RFC 9110 §13.1.1): a weak tag (`W/"v1"`) never matches, so it is dropped; a header of weak
-    /// tags only matches nothing (`.oneOf([])`, answered 412).
-    static func expectedVersion(fromIfMatch header: String) throws(APIError) -> ExpectedVersion {
-        var versions: [String] = []
-        var weakOnly = false
-        for part in header.split(separator: ",") {
-            var tag = Substring(part.trimmingSpaces())
-            if tag == "*" { return .any }
-            if tag.hasPrefix("W/") {
-                weakOnly = true
-                continue
+extension ExpectedVersion {
+    /// The precondition an `If-Match` header states (`EntityTag.ifMatch`): 400 when it names no
+    /// tag at all; a list of weak tags only matches nothing (412).
+    init(ifMatch header: String) throws(APIError) {
+        switch EntityTag.ifMatch(header) {
+        case .any: self = .any
+        case .versions(let versions, let hadWeakTags):
+            guard !versions.isEmpty || hadWeakTags else {
+                throw .badRequest("invalid If-Match header: expected a quoted version, e.g. If-Match: \"abc\"")
             }
-            if tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") { tag = tag.dropFirst().dropLast() }
-            guard !tag.isEmpty else { continue }
-            versions.append(String(tag))
+            self = .oneOf(versions)
         }
-        guard !versions.isEmpty || weakOnly else {
-            throw .badRequest("invalid If-Match header: expected a quoted version, e.g. If-Match: \"abc\"")
-        }
-        return .oneOf(versions)
     }
 }
 

@@ -25,7 +25,7 @@ struct WriteRequest {
         method: Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?, scope: OwnerScope
     ) throws(APIError) {
         try Self.validate(table: table, id: id)
-        let expected = try ifMatch.map { header throws(APIError) in try ETag.expectedVersion(fromIfMatch: header) }
+        let expected = try ifMatch.map { header throws(APIError) in try ExpectedVersion(ifMatch: header) }
         switch (method, id) {
         case (.post, nil):
             guard let body else { throw APIError.badRequest("an insert needs the item: a JSON object") }

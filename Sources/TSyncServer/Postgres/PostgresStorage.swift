@@ -27,7 +27,7 @@ public final class PostgresStorage: ServerStorage {
     /// connections close when `body` returns or throws.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public static func withStorage<Result: Sendable>(
-        url: PostgresURL, maximumConnections: Int = 20, clock: @escaping @Sendable () -> Timestamp = WallClock.now,
+        url: PostgresURL, maximumConnections: Int = 20, clock: @escaping @Sendable () -> Timestamp = Timestamp.now,
         logger: Logger = Logger(label: "tsync.postgres"),
         _ body: @Sendable (PostgresStorage) async throws -> Result
     ) async throws -> Result {

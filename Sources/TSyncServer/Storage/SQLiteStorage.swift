@@ -19,7 +19,7 @@ public final class SQLiteStorage: ServerStorage {
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
-    public init(path: String, clock: @escaping @Sendable () -> Timestamp = WallClock.now) throws {
+    public init(path: String, clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws {
         var configuration = Configuration()
         // Another instance (or `tsync user`) may hold the write lock for a moment.
         configuration.busyMode = .timeout(10)

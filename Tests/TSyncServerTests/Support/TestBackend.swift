@@ -16,7 +16,7 @@ enum TestBackend: String, Sendable, CaseIterable, CustomStringConvertible {
     /// Runs `body` with a storage of this backend on a fresh, empty database, removed afterwards.
     /// PostgreSQL pools stay small: many tests run at once against one server.
     func withFreshStorage<Result: Sendable>(
-        clock: @escaping @Sendable () -> Timestamp = WallClock.now, maximumConnections: Int = 4,
+        clock: @escaping @Sendable () -> Timestamp = Timestamp.now, maximumConnections: Int = 4,
         _ body: @Sendable (any ServerStorage) async throws -> Result
     ) async throws -> Result {
         switch self {

@@ -22,7 +22,7 @@ struct TemporaryDatabase {
         path = directory.appendingPathComponent("server.db").path
     }
 
-    func open(clock: @escaping @Sendable () -> Timestamp = WallClock.now) throws -> SQLiteStorage {
+    func open(clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws -> SQLiteStorage {
         try SQLiteStorage(path: path, clock: clock)
     }
 
@@ -38,7 +38,7 @@ func withTestServer<T: Sendable>(
     _ configuration: ServerConfiguration = ServerConfiguration(requiresAuthentication: false),
     accounts: [(String, String)] = [],
     logger: Logger = Logger(label: "tsync.test", factory: { _ in SwiftLogNoOpLogHandler() }),
-    clock: @escaping @Sendable () -> Timestamp = WallClock.now,
+    clock: @escaping @Sendable () -> Timestamp = Timestamp.now,
     backends: [TestBackend] = TestBackend.available,
     _ body: @Sendable (TestHTTP) async throws -> T
 ) async throws -> T {
