@@ -87,7 +87,7 @@ struct PushCommand: AsyncParsableCommand {
         if json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
         let line = SyncFormat.pushSummary(summary, dryRun: false)
         if summary.interrupted, let code = interrupts.exitCode {
-            let left = try store.pushableOperations(tables: selection).count
+            let left = try store.pushableOperationCount(tables: selection)
             Console.error("interrupted: \(line); \(StatusFormat.count(left, "operation")) still queued — run `tsync push` to send them")
             throw ExitCode(code)
         }

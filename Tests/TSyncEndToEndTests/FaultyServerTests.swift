@@ -84,6 +84,17 @@ import TSyncModel
         #expect(pull.stderr.contains("not valid"), "\(pull.stderr)")
     }
 
+    /// A page larger than tsync reads into memory (256 MiB): retrying cannot help, so it is exit 1
+    /// with what to do, not exit 3 "cannot reach the server" (issue 9.12).
+    @Test func aPageTooLargeSaysToAskForSmallerPages() throws {
+        let huge = [UInt8](repeating: UInt8(ascii: " "), count: (256 << 20) + 4096)
+        let server = try ScriptedServer { _, _ in ScriptedServer.Answer(status: 200, body: huge) }
+        let store = try TSyncSandbox(remote: server.url)
+        let pull = try store.run(["pull", "todo"])
+        #expect(pull.status == 1, "\(pull)")
+        #expect(pull.stderr.contains("larger than 256 MiB") && pull.stderr.contains("--page-size"), "\(pull.stderr)")
+    }
+
     /// https to a port that speaks http: a message that says so, not the TLS library's (issue 9.12).
     @Test func httpsToAnHTTPPortSaysSo() async throws {
         let server = try await SyncServer()

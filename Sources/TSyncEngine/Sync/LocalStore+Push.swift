@@ -54,6 +54,17 @@ extension LocalStore {
         try read { db in try Self.selectPushable(db, tables: tables, limit: nil) }
     }
 
+    /// How many operations push would send now (`pushableOperations(tables:).count`, counted by
+    /// the database instead of decoding every item: a push of 100,000 must not hold them all).
+    public func pushableOperationCount(tables: [String]?) throws(TSyncError) -> Int {
+        try read { db in
+            let (clause, arguments) = Self.tableClause(tables)
+            return try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM operations o WHERE \(clause) AND NOT EXISTS (\(Self.blockedByError))",
+                arguments: arguments) ?? 0
+        }
+    }
+
     /// Operations that wait behind an unresolved error (the errored ones included).
     public func heldBackOperationCount(tables: [String]?) throws(TSyncError) -> Int {
         try read { db in

@@ -61,7 +61,7 @@ public struct Pusher: Sendable {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()
-        let total = try store.pushableOperations(tables: tables).count
+        let total = try store.pushableOperationCount(tables: tables)
         progress?(0, total)
         guard total > 0 else {
             summary.heldBack = try store.heldBackOperationCount(tables: tables)
@@ -123,7 +123,7 @@ public struct Pusher: Sendable {
             if next == nil && previous == nil { break }
         }
         if let stop { throw stop }
-        if stopRequest?.isStopped == true, try !store.pushableOperations(tables: tables).isEmpty { summary.interrupted = true }
+        if stopRequest?.isStopped == true, try store.pushableOperationCount(tables: tables) > 0 { summary.interrupted = true }
     }
 
     /// Pushes the pending operations of `tables` as ONE atomic batch: the server applies all of
