@@ -17,15 +17,7 @@ public struct JSONParser {
     /// fraction when it can (`1e20` comes back as `100000000000000000000`), so an integer too
     /// wide for 64 bits is read as the real it was stored as instead of refused.
     public static func parseStored(_ text: String) throws(TSyncError) -> JSONValue {
-        var parser = JSONParser(Array(text.utf8))
-        parser.wideIntegersAsReals = true
-        parser.skipWhitespace()
-        let value = try parser.parseValue(depth: 0)
-        parser.skipWhitespace()
-        if parser.index < parser.bytes.count {
-            throw parser.error("unexpected \(parser.describeCurrent()) after the end of the JSON value")
-        }
-        return value
+        try parseOne(Array(text.utf8), wideIntegersAsReals: true)
     }
 
     /// Parses exactly one JSON value (surrounding white space allowed).
@@ -34,7 +26,12 @@ public struct JSONParser {
     }
 
     public static func parse(bytes: [UInt8]) throws(TSyncError) -> JSONValue {
+        try parseOne(bytes, wideIntegersAsReals: false)
+    }
+
+    private static func parseOne(_ bytes: [UInt8], wideIntegersAsReals: Bool) throws(TSyncError) -> JSONValue {
         var parser = JSONParser(bytes)
+        parser.wideIntegersAsReals = wideIntegersAsReals
         parser.skipWhitespace()
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()

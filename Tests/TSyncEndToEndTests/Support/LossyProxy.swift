@@ -38,24 +38,13 @@ final class LossyProxy: @unchecked Sendable {
 
     /// Listens on 127.0.0.1 (a free port) and forwards to `upstream` (`http://127.0.0.1:PORT`).
     init(upstream: String) throws {
-        guard let port = URLComponents(string: upstream)?.port else {
+        guard let upstream = URLComponents(string: upstream)?.port else {
             throw TSyncTestError("LossyProxy: no port in \(upstream)")
         }
-        upstreamPort = UInt16(port)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else { throw TSyncTestError("LossyProxy: cannot listen") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
+        upstreamPort = UInt16(upstream)
+        let (fd, port) = try LoopbackListener.open()
         listener = fd
-        url = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        url = "http://127.0.0.1:\(port)"
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -91,8 +80,7 @@ final class LossyProxy: @unchecked Sendable {
 
     func close() {
         lock.withLock { closed = true }
-        shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
+        LoopbackListener.close(listener)
     }
 
     deinit { close() }
@@ -213,6 +201,35 @@ final class LossyProxy: @unchecked Sendable {
             return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
         }
         return nil
+    }
+}
+
+/// A listening TCP socket on 127.0.0.1, on a port the system picks.
+enum LoopbackListener {
+    static func open() throws -> (descriptor: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            Glibc.close(fd)
+            throw TSyncTestError("cannot listen on 127.0.0.1")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    static func close(_ descriptor: Int32) {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        Glibc.close(descriptor)
     }
 }
 

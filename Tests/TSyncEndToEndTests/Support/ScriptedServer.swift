@@ -31,32 +31,14 @@ final class ScriptedServer: @unchecked Sendable {
 
     init(_ script: @escaping Script) throws {
         self.script = script
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 64) == 0 else { throw TSyncTestError("ScriptedServer: cannot listen") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try LoopbackListener.open()
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
     /// "METHOD target" of every request so far.
     var requests: [String] { lock.withLock { requestLog } }
 
-    func close() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
-    }
+    func close() { LoopbackListener.close(listener) }
 
     deinit { close() }
 
