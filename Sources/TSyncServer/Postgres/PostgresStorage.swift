@@ -83,6 +83,7 @@ public final class PostgresStorage: ServerStorage {
                 }
                 var outcomes: [WriteOutcome] = []
                 outcomes.reserveCapacity(writes.count)
+                var pending = PendingInserts()
                 for write in writes {
                     let key = PostgresSchema.tableKey(write.table)
                     if let problem = Self.unstorable(write) {
@@ -99,14 +100,72 @@ public final class PostgresStorage: ServerStorage {
                     case .answer(let outcome):
                         outcomes.append(outcome)
                     case .store(let stored, let isNew):
-                        try await Self.store(stored, isNew: isNew, key: key, scope: write.scope, transaction)
+                        if isNew {
+                            // New records wait and go in with one statement per table and owner.
+                            pending.append(key: key, owner: Self.owner(of: write.scope, current: nil), stored)
+                        } else {
+                            // An update may touch a record inserted earlier in this batch.
+                            try await pending.flush(transaction)
+                            try await Self.store(stored, isNew: false, key: key, scope: write.scope, transaction)
+                        }
                         found[key, default: [:]][Array(stored.id.utf8)] = (stored, Self.owner(of: write.scope, current: current?.owner))
                         outcomes.append(isNew ? .inserted(stored) : .modified(stored))
                     }
                 }
+                try await pending.flush(transaction)
                 if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback(WriteOutcome.rolledBack(outcomes)) }
                 return outcomes.contains(where: \.succeeded) ? .commit(outcomes) : .rollback(outcomes)
             }
+        }
+    }
+
+    /// New records of a batch, written with one `INSERT … SELECT FROM unnest(…)` per table and
+    /// owner instead of one statement each: on a loopback connection the round trips, not the
+    /// rows, are what a batch of inserts costs. Each statement also advances the table's clock to
+    /// its last `updatedAt`, as single writes do.
+    private struct PendingInserts {
+        struct Group {
+            var key: String
+            var owner: String?
+            var ids: [String] = []
+            var stamps: [String] = []
+            var versions: [String] = []
+            var bodies: [String] = []
+            var last = Timestamp(millisecondsSinceEpoch: 0)
+        }
+
+        private var groups: [Group] = []
+
+        mutating func append(key: String, owner: String?, _ record: Record) {
+            guard let updatedAt = record.system.updatedAt else { return }
+            let index: Int
+            if let existing = groups.firstIndex(where: { $0.key == key && $0.owner == owner }) {
+                index = existing
+            } else {
+                groups.append(Group(key: key, owner: owner))
+                index = groups.count - 1
+            }
+            groups[index].ids.append(record.id)
+            groups[index].stamps.append(updatedAt.iso8601)
+            groups[index].versions.append(record.system.version ?? "")
+            groups[index].bodies.append(JSONSerializer.string(.object(record.fields)))
+            groups[index].last = updatedAt
+        }
+
+        mutating func flush(_ transaction: PostgresTransaction) async throws {
+            for group in groups {
+                var statement = PostgresStorage.advancingClock(key: group.key, to: group.last)
+                let key = statement.bind(group.key)
+                let owner = statement.bind(group.owner)
+                statement.append(
+                    "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body) "
+                        + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), u.body::jsonb FROM unnest("
+                        + [statement.bind(group.ids), statement.bind(group.stamps), statement.bind(group.versions), statement.bind(group.bodies)]
+                        .map { $0 + "::text[]" }.joined(separator: ", ")
+                        + ") AS u(id, stamp, version, body)")
+                try await transaction.execute(statement)
+            }
+            groups = []
         }
     }
 
@@ -211,7 +270,7 @@ public final class PostgresStorage: ServerStorage {
 
     /// The start of a write statement that also records `updatedAt` as the table's last one, so a
     /// write costs no extra round trip while the table is locked.
-    private static func advancingClock(key: String, to updatedAt: Timestamp) -> PostgresStatement {
+    static func advancingClock(key: String, to updatedAt: Timestamp) -> PostgresStatement {
         var statement = PostgresStatement("WITH clock AS (UPDATE tsync_table_clocks SET last_updated_at = ")
         statement.append(statement.bind(updatedAt.millisecondsSinceEpoch) + " WHERE table_name = " + statement.bind(key) + ") ")
         return statement

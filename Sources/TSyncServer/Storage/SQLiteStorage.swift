@@ -195,8 +195,8 @@ public final class SQLiteStorage: ServerStorage {
     }
 
     private static func fetchRecord(_ db: Database, sqlName: String, id: String, scope: OwnerScope) throws -> (record: Record, owner: String?)? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\" WHERE id = ?", arguments: [id])
-        else { return nil }
+        let statement = try db.cachedStatement(sql: "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\" WHERE id = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [id]) else { return nil }
         let decoded = try decode(row)
         return isVisible(owner: decoded.owner, in: scope) ? decoded : nil
     }
