@@ -2,6 +2,7 @@
 # Measures `tsync serve` (release build) on SQLite and on PostgreSQL, with one instance and with two
 # instances sharing one database, on this machine and in one run:
 #   inserts/s      POST of new records (wrk, unique ids)
+#   push ops/s     `tsync push` of 20,000 queued inserts to one table through the batch route
 #   filter q/s     GET with a $filter on user fields ($orderby, $top=50): a scan of the JSON bodies
 #   page q/s       GET of an incremental-pull page: (updatedAt, id) checkpoint filter, $top=50
 # wrk's threads are spread round robin over the instances (scripts/bench/spread.lua), as a load
@@ -132,7 +133,15 @@ for backend in sqlite postgres; do
         read -r inserts insert_failures < <(measure insert "/tables/bench$instances" "${ports[@]}")
         read -r filtered filter_failures < <(measure get "/tables/items?\$filter=$filter&\$orderby=n%20desc&\$top=50" "${ports[@]}")
         read -r pages page_failures < <(measure get "/tables/items?\$filter=$page_filter&\$orderby=updatedAt,id&\$top=50" "${ports[@]}")
-        results+=("| $backend | $instances | $inserts | $filtered | $pages | $((insert_failures + filter_failures + page_failures)) |")
+        # tsync push of 20,000 queued inserts to one table through the batch route.
+        store="$work/push-$backend-$instances"
+        "$bin" init "$store" --remote "http://127.0.0.1:${ports[0]}" >/dev/null
+        python3 -c 'import sys; [print("{\"id\": \"p%06d\", \"n\": %d, \"text\": \"pushed %d\"}" % (i, i, i)) for i in range(20000)]' \
+            | "$bin" -C "$store" insert "push$instances" >/dev/null
+        started=$(date +%s.%N)
+        "$bin" -C "$store" push -q
+        pushed=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", 20000 / (e - s) }')
+        results+=("| $backend | $instances | $inserts | $pushed | $filtered | $pages | $((insert_failures + filter_failures + page_failures)) |")
         stop_servers
     done
 done
@@ -140,6 +149,6 @@ done
 echo
 echo "tsync serve, release build; wrk -t$threads -c$connections, ${duration}s per figure; $seed records queried; $(nproc) CPUs ($(uname -m))"
 echo
-echo "| backend | instances | inserts/s | filter q/s | page q/s | non-2xx |"
-echo "|---|---|---|---|---|---|"
+echo "| backend | instances | inserts/s (one per request) | batched push ops/s | filter q/s | page q/s | non-2xx |"
+echo "|---|---|---|---|---|---|---|"
 printf '%s\n' "${results[@]}"
