@@ -75,6 +75,26 @@ import TSyncModel
         #expect(try await server.records("todo").count == 30)
     }
 
+    /// A server whose limit is smaller than it said (its limits changed since `GET /tables/$batch`,
+    /// or a proxy in front has its own): its 413 makes the client split the batch in halves until
+    /// it goes through.
+    @Test func a413SplitsTheBatch() async throws {
+        let server = try await SyncServer(options: ["--max-batch", "5"])
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.replace(
+            "GET", "/tables/$batch", status: 200, contentType: "application/json",
+            body: #"{"maxOperations": 100, "maxBytes": 16777216, "maxItemBytes": 1048576, "atomic": true}"#, forward: false)
+        let store = try TSyncSandbox(remote: proxy.url)
+        try store.ok(["insert", "todo"], stdin: (0..<30).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
+        let push = try store.run(["push", "--json"])
+        #expect(push.status == 0, "\(push)")
+        let summary = try JSONOutput.object(push.stdout)
+        #expect(JSONOutput.int(summary["pushed"]) == 30)
+        // 30 refused, 2 x 15 refused, 4 batches of 7 or 8 refused, 8 of 3 or 4 accepted.
+        #expect((JSONOutput.int(summary["requests"]) ?? 0) > 1 + 8, "it split: \(summary)")
+        #expect(try await server.records("todo").count == 30)
+    }
+
     @Test func atomicPushWritesNothingWhenOneOperationWouldFail() async throws {
         let server = try await SyncServer()
         let a = try TSyncSandbox(remote: server.url)
