@@ -3,31 +3,49 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
-import Dispatch
+import Foundation
 import TSyncEngine
 
-/// SIGINT and SIGTERM during a long push: the first asks the push to stop at its next safe point
+/// SIGINT and SIGTERM during a long push or pull: the first asks it to stop at its next safe point
 /// (answers in flight are awaited and recorded, the rest stays queued, and the command reports
 /// what it did); a second one ends the process at once, which loses nothing either, since every
 /// step of a push is one transaction of the store.
-final class Interrupts: @unchecked Sendable {  // the sources are only kept alive
+///
+/// Why a handler and a pipe rather than a dispatch signal source: a signal source needs the signal
+/// ignored, and on Linux an ignored signal that reaches a thread which has not blocked it is
+/// discarded before the source sees it, so now and then a Ctrl-C did nothing. A real handler runs
+/// on whichever thread receives the signal; it only writes the signal's number to a pipe (the one
+/// thing a handler may safely do), and a thread of our own reads it and stops the work.
+final class Interrupts: Sendable {
     let stopRequest = StopRequest()
-    private var sources: [any DispatchSourceSignal] = []
 
     init() {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [stopRequest] in
-                if stopRequest.isStopped { _exit(128 + number) }
-                stopRequest.stop(signal: number)
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return }  // no pipe: the signals keep their default action
+        interruptPipe = ends[1]
+        let readEnd = ends[0]
+        let stopRequest = self.stopRequest
+        let reader = Thread {
+            var number: UInt8 = 0
+            while read(readEnd, &number, 1) == 1 {
+                if stopRequest.isStopped { _exit(128 + Int32(number)) }
+                stopRequest.stop(signal: Int32(number))
             }
-            source.resume()
-            sources.append(source)
         }
+        reader.start()
+        for number in [SIGINT, SIGTERM] { signal(number, forwardSignalToPipe) }
     }
 
     /// The exit code of a command stopped by a signal: 128 + its number (130 for SIGINT, 143 for
     /// SIGTERM), as shells report it.
     var exitCode: Int32? { stopRequest.stopSignal.map { 128 + $0 } }
+}
+
+/// The write end of the pipe `forwardSignalToPipe` writes to; set once, before the handlers are.
+nonisolated(unsafe) private var interruptPipe: Int32 = -1
+
+/// The signal handler: async-signal-safe, it only writes one byte.
+private func forwardSignalToPipe(_ number: Int32) {
+    var byte = UInt8(truncatingIfNeeded: number)
+    _ = write(interruptPipe, &byte, 1)
 }
