@@ -38,6 +38,22 @@ enum StoreRows {
         ])
     }
 
+    /// Stores the server's copy of a record whose local fields (with or without `id`) are
+    /// `localFields`. When the server kept exactly those fields, as it does for nearly every pushed
+    /// insert and update, only the server's properties are written: the body stays as it is,
+    /// without encoding it again.
+    static func saveRecord(_ db: Database, table: String, record: TSyncModel.Record, localFields: [String: JSONValue]) throws {
+        let localCount = localFields.count - (localFields["id"] == nil ? 0 : 1)
+        guard record.fields.count == localCount, record.fields.allSatisfy({ localFields[$0.key] == $0.value }) else {
+            return try upsertRecord(db, table: table, record: record)
+        }
+        try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
+            .execute(arguments: [
+                record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version, table, record.id,
+            ])
+        if db.changesCount == 0 { try upsertRecord(db, table: table, record: record) }
+    }
+
     static func deleteRecord(_ db: Database, table: String, id: String) throws {
         try db.cachedStatement(sql: "DELETE FROM records WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
     }

@@ -9,6 +9,25 @@ import Testing
         #expect(value.objectValue?["b"]?.objectValue?["c"] == .int(-9007199254740993))
     }
 
+    /// The server writes records straight to bytes; they must be the bytes of the general path.
+    @Test(arguments: [
+        SystemProperties(),
+        SystemProperties(
+            createdAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_123), updatedAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_456),
+            version: "v\"1", deleted: true),
+    ])
+    func recordsWrittenDirectlyMatchTheirWireObject(system: SystemProperties) {
+        let fields: [String: JSONValue] = [
+            "A": 1, "b": "x", "createdAa": true, "createdAz": .null, "deletedX": [1, "2"], "e\u{301}": 2.5, "updatedAt2": 3,
+            "versio": ["k": "v"], "zz": "\n\u{1}", "ü": "é",
+        ]
+        for record in [Record(id: "r\"1", fields: fields, system: system), Record(id: "r2", fields: [:], system: system)] {
+            var direct: [UInt8] = []
+            JSONSerializer.writeRecord(record, to: &direct)
+            #expect(direct == JSONSerializer.bytes(.object(record.wireObject)), "\(String(decoding: direct, as: UTF8.self))")
+        }
+    }
+
     @Test func reportsLineAndColumn() {
         #expect(throws: TSyncError.invalidInput("invalid JSON at line 2, column 7: unexpected '}', expected a value")) {
             try JSONParser.parse("{\"a\": 1,\n \"b\": }")

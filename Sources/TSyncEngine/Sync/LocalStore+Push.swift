@@ -4,10 +4,22 @@ import TSyncModel
 /// An item of a table, compared by the bytes of its table name and id, as SQLite compares them
 /// (Swift's `String ==` would take "é" and "e" + U+0301 for one id).
 public struct ItemKey: Hashable, Sendable {
-    private let bytes: [UInt8]
+    private let table: String
+    private let id: String
 
     public init(table: String, id: String) {
-        bytes = Array(table.utf8) + [0] + Array(id.utf8)
+        self.table = table
+        self.id = id
+    }
+
+    public static func == (a: ItemKey, b: ItemKey) -> Bool {
+        a.table.utf8.elementsEqual(b.table.utf8) && a.id.utf8.elementsEqual(b.id.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in table.utf8 { hasher.combine(byte) }
+        hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: the two parts cannot run together
+        for byte in id.utf8 { hasher.combine(byte) }
     }
 }
 
@@ -95,11 +107,19 @@ extension LocalStore {
     {
         try write { db in
             let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: busy)
+            var fromRecords: [JSONValue] = []
             for outgoing in claimed where outgoing.operation.state == .pending {
+                guard outgoing.operation.kind == .delete else {
+                    fromRecords.append(.int(outgoing.operation.seq))
+                    continue
+                }
                 var saved = outgoing.item
                 if let version = outgoing.version { saved["version"] = .string(version) }
                 try db.cachedStatement(sql: "UPDATE operations SET state = 'inflight', item = ? WHERE seq = ?")
                     .execute(arguments: [StoredJSON.encode(saved), outgoing.operation.seq])
+            }
+            if !fromRecords.isEmpty {
+                try db.execute(sql: Self.claimFromRecords, arguments: [JSONSerializer.string(.array(fromRecords))])
             }
             return claimed.map { outgoing in
                 var outgoing = outgoing
@@ -128,10 +148,11 @@ extension LocalStore {
         guard !results.isEmpty else { return }
         let now = Timestamp.now()
         try write { db in
+            var succeeded: [(OutgoingOperation, TSyncModel.Record?)] = []
             for (outgoing, verdict) in results {
                 switch verdict {
                 case .succeeded(let serverRecord, _):
-                    try Self.completeOperation(db, seq: outgoing.operation.seq, serverRecord: serverRecord)
+                    succeeded.append((outgoing, serverRecord))
                 case .failed(let status, let message, let serverRecord):
                     var sent = outgoing.item
                     if let version = outgoing.version { sent["version"] = .string(version) }
@@ -143,8 +164,27 @@ extension LocalStore {
                         at: now)
                 }
             }
+            try Self.completeOperations(db, succeeded)
         }
     }
+
+    /// Marks pending inserts and updates (their `seq`s a JSON array) in flight, saving with each
+    /// what `selectPushable` sends: the record's fields without server properties, its `id`, and
+    /// the version of its base, else its own. One statement for the whole claim, SQLite's JSON
+    /// functions doing what a decode and an encode per operation did (the fields' text is copied,
+    /// so the saved item reads back as the very values sent).
+    static let claimFromRecords = """
+        UPDATE operations AS o SET state = 'inflight', item = (
+            SELECT CASE WHEN v.version IS NULL THEN json_set(v.fields, '$.id', o.item_id)
+                        ELSE json_set(v.fields, '$.id', o.item_id, '$.version', v.version) END
+            FROM (
+                SELECT json_remove(r.body, '$.createdAt', '$.updatedAt', '$.version', '$.deleted') AS fields,
+                       COALESCE(CASE WHEN json_type(b.item, '$.version') = 'text' THEN json_extract(b.item, '$.version') END,
+                                r.version) AS version
+                FROM records r LEFT JOIN bases b ON b.tbl = r.tbl AND b.id = r.id
+                WHERE r.tbl = o.tbl AND r.id = o.item_id) v)
+        WHERE seq IN (SELECT value FROM json_each(?))
+        """
 
     // MARK: - Selection
 
@@ -165,6 +205,7 @@ extension LocalStore {
         -> [OutgoingOperation]
     {
         let (clause, arguments) = tableClause(tables)
+        // Columns are read by position (by name, each read searched the column names).
         let rows = try Row.fetchCursor(
             db,
             sql: """
@@ -179,26 +220,26 @@ extension LocalStore {
         var selected: [OutgoingOperation] = []
         var items = busy
         while let row = try rows.next() {
-            let table: String = row["tbl"]
-            let itemID: String = row["item_id"]
+            let table: String = row[1]
+            let itemID: String = row[2]
             if limit != nil, !items.insert(ItemKey(table: table, id: itemID)).inserted { continue }
             let operation = PendingOperation(
-                seq: row["seq"], table: table, itemID: itemID,
-                kind: OperationKind(rawValue: row["kind"]) ?? .update,
-                state: OperationState(rawValue: row["state"]) ?? .pending,
-                queuedAt: (row["queued_at"] as String?).flatMap(Timestamp.init(iso8601:)) ?? Timestamp(millisecondsSinceEpoch: 0))
-            let base = try (row["base_item"] as String?).map {
+                seq: row[0], table: table, itemID: itemID,
+                kind: OperationKind(rawValue: row[3]) ?? .update,
+                state: OperationState(rawValue: row[4]) ?? .pending,
+                queuedAt: (row[5] as String?).flatMap(Timestamp.init(iso8601:)) ?? Timestamp(millisecondsSinceEpoch: 0))
+            let base = try (row[9] as String?).map {
                 try StoredJSON.decodeObject($0, what: "base of \(table)/\(itemID)")
             }
             let baseVersion = base?["version"]?.stringValue
             var wire: [String: JSONValue]
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
-                guard let text = row["op_item"] as String? else { continue }
+                guard let text = row[6] as String? else { continue }
                 wire = try StoredJSON.decodeObject(text, what: "operation \(operation.seq)")
-            } else if let body = row["body"] as String? {
+            } else if let body = row[7] as String? {
                 wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
-                if let version = row["version"] as String? { wire["version"] = .string(version) }
+                if let version = row[8] as String? { wire["version"] = .string(version) }
             } else {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
@@ -230,49 +271,62 @@ extension LocalStore {
             arguments: [seq])
     }
 
-    /// The server accepted an operation. The operation (and its error) leaves the queue. The
-    /// server's record (nil for a 204 answer) replaces the local item, unless a newer local
-    /// change to the item is queued: then the local fields are kept, but the item takes the
-    /// server's version and timestamps, and that copy becomes the base the newer change is
-    /// pushed against.
-    static func completeOperation(_ db: Database, seq: Int64, serverRecord: TSyncModel.Record?) throws {
-        guard let operation = try StoreRows.operation(db, seq: seq) else {
-            throw TSyncError.invalidInput("no queued operation \(seq)")
+    /// The server accepted these operations, at most one per item. Each operation (and its error)
+    /// leaves the queue. The server's record (nil for a 204 answer) replaces the local item, unless
+    /// a newer local change to the item is queued: then the local fields are kept, but the item
+    /// takes the server's version and timestamps, and that copy becomes the base the newer change
+    /// is pushed against.
+    ///
+    /// The steps that apply to every operation alike (leave the queue, look for newer changes,
+    /// drop the bases) are one statement each for the whole batch, the operations' keys passed as
+    /// one JSON array: statement by statement they were half of what a push spent in the store.
+    static func completeOperations(_ db: Database, _ accepted: [(OutgoingOperation, TSyncModel.Record?)]) throws {
+        guard !accepted.isEmpty else { return }
+        let seqs = JSONSerializer.string(.array(accepted.map { .int($0.0.operation.seq) }))
+        try db.execute(sql: "DELETE FROM operations WHERE seq IN (SELECT value FROM json_each(?))", arguments: [seqs])
+        guard db.changesCount == accepted.count else {
+            throw TSyncError.invalidInput("\(accepted.count - db.changesCount) of the completed operations are no longer queued")
         }
-        let table = operation.table
-        let id = operation.itemID
-        try db.cachedStatement(sql: "DELETE FROM operations WHERE seq = ?").execute(arguments: [seq])
-        let newerChange = try StoreRows.hasOperations(db, table: table, id: id)
-        guard let server = serverRecord else {
-            if !newerChange { try StoreRows.dropBase(db, table: table, id: id) }
-            return
-        }
-        if newerChange {
+        let keys = JSONSerializer.string(
+            .array(accepted.map { .array([.string($0.0.operation.table), .string($0.0.operation.itemID)]) }))
+        let newerChange = Set(
+            try Int.fetchAll(
+                db,
+                sql: """
+                    SELECT CAST(j.key AS INTEGER) FROM json_each(?) j WHERE EXISTS (
+                        SELECT 1 FROM operations o
+                        WHERE o.tbl = json_extract(j.value, '$[0]') AND o.item_id = json_extract(j.value, '$[1]'))
+                    """,
+                arguments: [keys]))
+        var idle: [JSONValue] = []
+        for (index, (outgoing, serverRecord)) in accepted.enumerated() {
+            let operation = outgoing.operation
+            let table = operation.table
+            let id = operation.itemID
+            guard newerChange.contains(index) else {
+                idle.append(.array([.string(table), .string(id)]))
+                if let server = serverRecord {
+                    if server.system.deleted {
+                        try StoreRows.deleteRecord(db, table: table, id: id)
+                    } else {
+                        try StoreRows.saveRecord(db, table: table, record: server, localFields: outgoing.item)
+                    }
+                }
+                continue
+            }
+            guard let server = serverRecord else { continue }
             try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
                 .execute(arguments: [
                     server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
                 ])
             try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
-        } else {
-            if server.system.deleted {
-                try StoreRows.deleteRecord(db, table: table, id: id)
-            } else {
-                try StoreRows.upsertRecord(db, table: table, record: server)
-            }
-            try StoreRows.dropBase(db, table: table, id: id)
         }
-    }
-}
-
-extension StoreRows {
-    static func operation(_ db: Database, seq: Int64) throws -> PendingOperation? {
-        let row = try Row.fetchOne(
-            db.cachedStatement(
-                sql: """
-                    SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, e.id, e.http_status, e.message
-                    FROM operations o LEFT JOIN errors e ON e.operation_seq = o.seq WHERE o.seq = ?
-                    """),
-            arguments: [seq])
-        return try row.map(pendingOperation)
+        guard !idle.isEmpty else { return }
+        try db.execute(
+            sql: """
+                DELETE FROM bases WHERE (tbl, id) IN (
+                    SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+                """,
+            arguments: [JSONSerializer.string(.array(idle))])
     }
 }

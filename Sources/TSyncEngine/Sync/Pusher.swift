@@ -97,10 +97,14 @@ public struct Pusher: Sendable {
     ) async throws(TSyncError) {
         var onItsWay: (task: Task<Round, Never>, items: Set<ItemKey>)?
         var stop: TSyncError?
+        // Rounds start small and double up to the server's limit: the first batch is on its way
+        // after a short claim, so the server is not idle while the pipeline fills.
+        var roundSize = min(limits.maxOperations, 64)
         while true {
             var claimed: [OutgoingOperation] = []
             if stop == nil, stopRequest?.isStopped != true {
-                claimed = try store.claimOperations(tables: tables, limit: limits.maxOperations, skipping: onItsWay?.items ?? [])
+                claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: onItsWay?.items ?? [])
+                roundSize = min(limits.maxOperations, roundSize * 2)
             }
             let round = claimed
             let next: (task: Task<Round, Never>, items: Set<ItemKey>)? =

@@ -70,18 +70,20 @@ struct BatchRoutes: Sendable {
         } else if !valid.isEmpty {
             outcomes = try await storage.write(valid.map(\.write), atomic: atomic)
         }
-        var results: [JSONValue] = []
-        results.reserveCapacity(parsed.count)
+        var results = Array(#"{"results":["#.utf8)
+        results.reserveCapacity(256 * parsed.count)
         var next = outcomes.makeIterator()
-        for entry in parsed {
+        for (index, entry) in parsed.enumerated() {
+            if index > 0 { results.append(UInt8(ascii: ",")) }
             switch entry {
             case .success(let write):
-                results.append(WriteAnswer(next.next() ?? .notApplied, for: write).json)
+                WriteAnswer(next.next() ?? .notApplied, for: write).write(to: &results)
             case .failure(let error):
-                results.append(WriteAnswer(error).json)
+                WriteAnswer(error).write(to: &results)
             }
         }
-        return JSONResponse.make(.ok, ["results": .array(results)])
+        results.append(contentsOf: "]}".utf8)
+        return JSONResponse.make(.ok, bytes: results)
     }
 
     private func writeRequest(_ operation: JSONValue, context: ServerRequestContext) throws(APIError) -> WriteRequest {

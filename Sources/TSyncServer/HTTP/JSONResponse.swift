@@ -5,16 +5,23 @@ import TSyncModel
 /// client library and tests compare against.
 enum JSONResponse {
     static func make(_ status: HTTPResponse.Status, _ value: JSONValue, headers: HTTPFields = [:]) -> Response {
+        make(status, bytes: JSONSerializer.bytes(value), headers: headers)
+    }
+
+    /// A body already written as JSON.
+    static func make(_ status: HTTPResponse.Status, bytes: [UInt8], headers: HTTPFields = [:]) -> Response {
         var headers = headers
         headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: JSONSerializer.bytes(value))))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     /// One record with its `ETag` (the quoted version, DESIGN §4).
     static func item(_ status: HTTPResponse.Status, _ record: Record, headers: HTTPFields = [:]) -> Response {
         var headers = headers
         if let version = record.system.version { headers[.eTag] = EntityTag.quoted(version) }
-        return make(status, .object(record.wireObject), headers: headers)
+        var bytes: [UInt8] = []
+        JSONSerializer.writeRecord(record, to: &bytes)
+        return make(status, bytes: bytes, headers: headers)
     }
 
     static func error(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {

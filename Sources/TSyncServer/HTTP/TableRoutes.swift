@@ -25,16 +25,27 @@ struct TableRoutes: Sendable {
         let options = try ListOptions(parameters, configuration: configuration)
         let page = try await storage.query(table: table, options.query, scope: try scope(table, context))
 
-        let items = JSONValue.array(page.records.map { options.project($0.wireObject) })
         var headers: HTTPFields = [:]
         if options.query.top > 0, page.records.count == options.query.top {
             let next = nextPageURL(request, parameters: parameters, skip: options.query.skip + options.query.top)
             headers[.link] = "<\(next)>; rel=next"
         }
-        if let count = page.totalCount {
-            return JSONResponse.make(.ok, ["results": items, "count": .int(Int64(count))], headers: headers)
+        // Written straight to bytes, in the serializer's key order: `{"count", "results"}`.
+        var body: [UInt8] = []
+        body.reserveCapacity(64 + 256 * page.records.count)
+        if let count = page.totalCount { body.append(contentsOf: #"{"count":\#(count),"results":"#.utf8) }
+        body.append(UInt8(ascii: "["))
+        for (index, record) in page.records.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            if options.select == nil {
+                JSONSerializer.writeRecord(record, to: &body)
+            } else {
+                JSONSerializer.write(options.project(record.wireObject), to: &body)
+            }
         }
-        return JSONResponse.make(.ok, items, headers: headers)
+        body.append(UInt8(ascii: "]"))
+        if page.totalCount != nil { body.append(UInt8(ascii: "}")) }
+        return JSONResponse.make(.ok, bytes: body, headers: headers)
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {

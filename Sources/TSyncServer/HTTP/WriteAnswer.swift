@@ -117,11 +117,19 @@ struct WriteAnswer {
         return JSONResponse.item(status, item)
     }
 
-    /// One entry of the batch route's `results`: `{"status", "item"}` or `{"status", "error"}`.
-    var json: JSONValue {
-        var entry: [String: JSONValue] = ["status": .int(Int64(status.code))]
-        if let item { entry["item"] = .object(item.wireObject) }
-        if let message, item == nil { entry["error"] = .string(message) }
-        return .object(entry)
+    /// Appends one entry of the batch route's `results`: `{"item", "status"}` or
+    /// `{"error", "status"}` (keys in the serializer's order).
+    func write(to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "{"))
+        if let item {
+            output.append(contentsOf: #""item":"#.utf8)
+            JSONSerializer.writeRecord(item, to: &output)
+            output.append(UInt8(ascii: ","))
+        } else if let message {
+            output.append(contentsOf: #""error":"#.utf8)
+            JSONSerializer.writeString(message, to: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        output.append(contentsOf: #""status":\#(status.code)}"#.utf8)
     }
 }

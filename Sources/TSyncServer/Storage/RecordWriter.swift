@@ -16,8 +16,7 @@ enum RecordWriter {
     /// A new opaque version: 64 random bits in hex. It only has to differ from every earlier version
     /// of the same record, which random bits give without coordination between server instances.
     static func newVersion() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let hex = String(generator.next() as UInt64, radix: 16)
+        let hex = String(RandomBits.shared.next(), radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
