@@ -47,12 +47,12 @@ public struct PullSummary: Sendable, Equatable {
 /// follow. Without a query id the pull follows `Link` when the server sends it, else `$skip`.
 public struct Puller: Sendable {
     public var store: LocalStore
-    public var remote: RemoteClient
+    public var remote: any SyncRemote
 
     /// When set and stopped, the pull ends after the page it is writing.
     public var stopRequest: StopRequest?
 
-    public init(store: LocalStore, remote: RemoteClient, stopRequest: StopRequest? = nil) {
+    public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
@@ -190,7 +190,7 @@ extension Puller {
 private final class PageFetch: Sendable {
     private let task: Task<Result<Page, TSyncError>, Never>
 
-    init(_ remote: RemoteClient, _ request: PageRequest) {
+    init(_ remote: any SyncRemote, _ request: PageRequest) {
         task = Task { await Self.read(remote, request) }
     }
 
@@ -200,7 +200,7 @@ private final class PageFetch: Sendable {
 
     func cancel() { task.cancel() }
 
-    private static func read(_ remote: RemoteClient, _ request: PageRequest) async -> Result<Page, TSyncError> {
+    private static func read(_ remote: any SyncRemote, _ request: PageRequest) async -> Result<Page, TSyncError> {
         do throws(TSyncError) {
             return .success(try await remote.readPage(request))
         } catch {

@@ -36,7 +36,7 @@ public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 /// items per round keep every item's operations in queue order either way.
 public struct Pusher: Sendable {
     public var store: LocalStore
-    public var remote: RemoteClient
+    public var remote: any SyncRemote
     /// Operations claimed per round when sending one request per operation.
     public var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
@@ -47,7 +47,7 @@ public struct Pusher: Sendable {
     public var stopRequest: StopRequest?
 
     /// `concurrency` below 1 is taken as 1 (`SyncSession` refuses it with a message).
-    public init(store: LocalStore, remote: RemoteClient, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
+    public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
@@ -351,7 +351,7 @@ public struct Pusher: Sendable {
         return PushVerdict.classify(kind: kind, sent: kind == .delete ? nil : outgoing.item, answer: answer)
     }
 
-    static func send(_ outgoing: OutgoingOperation, to remote: RemoteClient) async throws(TSyncError) -> PushVerdict {
+    static func send(_ outgoing: OutgoingOperation, to remote: any SyncRemote) async throws(TSyncError) -> PushVerdict {
         let operation = outgoing.operation
         let answer: RemoteAnswer
         switch operation.kind {
@@ -385,7 +385,7 @@ public struct Pusher: Sendable {
     /// truncated or damaged body, a server that answers 204), the record is read back; when that
     /// fails too, the push stops and the operation stays in flight, so the next push re-sends it
     /// and learns what the server holds — never "pushed" with a stale version (issue 9.5).
-    static func confirmed(_ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: RemoteClient) async throws(TSyncError)
+    static func confirmed(_ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: any SyncRemote) async throws(TSyncError)
         -> RemoteAnswer
     {
         let operation = outgoing.operation

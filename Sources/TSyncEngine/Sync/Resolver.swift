@@ -28,9 +28,9 @@ public struct ResolveReport: Sendable, Equatable {
 /// conflict rather than overwriting a change it never saw.
 public struct Resolver: Sendable {
     public var store: LocalStore
-    public var remote: RemoteClient?
+    public var remote: (any SyncRemote)?
 
-    public init(store: LocalStore, remote: RemoteClient?) {
+    public init(store: LocalStore, remote: (any SyncRemote)?) {
         self.store = store
         self.remote = remote
     }
@@ -84,7 +84,7 @@ public struct Resolver: Sendable {
     }
 
     /// The server's soft-deleted copy of the item, if it keeps one.
-    private func deletedCopy(of error: OperationError, from remote: RemoteClient) async throws(TSyncError) -> Record? {
+    private func deletedCopy(of error: OperationError, from remote: any SyncRemote) async throws(TSyncError) -> Record? {
         let quoted = "'" + error.itemID.replacingOccurrences(of: "'", with: "''") + "'"
         let page = try await remote.readPage(
             PageRequest(table: error.table, filter: "id eq \(quoted)", top: 1, includeDeleted: true))

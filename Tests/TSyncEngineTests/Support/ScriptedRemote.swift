@@ -1,0 +1,127 @@
+import Foundation
+import TSyncModel
+
+@testable import TSyncEngine
+
+/// An in-memory sync server behind `SyncRemote`, for the rules of `Pusher` and `Puller`: it keeps
+/// records with versions and timestamps, answers 409, 412 and 404 as the protocol does, and fails
+/// on demand. Not a replacement for the real server, which the end-to-end tests drive.
+final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards the state
+    enum Fault {
+        /// The write is applied, then the answer is lost (the connection drops): `.unreachable`.
+        case loseAnswer
+        /// The token was revoked: `.unauthorized` for this call and every later write; nothing applied.
+        case revokeToken
+    }
+
+    let endpoint: RemoteEndpoint
+    private let lock = NSLock()
+    private var tables: [String: [String: Record]] = [:]
+    private var clock: Int64 = 1_700_000_000_000
+    private var writeCalls = 0
+    private var faults: [Int: Fault] = [:]
+    private var revoked = false
+    private var applied: [(kind: OperationKind, id: String)] = []
+    private let batchLimit: Int?
+    /// When set, `readPage` answers with it instead of the stored records.
+    var scriptedPage: (@Sendable (PageRequest) -> Page)?
+
+    /// - Parameter batchLimit: the batch route's operation limit; nil for a server without one.
+    init(batchLimit: Int? = nil) throws {
+        endpoint = try RemoteEndpoint("http://scripted.invalid")
+        self.batchLimit = batchLimit
+    }
+
+    /// Makes the `call`-th write request (an insert, update, delete, undelete or batch; from 1) fail.
+    func fail(call: Int, with fault: Fault) { lock.withLock { faults[call] = fault } }
+
+    func records(_ table: String) -> [String: Record] { lock.withLock { tables[table] ?? [:] } }
+    var writeRequests: Int { lock.withLock { writeCalls } }
+    /// Every write the server was asked to do, in the order it did them (refused ones included).
+    var log: [(kind: OperationKind, id: String)] { lock.withLock { applied } }
+
+    // MARK: - SyncRemote
+
+    func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
+        if let scriptedPage { return scriptedPage(request) }
+        let records = lock.withLock {
+            (tables[request.table] ?? [:]).values.sorted {
+                ($0.system.updatedAt?.millisecondsSinceEpoch ?? 0, $0.id) < ($1.system.updatedAt?.millisecondsSinceEpoch ?? 0, $1.id)
+            }
+        }
+        return Page(records: records, nextLink: nil)
+    }
+
+    func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
+        lock.withLock {
+            guard let record = tables[table]?[id] else { return .rejected(status: 404, message: "not found", serverRecord: nil) }
+            return .accepted(status: 200, record: record)
+        }
+    }
+
+    func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
+        try writeCall { apply(.insert, table: table, id: item["id"]?.stringValue ?? "", item: item, version: nil) }
+    }
+
+    func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
+        try writeCall { apply(.update, table: table, id: id, item: item, version: version) }
+    }
+
+    func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+        try writeCall { apply(.delete, table: table, id: id, item: nil, version: version) }
+    }
+
+    func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+        try writeCall { .rejected(status: 400, message: "undelete is not scripted", serverRecord: nil) }
+    }
+
+    func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
+        batchLimit.map { BatchCapabilities(maxOperations: $0, maxBytes: 1 << 24, maxItemBytes: 1 << 20, atomic: false) }
+    }
+
+    func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
+        try writeCall {
+            .answers(operations.map { operation in
+                switch operation.method {
+                case .insert: apply(.insert, table: operation.table, id: operation.id, item: operation.item, version: nil)
+                case .update: apply(.update, table: operation.table, id: operation.id, item: operation.item, version: operation.version)
+                case .delete: apply(.delete, table: operation.table, id: operation.id, item: nil, version: operation.version)
+                }
+            })
+        }
+    }
+
+    // MARK: - The server's rules
+
+    /// Counts a write request and applies its fault, if any, around `body` (run under the lock).
+    private func writeCall<Answer>(_ body: () -> Answer) throws(TSyncError) -> Answer {
+        lock.lock()
+        defer { lock.unlock() }
+        writeCalls += 1
+        if faults[writeCalls] == .revokeToken { revoked = true }
+        if revoked { throw TSyncError(.unauthorized, "the token was revoked") }
+        let answer = body()
+        if faults[writeCalls] == .loseAnswer { throw TSyncError(.unreachable, "the connection dropped before the answer") }
+        return answer
+    }
+
+    private func apply(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?) -> RemoteAnswer {
+        applied.append((kind, id))
+        let current = tables[table]?[id]
+        if kind == .insert, let current { return .rejected(status: 409, message: "exists", serverRecord: current) }
+        if kind != .insert {
+            guard let current, !current.system.deleted else { return .rejected(status: 404, message: "not found", serverRecord: nil) }
+            if let version, version != current.system.version { return .rejected(status: 412, message: "stale", serverRecord: current) }
+        }
+        clock += 1
+        let now = Timestamp(millisecondsSinceEpoch: clock)
+        var fields = item ?? current?.fields ?? [:]
+        fields.removeValue(forKey: "id")
+        let record = Record(
+            id: id, fields: fields,
+            system: SystemProperties(
+                createdAt: current?.system.createdAt ?? now, updatedAt: now, version: "v\(clock)", deleted: kind == .delete))
+        tables[table, default: [:]][id] = record
+        return .accepted(status: kind == .insert ? 201 : 200, record: record)
+    }
+}
