@@ -68,6 +68,7 @@ let package = Package(
             name: "tsync",
             dependencies: [
                 "TSyncModel",
+                "TSyncQuery",
                 "TSyncEngine",
                 "TSyncServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -84,7 +85,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TSyncEngineTests",
-            dependencies: ["TSyncEngine", "TSyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["TSyncEngine", "TSyncModel", "TSyncQuery", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "TSyncServerTests",

@@ -26,7 +26,7 @@ extension LocalStore {
         var matching = "SELECT id FROM (SELECT id, body, created_at, updated_at, version, 0 AS deleted FROM records WHERE tbl = ?)"
         var matchingArguments: [DatabaseValue] = [table.databaseValue]
         if let filter {
-            let clause = try SQLRenderer(schema: RecordQuery.schema).whereClause(try ODataParser.parseFilter(filter))
+            let clause = try SQLRenderer(schema: RecordQuery.localSchema).whereClause(try ODataParser.parseFilter(filter))
             matching += " WHERE " + clause.sql
             matchingArguments += clause.arguments.map(\.databaseValue)
         }
@@ -38,8 +38,9 @@ extension LocalStore {
             let pending =
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM operations WHERE \(itemCondition)", arguments: itemArguments) ?? 0
             if pending > 0, !force {
-                throw TSyncError.failure(
-                    "\(table) has \(pending) pending operation\(pending == 1 ? "" : "s") on the records to purge; push first (`tsync push`), or purge with --force to drop them")
+                throw TSyncError(
+                    .failure, "\(table) has \(pending) pending operation\(pending == 1 ? "" : "s") on the records to purge",
+                    remedy: .pushOrForcePurge)
             }
             var result = PurgeResult()
             if pending > 0 {

@@ -1,5 +1,6 @@
 import GRDB
 import TSyncModel
+import TSyncQuery
 
 /// One line of `tsync tables`.
 public struct TableSummary: Sendable, Equatable {
@@ -35,7 +36,7 @@ extension LocalStore {
     /// Records of `table` matching `query`, in its order. An unknown table is an error.
     public func query(table: String, _ query: RecordQuery = RecordQuery()) throws(TSyncError) -> [TSyncModel.Record] {
         try Identifiers.validateTableName(table)
-        let (sql, arguments) = try query.sql(table: table)
+        let (sql, arguments) = try query.localSQL(table: table)
         return try read { db in
             try StoreRows.requireTable(db, table)
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)

@@ -39,7 +39,7 @@ public struct StoreLocation: Sendable, Equatable {
         explicit: String?, environment: [String: String], workingDirectory: String
     ) throws(TSyncError) -> StoreLocation {
         if let explicit, !explicit.isEmpty {
-            return try named(absolute(explicit, from: workingDirectory), source: "--store")
+            return try named(absolute(explicit, from: workingDirectory), source: "the path given")
         }
         if let fromEnvironment = environment["TSYNC_DIR"], !fromEnvironment.isEmpty {
             return try named(absolute(fromEnvironment, from: workingDirectory), source: "TSYNC_DIR")

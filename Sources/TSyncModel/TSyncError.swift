@@ -18,8 +18,26 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case failure
     }
 
+    /// What the user can do about an error whose remedy is a setting of theirs. The message
+    /// words it neutrally (a library's user reads it so); the command line words it in terms of
+    /// its flags instead.
+    public enum Remedy: Sendable, Equatable {
+        /// Push first, or purge with force (dropping the pending operations).
+        case pushOrForcePurge
+        /// Ask for smaller pages.
+        case smallerPages
+        /// A saved query was pulled with another filter: keep its filter, reset it, or use another id.
+        case keepOrResetSavedFilter
+        /// Pull without a query id (a full pull by pages).
+        case pullWithoutQueryID
+        /// The server database location is wrong, or the database was never created.
+        case checkDatabaseLocation
+    }
+
     public var kind: Kind
+    /// What went wrong, with the remedy in neutral words when there is one.
     public var message: String
+    public var remedy: Remedy?
     /// For `.unreachable`: the request certainly never left this machine (the connection was
     /// refused or never established), so the server cannot have applied it. When false, a write
     /// may have arrived and only its answer was lost.
@@ -29,6 +47,26 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         self.kind = kind
         self.message = message
         self.requestNeverSent = requestNeverSent
+    }
+
+    /// An error whose `message` is `fact`, then `remedy` in neutral words after a semicolon.
+    public init(_ kind: Kind, _ fact: String, remedy: Remedy) {
+        self.init(kind, "\(fact); \(Self.neutralWords(remedy))")
+        self.fact = fact
+        self.remedy = remedy
+    }
+
+    /// The message without its remedy (the whole message when it has none).
+    public var fact: String?
+
+    private static func neutralWords(_ remedy: Remedy) -> String {
+        switch remedy {
+        case .pushOrForcePurge: "push them first, or purge with force to drop them"
+        case .smallerPages: "ask for smaller pages"
+        case .keepOrResetSavedFilter: "pull it without a filter, reset it to replace the filter, or use another query id"
+        case .pullWithoutQueryID: "pull without a query id"
+        case .checkDatabaseLocation: "check the database location (serving and adding a user create it)"
+        }
     }
 
     public var description: String { message }

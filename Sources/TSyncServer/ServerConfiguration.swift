@@ -60,29 +60,37 @@ public struct ServerConfiguration: Sendable {
         self.trustedProxies = trustedProxies
     }
 
+    /// Refuses settings the server cannot run with. Messages name the settings in words, as a
+    /// library's user sets them; `tsync serve` checks its own flags first, in their terms.
     public func validate() throws(TSyncError) {
         guard (0...65535).contains(port) else { throw .usage("invalid port \(port): use 0 to 65535 (0 picks a free port)") }
-        guard maximumPageSize >= 1 else { throw .usage("--max-top must be at least 1") }
-        guard maximumBatchOperations >= 0 else { throw .usage("--max-batch must be 0 (no batch route) or more") }
-        guard maximumConnections >= 1 else { throw .usage("--max-connections must be at least 1") }
+        guard maximumPageSize >= 1 else { throw .usage("the maximum page size must be at least 1") }
+        guard maximumBatchOperations >= 0 else { throw .usage("the batch limit must be 0 (no batch route) or more") }
+        guard maximumConnections >= 1 else { throw .usage("the connection limit must be at least 1") }
         guard headerTimeoutSeconds >= 1, idleTimeoutSeconds >= 1 else {
-            throw .usage("--header-timeout and --idle-timeout must be at least 1 second")
+            throw .usage("the header and idle timeouts must be at least 1 second")
         }
         for table in perUserTables { try Identifiers.validateTableName(table) }
-        for proxy in trustedProxies.sorted() where ClientAddress.canonical(proxy) == nil {
-            throw .usage("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
+        if let proxy = invalidTrustedProxy {
+            throw .usage("trusted proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
         }
         if !requiresAuthentication {
             if !perUserTables.isEmpty {
-                throw .usage("--per-user needs accounts to know whose records are whose: it cannot be combined with --no-auth")
+                throw .usage("per-user tables need accounts to know whose records are whose: they need authentication")
             }
-            if !Self.isLoopback(host) && !allowInsecure {
+            if exposedWithoutAuthentication {
                 throw .usage(
-                    "refusing --no-auth on \(host), which is not a loopback address: anyone who reaches it could read and change every table; add --insecure if you really mean it"
+                    "refusing to serve without authentication on \(host), which is not a loopback address: anyone who reaches it could read and change every table; allow it explicitly if you really mean it"
                 )
             }
         }
     }
+
+    /// The first trusted proxy that is not an IP address, if any.
+    public var invalidTrustedProxy: String? { trustedProxies.sorted().first { ClientAddress.canonical($0) == nil } }
+
+    /// Serving without authentication on an address other hosts can reach, not explicitly allowed.
+    public var exposedWithoutAuthentication: Bool { !requiresAuthentication && !Self.isLoopback(host) && !allowInsecure }
 
     /// The page size of a request: the default, or `$top` within the maximum.
     func pageSize(top: Int?) -> Int { top ?? min(defaultPageSize, maximumPageSize) }

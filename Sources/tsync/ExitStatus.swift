@@ -39,3 +39,19 @@ enum ExitStatus {
           130 push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
         """
 }
+
+extension TSyncError {
+    /// The message as the command line prints it: a remedy is worded in terms of its flags.
+    var commandLineMessage: String {
+        guard let remedy, let fact else { return message }
+        let words: String
+        switch remedy {
+        case .pushOrForcePurge: words = "push first (`tsync push`), or purge with --force to drop them"
+        case .smallerPages: words = "ask for smaller pages (pull --page-size)"
+        case .keepOrResetSavedFilter: words = "pull it without --filter, add --reset to replace the filter, or use another --query-id"
+        case .pullWithoutQueryID: words = "pull without --query-id"
+        case .checkDatabaseLocation: words = "check --db (`tsync serve` and `tsync user add` create it)"
+        }
+        return "\(fact); \(words)"
+    }
+}

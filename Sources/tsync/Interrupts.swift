@@ -26,6 +26,13 @@ final class Interrupts: Sendable {
         let readEnd = ends[0]
         let stopRequest = self.stopRequest
         let reader = Thread {
+            // A process may start with the signals blocked (a parent's mask is inherited: a test
+            // runner whose server tests watch SIGINT had it blocked): this thread takes them.
+            var signals = sigset_t()
+            sigemptyset(&signals)
+            sigaddset(&signals, SIGINT)
+            sigaddset(&signals, SIGTERM)
+            pthread_sigmask(SIG_UNBLOCK, &signals, nil)
             var number: UInt8 = 0
             while read(readEnd, &number, 1) == 1 {
                 if stopRequest.isStopped { _exit(128 + Int32(number)) }

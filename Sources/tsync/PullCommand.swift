@@ -44,22 +44,21 @@ struct PullCommand: AsyncParsableCommand {
     @Flag(help: "Forget the query id's checkpoint and pull everything again.")
     var reset = false
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
-
-    @Flag(name: .shortAndLong, help: "No progress and no summary line on stderr.")
-    var quiet = false
+    @OptionGroup var output: ReportOptions
 
     func validate() throws {
         try Identifiers.validateTableName(table)
         guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1") }
         if reset && queryId == nil { throw ValidationError("--reset needs --query-id") }
+        if let queryId, queryId.isEmpty || queryId.contains(where: \.isNewline) {
+            throw ValidationError("--query-id must be a non-empty single-line name")
+        }
     }
 
     func run() async throws {
         let store = try storeOptions.open()
         let request = PullRequest(table: table, filter: filter, queryID: queryId, pageSize: pageSize, reset: reset)
-        let progress = ProgressLine(quiet: quiet)
+        let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
         let summary: PullSummary
         do {
@@ -69,12 +68,12 @@ struct PullCommand: AsyncParsableCommand {
             throw error
         }
         if summary.interrupted, let code = interrupts.exitCode {
-            if json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
+            if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
             let resume = queryId == nil ? "pull again to get the rest" : "run the same pull to go on from where it stopped"
             Console.error("interrupted: \(SyncFormat.pullSummary(summary)); \(resume)")
             throw ExitCode(code)
         }
-        if json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
-        if !quiet { Console.note(SyncFormat.pullSummary(summary)) }
+        if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
+        if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
     }
 }

@@ -51,11 +51,7 @@ struct PushCommand: AsyncParsableCommand {
     @Flag(help: "Apply the whole queue all or nothing (needs tsync serve).")
     var atomic = false
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
-
-    @Flag(name: .shortAndLong, help: "No progress and no summary line on stderr.")
-    var quiet = false
+    @OptionGroup var output: ReportOptions
 
     func validate() throws {
         for table in tables { try Identifiers.validateTableName(table) }
@@ -66,15 +62,15 @@ struct PushCommand: AsyncParsableCommand {
         let selection = tables.isEmpty ? nil : tables
         if dryRun {
             let (operations, summary) = try RemoteAccess.session(store).pushPreview(tables: selection)
-            if json {
+            if output.json {
                 Console.write(JSONReports.line(SyncReports.push(summary, dryRun: operations)))
             } else {
                 Console.write(operations.map(SyncFormat.dryRunLine).joined())
-                if !quiet { Console.note(SyncFormat.pushSummary(summary, dryRun: true)) }
+                if !output.quiet { Console.note(SyncFormat.pushSummary(summary, dryRun: true)) }
             }
             return
         }
-        let progress = ProgressLine(quiet: quiet)
+        let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
         let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle)
         let summary: PushSummary
@@ -84,7 +80,7 @@ struct PushCommand: AsyncParsableCommand {
             progress.finish()
             throw error
         }
-        if json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
+        if output.json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
         let line = SyncFormat.pushSummary(summary, dryRun: false)
         if summary.interrupted, let code = interrupts.exitCode {
             let left = try store.pushableOperationCount(tables: selection)
@@ -93,6 +89,6 @@ struct PushCommand: AsyncParsableCommand {
         }
         // Exit 2 while the error table holds errors of these tables, new or old (DESIGN §3).
         if summary.failed > 0 || summary.heldBack > 0 { throw TSyncError(.operationsFailed, line) }
-        if !quiet { Console.note(line) }
+        if !output.quiet { Console.note(line) }
     }
 }

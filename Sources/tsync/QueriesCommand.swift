@@ -16,12 +16,11 @@ struct QueriesCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Flag(help: "Print machine-readable JSON.")
-    var json = false
+    @OptionGroup var output: JSONOption
 
     func run() throws {
         let queries = try storeOptions.open().savedQueries()
-        if json {
+        if output.json {
             Console.write(JSONReports.line(.array(queries.map(JSONReports.savedQuery))))
             return
         }

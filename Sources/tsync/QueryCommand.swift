@@ -1,6 +1,7 @@
 import ArgumentParser
 import TSyncEngine
 import TSyncModel
+import TSyncQuery
 
 struct QueryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,12 +51,12 @@ struct QueryCommand: ParsableCommand {
         let query = try RecordQuery(filter: filter, orderBy: orderby, top: top, skip: skip, select: select)
         let records = try storeOptions.open().query(table: table, query)
         if output.json {
-            Console.write(JSONReports.line(.array(records.map { .object(query.project($0)) })))
+            Console.write(JSONReports.line(.array(records.map { .object(query.project($0.wireObject)) })))
             return
         }
         var text = ""
         for record in records {
-            text += JSONSerializer.string(.object(query.project(record)))
+            text += JSONSerializer.string(.object(query.project(record.wireObject)))
             text += "\n"
         }
         Console.write(text)

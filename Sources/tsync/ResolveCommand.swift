@@ -48,11 +48,7 @@ struct ResolveCommand: AsyncParsableCommand {
     @Flag(help: "Push right after settling (useful with --ours and --merge).")
     var push = false
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
-
-    @Flag(name: .shortAndLong, help: "No summary line on stderr.")
-    var quiet = false
+    @OptionGroup var output: ReportOptions
 
     enum ResolutionFlag: String, EnumerableFlag {
         case ours, theirs, cancel, discard, merge
@@ -85,9 +81,9 @@ struct ResolveCommand: AsyncParsableCommand {
         let selection: ErrorSelection = all ? .all : table.map(ErrorSelection.table) ?? .ids(ids)
         let result = try await RemoteAccess.session(store).resolve(selection, with: resolution, thenPush: push)
         let report = result.report
-        if json { Console.write(JSONReports.line(SyncReports.resolve(report))) }
+        if output.json { Console.write(JSONReports.line(SyncReports.resolve(report))) }
         let refused = report.refused
-        if !quiet {
+        if !output.quiet {
             var line = "resolved \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"
             if let pushSummary = result.push { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }
             Console.note(line)

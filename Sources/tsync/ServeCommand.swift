@@ -22,8 +22,7 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
-    var db = DatabaseLocation.defaultValue
+    @OptionGroup var database: DatabaseOption
 
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
@@ -91,7 +90,31 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second") }
+        guard maxTop >= 1 else { throw ValidationError("--max-top must be at least 1") }
         guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard headerTimeout >= 1, idleTimeout >= 1 else {
+            throw ValidationError("--header-timeout and --idle-timeout must be at least 1 second")
+        }
+        if let proxy = configuration.invalidTrustedProxy {
+            throw ValidationError("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
+        }
+        if noAuth, !perUser.isEmpty {
+            throw ValidationError("--per-user needs accounts to know whose records are whose: it cannot be combined with --no-auth")
+        }
+        if configuration.exposedWithoutAuthentication {
+            throw ValidationError(
+                "refusing --no-auth on \(host), which is not a loopback address: anyone who reaches it could read and change every table; add --insecure if you really mean it")
+        }
+    }
+
+    private var configuration: ServerConfiguration {
+        ServerConfiguration(
+            host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
+            maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
+            trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
+            idleTimeoutSeconds: idleTimeout
+        )
     }
 
     func run() async throws {
@@ -100,14 +123,9 @@ struct ServeCommand: AsyncParsableCommand {
             handler.logLevel = .info
             return handler
         }
-        let configuration = ServerConfiguration(
-            host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
-            maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
-            trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
-            idleTimeoutSeconds: idleTimeout
-        )
+        let configuration = self.configuration
         try configuration.validate()
-        try await DatabaseLocation(parsing: db).withStorage(logger: Logger(label: "tsync.storage")) { storage in
+        try await database.location().withStorage(logger: Logger(label: "tsync.storage")) { storage in
             try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
         }
     }

@@ -31,14 +31,13 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "One line per pending operation, stable for scripts.")
     var porcelain = false
 
-    @Flag(help: "Print machine-readable JSON.")
-    var json = false
+    @OptionGroup var output: JSONOption
 
     @Flag(help: "Exit 1 when anything is pending.")
     var exitCode = false
 
     func validate() throws {
-        if [short, porcelain, json].filter({ $0 }).count > 1 {
+        if [short, porcelain, output.json].filter({ $0 }).count > 1 {
             throw ValidationError("choose one of --short, --porcelain and --json")
         }
     }
@@ -46,7 +45,7 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let report = try storeOptions.open().status()
         let text: String
-        if json {
+        if output.json {
             text = JSONReports.line(JSONReports.status(report))
         } else if porcelain {
             text = StatusFormat.porcelain(report)

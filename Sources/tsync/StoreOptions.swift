@@ -28,3 +28,12 @@ struct JSONOption: ParsableArguments {
     @Flag(name: .long, help: "Print machine-readable JSON (field names are stable; see DISCUSSION).")
     var json = false
 }
+
+/// `--json` and `-q`, on the commands that report what they did (push, pull, sync, resolve).
+struct ReportOptions: ParsableArguments {
+    @Flag(name: .long, help: "Print the result as JSON (field names are stable; see DISCUSSION).")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "No progress and no summary on stderr.")
+    var quiet = false
+}

@@ -19,16 +19,12 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Flag(help: "Print the result as JSON.")
-    var json = false
-
-    @Flag(name: .shortAndLong, help: "No progress and no summary lines on stderr.")
-    var quiet = false
+    @OptionGroup var output: ReportOptions
 
     func run() async throws {
         let store = try storeOptions.open()
-        let progress = ProgressLine(quiet: quiet)
-        let quiet = self.quiet
+        let progress = ProgressLine(quiet: output.quiet)
+        let quiet = output.quiet
         let interrupts = Interrupts()
         let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest) { event in
             progress.handle(event)
@@ -46,7 +42,7 @@ struct SyncCommand: AsyncParsableCommand {
             progress.finish()
             throw error
         }
-        if json {
+        if output.json {
             Console.write(
                 JSONReports.line([
                     "push": SyncReports.push(report.push, dryRun: nil), "pulls": .array(report.pulls.map(SyncReports.pull)),

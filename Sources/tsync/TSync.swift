@@ -57,7 +57,7 @@ struct TSync: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as TSyncError {
-            Console.error(error.message)
+            Console.error(error.commandLineMessage)
             exit(withError: ExitCode(ExitStatus.code(for: error.kind)))
         } catch {
             // ArgumentParser's errors (help, version, parse and validation errors) print as usual.

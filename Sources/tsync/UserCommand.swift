@@ -13,24 +13,6 @@ struct UserCommand: AsyncParsableCommand {
         subcommands: [Add.self, Remove.self, List.self, Passwd.self]
     )
 
-    struct DatabaseOption: ParsableArguments {
-        @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
-        var db = DatabaseLocation.defaultValue
-
-        /// Runs `body` with the accounts of the database, which stays open only that long; only
-        /// `add` (`creating`) makes a database that does not exist yet.
-        func withAccounts<Result: Sendable>(
-            creating: Bool = false, _ body: @Sendable (AccountManager) async throws -> Result
-        ) async throws -> Result {
-            // Only problems reach the terminal: stdout carries `tsync user list`.
-            var logger = Logger(label: "tsync.user") { label in StreamLogHandler.standardError(label: label) }
-            logger.logLevel = .warning
-            return try await DatabaseLocation(parsing: db).withStorage(mustExist: !creating, logger: logger) { storage in
-                try await body(AccountManager(storage: storage))
-            }
-        }
-    }
-
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create an account.")
 

@@ -1,5 +1,6 @@
 import Testing
 import TSyncModel
+import TSyncQuery
 
 @testable import TSyncEngine
 
@@ -55,7 +56,7 @@ import TSyncModel
         let temporary = try sample()
         let query = try RecordQuery(filter: "id eq 'a'", orderBy: nil, top: nil, skip: nil, select: "text,id,missing")
         let record = try #require(try temporary.store.query(table: "todo", query).first)
-        #expect(query.project(record) == ["id": "a", "text": "buy milk"])
+        #expect(query.project(record.wireObject) == ["id": "a", "text": "buy milk"])
     }
 
     @Test func tablesCountRecordsPendingAndErrors() throws {

@@ -273,8 +273,8 @@ public struct RemoteClient: Sendable {
             for try await chunk in response.body {
                 guard NIODeadline.now() <= deadline else { throw HTTPClientError.deadlineExceeded }
                 guard bytes.readableBytes + chunk.readableBytes <= Self.maximumAnswerBytes else {
-                    throw TSyncError.failure(
-                        "the server's answer is larger than \(Self.maximumAnswerBytes >> 20) MiB; ask for smaller pages (pull --page-size)")
+                    throw TSyncError(
+                        .failure, "the server's answer is larger than \(Self.maximumAnswerBytes >> 20) MiB", remedy: .smallerPages)
                 }
                 bytes.writeImmutableBuffer(chunk)
             }
@@ -298,8 +298,8 @@ public struct RemoteClient: Sendable {
             throw TSyncError(
                 .unauthorized,
                 token == nil
-                    ? "the server at \(endpoint) requires a login: run `tsync login --user NAME`"
-                    : "the server at \(endpoint) refused the token (expired or revoked): run `tsync login --user NAME`")
+                    ? "the server at \(endpoint) requires a login: run `tsync login`"
+                    : "the server at \(endpoint) refused the token (expired or revoked): run `tsync login`")
         }
         let data = Array(bytes.readableBytesView)
         var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))

@@ -62,7 +62,7 @@ public struct Puller: Sendable {
     /// failed for some operation (the pull does not run: the user must look at the conflicts first).
     public func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
         try Identifiers.validateTableName(request.table)
-        guard request.pageSize >= 1 else { throw .usage("--page-size must be at least 1") }
+        guard request.pageSize >= 1 else { throw .usage("the page size must be at least 1") }
         if let filter = request.filter { _ = try ODataParser.parseFilter(filter) }
         var summary = PullSummary(table: request.table, queryID: request.queryID)
         if try store.hasOperations(table: request.table) {
@@ -85,7 +85,7 @@ public struct Puller: Sendable {
         _ request: PullRequest, queryID: String, summary: inout PullSummary, progress: SyncProgress?
     ) async throws(TSyncError) {
         guard !queryID.isEmpty, !queryID.contains(where: { $0.isNewline }) else {
-            throw .usage("--query-id must be a non-empty single-line name")
+            throw .usage("a query id must be a non-empty single-line name")
         }
         let saved = try store.savedQuery(table: request.table, queryID: queryID)
         var filter = request.filter
@@ -94,8 +94,10 @@ public struct Puller: Sendable {
             if filter == nil {
                 filter = saved.filter
             } else if filter != saved.filter && !request.reset {
-                throw .usage(
-                    "query id \(Identifiers.quoted(queryID)) was saved with the filter \(saved.filter.map(Identifiers.quoted) ?? "(none)"); pull it without --filter, add --reset to replace the filter, or use another --query-id")
+                throw TSyncError(
+                    .usage,
+                    "query id \(Identifiers.quoted(queryID)) was saved with the filter \(saved.filter.map(Identifiers.quoted) ?? "(none)")",
+                    remedy: .keepOrResetSavedFilter)
             }
             if request.reset { checkpoint = nil }
         }
@@ -114,7 +116,7 @@ public struct Puller: Sendable {
             do {
                 if let end = try Checkpoint.end(of: page.records, after: checkpoint) { checkpoint = end }
             } catch {
-                throw .failure("pulling \(request.table) from \(remote.endpoint): \(error.message); pull without --query-id")
+                throw TSyncError(.failure, "pulling \(request.table) from \(remote.endpoint): \(error.message)", remedy: .pullWithoutQueryID)
             }
             let more = !(page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil))
             // The next page is already on its way while this one is written.

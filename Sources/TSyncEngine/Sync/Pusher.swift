@@ -153,7 +153,7 @@ public struct Pusher: Sendable {
         }
         summary.requests += 1
         guard let batches = try await remote.batchCapabilities(), batches.atomic else {
-            throw .failure("the server at \(remote.endpoint) has no atomic batch route (it is not tsync serve, or runs with --max-batch 0): push without atomicity")
+            throw .failure("the server at \(remote.endpoint) has no atomic batch route (it is not tsync serve, or its batch route is switched off): push without atomicity")
         }
         guard pending.count <= batches.maxOperations else {
             throw .failure("\(pending.count) operations are queued, more than the server's batch limit of \(batches.maxOperations): push them in parts")

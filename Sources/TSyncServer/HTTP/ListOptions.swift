@@ -6,7 +6,6 @@ import TSyncQuery
 /// clients send some of their own (e.g. `__systemproperties`).
 struct ListOptions {
     var query: RecordQuery
-    var select: [String]?
 
     init(_ parameters: QueryString, configuration: ServerConfiguration) throws {
         query = RecordQuery()
@@ -24,14 +23,14 @@ struct ListOptions {
             query.orderBy = try ODataParser.parseOrderBy(orderBy)
         }
         if let select = try parameters.single("$select"), !select.trimmingSpaces().isEmpty {
-            self.select = try ODataParser.parseSelect(select)
+            query.select = try ODataParser.parseSelect(select)
         }
         let top = try Self.count("$top", try parameters.single("$top"))
         if let top, top > configuration.maximumPageSize {
             throw APIError.badRequest("$top \(top) is over the maximum page size \(configuration.maximumPageSize): ask for fewer and follow the Link header")
         }
         query.top = configuration.pageSize(top: top)
-        query.skip = try Self.count("$skip", try parameters.single("$skip")) ?? 0
+        query.skip = try Self.count("$skip", try parameters.single("$skip"))
         switch try parameters.single("$inlinecount") {
         case nil, "none": break
         case "allpages": query.includeTotalCount = true
@@ -44,13 +43,6 @@ struct ListOptions {
         }
     }
 
-    /// Only the `$select`ed members of an item, when `$select` was given.
-    func project(_ object: [String: JSONValue]) -> JSONValue {
-        guard let select else { return .object(object) }
-        var projected: [String: JSONValue] = [:]
-        for name in select { if let value = object[name] { projected[name] = value } }
-        return .object(projected)
-    }
 
     /// A non-negative integer option. Large values are fine for `$skip` (SQLite skips rows) but
     /// must still fit a 32-bit count, which is more than any table here holds.

@@ -26,8 +26,8 @@ struct TableRoutes: Sendable {
         let page = try await storage.query(table: table, options.query, scope: try scope(table, context))
 
         var headers: HTTPFields = [:]
-        if options.query.top > 0, page.records.count == options.query.top {
-            let next = nextPageURL(request, parameters: parameters, skip: options.query.skip + options.query.top)
+        if let top = options.query.top, top > 0, page.records.count == top {
+            let next = nextPageURL(request, parameters: parameters, skip: (options.query.skip ?? 0) + top)
             headers[.link] = "<\(next)>; rel=next"
         }
         // Written straight to bytes, in the serializer's key order: `{"count", "results"}`.
@@ -37,10 +37,10 @@ struct TableRoutes: Sendable {
         body.append(UInt8(ascii: "["))
         for (index, record) in page.records.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
-            if options.select == nil {
+            if options.query.select == nil {
                 JSONSerializer.writeRecord(record, to: &body)
             } else {
-                JSONSerializer.write(options.project(record.wireObject), to: &body)
+                JSONSerializer.write(.object(options.query.project(record.wireObject)), to: &body)
             }
         }
         body.append(UInt8(ascii: "]"))

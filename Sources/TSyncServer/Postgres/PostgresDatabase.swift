@@ -120,7 +120,7 @@ final class PostgresDatabase: Sendable {
         switch error.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
             let cause = error.underlying.map { ": \($0)" } ?? ""
-            return TSyncError.failure("cannot reach PostgreSQL at \(url)\(cause): check that the server runs and that --db is right")
+            return TSyncError.failure("cannot reach PostgreSQL at \(url)\(cause): check that the server runs and that the URL is right")
         case .sslUnsupported:
             return TSyncError.failure("PostgreSQL at \(url) does not offer TLS: add ?sslmode=disable to the URL, or enable ssl on the server")
         case .authMechanismRequiresPassword:

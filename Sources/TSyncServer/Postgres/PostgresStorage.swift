@@ -49,7 +49,8 @@ public final class PostgresStorage: ServerStorage {
         try appendConditions(to: &page, table: table, query: query, scope: scope)
         page.append(" ORDER BY ")
         page.append(try renderer.orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
-        page.append(" LIMIT " + page.bind(Int64(query.top)) + " OFFSET " + page.bind(Int64(query.skip)))
+        if let top = query.top { page.append(" LIMIT " + page.bind(Int64(top))) }
+        page.append(" OFFSET " + page.bind(Int64(query.skip ?? 0)))
         var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
         try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {

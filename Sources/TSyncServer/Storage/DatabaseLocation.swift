@@ -15,14 +15,14 @@ public enum DatabaseLocation: Sendable, Equatable {
             // Accept the URL-looking spelling too: sqlite:///abs/path and sqlite://rel/path.
             if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
             guard !path.isEmpty else {
-                throw .usage("--db sqlite: needs a file path, e.g. --db sqlite:tsync-server.db")
+                throw .usage("sqlite: needs a file path, e.g. sqlite:tsync-server.db")
             }
             self = .sqlite(path: path)
         } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             self = .postgres(try PostgresURL(parsing: text))
         } else {
             throw .usage(
-                "unknown database \(Identifiers.quoted(PostgresURL.redacted(text))): use --db sqlite:PATH (e.g. sqlite:tsync-server.db) or --db postgres://USER@HOST[:PORT]/DB"
+                "unknown database \(Identifiers.quoted(PostgresURL.redacted(text))): use sqlite:PATH (e.g. sqlite:tsync-server.db) or postgres://USER@HOST[:PORT]/DB"
             )
         }
     }
@@ -41,9 +41,7 @@ public enum DatabaseLocation: Sendable, Equatable {
         switch self {
         case .sqlite(let path):
             if mustExist, !FileManager.default.fileExists(atPath: path) {
-                throw TSyncError.invalidInput(
-                    "no server database at \(Identifiers.quoted(path)): check --db (`tsync serve` and `tsync user add` create it)"
-                )
+                throw TSyncError(.invalidInput, "no server database at \(Identifiers.quoted(path))", remedy: .checkDatabaseLocation)
             }
             return try await body(try SQLiteStorage(path: path))
         case .postgres(let url):

@@ -61,7 +61,7 @@ public final class SQLiteStorage: ServerStorage {
         let order = try renderer.orderBy(query.orderBy)
         let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         let selectSQL = "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\"\(whereSQL) ORDER BY \(order.sql) LIMIT ? OFFSET ?"
-        let selectArguments = Self.statementArguments(arguments + order.arguments + [.int(Int64(query.top)), .int(Int64(query.skip))])
+        let selectArguments = Self.statementArguments(arguments + order.arguments + [.int(Int64(query.top ?? -1)), .int(Int64(query.skip ?? 0))])
         let countSQL = "SELECT COUNT(*) FROM \"\(sqlName)\"\(whereSQL)"
         let countArguments = Self.statementArguments(arguments)
 

@@ -65,28 +65,6 @@ public enum OwnerScope: Sendable, Hashable {
     case owner(String)
 }
 
-/// A query as the storage runs it: already parsed and validated by the route.
-public struct RecordQuery: Sendable {
-    public var filter: FilterExpression?
-    public var orderBy: [SortKey]
-    public var top: Int
-    public var skip: Int
-    public var includeDeleted: Bool
-    public var includeTotalCount: Bool
-
-    public init(
-        filter: FilterExpression? = nil, orderBy: [SortKey] = [], top: Int = 50, skip: Int = 0,
-        includeDeleted: Bool = false, includeTotalCount: Bool = false
-    ) {
-        self.filter = filter
-        self.orderBy = orderBy
-        self.top = top
-        self.skip = skip
-        self.includeDeleted = includeDeleted
-        self.includeTotalCount = includeTotalCount
-    }
-}
-
 public struct RecordPage: Sendable {
     public var records: [Record]
     /// Records matching the filter over all pages, when `includeTotalCount` was asked.

@@ -95,6 +95,8 @@ final class TSyncProcess {
     /// Sends `signal` to the running process (SIGINT, as Ctrl-C would).
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
+    var pid: Int32 { process.processIdentifier }
+
     /// What it has written to stderr so far.
     var stderrSoFar: String {
         String(decoding: FileManager.default.contents(atPath: outputPath("stderr")) ?? Data(), as: UTF8.self)
