@@ -112,6 +112,32 @@ struct PostgresSyntax: SQLSyntax {
         }
     }
 
+    /// The index is on the field's text (`body->>'name'`, `COLLATE "C"`): for a string it is the
+    /// string itself, so a text comparison implies the same comparison of the index's value.
+    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, _ literal: FilterLiteral, kind: SQLValueKind) -> SQLTemplate? {
+        guard kind == .text else { return nil }
+        switch literal {
+        case .string, .dateTime: break
+        default: return nil
+        }
+        let value = self.literal(literal, as: .text)
+        switch op {
+        case .eq: return "(\(indexed) COLLATE \"C\" = \(value))"
+        case .gt: return "(\(indexed) COLLATE \"C\" > \(value))"
+        case .ge: return "(\(indexed) COLLATE \"C\" >= \(value))"
+        case .lt: return "(\(indexed) COLLATE \"C\" < \(value))"
+        case .le: return "(\(indexed) COLLATE \"C\" <= \(value))"
+        default: return nil
+        }
+    }
+
+    func prefixRange(_ indexed: SQLTemplate, prefix: String) -> SQLTemplate? {
+        guard !prefix.isEmpty else { return nil }
+        let low = literal(.string(prefix), as: .text)
+        guard let successor = prefix.prefixSuccessor else { return "(\(indexed) COLLATE \"C\" >= \(low))" }
+        return "(\(indexed) COLLATE \"C\" >= \(low) AND \(indexed) COLLATE \"C\" < \(literal(.string(successor), as: .text)))"
+    }
+
     func sortKey(_ expression: SQLTemplate, kind: SQLValueKind, descending: Bool, nullable: Bool) -> SQLTemplate {
         if kind == .json {
             // jsonb compares strings in the database's default collation, which cannot be

@@ -43,7 +43,7 @@ public struct SQLRenderer: Sendable {
         guard type == .boolean || type.isFlexible else {
             throw .invalidInput("invalid $filter: the filter must be a condition (true or false), not \(type.name)")
         }
-        let fragment = try render(filter, as: .boolean).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
+        let fragment = try render(filter, as: .boolean, wherever: true).fragment(schema.dialect, firstArgumentIndex: firstArgumentIndex)
         if schema.dialect == .sqlite, SQLiteSyntax.parserNesting(fragment.sql) > SQLiteSyntax.maximumParserNesting {
             throw .invalidInput(
                 "invalid $filter: it nests too deeply for SQLite to run (nested functions, arithmetic and comparisons add up): simplify it")
@@ -74,7 +74,12 @@ public struct SQLRenderer: Sendable {
         if key.field == "id" {
             return syntax.sortKey(syntax.identifier("id"), kind: kind, descending: key.descending, nullable: false)
         }
-        let value = syntax.jsonField(key.field, body: schema.bodyColumn, as: .json)
+        // An indexed field's value is written as its index's expression (the same value), so
+        // `$orderby` + `$top` walks the index instead of sorting the table (SQLite).
+        let value =
+            schema.dialect == .sqlite && schema.indexedFields.contains(key.field)
+            ? SQLTemplate(stringLiteral: schema.indexExpression(key.field)).leaf()
+            : syntax.jsonField(key.field, body: schema.bodyColumn, as: .json)
         return syntax.sortKey(value, kind: .json, descending: key.descending, nullable: true)
     }
 
@@ -82,7 +87,14 @@ public struct SQLRenderer: Sendable {
 
     /// Renders `expression` read as `kind`. Only fields and null depend on `kind`; every other node
     /// has one rendering, and the type check has made sure it fits.
-    private func render(_ expression: FilterExpression, as kind: SQLValueKind) throws(TSyncError) -> SQLTemplate {
+    ///
+    /// `wherever` is true for a condition the WHERE clause takes as it is, or through AND and OR
+    /// only: there a row counts when the condition is true, and false and NULL (unknown) do the
+    /// same. Only there is a comparison joined with its index range (`range AND comparison` is
+    /// false where the comparison alone is unknown, which NOT, or `eq` of booleans, would tell).
+    private func render(_ expression: FilterExpression, as kind: SQLValueKind, wherever: Bool = false) throws(TSyncError)
+        -> SQLTemplate
+    {
         switch expression {
         case .literal(let literal):
             return syntax.literal(literal, as: kind).leaf()
@@ -95,22 +107,53 @@ public struct SQLRenderer: Sendable {
         case .negate(let operand):
             return "(- \(try render(operand, as: .number)))"
         case .binary(let op, let left, let right):
-            return try binary(op, left, right)
+            return try binary(op, left, right, wherever: wherever)
         case .function(let function, let arguments):
             var rendered: [SQLTemplate] = []
             for (parameter, argument) in zip(function.signature.parameters, arguments) {
                 rendered.append(try render(argument, as: parameter == .number ? .number : .text))
             }
-            return syntax.function(function, rendered)
+            let call = syntax.function(function, rendered)
+            if wherever, function == .startswith, arguments.count == 2, case .field(let name) = arguments[0],
+                case .literal(.string(let prefix)) = arguments[1], let indexed = indexExpression(name),
+                let range = syntax.prefixRange(indexed, prefix: prefix)
+            {
+                return "(\(range) AND \(call))"
+            }
+            return call
         }
     }
 
-    private func binary(_ op: BinaryOperator, _ left: FilterExpression, _ right: FilterExpression) throws(TSyncError)
-        -> SQLTemplate
+    /// The expression of the index on the user field `name`, if it has one.
+    private func indexExpression(_ name: String) -> SQLTemplate? {
+        guard schema.indexedFields.contains(name), schema.systemColumns[name] == nil else { return nil }
+        return SQLTemplate(stringLiteral: schema.indexExpression(name)).leaf()
+    }
+
+    /// For `field op literal` (either way round) on an indexed field: a range of the index that the
+    /// comparison implies, to AND with it.
+    private func indexRange(_ op: BinaryOperator, _ left: FilterExpression, _ right: FilterExpression, kind: SQLValueKind)
+        -> SQLTemplate?
+    {
+        let mirrored: [BinaryOperator: BinaryOperator] = [.eq: .eq, .gt: .lt, .ge: .le, .lt: .gt, .le: .ge]
+        switch (left, right) {
+        case (.field(let name), .literal(let literal)):
+            guard let indexed = indexExpression(name) else { return nil }
+            return syntax.indexRange(op, indexed, literal, kind: kind)
+        case (.literal(let literal), .field(let name)):
+            guard let indexed = indexExpression(name), let op = mirrored[op] else { return nil }
+            return syntax.indexRange(op, indexed, literal, kind: kind)
+        default:
+            return nil
+        }
+    }
+
+    private func binary(_ op: BinaryOperator, _ left: FilterExpression, _ right: FilterExpression, wherever: Bool)
+        throws(TSyncError) -> SQLTemplate
     {
         switch op {
-        case .and: return "(\(try render(left, as: .boolean)) AND \(try render(right, as: .boolean)))"
-        case .or: return "(\(try render(left, as: .boolean)) OR \(try render(right, as: .boolean)))"
+        case .and: return "(\(try render(left, as: .boolean, wherever: wherever)) AND \(try render(right, as: .boolean, wherever: wherever)))"
+        case .or: return "(\(try render(left, as: .boolean, wherever: wherever)) OR \(try render(right, as: .boolean, wherever: wherever)))"
         case .add, .sub, .mul, .div, .mod:
             let l = try render(left, as: .number)
             let r = try render(right, as: .number)
@@ -133,14 +176,17 @@ public struct SQLRenderer: Sendable {
             if kind == .json { return try fieldComparison(op, left, right) }
             let l = try render(left, as: kind)
             let r = try render(right, as: kind)
+            let comparison: SQLTemplate
             switch op {
-            case .eq: return syntax.equal(l, r, negated: false)
+            case .eq: comparison = syntax.equal(l, r, negated: false)
             case .ne: return syntax.equal(l, r, negated: true)
-            case .gt: return syntax.order(">", l, r, kind: kind)
-            case .ge: return syntax.order(">=", l, r, kind: kind)
-            case .lt: return syntax.order("<", l, r, kind: kind)
-            default: return syntax.order("<=", l, r, kind: kind)
+            case .gt: comparison = syntax.order(">", l, r, kind: kind)
+            case .ge: comparison = syntax.order(">=", l, r, kind: kind)
+            case .lt: comparison = syntax.order("<", l, r, kind: kind)
+            default: comparison = syntax.order("<=", l, r, kind: kind)
             }
+            guard wherever, let range = indexRange(op, left, right, kind: kind) else { return comparison }
+            return "(\(range) AND \(comparison))"
         }
     }
 

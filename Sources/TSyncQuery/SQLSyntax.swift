@@ -39,6 +39,12 @@ protocol SQLSyntax: Sendable {
     func remainder(_ left: SQLTemplate, _ right: SQLTemplate) -> SQLTemplate
     func function(_ function: FilterFunction, _ arguments: [SQLTemplate]) -> SQLTemplate
     func sortKey(_ expression: SQLTemplate, kind: SQLValueKind, descending: Bool, nullable: Bool) -> SQLTemplate
+    /// A condition on an index's expression (`SQLSchema.indexExpression`) that `field op literal`
+    /// (the field read as `kind`) implies, so the database can read the index's range instead of
+    /// the table; nil when there is none. It is AND-ed with the comparison itself, which decides.
+    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, _ literal: FilterLiteral, kind: SQLValueKind) -> SQLTemplate?
+    /// The same for `startswith(field, prefix)`.
+    func prefixRange(_ indexed: SQLTemplate, prefix: String) -> SQLTemplate?
 }
 
 extension SQLSyntax {
@@ -97,5 +103,24 @@ struct DatePart {
         case .second: (offset, length, shape) = (18, 2, .seconds)
         default: return nil
         }
+    }
+}
+
+extension String {
+    /// The smallest string greater than every string that starts with this one, in code-point
+    /// (UTF-8 byte) order: the last scalar that can grow grows by one, skipping the surrogates;
+    /// nil when every scalar is U+10FFFF (or the string is empty).
+    var prefixSuccessor: String? {
+        var scalars = Array(unicodeScalars)
+        while let last = scalars.popLast() {
+            let next = last.value == 0xD7FF ? 0xE000 : last.value + 1
+            if let grown = Unicode.Scalar(next) {
+                scalars.append(grown)
+                var result = ""
+                result.unicodeScalars.append(contentsOf: scalars)
+                return result
+            }
+        }
+        return nil
     }
 }

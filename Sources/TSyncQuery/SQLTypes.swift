@@ -39,11 +39,26 @@ public struct SQLSchema: Sendable {
     public var bodyColumn: String
     /// e.g. ["id": "id", "createdAt": "created_at", "updatedAt": "updated_at", "version": "version", "deleted": "deleted"]
     public var systemColumns: [String: String]
+    /// User fields the table has an index on (`SQLSchema.indexExpression`). Comparisons of such a
+    /// field with a literal, `startswith` on it, and `$orderby` on it are rendered so that the
+    /// database can use that index; the results are exactly those without it.
+    public var indexedFields: Set<String>
 
-    public init(dialect: SQLDialect, bodyColumn: String, systemColumns: [String: String]) {
+    public init(dialect: SQLDialect, bodyColumn: String, systemColumns: [String: String], indexedFields: Set<String> = []) {
         self.dialect = dialect
         self.bodyColumn = bodyColumn
         self.systemColumns = systemColumns
+        self.indexedFields = indexedFields
+    }
+
+    /// The expression an index on the user field `name` must be built on, so that the renderings
+    /// of `indexedFields` match it (field names are simple names: letters, digits, `_`). SQLite:
+    /// the field's JSON value as `json_extract` gives it, its path written literally.
+    public func indexExpression(_ name: String) -> String {
+        switch dialect {
+        case .sqlite: "json_extract(\"\(bodyColumn)\", '$.\"\(name)\"')"
+        case .postgres: "(\"\(bodyColumn)\"->>'\(name)')"
+        }
     }
 
     /// The column names of the example above: snake_case system columns.

@@ -159,6 +159,38 @@ struct SQLiteSyntax: SQLSyntax {
         }
     }
 
+    /// SQLite orders NULL, then numbers (JSON true and false are 1 and 0), then text (arrays and
+    /// objects come back as their JSON text), so a range on the raw value bounds one kind: `< ''`
+    /// keeps numbers below any text, `>= ''` keeps text. Booleans and numbers share the number
+    /// range; the comparison AND-ed with the range tells them apart.
+    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, _ literal: FilterLiteral, kind: SQLValueKind) -> SQLTemplate? {
+        let value: SQLTemplate
+        switch (kind, literal) {
+        case (.number, .int), (.number, .double), (.text, .string), (.text, .dateTime): value = self.literal(literal, as: kind)
+        case (.boolean, .bool(let flag)) where op == .eq: return flag ? "(\(indexed) = 1)" : "(\(indexed) = 0)"
+        default: return nil
+        }
+        switch (op, kind) {
+        case (.eq, _): return "(\(indexed) = \(value))"
+        case (.gt, .number): return "(\(indexed) > \(value) AND \(indexed) < '')"
+        case (.ge, .number): return "(\(indexed) >= \(value) AND \(indexed) < '')"
+        case (.lt, .number): return "(\(indexed) < \(value))"
+        case (.le, .number): return "(\(indexed) <= \(value))"
+        case (.gt, _): return "(\(indexed) > \(value))"
+        case (.ge, _): return "(\(indexed) >= \(value))"
+        case (.lt, _): return "(\(indexed) < \(value) AND \(indexed) >= '')"
+        case (.le, _): return "(\(indexed) <= \(value) AND \(indexed) >= '')"
+        default: return nil
+        }
+    }
+
+    func prefixRange(_ indexed: SQLTemplate, prefix: String) -> SQLTemplate? {
+        guard !prefix.isEmpty else { return nil }
+        let low = literal(.string(prefix), as: .text)
+        guard let successor = prefix.prefixSuccessor else { return "(\(indexed) >= \(low))" }
+        return "(\(indexed) >= \(low) AND \(indexed) < \(literal(.string(successor), as: .text)))"
+    }
+
     /// SQLite sorts NULL first ascending and last descending; JSON values sort NULL, then numbers
     /// (booleans are 0/1), then text.
     func sortKey(_ expression: SQLTemplate, kind: SQLValueKind, descending: Bool, nullable: Bool) -> SQLTemplate {

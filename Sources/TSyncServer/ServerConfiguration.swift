@@ -34,14 +34,27 @@ public struct ServerConfiguration: Sendable {
     /// Reverse proxies (exact IP addresses, `--trusted-proxy`) whose `X-Forwarded-For` names the
     /// client for login throttling and the request log; from any other peer the header is ignored.
     public var trustedProxies: Set<String>
+    /// User fields to keep an index on (`--index TABLE.FIELD`); see `IndexedField`.
+    public var indexes: [IndexedField]
+
+    /// `indexes`, each marked per-user when its table is.
+    public var indexedFields: [IndexedField] {
+        indexes.map { field in
+            var field = field
+            field.perUser = isPerUser(field.table)
+            return field
+        }
+    }
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, requiresAuthentication: Bool = true, allowInsecure: Bool = false,
         perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 1000,
         maximumBodyBytes: Int = 1 << 20, maximumBatchOperations: Int = 1000, maximumBatchBytes: Int = 16 << 20,
         maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = [],
-        maximumConnections: Int = 1024, headerTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 60
+        maximumConnections: Int = 1024, headerTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 60,
+        indexes: [IndexedField] = []
     ) {
+        self.indexes = indexes
         self.maximumConnections = maximumConnections
         self.headerTimeoutSeconds = headerTimeoutSeconds
         self.idleTimeoutSeconds = idleTimeoutSeconds

@@ -65,8 +65,10 @@ public struct SyncServer: Sendable {
         )
     }
 
-    /// Serves until SIGINT or SIGTERM.
+    /// Serves until SIGINT or SIGTERM, after declaring the indexed fields (their indexes are
+    /// created first, so a large table delays the start; each is logged).
     public func run() async throws {
+        for line in try await storage.declareIndexes(configuration.indexedFields) { logger.info("\(line)") }
         try await makeApplication().runService()
     }
 }

@@ -46,6 +46,21 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var perUser: [String] = []
 
+    @Option(
+        name: .customLong("index"),
+        help: ArgumentHelp(
+            "Keep an index on a user field of a table, TABLE.FIELD (repeatable).",
+            discussion: """
+                Filters comparing the field with a literal (eq, gt, ge, lt, le), startswith on it, and \
+                $orderby on it then read the index instead of the table (on PostgreSQL: text \
+                comparisons and startswith). Results are the same as without. Indexes are created at \
+                start-up and when a table first appears; one no longer named is left in place.
+                """,
+            valueName: "table.field"
+        )
+    )
+    var index: [String] = []
+
     @Option(name: .customLong("max-top"), help: "Largest page ($top) a client may ask for.")
     var maxTop = 1000
 
@@ -99,6 +114,13 @@ struct ServeCommand: AsyncParsableCommand {
         if let proxy = configuration.invalidTrustedProxy {
             throw ValidationError("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
         }
+        for text in index {
+            do {
+                _ = try IndexedField(parsing: text)
+            } catch {
+                throw ValidationError("--index \(text): \(error.message)")
+            }
+        }
         if noAuth, !perUser.isEmpty {
             throw ValidationError("--per-user needs accounts to know whose records are whose: it cannot be combined with --no-auth")
         }
@@ -113,7 +135,7 @@ struct ServeCommand: AsyncParsableCommand {
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
             maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
             trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
-            idleTimeoutSeconds: idleTimeout
+            idleTimeoutSeconds: idleTimeout, indexes: index.compactMap { try? IndexedField(parsing: $0) }
         )
     }
 

@@ -99,14 +99,14 @@ extension LocalStore {
     /// in flight is returned again with its saved item: callers hold the `PushLock`, so it is the
     /// leftover of a push that died before it learned the answer.
     ///
-    /// `skipping` names items whose operations this push has claimed and not yet completed (a
-    /// round still on its way): none of their operations is taken, so an item's operations stay
-    /// in queue order while rounds overlap.
-    public func claimOperations(tables: [String]?, limit: Int, skipping busy: Set<ItemKey> = []) throws(TSyncError)
+    /// `skipping` is a round this push has claimed and not yet completed (it is on its way): none
+    /// of its items' operations is taken, so an item's operations stay in queue order while
+    /// rounds overlap. Its own operations are left out by the query, not read and dropped.
+    public func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [OutgoingOperation] = []) throws(TSyncError)
         -> [OutgoingOperation]
     {
         try write { db in
-            let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: busy)
+            let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay)
             var fromRecords: [JSONValue] = []
             for outgoing in claimed where outgoing.operation.state == .pending {
                 guard outgoing.operation.kind == .delete else {
@@ -201,10 +201,15 @@ extension LocalStore {
 
     /// Pushable operations in queue order with what to send. With a `limit` (a claim), only the
     /// first operation of each item is taken, so a batch never holds two operations of one item.
-    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping busy: Set<ItemKey> = []) throws
+    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [OutgoingOperation] = []) throws
         -> [OutgoingOperation]
     {
-        let (clause, arguments) = tableClause(tables)
+        var (clause, arguments) = tableClause(tables)
+        if !onItsWay.isEmpty {
+            clause += " AND o.seq NOT IN (SELECT value FROM json_each(?))"
+            arguments += [JSONSerializer.string(.array(onItsWay.map { .int($0.operation.seq) }))]
+        }
+        let busy = Set(onItsWay.map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
         // Columns are read by position (by name, each read searched the column names).
         let rows = try Row.fetchCursor(
             db,

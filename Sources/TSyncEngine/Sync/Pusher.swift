@@ -95,7 +95,7 @@ public struct Pusher: Sendable {
     private func pushInBatches(
         tables: [String]?, _ limits: BatchCapabilities, total: Int, progress: SyncProgress?, into summary: inout PushSummary
     ) async throws(TSyncError) {
-        var onItsWay: (task: Task<Round, Never>, items: Set<ItemKey>)?
+        var onItsWay: (task: Task<Round, Never>, round: [OutgoingOperation])?
         var stop: TSyncError?
         // Rounds start small and double up to the server's limit: the first batch is on its way
         // after a short claim, so the server is not idle while the pipeline fills.
@@ -103,17 +103,12 @@ public struct Pusher: Sendable {
         while true {
             var claimed: [OutgoingOperation] = []
             if stop == nil, stopRequest?.isStopped != true {
-                claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: onItsWay?.items ?? [])
+                claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: onItsWay?.round ?? [])
                 roundSize = min(limits.maxOperations, roundSize * 2)
             }
             let round = claimed
-            let next: (task: Task<Round, Never>, items: Set<ItemKey>)? =
-                round.isEmpty
-                ? nil
-                : (
-                    Task { [self] in await sendInBatches(round, limits) },
-                    Set(round.map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
-                )
+            let next: (task: Task<Round, Never>, round: [OutgoingOperation])? =
+                round.isEmpty ? nil : (Task { [self] in await sendInBatches(round, limits) }, round)
             let previous = onItsWay
             if let previous {
                 let round = await previous.task.value

@@ -17,6 +17,8 @@ public final class PostgresStorage: ServerStorage {
     let database: PostgresDatabase
     private let clock: @Sendable () -> Timestamp
     private let renderer = SQLRenderer(schema: PostgresSchema.querySchema)
+    /// The declared indexed fields, by table key (`declareIndexes`).
+    private let indexes = LockedValue<[String: [IndexedField]]>([:])
 
     init(database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp) {
         self.database = database
@@ -64,6 +66,36 @@ public final class PostgresStorage: ServerStorage {
             // The fixed part of the statement is known to be valid, so this comes from the
             // client's $filter/$orderby: a value PostgreSQL cannot hold, or nesting beyond its limits.
             throw TSyncError.invalidInput("the $filter or $orderby cannot be evaluated: \(error.message)")
+        }
+    }
+
+    // MARK: - Indexes
+
+    /// One index per declared field on `tsync_records`, whether or not the table has records yet:
+    /// `(table_name, [owner,] the field's text COLLATE "C", id)`, serving text comparisons and
+    /// `startswith`. Created under the migration lock, so instances starting together do not race.
+    public func declareIndexes(_ fields: [IndexedField]) async throws -> [String] {
+        indexes.withLock { $0 = Dictionary(grouping: fields, by: \.table) }
+        return try await database.transaction { transaction in
+            try await transaction.execute(PostgresStatement("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLockKey))"))
+            let present = Set(
+                try await transaction.rows(
+                    PostgresStatement(
+                        "SELECT indexname FROM pg_indexes WHERE tablename = 'tsync_records' AND indexname LIKE 'tsync\\_ix\\_%'")
+                ).map { try $0.decode(String.self) })
+            var lines: [String] = []
+            for field in fields {
+                let name = field.postgresIndexName
+                let expression = PostgresSchema.querySchema.indexExpression(field.field) + " COLLATE \"C\""
+                let columns = field.perUser ? "table_name, owner, (\(expression)), id" : "table_name, (\(expression)), id"
+                try await transaction.execute(PostgresStatement("CREATE INDEX IF NOT EXISTS \"\(name)\" ON tsync_records (\(columns))"))
+                lines.append("index \(field): \(present.contains(name) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
+            }
+            let declared = Set(fields.map(\.postgresIndexName))
+            for name in present.subtracting(declared).sorted() {
+                lines.append("index \(name) is no longer declared: left in place (DROP INDEX it to remove it)")
+            }
+            return .commit(lines)
         }
     }
 
@@ -294,6 +326,13 @@ public final class PostgresStorage: ServerStorage {
     }
 
     private func appendConditions(to statement: inout PostgresStatement, table: String, query: RecordQuery, scope: OwnerScope) throws {
+        let indexed = indexes.withLock { $0[PostgresSchema.tableKey(table)] ?? [] }
+        var renderer = self.renderer
+        if !indexed.isEmpty {
+            var schema = PostgresSchema.querySchema
+            schema.indexedFields = Set(indexed.map(\.field))
+            renderer = SQLRenderer(schema: schema)
+        }
         statement.append("table_name = " + statement.bind(PostgresSchema.tableKey(table)))
         if !query.includeDeleted { statement.append(" AND NOT deleted") }
         if case .owner(let owner) = scope { statement.append(" AND owner = " + statement.bind(owner)) }

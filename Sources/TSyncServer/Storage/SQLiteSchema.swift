@@ -64,7 +64,29 @@ enum SQLiteSchema {
         )
     }
 
+    /// The index of an indexed field: on its value, then `id` (the `$orderby` tie-break); for a
+    /// per-user table, on the owner first.
+    static func createIndex(_ db: Database, sqlName: String, _ field: IndexedField) throws {
+        let expression = querySchema.indexExpression(field.field)
+        let columns = field.perUser ? "owner, \(expression), id" : "\(expression), id"
+        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(field.indexName(sqlName))\" ON \"\(sqlName)\"(\(columns))")
+    }
+
+    /// Names of the indexed-field indexes a record table has.
+    static func fieldIndexes(_ db: Database, sqlName: String) throws -> [String] {
+        try String.fetchAll(
+            db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE ? ESCAPE '\\' ORDER BY name",
+            arguments: [sqlName, sqlName.replacing("_", with: "\\_") + "\\_ix\\_%"])
+    }
+
     static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
+
+    /// `querySchema` for a table with these indexed fields.
+    static func querySchema(indexing fields: [IndexedField]) -> SQLSchema {
+        var schema = querySchema
+        schema.indexedFields = Set(fields.map(\.field))
+        return schema
+    }
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
     static let querySchema = SQLSchema(

@@ -16,6 +16,8 @@ public final class SQLiteStorage: ServerStorage {
     private let renderer = SQLRenderer(schema: SQLiteSchema.querySchema)
     /// SQL names of record tables known to exist. Tables are never dropped, so a cached name stays true.
     private let knownTables = LockedValue<Set<String>>([])
+    /// The declared indexed fields, by SQL table name (`declareIndexes`).
+    private let indexes = LockedValue<[String: [IndexedField]]>([:])
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
@@ -53,6 +55,8 @@ public final class SQLiteStorage: ServerStorage {
             conditions.append("owner = ?")
             arguments.append(.text(owner))
         }
+        let indexed = indexes.withLock { $0[sqlName] ?? [] }
+        let renderer = indexed.isEmpty ? self.renderer : SQLRenderer(schema: SQLiteSchema.querySchema(indexing: indexed))
         if let filter = query.filter {
             let fragment = try renderer.whereClause(filter)
             conditions.append("(\(fragment.sql))")
@@ -118,6 +122,7 @@ public final class SQLiteStorage: ServerStorage {
         if !created.contains(sqlName), try !tableExists(db, sqlName) {
             guard case .insert = write.action else { return .notFound }
             try SQLiteSchema.createRecordTable(db, sqlName: sqlName)
+            for field in indexes.withLock({ $0[sqlName] ?? [] }) { try SQLiteSchema.createIndex(db, sqlName: sqlName, field) }
             created.insert(sqlName)
         }
         let found = try Self.fetchRecord(db, sqlName: sqlName, id: write.id, scope: .shared)
@@ -143,6 +148,38 @@ public final class SQLiteStorage: ServerStorage {
                     JSONSerializer.string(.object(next.fields)), next.id,
                 ])
             return .modified(next)
+        }
+    }
+
+    // MARK: - Indexes
+
+    public func declareIndexes(_ fields: [IndexedField]) async throws -> [String] {
+        let byTable = Dictionary(grouping: fields) { SQLiteSchema.recordTableName($0.table) }
+        indexes.withLock { $0 = byTable }
+        return try await pool.write { db in
+            var lines: [String] = []
+            var declared: Set<String> = []
+            for (sqlName, fields) in byTable.sorted(by: { $0.key < $1.key }) {
+                let exists = try db.tableExists(sqlName)
+                let present = exists ? Set(try SQLiteSchema.fieldIndexes(db, sqlName: sqlName)) : []
+                for field in fields {
+                    let name = field.indexName(sqlName)
+                    declared.insert(name)
+                    guard exists else {
+                        lines.append("index \(field): the table has no records yet; the index is made with it")
+                        continue
+                    }
+                    try SQLiteSchema.createIndex(db, sqlName: sqlName, field)
+                    lines.append("index \(field): \(present.contains(name) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
+                }
+            }
+            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
+            for sqlName in tables.sorted() {
+                for name in try SQLiteSchema.fieldIndexes(db, sqlName: sqlName) where !declared.contains(name) {
+                    lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
+                }
+            }
+            return lines
         }
     }
 

@@ -26,6 +26,12 @@ public protocol ServerStorage: Sendable {
     /// routes' `insert` and `modify` are batches of one (see `RecordWrite`).
     func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome]
 
+    /// Declares the indexed fields (`IndexedField`): creates the indexes of tables that exist,
+    /// remembers the others' for when the table first appears, and renders queries so that they
+    /// use them. An index that is no longer declared is left in place, never dropped. Returns
+    /// what it found and did, one line each, for the start-up log.
+    func declareIndexes(_ fields: [IndexedField]) async throws -> [String]
+
     // MARK: Accounts
 
     /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.
