@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         .target(name: "TSyncModel"),
@@ -77,7 +78,11 @@ let package = Package(
         ),
         // The benchmark baseline of scripts/bench-sync.sh (the SDKs' way to pull), not part of tsync.
         .executableTarget(name: "tsync-pull-baseline", dependencies: ["TSyncEngine", "TSyncModel"]),
-        .testTarget(name: "TSyncModelTests", dependencies: ["TSyncModel"]),
+        // PropertyBased for the generated-input tests of the JSON model and timestamps.
+        .testTarget(
+            name: "TSyncModelTests",
+            dependencies: ["TSyncModel", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
         // GRDB only to execute the rendered SQLite SQL against a real database.
         .testTarget(
             name: "TSyncQueryTests",
