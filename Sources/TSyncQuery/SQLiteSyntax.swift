@@ -170,14 +170,17 @@ struct SQLiteSyntax: SQLSyntax {
         case (.boolean, .bool(let flag)) where op == .eq: return flag ? "(\(indexed) = 1)" : "(\(indexed) = 0)"
         default: return nil
         }
+        // Ranges are bounded on both sides, so the planner (which has no statistics) sees them as
+        // narrow: the lowest double is below every number, '' below every text, x'' (a blob)
+        // above every text.
         switch (op, kind) {
         case (.eq, _): return "(\(indexed) = \(value))"
         case (.gt, .number): return "(\(indexed) > \(value) AND \(indexed) < '')"
         case (.ge, .number): return "(\(indexed) >= \(value) AND \(indexed) < '')"
-        case (.lt, .number): return "(\(indexed) < \(value))"
-        case (.le, .number): return "(\(indexed) <= \(value))"
-        case (.gt, _): return "(\(indexed) > \(value))"
-        case (.ge, _): return "(\(indexed) >= \(value))"
+        case (.lt, .number): return "(\(indexed) < \(value) AND \(indexed) >= -1.7976931348623157e308)"
+        case (.le, .number): return "(\(indexed) <= \(value) AND \(indexed) >= -1.7976931348623157e308)"
+        case (.gt, _): return "(\(indexed) > \(value) AND \(indexed) < x'')"
+        case (.ge, _): return "(\(indexed) >= \(value) AND \(indexed) < x'')"
         case (.lt, _): return "(\(indexed) < \(value) AND \(indexed) >= '')"
         case (.le, _): return "(\(indexed) <= \(value) AND \(indexed) >= '')"
         default: return nil
@@ -187,7 +190,7 @@ struct SQLiteSyntax: SQLSyntax {
     func prefixRange(_ indexed: SQLTemplate, prefix: String) -> SQLTemplate? {
         guard !prefix.isEmpty else { return nil }
         let low = literal(.string(prefix), as: .text)
-        guard let successor = prefix.prefixSuccessor else { return "(\(indexed) >= \(low))" }
+        guard let successor = prefix.prefixSuccessor else { return "(\(indexed) >= \(low) AND \(indexed) < x'')" }
         return "(\(indexed) >= \(low) AND \(indexed) < \(literal(.string(successor), as: .text)))"
     }
 

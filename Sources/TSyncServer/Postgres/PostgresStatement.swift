@@ -21,6 +21,11 @@ struct PostgresStatement {
         sql += text
     }
 
+    /// Puts `text` (no placeholders) before the statement, e.g. `EXPLAIN `.
+    mutating func prepend(_ text: String) {
+        sql = text + sql
+    }
+
     /// Binds `value` and returns its placeholder, e.g. `$3`.
     mutating func bind(_ value: SQLValue) -> String {
         switch value {

@@ -47,12 +47,7 @@ public final class PostgresStorage: ServerStorage {
     }
 
     public func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
-        var page = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE ")
-        try appendConditions(to: &page, table: table, query: query, scope: scope)
-        page.append(" ORDER BY ")
-        page.append(try renderer.orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
-        if let top = query.top { page.append(" LIMIT " + page.bind(Int64(top))) }
-        page.append(" OFFSET " + page.bind(Int64(query.skip ?? 0)))
+        let page = try pageStatement(table: table, query, scope: scope)
         var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
         try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {
@@ -66,6 +61,27 @@ public final class PostgresStorage: ServerStorage {
             // The fixed part of the statement is known to be valid, so this comes from the
             // client's $filter/$orderby: a value PostgreSQL cannot hold, or nesting beyond its limits.
             throw TSyncError.invalidInput("the $filter or $orderby cannot be evaluated: \(error.message)")
+        }
+    }
+
+    private func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope) throws -> PostgresStatement {
+        var page = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE ")
+        try appendConditions(to: &page, table: table, query: query, scope: scope)
+        page.append(" ORDER BY ")
+        page.append(try renderer.orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
+        if let top = query.top { page.append(" LIMIT " + page.bind(Int64(top))) }
+        page.append(" OFFSET " + page.bind(Int64(query.skip ?? 0)))
+        return page
+    }
+
+    /// PostgreSQL's plan for a page of `query` with sequential scans discouraged (a small test
+    /// table is cheaper to scan): the tests read it to see that an index can serve the query.
+    func queryPlan(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> [String] {
+        var explain = try pageStatement(table: table, query, scope: scope)
+        explain.prepend("EXPLAIN ")
+        return try await database.transaction { transaction in
+            try await transaction.execute(PostgresStatement("SET LOCAL enable_seqscan = off"))
+            return .commit(try await transaction.rows(explain).map { try $0.decode(String.self) })
         }
     }
 

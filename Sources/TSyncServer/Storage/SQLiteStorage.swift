@@ -48,6 +48,28 @@ public final class SQLiteStorage: ServerStorage {
     public func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
         let sqlName = SQLiteSchema.recordTableName(table)
         // Rendering errors (a filter the library cannot translate) surface before touching the database.
+        let (selectSQL, selectArguments, countSQL, countArguments) = try statements(sqlName: sqlName, query, scope: scope)
+        return try await pool.read { db in
+            guard try self.tableExists(db, sqlName) else {
+                return RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
+            }
+            do {
+                let rows = try Row.fetchAll(db, sql: selectSQL, arguments: selectArguments)
+                let records = try rows.map { row in try Self.decode(row).record }
+                let total = query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
+                return RecordPage(records: records, totalCount: total)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
+                // The fixed part of the statement is known to be valid, so this comes from the
+                // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).
+                throw TSyncError.invalidInput("the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
+            }
+        }
+    }
+
+    /// The SELECT of a page and the COUNT of all pages, with their arguments.
+    private func statements(sqlName: String, _ query: RecordQuery, scope: OwnerScope) throws
+        -> (String, StatementArguments, String, StatementArguments)
+    {
         var conditions: [String] = []
         var arguments: [SQLValue] = []
         if !query.includeDeleted { conditions.append("deleted = 0") }
@@ -65,24 +87,17 @@ public final class SQLiteStorage: ServerStorage {
         let order = try renderer.orderBy(query.orderBy)
         let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         let selectSQL = "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\"\(whereSQL) ORDER BY \(order.sql) LIMIT ? OFFSET ?"
-        let selectArguments = Self.statementArguments(arguments + order.arguments + [.int(Int64(query.top ?? -1)), .int(Int64(query.skip ?? 0))])
-        let countSQL = "SELECT COUNT(*) FROM \"\(sqlName)\"\(whereSQL)"
-        let countArguments = Self.statementArguments(arguments)
+        let selectArguments = Self.statementArguments(
+            arguments + order.arguments + [.int(Int64(query.top ?? -1)), .int(Int64(query.skip ?? 0))])
+        return (selectSQL, selectArguments, "SELECT COUNT(*) FROM \"\(sqlName)\"\(whereSQL)", Self.statementArguments(arguments))
+    }
 
+    /// SQLite's plan for a page of `query` (`EXPLAIN QUERY PLAN`, one line per step): the tests
+    /// read it to see that indexed queries search an index instead of scanning the table.
+    func queryPlan(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> [String] {
+        let (sql, arguments, _, _) = try statements(sqlName: SQLiteSchema.recordTableName(table), query, scope: scope)
         return try await pool.read { db in
-            guard try self.tableExists(db, sqlName) else {
-                return RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
-            }
-            do {
-                let rows = try Row.fetchAll(db, sql: selectSQL, arguments: selectArguments)
-                let records = try rows.map { row in try Self.decode(row).record }
-                let total = query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
-                return RecordPage(records: records, totalCount: total)
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
-                // The fixed part of the statement is known to be valid, so this comes from the
-                // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).
-                throw TSyncError.invalidInput("the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
-            }
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] }
         }
     }
 
