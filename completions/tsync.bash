@@ -559,7 +559,7 @@ _tsync_resolve() {
 _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --version -h --help)
-    repeating_options=(--per-user --trusted-proxy)
+    repeating_options=(--per-user --index --trusted-proxy)
     non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --token-ttl)
     __tsync_offer_flags_options 0
 
@@ -575,6 +575,9 @@ _tsync_serve() {
         return
         ;;
     '--per-user')
+        return
+        ;;
+    '--index')
         return
         ;;
     '--max-top')

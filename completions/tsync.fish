@@ -67,7 +67,7 @@ function __tsync_parse_tokens -S
         case 'resolve'
             __tsync_parse_subcommand -r 1 'C/store=' 'all' 'table=' 'ours' 'theirs' 'cancel' 'discard' 'merge' 'push' 'json' 'q/quiet' 'version' 'h/help'
         case 'serve'
-            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'max-top=' 'max-batch=' 'max-connections=' 'header-timeout=' 'idle-timeout=' 'trusted-proxy=+' 'token-ttl=' 'version' 'h/help'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'max-top=' 'max-batch=' 'max-connections=' 'header-timeout=' 'idle-timeout=' 'trusted-proxy=+' 'token-ttl=' 'version' 'h/help'
         case 'user'
             __tsync_parse_subcommand 0 'version' 'h/help'
             switch $unparsed_tokens[1]
@@ -276,6 +276,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" no-auth' -l 'no-auth' -d 'Serve without accounts (only on a loopback address unless --insecure).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" insecure' -l 'insecure' -d 'Allow --no-auth on an address other than loopback.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'per-user' -d 'A table whose records only the user who inserted them sees (repeatable).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'index' -d 'Keep an index on a user field of a table, TABLE.FIELD (repeatable).' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-top' -l 'max-top' -d 'Largest page ($top) a client may ask for.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-batch' -l 'max-batch' -d 'Most operations one POST /tables/$batch may hold; 0 turns the batch route off.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-connections' -l 'max-connections' -d 'Connections open at once; one more is answered 503 and closed.' -rfka ''

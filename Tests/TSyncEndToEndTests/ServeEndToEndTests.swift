@@ -52,6 +52,44 @@ import TSyncModel
         #expect(try await server.terminate(signal: SIGINT) == 0)
     }
 
+    /// `--index`: each declared index is logged at start-up (made with its table, created, or
+    /// in place on a restart), one no longer declared is left in place, and filtered pages on it
+    /// answer as without it.
+    @Test func indexedFieldsAreLoggedAndKept() async throws {
+        let directory = try TemporaryDirectory()
+        let db = "sqlite:" + (directory.path as NSString).appendingPathComponent("server.db")
+        let first = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--index", "todo.n"], log: directory.path)
+        defer { first.stop() }
+        var base = try await first.waitForAddress()
+        #expect(first.log.contains("index todo.n: the table has no records yet"), "\(first.log)")
+        for n in 0..<20 {
+            #expect(try await HTTP.send("POST", base + "/tables/todo", body: #"{"id":"r\#(n)","n":\#(n)}"#).status == 201)
+        }
+        let page = try await HTTP.send("GET", base + "/tables/todo?$filter=n%20ge%2015&$orderby=n%20desc")
+        guard case .array(let items) = try JSONParser.parse(page.body) else {
+            Issue.record("not an array: \(page.body)")
+            return
+        }
+        #expect(items.compactMap { $0.objectValue?["id"]?.stringValue } == ["r19", "r18", "r17", "r16", "r15"])
+        #expect(try await first.terminate(signal: SIGTERM) == 0)
+
+        let second = try ServerProcess(
+            arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--index", "todo.n", "--index", "todo.text"], log: directory.path)
+        defer { second.stop() }
+        base = try await second.waitForAddress()
+        #expect(second.log.contains("index todo.n: in place") && second.log.contains("index todo.text: created"), "\(second.log)")
+        #expect(try await second.terminate(signal: SIGTERM) == 0)
+
+        let third = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"], log: directory.path)
+        defer { third.stop() }
+        base = try await third.waitForAddress()
+        #expect(third.log.contains("is no longer declared: left in place"), "\(third.log)")
+        #expect(try await third.terminate(signal: SIGTERM) == 0)
+
+        let invalid = try TSyncProcess.run(["serve", "--db", db, "--port", "0", "--index", "todo"], in: directory.path)
+        #expect(invalid.status == 64 && invalid.stderr.contains("--index todo") && invalid.stderr.contains("TABLE.FIELD"), "\(invalid)")
+    }
+
     @Test func refusalsExitWithTheDocumentedCodes() throws {
         let directory = try TemporaryDirectory()
         let noAuth = try TSyncProcess.run(["serve", "--no-auth", "--host", "0.0.0.0", "--port", "0", "--db", "sqlite:/nonexistent/x.db"], in: directory.path)
