@@ -19,7 +19,7 @@ import TSyncModel
         let push = try TSyncProcess(["push", "--json"], in: store.path)
         for _ in 0..<400 where proxy.forwarded < 6 { try await Task.sleep(for: .milliseconds(25)) }
         #expect(proxy.forwarded >= 6, "the push is under way")
-        let signals = (try? String(contentsOfFile: "/proc/\(push.pid)/status", encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("Sig") } ?? []
+        let signals = push.signalDispositions
         push.signal(signal)
         let result = push.wait(timeout: 60)
         #expect(result.status == 128 + signal, "\(result) \(signals)")

@@ -122,15 +122,15 @@ import TSyncQuery
             _ = try await storage.declareIndexes(try indexing.map { field throws(TSyncError) in try IndexedField(table: "oracle", field: field) })
             for record in records { _ = try await storage.insert(table: "oracle", record: record, scope: .shared) }
             let order = [SortKey(field: "id")]
-            let stored = try await storage.query(table: "oracle", RecordQuery(orderBy: order, top: 1000), scope: .shared).records
+            let stored = try await storage.query(table: "oracle", RecordQuery(orderBy: order, top: 1000), scope: .shared).records()
             var selected: [[String]] = []
             for filter in filters {
                 let query = RecordQuery(filter: try ODataParser.parseFilter(filter), orderBy: order, top: 1000)
-                selected.append(try await storage.query(table: "oracle", query, scope: .shared).records.map(\.id))
+                selected.append(try await storage.query(table: "oracle", query, scope: .shared).items.map(\.id))
             }
             var ordered: [[String]] = []
             for keys in orders {
-                ordered.append(try await storage.query(table: "oracle", RecordQuery(orderBy: keys, top: 1000), scope: .shared).records.map(\.id))
+                ordered.append(try await storage.query(table: "oracle", RecordQuery(orderBy: keys, top: 1000), scope: .shared).items.map(\.id))
             }
             return (stored, selected, ordered)
         }

@@ -49,8 +49,18 @@ extension LocalStore {
         return try write { db in
             try StoreRows.registerTable(db, table)
             var result = PageResult()
-            for record in records {
-                if try StoreRows.hasOperations(db, table: table, id: record.id) {
+            // The items with queued operations, found by one statement for the whole page.
+            let ids = JSONSerializer.string(.array(records.map { .string($0.id) }))
+            let busy = Set(
+                try Int.fetchAll(
+                    db,
+                    sql: """
+                        SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
+                        WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = ? AND o.item_id = j.value)
+                        """,
+                    arguments: [ids, table]))
+            for (index, record) in records.enumerated() {
+                if busy.contains(index) {
                     result.skipped += 1
                 } else if record.system.deleted {
                     try StoreRows.deleteRecord(db, table: table, id: record.id)

@@ -26,21 +26,21 @@ struct TableRoutes: Sendable {
         let page = try await storage.query(table: table, options.query, scope: try scope(table, context))
 
         var headers: HTTPFields = [:]
-        if let top = options.query.top, top > 0, page.records.count == top {
+        if let top = options.query.top, top > 0, page.items.count == top {
             let next = nextPageURL(request, parameters: parameters, skip: (options.query.skip ?? 0) + top)
             headers[.link] = "<\(next)>; rel=next"
         }
         // Written straight to bytes, in the serializer's key order: `{"count", "results"}`.
         var body: [UInt8] = []
-        body.reserveCapacity(64 + 256 * page.records.count)
+        body.reserveCapacity(64 + 256 * page.items.count)
         if let count = page.totalCount { body.append(contentsOf: #"{"count":\#(count),"results":"#.utf8) }
         body.append(UInt8(ascii: "["))
-        for (index, record) in page.records.enumerated() {
+        for (index, item) in page.items.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
             if options.query.select == nil {
-                JSONSerializer.writeRecord(record, to: &body)
+                try item.write(to: &body)
             } else {
-                JSONSerializer.write(.object(options.query.project(record.wireObject)), to: &body)
+                JSONSerializer.write(.object(options.query.project(try item.record().wireObject)), to: &body)
             }
         }
         body.append(UInt8(ascii: "]"))

@@ -85,6 +85,11 @@ public final class PostgresStorage: ServerStorage {
         }
     }
 
+    /// Refreshes the planner's statistics of the records (tests read plans that depend on them).
+    func analyze() async throws {
+        try await database.rows(PostgresStatement("ANALYZE tsync_records"))
+    }
+
     // MARK: - Indexes
 
     /// One index per declared field on `tsync_records`, whether or not the table has records yet:

@@ -54,10 +54,14 @@ public final class SQLiteStorage: ServerStorage {
                 return RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
             }
             do {
-                let rows = try Row.fetchAll(db, sql: selectSQL, arguments: selectArguments)
-                let records = try rows.map { row in try Self.decode(row).record }
+                // The columns' text as it is (`PageRecord.stored`), read by position.
+                var items: [PageRecord] = []
+                let rows = try Row.fetchCursor(db, sql: selectSQL, arguments: selectArguments)
+                while let row = try rows.next() {
+                    items.append(.stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
+                }
                 let total = query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
-                return RecordPage(records: records, totalCount: total)
+                return RecordPage(items: items, totalCount: total)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
                 // The fixed part of the statement is known to be valid, so this comes from the
                 // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).

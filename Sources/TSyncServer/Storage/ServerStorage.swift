@@ -72,13 +72,80 @@ public enum OwnerScope: Sendable, Hashable {
 }
 
 public struct RecordPage: Sendable {
-    public var records: [Record]
+    public var items: [PageRecord]
     /// Records matching the filter over all pages, when `includeTotalCount` was asked.
     public var totalCount: Int?
 
-    public init(records: [Record], totalCount: Int?) {
-        self.records = records
+    public init(items: [PageRecord], totalCount: Int?) {
+        self.items = items
         self.totalCount = totalCount
+    }
+
+    public init(records: [Record], totalCount: Int?) {
+        self.init(items: records.map(PageRecord.parsed), totalCount: totalCount)
+    }
+
+    /// The records, parsed.
+    public func records() throws -> [Record] { try items.map { try $0.record() } }
+}
+
+/// One record of a page, as the storage read it. SQLite keeps the fields as the JSON text tsync
+/// wrote and the timestamps as ISO text: a page is answered from that text as it is, with no parse
+/// and no serialization of what is sent unchanged (DESIGN §6.4). PostgreSQL's jsonb comes back in
+/// its own form, so its records are parsed.
+public enum PageRecord: Sendable {
+    case parsed(Record)
+    /// The columns' text; `fields` a JSON object written by `JSONSerializer`, without `id` or
+    /// system properties.
+    case stored(id: String, createdAt: String, updatedAt: String, version: String, deleted: Bool, fields: String)
+
+    public var id: String {
+        switch self {
+        case .parsed(let record): record.id
+        case .stored(let id, _, _, _, _, _): id
+        }
+    }
+
+    public func record() throws -> Record {
+        switch self {
+        case .parsed(let record):
+            return record
+        case .stored(let id, let createdAt, let updatedAt, let version, let deleted, let text):
+            guard case .object(let fields) = try JSONParser.parse(text) else {
+                throw TSyncError.failure("record \(Identifiers.quoted(id)) has a corrupt body in the server database")
+            }
+            return Record(
+                id: id, fields: fields,
+                system: SystemProperties(
+                    createdAt: Timestamp(iso8601: createdAt), updatedAt: Timestamp(iso8601: updatedAt), version: version, deleted: deleted))
+        }
+    }
+
+    /// Appends the record as the protocol sends it. Stored text goes out as it is: `id` and the
+    /// system properties first, then the fields' own text.
+    func write(to output: inout [UInt8]) throws {
+        switch self {
+        case .parsed(let record):
+            JSONSerializer.writeRecord(record, to: &output)
+        case .stored(let id, let createdAt, let updatedAt, let version, let deleted, let fields):
+            guard fields.utf8.first == UInt8(ascii: "{"), fields.utf8.last == UInt8(ascii: "}") else {
+                return JSONSerializer.writeRecord(try record(), to: &output)
+            }
+            output.append(contentsOf: #"{"id":"#.utf8)
+            JSONSerializer.writeString(id, to: &output)
+            output.append(contentsOf: #","createdAt":"#.utf8)
+            JSONSerializer.writeString(createdAt, to: &output)
+            output.append(contentsOf: (deleted ? #","deleted":true,"updatedAt":"# : #","deleted":false,"updatedAt":"#).utf8)
+            JSONSerializer.writeString(updatedAt, to: &output)
+            output.append(contentsOf: #","version":"#.utf8)
+            JSONSerializer.writeString(version, to: &output)
+            if fields.utf8.count > 2 {
+                output.append(UInt8(ascii: ","))
+                output.append(contentsOf: fields.utf8.dropFirst())
+            } else {
+                output.append(UInt8(ascii: "}"))
+            }
+        }
     }
 }
 

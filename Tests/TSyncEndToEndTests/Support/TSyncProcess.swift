@@ -95,7 +95,13 @@ final class TSyncProcess {
     /// Sends `signal` to the running process (SIGINT, as Ctrl-C would).
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
-    var pid: Int32 { process.processIdentifier }
+    /// The `Sig*` lines of /proc/PID/status (ignored, blocked, caught signals), for a failure's
+    /// message.
+    var signalDispositions: String {
+        let data = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/status")?.readDataToEndOfFile() ?? Data()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("Sig") || $0.hasPrefix("Threads") }
+            .joined(separator: " ")
+    }
 
     /// What it has written to stderr so far.
     var stderrSoFar: String {

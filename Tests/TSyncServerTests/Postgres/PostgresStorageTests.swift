@@ -20,7 +20,7 @@ struct PostgresStorageTests {
             let stored = try #require(try await storage.record(table: "kinds", id: "k", scope: .shared))
             #expect(stored.fields == fields)
             let query = RecordQuery(filter: try ODataParser.parseFilter("big eq 9007199254740993"))
-            #expect(try await storage.query(table: "kinds", query, scope: .shared).records.map(\.id) == ["k"])
+            #expect(try await storage.query(table: "kinds", query, scope: .shared).items.map(\.id) == ["k"])
         }
     }
 
@@ -44,7 +44,7 @@ struct PostgresStorageTests {
     @Test func unknownTablesReadAsEmpty() async throws {
         try await TestBackend.postgres.withFreshStorage { storage in
             let page = try await storage.query(table: "never", RecordQuery(includeTotalCount: true), scope: .shared)
-            #expect(page.records.isEmpty)
+            #expect(page.items.isEmpty)
             #expect(page.totalCount == 0)
             #expect(try await storage.record(table: "never", id: "x", scope: .shared) == nil)
             let outcome = try await storage.modify(table: "never", id: "x", change: .softDelete, expectedVersion: .any, scope: .shared)
