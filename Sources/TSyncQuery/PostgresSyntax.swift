@@ -112,9 +112,27 @@ struct PostgresSyntax: SQLSyntax {
         }
     }
 
-    /// The index is on the field's text (`body->>'name'`, `COLLATE "C"`): for a string it is the
-    /// string itself, so a text comparison implies the same comparison of the index's value.
-    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, _ literal: FilterLiteral, kind: SQLValueKind) -> SQLTemplate? {
+    /// Two indexes: on the field's text (`body->>'name'`, `COLLATE "C"`), which for a string is the
+    /// string itself, so a text comparison implies the same comparison of the index's value; and
+    /// on its number reading, which is the very expression a number comparison compares.
+    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, number: SQLTemplate?, _ literal: FilterLiteral, kind: SQLValueKind)
+        -> SQLTemplate?
+    {
+        if kind == .number, let number {
+            switch literal {
+            case .int, .double: break
+            default: return nil
+            }
+            let value = self.literal(literal, as: .number)
+            switch op {
+            case .eq: return "(\(number) = \(value))"
+            case .gt: return "(\(number) > \(value))"
+            case .ge: return "(\(number) >= \(value))"
+            case .lt: return "(\(number) < \(value))"
+            case .le: return "(\(number) <= \(value))"
+            default: return nil
+            }
+        }
         guard kind == .text else { return nil }
         switch literal {
         case .string, .dateTime: break

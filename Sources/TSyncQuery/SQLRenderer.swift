@@ -136,15 +136,15 @@ public struct SQLRenderer: Sendable {
         -> SQLTemplate?
     {
         let mirrored: [BinaryOperator: BinaryOperator] = [.eq: .eq, .gt: .lt, .ge: .le, .lt: .gt, .le: .ge]
-        switch (left, right) {
-        case (.field(let name), .literal(let literal)):
+        func range(_ op: BinaryOperator, _ name: String, _ literal: FilterLiteral) -> SQLTemplate? {
             guard let indexed = indexExpression(name) else { return nil }
-            return syntax.indexRange(op, indexed, literal, kind: kind)
-        case (.literal(let literal), .field(let name)):
-            guard let indexed = indexExpression(name), let op = mirrored[op] else { return nil }
-            return syntax.indexRange(op, indexed, literal, kind: kind)
-        default:
-            return nil
+            let number = schema.numberIndexExpression(name).map { SQLTemplate(stringLiteral: $0).leaf() }
+            return syntax.indexRange(op, indexed, number: number, literal, kind: kind)
+        }
+        switch (left, right) {
+        case (.field(let name), .literal(let literal)): return range(op, name, literal)
+        case (.literal(let literal), .field(let name)): return mirrored[op].flatMap { range($0, name, literal) }
+        default: return nil
         }
     }
 

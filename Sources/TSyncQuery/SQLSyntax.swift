@@ -42,7 +42,10 @@ protocol SQLSyntax: Sendable {
     /// A condition on an index's expression (`SQLSchema.indexExpression`) that `field op literal`
     /// (the field read as `kind`) implies, so the database can read the index's range instead of
     /// the table; nil when there is none. It is AND-ed with the comparison itself, which decides.
-    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, _ literal: FilterLiteral, kind: SQLValueKind) -> SQLTemplate?
+    /// `number` is the expression of a second index holding the field's number value, where the
+    /// backend keeps one (`SQLSchema.numberIndexExpression`).
+    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, number: SQLTemplate?, _ literal: FilterLiteral, kind: SQLValueKind)
+        -> SQLTemplate?
     /// The same for `startswith(field, prefix)`.
     func prefixRange(_ indexed: SQLTemplate, prefix: String) -> SQLTemplate?
 }

@@ -61,6 +61,17 @@ public struct SQLSchema: Sendable {
         }
     }
 
+    /// PostgreSQL's second index on the field: its value when it is a number (the `numeric`
+    /// reading of a comparison, its key written literally); nil for SQLite, whose one index holds
+    /// numbers and text alike.
+    public func numberIndexExpression(_ name: String) -> String? {
+        switch dialect {
+        case .sqlite: nil
+        case .postgres:
+            "(CASE WHEN jsonb_typeof(\"\(bodyColumn)\"->'\(name)') = 'number' THEN (\"\(bodyColumn)\"->>'\(name)')::numeric END)"
+        }
+    }
+
     /// The column names of the example above: snake_case system columns.
     public static let snakeCaseSystemColumns: [String: String] = [
         "id": "id", "createdAt": "created_at", "updatedAt": "updated_at", "version": "version", "deleted": "deleted",

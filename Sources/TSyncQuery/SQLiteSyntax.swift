@@ -163,7 +163,9 @@ struct SQLiteSyntax: SQLSyntax {
     /// objects come back as their JSON text), so a range on the raw value bounds one kind: `< ''`
     /// keeps numbers below any text, `>= ''` keeps text. Booleans and numbers share the number
     /// range; the comparison AND-ed with the range tells them apart.
-    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, _ literal: FilterLiteral, kind: SQLValueKind) -> SQLTemplate? {
+    func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, number: SQLTemplate?, _ literal: FilterLiteral, kind: SQLValueKind)
+        -> SQLTemplate?
+    {
         let value: SQLTemplate
         switch (kind, literal) {
         case (.number, .int), (.number, .double), (.text, .string), (.text, .dateTime): value = self.literal(literal, as: kind)

@@ -48,18 +48,18 @@ import TSyncQuery
         }
     }
 
-    @Test(.enabled(if: TestBackend.available.contains(.postgres))) func postgresSearchesTheIndexOfAnIndexedTextField() async throws {
+    @Test(.enabled(if: TestBackend.available.contains(.postgres))) func postgresSearchesTheIndexesOfAnIndexedField() async throws {
         try await TestBackend.postgres.withFreshStorage { storage in
             let postgres = try #require(storage as? PostgresStorage)
-            _ = try await postgres.declareIndexes([try IndexedField(table: "todo", field: "s")])
+            _ = try await postgres.declareIndexes([try IndexedField(table: "todo", field: "s"), try IndexedField(table: "todo", field: "n")])
             // Distinct values, so that each filter is selective: with only a few values, walking
             // the primary key in `id` order is the planner's right choice for a page of 10.
             for index in 0..<600 {
-                let record = Record(id: "r\(index)", fields: ["s": .string("text " + String(1000 + index).dropFirst())])
+                let record = Record(id: "r\(index)", fields: ["s": .string("text " + String(1000 + index).dropFirst()), "n": .int(Int64(index))])
                 _ = try await postgres.insert(table: "todo", record: record, scope: .shared)
             }
             try await postgres.analyze()
-            for filter in ["s eq 'text 003'", "s gt 'text 590'", "s le 'text 004'", "startswith(s, 'text 01')"] {
+            for filter in ["s eq 'text 003'", "s gt 'text 590'", "s le 'text 004'", "startswith(s, 'text 01')", "n eq 7", "n gt 590", "3 ge n"] {
                 let query = RecordQuery(filter: try ODataParser.parseFilter(filter), top: 10)
                 let steps = try await postgres.queryPlan(table: "todo", query, scope: .shared).joined(separator: " | ")
                 #expect(steps.contains("Index Cond") && steps.contains("tsync_ix_"), "\(filter): \(steps)")

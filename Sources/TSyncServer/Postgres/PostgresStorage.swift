@@ -92,9 +92,10 @@ public final class PostgresStorage: ServerStorage {
 
     // MARK: - Indexes
 
-    /// One index per declared field on `tsync_records`, whether or not the table has records yet:
-    /// `(table_name, [owner,] the field's text COLLATE "C", id)`, serving text comparisons and
-    /// `startswith`. Created under the migration lock, so instances starting together do not race.
+    /// Two indexes per declared field on `tsync_records`, whether or not the table has records yet:
+    /// `(table_name, [owner,] the field's text COLLATE "C", id)` for text comparisons and
+    /// `startswith`, and the same on its number reading for number comparisons. Created under the
+    /// migration lock, so instances starting together do not race.
     public func declareIndexes(_ fields: [IndexedField]) async throws -> [String] {
         indexes.withLock { $0 = Dictionary(grouping: fields, by: \.table) }
         return try await database.transaction { transaction in
@@ -105,14 +106,20 @@ public final class PostgresStorage: ServerStorage {
                         "SELECT indexname FROM pg_indexes WHERE tablename = 'tsync_records' AND indexname LIKE 'tsync\\_ix\\_%'")
                 ).map { try $0.decode(String.self) })
             var lines: [String] = []
+            var declared: Set<String> = []
             for field in fields {
-                let name = field.postgresIndexName
-                let expression = PostgresSchema.querySchema.indexExpression(field.field) + " COLLATE \"C\""
-                let columns = field.perUser ? "table_name, owner, (\(expression)), id" : "table_name, (\(expression)), id"
-                try await transaction.execute(PostgresStatement("CREATE INDEX IF NOT EXISTS \"\(name)\" ON tsync_records (\(columns))"))
-                lines.append("index \(field): \(present.contains(name) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
+                let schema = PostgresSchema.querySchema
+                let expressions = [
+                    (field.postgresIndexName, schema.indexExpression(field.field) + " COLLATE \"C\""),
+                    (field.postgresIndexName + "_n", schema.numberIndexExpression(field.field) ?? ""),
+                ]
+                for (name, expression) in expressions {
+                    let columns = field.perUser ? "table_name, owner, (\(expression)), id" : "table_name, (\(expression)), id"
+                    try await transaction.execute(PostgresStatement("CREATE INDEX IF NOT EXISTS \"\(name)\" ON tsync_records (\(columns))"))
+                    declared.insert(name)
+                }
+                lines.append("index \(field): \(present.contains(field.postgresIndexName) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
             }
-            let declared = Set(fields.map(\.postgresIndexName))
             for name in present.subtracting(declared).sorted() {
                 lines.append("index \(name) is no longer declared: left in place (DROP INDEX it to remove it)")
             }

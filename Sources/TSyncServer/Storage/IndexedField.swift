@@ -40,9 +40,10 @@ public struct IndexedField: Sendable, Hashable, CustomStringConvertible {
         "\(prefix)_ix_\(field.lowercased())_\(Self.hash(field))"
     }
 
-    /// PostgreSQL's name, unique in the one `tsync_records` table and within its 63 bytes.
+    /// PostgreSQL's name, unique in the one `tsync_records` table and within its 63 bytes (with
+    /// the `_n` of the number index).
     var postgresIndexName: String {
-        "tsync_ix_\(Self.hash(description))_\(String("\(table)_\(field.lowercased())".prefix(45)))"
+        "tsync_ix_\(Self.hash(description))_\(String("\(table)_\(field.lowercased())".prefix(43)))"
     }
 
     /// FNV-1a of the bytes, as 8 hex digits.
