@@ -144,6 +144,26 @@ public final class SQLiteStorage: ServerStorage {
             for field in indexes.withLock({ $0[sqlName] ?? [] }) { try SQLiteSchema.createIndex(db, sqlName: sqlName, field) }
             created.insert(sqlName)
         }
+        var owner: String?
+        if case .owner(let name) = write.scope { owner = name }
+        func insert(_ stored: Record) throws -> Bool {
+            try db.cachedStatement(
+                sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+            ).execute(arguments: [
+                stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
+                stored.system.deleted, owner, JSONSerializer.string(.object(stored.fields)),
+            ])
+            return db.changesCount == 1
+        }
+        // Nearly every insert brings a new id: it is written at once, as `step` decides for an id
+        // with no record, and the record is read only when the id turns out to be taken.
+        if case .insert = write.action,
+            case .store(let stored, isNew: true) = try write.step(current: nil, visible: false, updatedAt: {
+                try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
+            }), try insert(stored)
+        {
+            return .inserted(stored)
+        }
         let found = try Self.fetchRecord(db, sqlName: sqlName, id: write.id, scope: .shared)
         let step = try write.step(current: found?.record, visible: found.map { Self.isVisible(owner: $0.owner, in: write.scope) } ?? false) {
             try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
@@ -152,13 +172,8 @@ public final class SQLiteStorage: ServerStorage {
         case .answer(let outcome):
             return outcome
         case .store(let stored, isNew: true):
-            var owner: String?
-            if case .owner(let name) = write.scope { owner = name }
-            try db.cachedStatement(sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [
-                    stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
-                    stored.system.deleted, owner, JSONSerializer.string(.object(stored.fields)),
-                ])
+            // Only reached for an id that was taken a moment ago in this transaction: not possible.
+            guard try insert(stored) else { throw TSyncError.failure("the insert of \(Identifiers.quoted(stored.id)) found its id taken") }
             return .inserted(stored)
         case .store(let next, isNew: false):
             try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
