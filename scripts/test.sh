@@ -12,6 +12,9 @@ if pg_start; then
 else
     echo "PostgreSQL could not be started: its tests will be skipped" >&2
 fi
+# The code's layout is checked first (.swift-format; `swift format --in-place --recursive Sources
+# Tests Package.swift` fixes it).
+swift format lint --strict --recursive --parallel Sources Tests Package.swift
 swift build --build-tests
 swift test --skip-build "$@"
 

@@ -130,7 +130,8 @@ public final class LocalStore: Sendable {
         configuration.foreignKeysEnabled = true
         configuration.label = "tsync"
         let path = location.databasePath
-        let writable = FileManager.default.fileExists(atPath: path)
+        let writable =
+            FileManager.default.fileExists(atPath: path)
             ? access(path, W_OK) == 0 && access(location.directory, W_OK) == 0
             : true
         do {
@@ -214,7 +215,8 @@ enum StoreFailure {
                 return .failure("cannot open \(location.databasePath): check its permissions")
             case .SQLITE_FULL:
                 return .failure(
-                    "the disk holding \(location.databasePath) is full: the step that needed the space was not saved (earlier ones are kept); free some space and run the command again")
+                    "the disk holding \(location.databasePath) is full: the step that needed the space was not saved (earlier ones are kept); free some space and run the command again"
+                )
             default:
                 return .failure("the store database failed: \(error.message ?? "\(error.resultCode)")")
             }

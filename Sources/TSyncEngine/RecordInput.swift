@@ -48,7 +48,8 @@ public enum RecordInput {
         var object = object
         for name in serverProperties { object.removeValue(forKey: name) }
         if let given = object.removeValue(forKey: "id"), given != .string(id) {
-            throw .invalidInput("the JSON has \"id\": \(JSONSerializer.string(given)), but the record is \(Identifiers.quoted(id)); ids cannot change")
+            throw .invalidInput(
+                "the JSON has \"id\": \(JSONSerializer.string(given)), but the record is \(Identifiers.quoted(id)); ids cannot change")
         }
         return object
     }

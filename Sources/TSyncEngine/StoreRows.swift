@@ -137,4 +137,3 @@ enum StoreRows {
         return .invalidInput("no record \(Identifiers.quoted(id)) in table \(table)")
     }
 }
-

@@ -201,7 +201,8 @@ struct FilterLexer {
 
     /// Names the character, with a hint for the operators people bring from other languages.
     private static func describe(_ character: Character) -> String {
-        let shown = character.isWhitespace || character.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        let shown =
+            character.isWhitespace || character.unicodeScalars.contains { $0.properties.generalCategory == .control }
             ? Identifiers.quoted(String(character)) : "'\(character)'"
         switch character {
         case "=", "<", ">", "!":

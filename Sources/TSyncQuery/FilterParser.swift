@@ -129,7 +129,8 @@ struct FilterParser {
                 _ = advance()
                 return Node(expression: .literal(.double(-value)), type: .number, depth: 1)
             default:
-                let operand = try nested(at: token.position) { (parser: inout FilterParser) throws(FilterSyntaxError) in try parser.unary() }
+                let operand = try nested(at: token.position) { (parser: inout FilterParser) throws(FilterSyntaxError) in try parser.unary()
+                }
                 let type = try Self.check(token.position) { () throws(FilterTypeError) in
                     try FilterTyping.negate(operand.type)
                 }

@@ -81,7 +81,7 @@ enum FilterTyping {
             }
             return .number
         }
-        guard let _ = comparisonType(left, right) else {
+        guard comparisonType(left, right) != nil else {
             throw FilterTypeError(message: "'\(op.rawValue)' cannot compare \(left.name) with \(right.name)")
         }
         if op != .eq, op != .ne, left == .boolean || right == .boolean {

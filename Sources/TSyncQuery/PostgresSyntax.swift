@@ -164,7 +164,8 @@ struct PostgresSyntax: SQLSyntax {
             // string made equal, then the string's text under "C".
             let kinds: SQLTemplate = "(CASE WHEN jsonb_typeof(\(expression)) = 'string' THEN '\"\"'::jsonb ELSE \(expression) END)"
             let strings: SQLTemplate = "(CASE WHEN jsonb_typeof(\(expression)) = 'string' THEN \(expression) #>> '{}' END)"
-            return "\(sortKey(kinds, kind: .boolean, descending: descending, nullable: nullable)), \(sortKey(strings, kind: .text, descending: descending, nullable: nullable))"
+            return
+                "\(sortKey(kinds, kind: .boolean, descending: descending, nullable: nullable)), \(sortKey(strings, kind: .text, descending: descending, nullable: nullable))"
         }
         var key = kind == .text ? "\(expression) COLLATE \"C\"" : expression
         key = descending ? "\(key) DESC" : "\(key) ASC"

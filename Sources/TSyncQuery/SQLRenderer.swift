@@ -152,7 +152,8 @@ public struct SQLRenderer: Sendable {
         throws(TSyncError) -> SQLTemplate
     {
         switch op {
-        case .and: return "(\(try render(left, as: .boolean, wherever: wherever)) AND \(try render(right, as: .boolean, wherever: wherever)))"
+        case .and:
+            return "(\(try render(left, as: .boolean, wherever: wherever)) AND \(try render(right, as: .boolean, wherever: wherever)))"
         case .or: return "(\(try render(left, as: .boolean, wherever: wherever)) OR \(try render(right, as: .boolean, wherever: wherever)))"
         case .add, .sub, .mul, .div, .mod:
             let l = try render(left, as: .number)

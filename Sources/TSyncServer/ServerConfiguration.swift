@@ -85,7 +85,8 @@ public struct ServerConfiguration: Sendable {
         }
         for table in perUserTables { try Identifiers.validateTableName(table) }
         if let proxy = invalidTrustedProxy {
-            throw .usage("trusted proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
+            throw .usage(
+                "trusted proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
         }
         if !requiresAuthentication {
             if !perUserTables.isEmpty {

@@ -43,7 +43,8 @@ struct ConflictsCommand: ParsableCommand {
             Console.write(conflicts.map { ConflictFormat.summary($0, style: style) }.joined())
             if !conflicts.isEmpty {
                 Console.note(
-                    "\(StatusFormat.count(conflicts.count, "error")): `tsync conflicts show ID` for details, `tsync resolve ID --ours|--theirs|--merge|--cancel|--discard` to settle")
+                    "\(StatusFormat.count(conflicts.count, "error")): `tsync conflicts show ID` for details, `tsync resolve ID --ours|--theirs|--merge|--cancel|--discard` to settle"
+                )
             }
         }
     }
@@ -95,7 +96,8 @@ enum ConflictFormat {
         text += "status: \(error.httpStatus.map(String.init) ?? "none") \(details.failureClass.rawValue)\n"
         text += "message: \(error.message)\n"
         text += "failed at: \(error.createdAt.iso8601)\n"
-        text += "base: \(version(details.base)), ours: \(details.ours == nil ? "(deleted)" : "local"), theirs: \(version(details.theirs))\n\n"
+        text +=
+            "base: \(version(details.base)), ours: \(details.ours == nil ? "(deleted)" : "local"), theirs: \(version(details.theirs))\n\n"
         var nameSet = Set<String>()
         for record in [details.base, details.ours, details.theirs] {
             if let record { nameSet.formUnion(record.fields.keys) }

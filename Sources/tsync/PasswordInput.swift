@@ -2,9 +2,9 @@ import Foundation
 import TSyncModel
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads a password the way clig.dev asks, for `login` and `user add|passwd` alike: the first

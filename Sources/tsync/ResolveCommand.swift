@@ -89,12 +89,15 @@ struct ResolveCommand: AsyncParsableCommand {
             Console.note(line)
         }
         for entry in refused {
-            Console.note("not merged: error \(entry.details.error.id) (\(entry.details.error.table)/\(entry.details.error.itemID)): \(reasonText(entry.outcome))")
+            Console.note(
+                "not merged: error \(entry.details.error.id) (\(entry.details.error.table)/\(entry.details.error.itemID)): \(reasonText(entry.outcome))"
+            )
         }
         if !refused.isEmpty {
             throw TSyncError(
                 .operationsFailed,
-                "\(StatusFormat.count(refused.count, "error")) could not be merged; settle \(refused.count == 1 ? "it" : "them") with --ours, --theirs or --discard")
+                "\(StatusFormat.count(refused.count, "error")) could not be merged; settle \(refused.count == 1 ? "it" : "them") with --ours, --theirs or --discard"
+            )
         }
         if let pushSummary = result.push, pushSummary.failed > 0 {
             throw TSyncError(.operationsFailed, SyncFormat.pushSummary(pushSummary, dryRun: false))

@@ -112,7 +112,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--header-timeout and --idle-timeout must be at least 1 second")
         }
         if let proxy = configuration.invalidTrustedProxy {
-            throw ValidationError("--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
+            throw ValidationError(
+                "--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
         }
         for text in index {
             do {
@@ -126,7 +127,8 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if configuration.exposedWithoutAuthentication {
             throw ValidationError(
-                "refusing --no-auth on \(host), which is not a loopback address: anyone who reaches it could read and change every table; add --insecure if you really mean it")
+                "refusing --no-auth on \(host), which is not a loopback address: anyone who reaches it could read and change every table; add --insecure if you really mean it"
+            )
         }
     }
 

@@ -49,7 +49,8 @@ enum StatusFormat {
             for table in report.tables {
                 lines.append("")
                 var heading = "  \(style.bold(table.table)): \(table.pending) pending ("
-                heading += [(table.inserts, "insert"), (table.updates, "update"), (table.deletes, "delete")]
+                heading +=
+                    [(table.inserts, "insert"), (table.updates, "update"), (table.deletes, "delete")]
                     .filter { $0.0 > 0 }.map { count($0.0, $0.1) }.joined(separator: ", ") + ")"
                 if table.errors > 0 { heading += ", " + style.red(count(table.errors, "error")) }
                 lines.append(heading)
@@ -80,7 +81,8 @@ enum StatusFormat {
         let inFlight = operation.state == .inflight ? style.dim(" (sent, not yet confirmed)") : ""
         if let error = operation.error {
             let status = error.httpStatus.map { "\($0): " } ?? ""
-            return style.red("failed:    ") + operation.itemID + inFlight + style.dim("  (\(operation.kind.rawValue), \(status)\(error.message))")
+            return style.red("failed:    ") + operation.itemID + inFlight
+                + style.dim("  (\(operation.kind.rawValue), \(status)\(error.message))")
         }
         switch operation.kind {
         case .insert: return style.green("added:     ") + operation.itemID + inFlight

@@ -25,7 +25,8 @@ struct TablesCommand: ParsableCommand {
             Console.note("no tables yet: `tsync insert TABLE` or `tsync pull TABLE` creates one")
             return
         }
-        let rows = [["TABLE", "RECORDS", "PENDING", "ERRORS"]]
+        let rows =
+            [["TABLE", "RECORDS", "PENDING", "ERRORS"]]
             + tables.map { [$0.table, String($0.records), String($0.pending), String($0.errors)] }
         Console.write(TextTable.render(rows, rightAligned: [1, 2, 3]))
     }

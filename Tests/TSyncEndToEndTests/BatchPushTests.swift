@@ -51,11 +51,12 @@ import TSyncModel
         let single = try await mixedPush(serverOptions: ["--max-batch", "0"])
         #expect(batched.errors == single.errors)
         #expect(batched.server == single.server)
-        #expect(batched.errors == [
-            #""insert" "todo" "dup" 409 "already-exists""#,
-            #""update" "todo" "t1" 412 "version-conflict""#,
-            #""update" "todo" "t2" 404 "missing""#,
-        ])
+        #expect(
+            batched.errors == [
+                #""insert" "todo" "dup" 409 "already-exists""#,
+                #""update" "todo" "t1" 412 "version-conflict""#,
+                #""update" "todo" "t2" 404 "missing""#,
+            ])
         for key in ["pushed", "failed", "conflicts", "alreadyApplied"] {
             #expect(batched.summary[key] == single.summary[key], "\(key)")
         }

@@ -6,7 +6,8 @@ import TSyncModel
 @Suite(.serialized) struct FaultyServerTests {
     static func record(_ id: String, at ms: Int64) -> String {
         let time = Timestamp(millisecondsSinceEpoch: 1_800_000_000_000 + ms).iso8601
-        return #"{"id": "\#(id)", "text": "\#(id)", "createdAt": "\#(time)", "updatedAt": "\#(time)", "version": "v\#(ms)", "deleted": false}"#
+        return
+            #"{"id": "\#(id)", "text": "\#(id)", "createdAt": "\#(time)", "updatedAt": "\#(time)", "version": "v\#(ms)", "deleted": false}"#
     }
 
     /// A server that ignores `$orderby` (it sorts by id): an incremental pull must not move its

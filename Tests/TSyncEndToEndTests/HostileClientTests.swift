@@ -96,7 +96,8 @@ extension String {
         // Half a request: head and part of the body; the rest comes after SIGTERM.
         let body = #"{"id": "late", "text": "sent across a shutdown"}"#
         let socket = try RawSocket(port: port, timeout: 10)
-        socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        socket.write(
+            "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
         socket.write(String(body.prefix(10)))
         try await Task.sleep(for: .milliseconds(300))
         let stopping = Task { try await server.terminate(signal: SIGTERM, timeout: .seconds(20)) }

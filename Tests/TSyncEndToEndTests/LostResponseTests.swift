@@ -154,7 +154,8 @@ import TSyncModel
         try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         try store.ok(["push"])
         try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
-        proxy.replace("PATCH", "/tables/todo/milk", status: 200, contentType: "application/json", body: #"{"id": "milk", "te"#, forward: true)
+        proxy.replace(
+            "PATCH", "/tables/todo/milk", status: 200, contentType: "application/json", body: #"{"id": "milk", "te"#, forward: true)
         let push = try store.run(["push"])
         #expect(push.status == 0, "\(push)")
         let onServer = try #require(try await server.record("todo", "milk"))

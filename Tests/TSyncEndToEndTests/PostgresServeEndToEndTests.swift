@@ -12,7 +12,8 @@ struct PostgresServeEndToEndTests {
     @Test func usersAndTwoServersShareOneDatabase() async throws {
         let directory = try TemporaryDirectory()
         try await PostgresFixture.withFreshDatabase { db in
-            let add = try TSyncProcess.run(["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
+            let add = try TSyncProcess.run(
+                ["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
             #expect(add.status == 0, "\(add.stderr)")
             let list = try TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
             #expect(list.status == 0, "\(list.stderr)")
@@ -35,7 +36,8 @@ struct PostgresServeEndToEndTests {
             #expect(try JSONParser.parse(read.body) == JSONParser.parse(insert.body))
 
             // A new password revokes the account's tokens on every instance.
-            let passwd = try TSyncProcess.run(["user", "passwd", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "new password\n")
+            let passwd = try TSyncProcess.run(
+                ["user", "passwd", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "new password\n")
             #expect(passwd.status == 0, "\(passwd.stderr)")
             #expect(try await HTTP.send("GET", a + "/tables/todo", token: token).status == 401)
             #expect(try await HTTP.send("GET", b + "/tables/todo", token: token).status == 401)

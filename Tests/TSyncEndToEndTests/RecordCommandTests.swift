@@ -81,7 +81,8 @@ import Testing
                 == #"[{"n":2,"text":"buy eggs"},{"n":2,"text":"walk"}]"# + "\n")
         #expect(try sandbox.ok(["query", "todo", "--filter", "n gt 5", "--json"]) == "[]\n")
         #expect(
-            try sandbox.ok(["query", "todo", "--filter", "id eq 'b'"]) == #"{"id":"b","deleted":false,"done":true,"n":1,"text":"call mum"}"# + "\n")
+            try sandbox.ok(["query", "todo", "--filter", "id eq 'b'"]) == #"{"id":"b","deleted":false,"done":true,"n":1,"text":"call mum"}"#
+                + "\n")
         #expect(try sandbox.run(["query", "todo", "--top", "-1"]).status == 64)
     }
 

@@ -9,11 +9,13 @@ import TSyncModel
         let directory = try TemporaryDirectory()
         let db = "sqlite:" + (directory.path as NSString).appendingPathComponent("server.db")
 
-        let add = try TSyncProcess.run(["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
+        let add = try TSyncProcess.run(
+            ["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
         #expect(add.status == 0, "\(add.stderr)")
         let list = try TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
         #expect(list.stdout == "alice\n")
-        let duplicate = try TSyncProcess.run(["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "other password\n")
+        let duplicate = try TSyncProcess.run(
+            ["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "other password\n")
         #expect(duplicate.status == 65, "\(duplicate.stderr)")
         #expect(duplicate.stderr.contains("already exists"))
 
@@ -58,7 +60,8 @@ import TSyncModel
     @Test func indexedFieldsAreLoggedAndKept() async throws {
         let directory = try TemporaryDirectory()
         let db = "sqlite:" + (directory.path as NSString).appendingPathComponent("server.db")
-        let first = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--index", "todo.n"], log: directory.path)
+        let first = try ServerProcess(
+            arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--index", "todo.n"], log: directory.path)
         defer { first.stop() }
         var base = try await first.waitForAddress()
         #expect(first.log.contains("index todo.n: the table has no records yet"), "\(first.log)")
@@ -92,7 +95,8 @@ import TSyncModel
 
     @Test func refusalsExitWithTheDocumentedCodes() throws {
         let directory = try TemporaryDirectory()
-        let noAuth = try TSyncProcess.run(["serve", "--no-auth", "--host", "0.0.0.0", "--port", "0", "--db", "sqlite:/nonexistent/x.db"], in: directory.path)
+        let noAuth = try TSyncProcess.run(
+            ["serve", "--no-auth", "--host", "0.0.0.0", "--port", "0", "--db", "sqlite:/nonexistent/x.db"], in: directory.path)
         #expect(noAuth.status == 64)
         #expect(noAuth.stderr.contains("--insecure"))
         let postgres = try TSyncProcess.run(["serve", "--db", "postgres://localhost/tsync", "--port", "0"], in: directory.path)

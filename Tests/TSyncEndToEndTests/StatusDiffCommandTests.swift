@@ -13,7 +13,8 @@ import Testing
         #expect(try sandbox.run(["status", "--exit-code"]).status == 0)
         #expect(try sandbox.run(["status", "--porcelain", "--exit-code"]).status == 0)
         let json = try sandbox.ok(["status", "--json"])
-        #expect(json.hasPrefix(#"{"clean":true,"errors":0,"operations":[],"pending":0,"queries":[],"remote":"http://127.0.0.1:9","store":""#))
+        #expect(
+            json.hasPrefix(#"{"clean":true,"errors":0,"operations":[],"pending":0,"queries":[],"remote":"http://127.0.0.1:9","store":""#))
         #expect(json.hasSuffix(#"/.tsync","tables":[]}"# + "\n"))
     }
 
@@ -23,7 +24,9 @@ import Testing
         try sandbox.ok(["insert", "notes", #"{"id": "n"}"#])
 
         #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\nA\ttodo\tb\nA\tnotes\tn\n")
-        #expect(try sandbox.ok(["status", "-s"]) == "notes: 1 added, 0 modified, 0 deleted, 0 failed\ntodo: 2 added, 0 modified, 0 deleted, 0 failed\n")
+        #expect(
+            try sandbox.ok(["status", "-s"])
+                == "notes: 1 added, 0 modified, 0 deleted, 0 failed\ntodo: 2 added, 0 modified, 0 deleted, 0 failed\n")
 
         let long = try sandbox.ok(["status"])
         #expect(long.contains("3 pending operations in 2 tables:"))

@@ -32,7 +32,8 @@ import TSyncModel
         let credentials = (store.path as NSString).appendingPathComponent(".tsync/credentials")
         let permissions = try FileManager.default.attributesOfItem(atPath: credentials)[.posixPermissions] as? NSNumber
         #expect(permissions?.intValue == 0o600)
-        let token = try #require(try JSONParser.parse(String(contentsOfFile: credentials, encoding: .utf8)).objectValue?["token"]?.stringValue)
+        let token = try #require(
+            try JSONParser.parse(String(contentsOfFile: credentials, encoding: .utf8)).objectValue?["token"]?.stringValue)
         #expect(!login.stdout.contains(token) && !login.stderr.contains(token))
 
         #expect(try store.ok(["push", "--dry-run"]) == "A\ttodoitem\tmilk\nA\ttodoitem\tbread\n")

@@ -169,7 +169,8 @@ import TSyncModel
         let checkpoint = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 0), id: "it's")
         #expect(
             checkpoint.filterAfter
-                == "updatedAt ge datetimeoffset'1970-01-01T00:00:00.000Z' and ((updatedAt gt datetimeoffset'1970-01-01T00:00:00.000Z') or (updatedAt eq datetimeoffset'1970-01-01T00:00:00.000Z' and id gt 'it''s'))")
+                == "updatedAt ge datetimeoffset'1970-01-01T00:00:00.000Z' and ((updatedAt gt datetimeoffset'1970-01-01T00:00:00.000Z') or (updatedAt eq datetimeoffset'1970-01-01T00:00:00.000Z' and id gt 'it''s'))"
+        )
         #expect(Checkpoint.filter(user: " ", after: nil) == nil)
         #expect(Checkpoint.filter(user: "a eq 1", after: checkpoint) == "(a eq 1) and (\(checkpoint.filterAfter))")
         let a = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "b")

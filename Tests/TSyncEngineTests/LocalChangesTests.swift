@@ -57,11 +57,16 @@ import TSyncModel
         try store.insert("todo", ["id": "existing"])
         var objects: [[String: JSONValue]] = (0..<200).map { ["id": .string("r\($0)"), "n": .int(Int64($0))] }
         objects[149] = ["id": "r10"]
-        #expect(throws: TSyncError.invalidInput("record 150: todo/r10 already exists (its insert is pending); use `tsync update` to change it")) {
+        #expect(
+            throws: TSyncError.invalidInput("record 150: todo/r10 already exists (its insert is pending); use `tsync update` to change it")
+        ) {
             try store.insert(table: "todo", objects: objects)
         }
         objects[149] = ["id": "existing"]
-        #expect(throws: TSyncError.invalidInput("record 150: todo/existing already exists (its insert is pending); use `tsync update` to change it")) {
+        #expect(
+            throws: TSyncError.invalidInput(
+                "record 150: todo/existing already exists (its insert is pending); use `tsync update` to change it")
+        ) {
             try store.insert(table: "todo", objects: objects)
         }
         #expect(try store.pendingOperations().count == 1)

@@ -97,11 +97,16 @@ struct PushVerdictTests {
     @Test func updatePreconditionFailureWithOurItemIsALostResponse() {
         let record = server(["text": "milk"])
         let answer = RemoteAnswer.rejected(status: 412, message: "stale", serverRecord: record)
-        #expect(PushVerdict.classify(kind: .update, sent: ["id": "x", "text": "milk"], answer: answer) == .succeeded(serverRecord: record, alreadyApplied: true))
-        #expect(PushVerdict.classify(kind: .update, sent: ["id": "x", "text": "soy"], answer: answer) == .failed(status: 412, message: "stale", serverRecord: record))
+        #expect(
+            PushVerdict.classify(kind: .update, sent: ["id": "x", "text": "milk"], answer: answer)
+                == .succeeded(serverRecord: record, alreadyApplied: true))
+        #expect(
+            PushVerdict.classify(kind: .update, sent: ["id": "x", "text": "soy"], answer: answer)
+                == .failed(status: 412, message: "stale", serverRecord: record))
         let deleted = server(["text": "milk"], deleted: true)
         #expect(
-            PushVerdict.classify(kind: .update, sent: ["id": "x", "text": "milk"], answer: .rejected(status: 412, message: "m", serverRecord: deleted))
+            PushVerdict.classify(
+                kind: .update, sent: ["id": "x", "text": "milk"], answer: .rejected(status: 412, message: "m", serverRecord: deleted))
                 == .failed(status: 412, message: "m", serverRecord: deleted))
         #expect(
             PushVerdict.classify(kind: .update, sent: ["text": "milk"], answer: .rejected(status: 412, message: "m", serverRecord: nil))
@@ -109,16 +114,26 @@ struct PushVerdictTests {
     }
 
     @Test func deleteOfAnItemAlreadyGoneSucceeds() {
-        #expect(PushVerdict.classify(kind: .delete, sent: nil, answer: .rejected(status: 404, message: "m", serverRecord: nil)) == .succeeded(serverRecord: nil, alreadyApplied: true))
+        #expect(
+            PushVerdict.classify(kind: .delete, sent: nil, answer: .rejected(status: 404, message: "m", serverRecord: nil))
+                == .succeeded(serverRecord: nil, alreadyApplied: true))
         let deleted = server([:], deleted: true)
-        #expect(PushVerdict.classify(kind: .delete, sent: nil, answer: .rejected(status: 412, message: "m", serverRecord: deleted)) == .succeeded(serverRecord: deleted, alreadyApplied: true))
+        #expect(
+            PushVerdict.classify(kind: .delete, sent: nil, answer: .rejected(status: 412, message: "m", serverRecord: deleted))
+                == .succeeded(serverRecord: deleted, alreadyApplied: true))
         let live = server(["a": 1])
-        #expect(PushVerdict.classify(kind: .delete, sent: nil, answer: .rejected(status: 412, message: "m", serverRecord: live)) == .failed(status: 412, message: "m", serverRecord: live))
+        #expect(
+            PushVerdict.classify(kind: .delete, sent: nil, answer: .rejected(status: 412, message: "m", serverRecord: live))
+                == .failed(status: 412, message: "m", serverRecord: live))
     }
 
     @Test func otherFailuresAreRecorded() {
-        #expect(PushVerdict.classify(kind: .update, sent: [:], answer: .rejected(status: 404, message: "m", serverRecord: nil)) == .failed(status: 404, message: "m", serverRecord: nil))
-        #expect(PushVerdict.classify(kind: .insert, sent: [:], answer: .rejected(status: 500, message: "m", serverRecord: nil)) == .failed(status: 500, message: "m", serverRecord: nil))
+        #expect(
+            PushVerdict.classify(kind: .update, sent: [:], answer: .rejected(status: 404, message: "m", serverRecord: nil))
+                == .failed(status: 404, message: "m", serverRecord: nil))
+        #expect(
+            PushVerdict.classify(kind: .insert, sent: [:], answer: .rejected(status: 500, message: "m", serverRecord: nil))
+                == .failed(status: 500, message: "m", serverRecord: nil))
     }
 
     @Test func failureClasses() {

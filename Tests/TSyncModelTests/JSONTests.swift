@@ -13,7 +13,8 @@ import Testing
     @Test(arguments: [
         SystemProperties(),
         SystemProperties(
-            createdAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_123), updatedAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_456),
+            createdAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_123),
+            updatedAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_456),
             version: "v\"1", deleted: true),
     ])
     func recordsWrittenDirectlyMatchTheirWireObject(system: SystemProperties) {
@@ -88,8 +89,10 @@ import Testing
     }
 
     @Test func recordSplitsSystemProperties() throws {
-        let record = try Record(wire: ["id": "1", "text": "x", "version": "v1", "deleted": false,
-                                       "updatedAt": "2026-01-01T00:00:00.000Z"])
+        let record = try Record(wire: [
+            "id": "1", "text": "x", "version": "v1", "deleted": false,
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+        ])
         #expect(record.fields == ["text": "x"])
         #expect(record.system.version == "v1")
         #expect(record.wireObject["updatedAt"] == "2026-01-01T00:00:00.000Z")

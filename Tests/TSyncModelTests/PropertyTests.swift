@@ -156,13 +156,18 @@ private enum Arbitrary {
 
     /// No combining marks in keys: canonically equivalent keys would merge in a Swift dictionary. Whole
     /// keys include the system names and their neighbours in sort order.
-    static let keyPieces = ["a", "b", "k", "x", "Z", "0", "9", "_", "\u{E9}", "\u{F1}", "\u{FC}", "\u{DF}", "\u{436}", "\u{4E2D}", "\u{1F600}"]
-    static let wholeKeys = ["", "id", "createdAt", "createdA", "createdAu", "deleted", "deletedX", "updatedAt", "updatedAt2", "version", "versio", "v", "~"]
+    static let keyPieces = [
+        "a", "b", "k", "x", "Z", "0", "9", "_", "\u{E9}", "\u{F1}", "\u{FC}", "\u{DF}", "\u{436}", "\u{4E2D}", "\u{1F600}",
+    ]
+    static let wholeKeys = [
+        "", "id", "createdAt", "createdA", "createdAu", "deleted", "deletedX", "updatedAt", "updatedAt2", "version", "versio", "v", "~",
+    ]
 
     static func object(depth: Int, _ rng: inout RNG) -> [String: JSONValue] {
         var object: [String: JSONValue] = [:]
         for _ in 0..<Int.random(in: 0...6, using: &rng) {
-            let key = Bool.random(using: &rng)
+            let key =
+                Bool.random(using: &rng)
                 ? pick(wholeKeys, &rng) : (0..<Int.random(in: 1...5, using: &rng)).map { _ in pick(keyPieces, &rng) }.joined()
             object[key] = value(depth: depth, &rng)
         }
@@ -179,13 +184,17 @@ private enum Arbitrary {
         case .array(let elements):
             candidates += elements + dropping(elements).map(JSONValue.array)
             for index in elements.indices {
-                candidates += smaller(elements[index]).map { var copy = elements; copy[index] = $0; return .array(copy) }
+                candidates += smaller(elements[index]).map {
+                    var copy = elements; copy[index] = $0; return .array(copy)
+                }
             }
         case .object(let object):
             candidates += object.values
             for key in object.keys { var fewer = object; fewer[key] = nil; candidates.append(.object(fewer)) }
             for (key, member) in object {
-                candidates += smaller(member).map { var copy = object; copy[key] = $0; return .object(copy) }
+                candidates += smaller(member).map {
+                    var copy = object; copy[key] = $0; return .object(copy)
+                }
             }
         }
         return candidates
@@ -197,7 +206,9 @@ private enum Arbitrary {
 
     /// Each way to leave one element out.
     static func dropping<T>(_ elements: [T]) -> [[T]] {
-        elements.indices.map { var fewer = elements; fewer.remove(at: $0); return fewer }
+        elements.indices.map {
+            var fewer = elements; fewer.remove(at: $0); return fewer
+        }
     }
 
     /// Bytes near JSON: punctuation, digits, words and their prefixes, escapes, UTF-8, and any byte at all.
@@ -210,7 +221,8 @@ private enum Arbitrary {
             // Half the inputs are mangled JSON, which gets deep into the parser before it goes wrong (or parses).
             var bytes = Bool.random(using: &rng) ? Array(JSONSerializer.bytes(value(depth: 2, &rng)).prefix(64)) : []
             for _ in 0..<Int.random(in: bytes.isEmpty ? 0...64 : 1...3, using: &rng) {
-                let piece = Int.random(in: 0..<4, using: &rng) == 0 ? [UInt8.random(in: .min ... .max, using: &rng)] : pick(noiseTokens, &rng)
+                let piece =
+                    Int.random(in: 0..<4, using: &rng) == 0 ? [UInt8.random(in: .min ... .max, using: &rng)] : pick(noiseTokens, &rng)
                 let at = Int.random(in: 0...bytes.count, using: &rng)
                 bytes.replaceSubrange(at..<min(at + Int.random(in: 0...1, using: &rng), bytes.count), with: piece)
             }

@@ -39,8 +39,11 @@ private func filterError(_ text: String) -> String? {
         #expect(try parse("a eq -42") == bin(.eq, field("a"), int(-42)))
         #expect(try parse("a eq 9223372036854775807") == bin(.eq, field("a"), int(.max)))
         #expect(try parse("a eq -9223372036854775808") == bin(.eq, field("a"), int(.min)))
-        #expect(filterError("a eq 9223372036854775808")?.hasPrefix("invalid $filter at position 6: the integer 9223372036854775808 does not fit in 64 bits") == true)
-        #expect(filterError("a eq -9223372036854775809")?.hasPrefix("invalid $filter at position 7: the integer -9223372036854775809") == true)
+        #expect(
+            filterError("a eq 9223372036854775808")?.hasPrefix(
+                "invalid $filter at position 6: the integer 9223372036854775808 does not fit in 64 bits") == true)
+        #expect(
+            filterError("a eq -9223372036854775809")?.hasPrefix("invalid $filter at position 7: the integer -9223372036854775809") == true)
     }
 
     @Test func reals() throws {
@@ -79,14 +82,20 @@ private func filterError(_ text: String) -> String? {
             filterError("updatedAt gt datetime'2026-02-30T00:00:00Z'")
                 == "invalid $filter at position 14: invalid datetime literal \"2026-02-30T00:00:00Z\" (expected ISO 8601, e.g. 2026-01-31T09:30:00.000Z)"
         )
-        #expect(filterError("updatedAt gt datetimeoffset'yesterday'")?.hasPrefix("invalid $filter at position 14: invalid datetimeoffset literal") == true)
-        #expect(filterError("id eq guid'12345678-aaaa-bbbb-cccc-ddddeeeeffff'")?.hasPrefix("invalid $filter at position 7: unsupported literal guid'…'") == true)
+        #expect(
+            filterError("updatedAt gt datetimeoffset'yesterday'")?.hasPrefix(
+                "invalid $filter at position 14: invalid datetimeoffset literal") == true)
+        #expect(
+            filterError("id eq guid'12345678-aaaa-bbbb-cccc-ddddeeeeffff'")?.hasPrefix(
+                "invalid $filter at position 7: unsupported literal guid'…'") == true)
     }
 
     @Test func members() throws {
         #expect(try parse("_private_1 eq 1") == bin(.eq, field("_private_1"), int(1)))
         #expect(try parse("done") == field("done"))
-        #expect(filterError("a/b eq 1") == "invalid $filter at position 2: unexpected character '/' (arithmetic is written add, sub, mul, div, mod)")
+        #expect(
+            filterError("a/b eq 1")
+                == "invalid $filter at position 2: unexpected character '/' (arithmetic is written add, sub, mul, div, mod)")
     }
 }
 
@@ -206,8 +215,9 @@ private func filterError(_ text: String) -> String? {
                 #expect(parsed == call, "\(text)")
             }
         }
-        #expect(try parse("startswith(tolower(concat(a, b)), 'x')")
-            == .function(.startswith, [.function(.tolower, [.function(.concat, [field("a"), field("b")])]), string("x")]))
+        #expect(
+            try parse("startswith(tolower(concat(a, b)), 'x')")
+                == .function(.startswith, [.function(.tolower, [.function(.concat, [field("a"), field("b")])]), string("x")]))
     }
 
     @Test func arityIsChecked() {
@@ -242,8 +252,12 @@ private func filterError(_ text: String) -> String? {
 
     @Test func argumentTypesAreChecked() {
         #expect(filterError("length(5) eq 1") == "invalid $filter at position 1: length() needs a string as argument 1, not a number")
-        #expect(filterError("a eq 1 and round('x') eq 1") == "invalid $filter at position 12: round() needs a number as argument 1, not a string")
-        #expect(filterError("substring(a, 'x') eq 'y'") == "invalid $filter at position 1: substring() needs a number as argument 2, not a string")
+        #expect(
+            filterError("a eq 1 and round('x') eq 1")
+                == "invalid $filter at position 12: round() needs a number as argument 1, not a string")
+        #expect(
+            filterError("substring(a, 'x') eq 'y'")
+                == "invalid $filter at position 1: substring() needs a number as argument 2, not a string")
         #expect(filterError("year(true) eq 1") == "invalid $filter at position 1: year() needs a date as argument 1, not a boolean")
         // Dates are ISO text: they may stand for strings, and strings for dates.
         #expect(filterError("startswith(updatedAt, '2026-01')") == nil)
@@ -252,7 +266,9 @@ private func filterError(_ text: String) -> String? {
 
     @Test func unknownFunctions() {
         #expect(filterError("foo(a) eq 1") == "invalid $filter at position 1: unknown function 'foo'")
-        #expect(filterError("x eq 1 or StartsWith(a, 'b')") == "invalid $filter at position 11: unknown function 'StartsWith' (function names are lowercase: startswith)")
+        #expect(
+            filterError("x eq 1 or StartsWith(a, 'b')")
+                == "invalid $filter at position 11: unknown function 'StartsWith' (function names are lowercase: startswith)")
         #expect(filterError("NOT(a)") == "invalid $filter at position 1: unknown function 'NOT' (operators are lowercase: not)")
     }
 }
@@ -261,7 +277,8 @@ private func filterError(_ text: String) -> String? {
     @Test func comparisonsNeedCompatibleTypes() {
         #expect(filterError("'a' eq 1") == "invalid $filter at position 5: 'eq' cannot compare a string with a number")
         #expect(filterError("id eq 5") == "invalid $filter at position 4: 'eq' cannot compare a string with a number")
-        #expect(filterError("deleted gt false") == "invalid $filter at position 9: booleans can only be compared with 'eq' or 'ne', not 'gt'")
+        #expect(
+            filterError("deleted gt false") == "invalid $filter at position 9: booleans can only be compared with 'eq' or 'ne', not 'gt'")
         #expect(filterError("not a eq 'x'") == "invalid $filter at position 7: 'eq' cannot compare a boolean with a string")
         #expect(filterError("updatedAt gt '2026'") == nil)
         #expect(filterError("a eq b") == nil)
@@ -289,7 +306,10 @@ private func filterError(_ text: String) -> String? {
             ("a eq 'abc", "at position 6: unterminated string (close it with ', and write a quote inside it as '')"),
             ("a eq 'it's'", "at position 10: unexpected character 's' right after the string \"it\" (write a quote inside a string as '')"),
             ("a eq 1 b", "at position 8: unexpected 'b', expected an operator such as and, or, eq"),
-            ("a eq 1 AND b eq 2", "at position 8: unexpected 'AND', expected an operator such as and, or, eq (operators are lowercase: and)"),
+            (
+                "a eq 1 AND b eq 2",
+                "at position 8: unexpected 'AND', expected an operator such as and, or, eq (operators are lowercase: and)"
+            ),
             ("a EQ 1", "at position 3: unexpected 'EQ', expected an operator such as and, or, eq (operators are lowercase: eq)"),
             ("(a eq 1", "at position 8: unexpected end of the filter, expected ')' to close the '(' at position 1"),
             ("a eq 1)", "at position 7: unexpected ')', expected an operator such as and, or, eq"),
@@ -323,13 +343,15 @@ private func filterError(_ text: String) -> String? {
 
 @Suite struct OrderByAndSelectTests {
     @Test func orderBy() throws {
-        #expect(try ODataParser.parseOrderBy("a desc, b asc, c") == [
-            SortKey(field: "a", descending: true), SortKey(field: "b", descending: false), SortKey(field: "c", descending: false),
-        ])
+        #expect(
+            try ODataParser.parseOrderBy("a desc, b asc, c") == [
+                SortKey(field: "a", descending: true), SortKey(field: "b", descending: false), SortKey(field: "c", descending: false),
+            ])
         #expect(try ODataParser.parseOrderBy("updatedAt") == [SortKey(field: "updatedAt", descending: false)])
-        #expect(try ODataParser.parseOrderBy("  updatedAt   desc ,id ") == [
-            SortKey(field: "updatedAt", descending: true), SortKey(field: "id", descending: false),
-        ])
+        #expect(
+            try ODataParser.parseOrderBy("  updatedAt   desc ,id ") == [
+                SortKey(field: "updatedAt", descending: true), SortKey(field: "id", descending: false),
+            ])
     }
 
     @Test func orderByErrors() {
@@ -361,7 +383,9 @@ private func filterError(_ text: String) -> String? {
         #expect(throws: TSyncError.invalidInput("invalid $select at position 3: expected ',' or the end after a")) {
             try ODataParser.parseSelect("a b")
         }
-        #expect(throws: TSyncError.invalidInput("invalid $select at position 1: '*' is not supported; leave out $select to get every field")) {
+        #expect(
+            throws: TSyncError.invalidInput("invalid $select at position 1: '*' is not supported; leave out $select to get every field")
+        ) {
             try ODataParser.parseSelect("*")
         }
         #expect(throws: TSyncError.self) { try ODataParser.parseSelect("a,b-c") }
@@ -393,8 +417,9 @@ private func filterError(_ text: String) -> String? {
         #expect(try parse("a or b and c").odataText == "a or b and c")
         #expect(try parse("(a or b) and c").odataText == "(a or b) and c")
         #expect(try parse("a sub (b sub c) eq 0").odataText == "a sub (b sub c) eq 0")
-        #expect(try parse("updatedAt gt datetime'2026-01-31T09:30:00Z'").odataText
-            == "updatedAt gt datetimeoffset'2026-01-31T09:30:00.000Z'")
+        #expect(
+            try parse("updatedAt gt datetime'2026-01-31T09:30:00Z'").odataText
+                == "updatedAt gt datetimeoffset'2026-01-31T09:30:00.000Z'")
     }
 
     @Test func handBuiltTreesRoundTrip() throws {

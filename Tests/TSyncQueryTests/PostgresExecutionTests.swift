@@ -76,8 +76,10 @@ enum PostgresScript {
 
             """
         for (id, created, updated, version, deleted, body) in SQLiteTable.records {
-            let values = [literal(.text(id)), literal(.text(created)), literal(.text(updated)), literal(.text(version)),
-                          deleted == 1 ? "true" : "false", literal(.text(body)) + "::jsonb"]
+            let values = [
+                literal(.text(id)), literal(.text(created)), literal(.text(updated)), literal(.text(version)),
+                deleted == 1 ? "true" : "false", literal(.text(body)) + "::jsonb",
+            ]
             script += "INSERT INTO t VALUES (\(values.joined(separator: ", ")));\n"
         }
         return script

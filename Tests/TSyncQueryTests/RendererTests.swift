@@ -48,7 +48,8 @@ private func isBalanced(_ sql: String) -> Bool {
         #expect(try render(sqlite, "done ne null").sql == #"(json_extract("body", ?) IS NOT NULL)"#)
         // Two fields compare kind by kind (docs/FILTERS.md): numbers, then strings, then booleans.
         let pair = try render(sqlite, "lo lt hi")
-        #expect(pair.sql.hasPrefix(#"COALESCE(((CASE WHEN json_type("body", ?) IN ('integer', 'real') THEN json_extract("body", ?) END) < "#))
+        #expect(
+            pair.sql.hasPrefix(#"COALESCE(((CASE WHEN json_type("body", ?) IN ('integer', 'real') THEN json_extract("body", ?) END) < "#))
         #expect(pair.sql.contains(#"((CASE json_type("body", ?) WHEN 'text' THEN json_extract("body", ?) END) < "#))
         #expect(Set(pair.arguments) == [.text(#"$."lo""#), .text(#"$."hi""#)])
     }
@@ -56,7 +57,8 @@ private func isBalanced(_ sql: String) -> Bool {
     @Test func literalsOfEveryKind() throws {
         let numbers = try render(sqlite, "n gt 5 and price lt 2.5")
         #expect(numbers.sql.contains("IN ('integer', 'real')"))
-        #expect(numbers.arguments == [.text(#"$."n""#), .text(#"$."n""#), .int(5), .text(#"$."price""#), .text(#"$."price""#), .double(2.5)])
+        #expect(
+            numbers.arguments == [.text(#"$."n""#), .text(#"$."n""#), .int(5), .text(#"$."price""#), .text(#"$."price""#), .double(2.5)])
         let flags = try render(sqlite, "done eq true and deleted eq false")
         #expect(flags.sql == #"(((CASE json_type("body", ?) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END) IS ?) AND ("deleted" IS ?))"#)
         #expect(flags.arguments == [.text(#"$."done""#), .int(1), .int(0)])
@@ -75,10 +77,12 @@ private func isBalanced(_ sql: String) -> Bool {
     @Test func orderBy() throws {
         #expect(try sqlite.orderBy([]) == SQLFragment(sql: #""id" ASC"#, arguments: []))
         #expect(try sqlite.orderBy([SortKey(field: "updatedAt")]) == SQLFragment(sql: #""updated_at" ASC, "id" ASC"#))
-        #expect(try sqlite.orderBy([SortKey(field: "text", descending: true), SortKey(field: "id", descending: true)])
-            == SQLFragment(sql: #"json_extract("body", ?) DESC, "id" DESC"#, arguments: [.text(#"$."text""#)]))
-        #expect(try sqlite.orderBy([SortKey(field: "id"), SortKey(field: "n")])
-            == SQLFragment(sql: #""id" ASC, json_extract("body", ?) ASC"#, arguments: [.text(#"$."n""#)]))
+        #expect(
+            try sqlite.orderBy([SortKey(field: "text", descending: true), SortKey(field: "id", descending: true)])
+                == SQLFragment(sql: #"json_extract("body", ?) DESC, "id" DESC"#, arguments: [.text(#"$."text""#)]))
+        #expect(
+            try sqlite.orderBy([SortKey(field: "id"), SortKey(field: "n")])
+                == SQLFragment(sql: #""id" ASC, json_extract("body", ?) ASC"#, arguments: [.text(#"$."n""#)]))
         #expect(throws: TSyncError.self) { try sqlite.orderBy([SortKey(field: "a b")]) }
     }
 }
@@ -86,13 +90,19 @@ private func isBalanced(_ sql: String) -> Bool {
 @Suite struct PostgresRenderingTests {
     @Test func typedFieldReadsAndCasts() throws {
         let text = try render(postgres, "text eq 'x'", from: 3)
-        #expect(text.sql == #"((CASE WHEN jsonb_typeof("body"->$3::text) = 'string' THEN "body"->>$3::text END) IS NOT DISTINCT FROM $4::text)"#)
+        #expect(
+            text.sql == #"((CASE WHEN jsonb_typeof("body"->$3::text) = 'string' THEN "body"->>$3::text END) IS NOT DISTINCT FROM $4::text)"#
+        )
         #expect(text.arguments == [.text("text"), .text("x")])
         let number = try render(postgres, "n gt 5")
-        #expect(number.sql == #"((CASE WHEN jsonb_typeof("body"->$1::text) = 'number' THEN ("body"->>$1::text)::numeric END) > $2::numeric)"#)
+        #expect(
+            number.sql == #"((CASE WHEN jsonb_typeof("body"->$1::text) = 'number' THEN ("body"->>$1::text)::numeric END) > $2::numeric)"#)
         #expect(number.arguments == [.text("n"), .int(5)])
         let flag = try render(postgres, "done ne false")
-        #expect(flag.sql == #"((CASE WHEN jsonb_typeof("body"->$1::text) = 'boolean' THEN ("body"->>$1::text)::boolean END) IS DISTINCT FROM $2::boolean)"#)
+        #expect(
+            flag.sql
+                == #"((CASE WHEN jsonb_typeof("body"->$1::text) = 'boolean' THEN ("body"->>$1::text)::boolean END) IS DISTINCT FROM $2::boolean)"#
+        )
         #expect(flag.arguments == [.text("done"), .bool(false)])
         let real = try render(postgres, "price le -2.5")
         #expect(real.arguments == [.text("price"), .double(-2.5)])
@@ -116,9 +126,14 @@ private func isBalanced(_ sql: String) -> Bool {
         let fragment = try render(
             postgres, "updatedAt gt datetime'2026-01-01T00:00:00.123Z' or (updatedAt eq datetime'2026-01-01T00:00:00.123Z' and id gt 'k')",
             from: 2)
-        #expect(fragment.sql == #"(("updated_at" COLLATE "C" > $2::text) OR (("updated_at" IS NOT DISTINCT FROM $3::text) AND ("id" COLLATE "C" > $4::text)))"#)
+        #expect(
+            fragment.sql
+                == #"(("updated_at" COLLATE "C" > $2::text) OR (("updated_at" IS NOT DISTINCT FROM $3::text) AND ("id" COLLATE "C" > $4::text)))"#
+        )
         #expect(fragment.arguments == [.text("2026-01-01T00:00:00.123Z"), .text("2026-01-01T00:00:00.123Z"), .text("k")])
-        #expect(try render(postgres, "deleted eq true") == SQLFragment(sql: #"("deleted" IS NOT DISTINCT FROM $1::boolean)"#, arguments: [.bool(true)]))
+        #expect(
+            try render(postgres, "deleted eq true")
+                == SQLFragment(sql: #"("deleted" IS NOT DISTINCT FROM $1::boolean)"#, arguments: [.bool(true)]))
         #expect(try render(postgres, "not deleted") == SQLFragment(sql: #"(NOT "deleted")"#))
     }
 
@@ -136,13 +151,16 @@ private func isBalanced(_ sql: String) -> Bool {
 
     @Test func orderBy() throws {
         #expect(try postgres.orderBy([]) == SQLFragment(sql: #""id" COLLATE "C" ASC"#))
-        #expect(try postgres.orderBy([SortKey(field: "updatedAt"), SortKey(field: "deleted", descending: true)])
-            == SQLFragment(sql: #""updated_at" COLLATE "C" ASC, "deleted" DESC, "id" COLLATE "C" ASC"#))
-        #expect(try postgres.orderBy([SortKey(field: "text", descending: true), SortKey(field: "n")], firstArgumentIndex: 4)
-            == SQLFragment(
-                // User fields: jsonb's order between kinds, then strings by bytes (not the database's collation).
-                sql: #"(CASE WHEN jsonb_typeof(NULLIF("body"->$4::text, 'null'::jsonb)) = 'string' THEN '""'::jsonb ELSE NULLIF("body"->$4::text, 'null'::jsonb) END) DESC NULLS LAST, (CASE WHEN jsonb_typeof(NULLIF("body"->$4::text, 'null'::jsonb)) = 'string' THEN NULLIF("body"->$4::text, 'null'::jsonb) #>> '{}' END) COLLATE "C" DESC NULLS LAST, (CASE WHEN jsonb_typeof(NULLIF("body"->$5::text, 'null'::jsonb)) = 'string' THEN '""'::jsonb ELSE NULLIF("body"->$5::text, 'null'::jsonb) END) ASC NULLS FIRST, (CASE WHEN jsonb_typeof(NULLIF("body"->$5::text, 'null'::jsonb)) = 'string' THEN NULLIF("body"->$5::text, 'null'::jsonb) #>> '{}' END) COLLATE "C" ASC NULLS FIRST, "id" COLLATE "C" ASC"#,
-                arguments: [.text("text"), .text("n")]))
+        #expect(
+            try postgres.orderBy([SortKey(field: "updatedAt"), SortKey(field: "deleted", descending: true)])
+                == SQLFragment(sql: #""updated_at" COLLATE "C" ASC, "deleted" DESC, "id" COLLATE "C" ASC"#))
+        #expect(
+            try postgres.orderBy([SortKey(field: "text", descending: true), SortKey(field: "n")], firstArgumentIndex: 4)
+                == SQLFragment(
+                    // User fields: jsonb's order between kinds, then strings by bytes (not the database's collation).
+                    sql:
+                        #"(CASE WHEN jsonb_typeof(NULLIF("body"->$4::text, 'null'::jsonb)) = 'string' THEN '""'::jsonb ELSE NULLIF("body"->$4::text, 'null'::jsonb) END) DESC NULLS LAST, (CASE WHEN jsonb_typeof(NULLIF("body"->$4::text, 'null'::jsonb)) = 'string' THEN NULLIF("body"->$4::text, 'null'::jsonb) #>> '{}' END) COLLATE "C" DESC NULLS LAST, (CASE WHEN jsonb_typeof(NULLIF("body"->$5::text, 'null'::jsonb)) = 'string' THEN '""'::jsonb ELSE NULLIF("body"->$5::text, 'null'::jsonb) END) ASC NULLS FIRST, (CASE WHEN jsonb_typeof(NULLIF("body"->$5::text, 'null'::jsonb)) = 'string' THEN NULLIF("body"->$5::text, 'null'::jsonb) #>> '{}' END) COLLATE "C" ASC NULLS FIRST, "id" COLLATE "C" ASC"#,
+                    arguments: [.text("text"), .text("n")]))
     }
 }
 
@@ -202,7 +220,8 @@ private func isBalanced(_ sql: String) -> Bool {
     }
 
     @Test func schemaNamesAreQuotedAsGiven() throws {
-        let renderer = SQLRenderer(schema: SQLSchema(dialect: .sqlite, bodyColumn: #"my "body""#, systemColumns: ["id": "ID", "updatedAt": "ts"]))
+        let renderer = SQLRenderer(
+            schema: SQLSchema(dialect: .sqlite, bodyColumn: #"my "body""#, systemColumns: ["id": "ID", "updatedAt": "ts"]))
         let fragment = try render(renderer, "updatedAt gt '2026' and deleted")
         // `deleted` has no column here: it is read from the JSON body, as a boolean.
         #expect(fragment.sql == #"(("ts" > ?) AND (CASE json_type("my ""body""", ?) WHEN 'true' THEN 1 WHEN 'false' THEN 0 END))"#)
@@ -213,7 +232,10 @@ private func isBalanced(_ sql: String) -> Bool {
 
 @Suite struct RendererErrorTests {
     @Test func handBuiltTreesAreChecked() {
-        #expect(throws: TSyncError.invalidInput(#"invalid field name "a; drop table t": use letters, digits and '_', starting with a letter or '_'"#)) {
+        #expect(
+            throws: TSyncError.invalidInput(
+                #"invalid field name "a; drop table t": use letters, digits and '_', starting with a letter or '_'"#)
+        ) {
             try sqlite.whereClause(.binary(.eq, .field("a; drop table t"), .literal(.int(1))))
         }
         #expect(throws: TSyncError.invalidInput("invalid $filter: length() needs a string as argument 1, not a number")) {

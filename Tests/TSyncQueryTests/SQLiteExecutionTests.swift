@@ -12,22 +12,36 @@ struct SQLiteTable {
 
     /// id, createdAt, updatedAt, version, deleted, body
     static let records: [(String, String, String, String, Int, String)] = [
-        ("a", "2026-01-01T00:00:00.000Z", "2026-01-03T00:00:00.000Z", "v1", 0,
-         #"{"text":"Buy milk","n":5,"price":2.5,"done":false,"when":"2026-03-15T08:30:45.000Z","lo":1,"hi":2}"#),
-        ("b", "2026-01-01T00:00:01.000Z", "2026-01-03T00:00:00.000Z", "v1", 0,
-         #"{"text":"buy bread","n":-3,"price":-2.5,"done":true,"when":"2025-12-31T23:59:59.999Z","lo":3,"hi":3}"#),
-        ("c", "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z", "v2", 1,
-         #"{"text":"it's done","n":10,"price":10.0,"done":true,"lo":5,"hi":4}"#),
-        ("d", "2026-01-02T12:00:00.000Z", "2026-01-04T00:00:00.000Z", "v1", 0,
-         #"{"text":"  Padded  ","n":0,"price":0.5,"done":null,"when":"2026-02-01"}"#),
-        ("e", "2025-06-30T00:00:00.000Z", "2026-01-02T00:00:00.000Z", "v3", 0,
-         #"{"text":"\u00dcn\u00efcode \u2713","n":7,"price":7.75,"when":"not a date"}"#),
+        (
+            "a", "2026-01-01T00:00:00.000Z", "2026-01-03T00:00:00.000Z", "v1", 0,
+            #"{"text":"Buy milk","n":5,"price":2.5,"done":false,"when":"2026-03-15T08:30:45.000Z","lo":1,"hi":2}"#
+        ),
+        (
+            "b", "2026-01-01T00:00:01.000Z", "2026-01-03T00:00:00.000Z", "v1", 0,
+            #"{"text":"buy bread","n":-3,"price":-2.5,"done":true,"when":"2025-12-31T23:59:59.999Z","lo":3,"hi":3}"#
+        ),
+        (
+            "c", "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z", "v2", 1,
+            #"{"text":"it's done","n":10,"price":10.0,"done":true,"lo":5,"hi":4}"#
+        ),
+        (
+            "d", "2026-01-02T12:00:00.000Z", "2026-01-04T00:00:00.000Z", "v1", 0,
+            #"{"text":"  Padded  ","n":0,"price":0.5,"done":null,"when":"2026-02-01"}"#
+        ),
+        (
+            "e", "2025-06-30T00:00:00.000Z", "2026-01-02T00:00:00.000Z", "v3", 0,
+            #"{"text":"\u00dcn\u00efcode \u2713","n":7,"price":7.75,"when":"not a date"}"#
+        ),
         // Values of the "wrong" JSON kind: they must never match typed comparisons.
-        ("f", "2026-01-05T00:00:00.000Z", "2026-01-05T00:00:00.000Z", "v1", 0,
-         #"{"text":5,"n":"5","price":"2.5","done":"true","when":20260101}"#),
+        (
+            "f", "2026-01-05T00:00:00.000Z", "2026-01-05T00:00:00.000Z", "v1", 0,
+            #"{"text":5,"n":"5","price":"2.5","done":"true","when":20260101}"#
+        ),
         ("g", "2026-01-06T00:00:00.000Z", "2026-01-06T00:00:00.000Z", "v1", 0, "{}"),
-        ("h", "2026-01-07T00:00:00.000Z", "2026-01-07T00:00:00.000Z", "v1", 0,
-         #"{"text":"x') or 1=1 --","n":9223372036854775807,"price":1e300,"tags":["a","b"],"obj":{"k":1}}"#),
+        (
+            "h", "2026-01-07T00:00:00.000Z", "2026-01-07T00:00:00.000Z", "v1", 0,
+            #"{"text":"x') or 1=1 --","n":9223372036854775807,"price":1e300,"tags":["a","b"],"obj":{"k":1}}"#
+        ),
     ]
     static let allIDs: Set<String> = Set(records.map(\.0))
     /// Records whose `text` is a JSON string.
@@ -48,15 +62,16 @@ struct SQLiteTable {
     }
 
     static func arguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
-            switch value {
-            case .null: nil
-            case .bool(let flag): flag
-            case .int(let number): number
-            case .double(let number): number
-            case .text(let text): text
-            }
-        })
+        StatementArguments(
+            values.map { value -> (any DatabaseValueConvertible)? in
+                switch value {
+                case .null: nil
+                case .bool(let flag): flag
+                case .int(let number): number
+                case .double(let number): number
+                case .text(let text): text
+                }
+            })
     }
 
     func ids(_ filter: String) throws -> Set<String> {

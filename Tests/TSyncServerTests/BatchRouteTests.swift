@@ -132,7 +132,9 @@ import TSyncModel
             #expect(tooMany.status == 413 && tooMany.error?.contains("at most 3") == true, "\(tooMany.text)")
             #expect(try await http.get("/tables/t").ids.isEmpty)
 
-            let big: JSONValue = ["method": "POST", "table": "t", "item": ["id": "big", "text": .string(String(repeating: "x", count: 2000))]]
+            let big: JSONValue = [
+                "method": "POST", "table": "t", "item": ["id": "big", "text": .string(String(repeating: "x", count: 2000))],
+            ]
             let small: JSONValue = ["method": "POST", "table": "t", "item": ["id": "small"]]
             let mixed = try await http.post("/tables/$batch", ["operations": [big, small]])
             guard case .array(let results)? = mixed.object["results"] else { return }

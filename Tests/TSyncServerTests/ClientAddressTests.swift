@@ -91,7 +91,8 @@ import TSyncModel
         let proxy: Set<String> = [ClientAddress.canonical("2001:db8:0:0:0:0:0:1") ?? ""]
         #expect(proxy == ["2001:db8::1"])
         #expect(ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["2001:DB8:0::beef"], trusted: proxy) == "2001:db8::beef")
-        #expect(ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["[2001:db8::beef], 2001:db8::1"], trusted: proxy) == "2001:db8::beef")
+        #expect(
+            ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["[2001:db8::beef], 2001:db8::1"], trusted: proxy) == "2001:db8::beef")
         #expect(ClientAddress.resolve(peer: "2001:db8::1", forwardedFor: ["2001:db8::g"], trusted: proxy) == "2001:db8::1")
         #expect(ClientAddress.canonical("::1") == "::1")
         #expect(ClientAddress.canonical("10.0.0.1") == "10.0.0.1")

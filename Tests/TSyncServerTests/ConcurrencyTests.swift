@@ -50,7 +50,9 @@ import TSyncModel
         var last: Timestamp?
         for step in 0..<10 {
             if step == 5 { clock.withLock { $0 = Timestamp(millisecondsSinceEpoch: 1_700_000_000_000) } }
-            guard case .inserted(let record) = try await storage.insert(table: "t", record: Record(id: "r\(step)", fields: [:]), scope: .shared)
+            guard
+                case .inserted(let record) = try await storage.insert(
+                    table: "t", record: Record(id: "r\(step)", fields: [:]), scope: .shared)
             else { Issue.record("insert \(step) failed"); return }
             let stamp = try #require(record.system.updatedAt)
             if let last { #expect(stamp.millisecondsSinceEpoch == last.millisecondsSinceEpoch + 1) }
@@ -62,7 +64,9 @@ import TSyncModel
         #expect(other.system.updatedAt == Timestamp(millisecondsSinceEpoch: 1_700_000_000_000))
         // A second connection to the same file (another instance) continues the same clock.
         let second = try database.open(clock: { Timestamp(millisecondsSinceEpoch: 1_600_000_000_000) })
-        guard case .modified(let modified) = try await second.modify(table: "t", id: "r0", change: .update(["a": 1]), expectedVersion: .any, scope: .shared)
+        guard
+            case .modified(let modified) = try await second.modify(
+                table: "t", id: "r0", change: .update(["a": 1]), expectedVersion: .any, scope: .shared)
         else { Issue.record("update failed"); return }
         #expect(modified.system.updatedAt == Timestamp(millisecondsSinceEpoch: (last?.millisecondsSinceEpoch ?? 0) + 1))
     }
@@ -72,6 +76,8 @@ import TSyncModel
         #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: nil) == now)
         #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 999)) == now)
         #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: now) == Timestamp(millisecondsSinceEpoch: 1001))
-        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 5000)) == Timestamp(millisecondsSinceEpoch: 5001))
+        #expect(
+            RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 5000))
+                == Timestamp(millisecondsSinceEpoch: 5001))
     }
 }

@@ -83,7 +83,9 @@ import TSyncQuery
                 disagreements.append("$orderby \(order): \(ordered[index]) instead of \(unindexedOrder[index])")
             }
         }
-        #expect(disagreements.isEmpty, "\(disagreements.count) disagree on \(backend), e.g.:\n\(disagreements.prefix(6).joined(separator: "\n"))")
+        #expect(
+            disagreements.isEmpty,
+            "\(disagreements.count) disagree on \(backend), e.g.:\n\(disagreements.prefix(6).joined(separator: "\n"))")
     }
 
     /// Inputs a generator may reach rarely, each once a disagreement.
@@ -119,7 +121,8 @@ import TSyncQuery
         _ filters: [String], records: [Record], on backend: TestBackend, indexing: [String] = [], orders: [[SortKey]]
     ) async throws -> ([Record], [[String]], [[String]]) {
         try await backend.withFreshStorage(clock: { Timestamp(millisecondsSinceEpoch: 1_800_000_000_000) }) { storage in
-            _ = try await storage.declareIndexes(try indexing.map { field throws(TSyncError) in try IndexedField(table: "oracle", field: field) })
+            _ = try await storage.declareIndexes(
+                try indexing.map { field throws(TSyncError) in try IndexedField(table: "oracle", field: field) })
             for record in records { _ = try await storage.insert(table: "oracle", record: record, scope: .shared) }
             let order = [SortKey(field: "id")]
             let stored = try await storage.query(table: "oracle", RecordQuery(orderBy: order, top: 1000), scope: .shared).records()
@@ -130,7 +133,8 @@ import TSyncQuery
             }
             var ordered: [[String]] = []
             for keys in orders {
-                ordered.append(try await storage.query(table: "oracle", RecordQuery(orderBy: keys, top: 1000), scope: .shared).items.map(\.id))
+                ordered.append(
+                    try await storage.query(table: "oracle", RecordQuery(orderBy: keys, top: 1000), scope: .shared).items.map(\.id))
             }
             return (stored, selected, ordered)
         }
@@ -548,10 +552,13 @@ struct FilterTextGenerator {
         case 0: return "not (\(condition(depth: depth - 1)))"
         case 1: return "(\(condition(depth: depth - 1))) and (\(condition(depth: depth - 1)))"
         case 2: return "(\(condition(depth: depth - 1))) or (\(condition(depth: depth - 1)))"
-        case 3, 4: return "\(number(depth: depth)) \(comparison()) \(random.pick(["-3", "0", "1", "2", "2.5", "3", "-0.5", "1000", "null", number(depth: 0)]))"
+        case 3, 4:
+            return
+                "\(number(depth: depth)) \(comparison()) \(random.pick(["-3", "0", "1", "2", "2.5", "3", "-0.5", "1000", "null", number(depth: 0)]))"
         case 5, 6: return "\(text(depth: depth)) \(comparison()) \(random.pick([textLiteral(), textLiteral(), "null", text(depth: 0)]))"
         case 7:
-            return random.pick(["startswith", "endswith", "substringof"]) + "(\(text(depth: depth - 1)), \(random.pick([textLiteral(), text(depth: 0)])))"
+            return random.pick(["startswith", "endswith", "substringof"])
+                + "(\(text(depth: depth - 1)), \(random.pick([textLiteral(), text(depth: 0)])))"
         case 8: return random.pick(["b", "not b", "b eq true", "b ne false", "x eq true", "b eq x", "deleted eq false", "b eq null"])
         case 9: return "\(field()) \(comparison()) \(random.pick([field(), "null"]))"
         case 10:
@@ -560,7 +567,8 @@ struct FilterTextGenerator {
                 "updatedAt ge datetime'2026-01-01T00:00:00Z'", "createdAt lt d", "id gt 'r2'", "id eq s", "version ne null",
             ])
         default:
-            return "\(random.pick(["year", "month", "day", "hour", "minute", "second"]))(\(random.pick(["d", "s", "updatedAt"]))) \(comparison()) \(random.pick(["0", "1", "9", "15", "2026", "31", "null"]))"
+            return
+                "\(random.pick(["year", "month", "day", "hour", "minute", "second"]))(\(random.pick(["d", "s", "updatedAt"]))) \(comparison()) \(random.pick(["0", "1", "9", "15", "2026", "31", "null"]))"
         }
     }
 

@@ -25,10 +25,13 @@ import TSyncQuery
                 _ = try await sqlite.insert(table: "mine", record: record, scope: .owner(record.id.hasSuffix("7") ? "ann" : "bob"))
             }
             func plan(_ table: String, _ filter: String?, order: [SortKey] = [], scope: OwnerScope = .shared) async throws -> String {
-                let query = RecordQuery(filter: try filter.map { text throws(TSyncError) in try ODataParser.parseFilter(text) }, orderBy: order, top: 10)
+                let query = RecordQuery(
+                    filter: try filter.map { text throws(TSyncError) in try ODataParser.parseFilter(text) }, orderBy: order, top: 10)
                 return try await sqlite.queryPlan(table: table, query, scope: scope).joined(separator: " | ")
             }
-            for filter in ["n gt 5", "n eq 3", "n le 2", "5 lt n", "s eq 'text 3'", "s gt 'text 5'", "startswith(s, 'text 1')", "n ge 30 and x lt 100"] {
+            for filter in [
+                "n gt 5", "n eq 3", "n le 2", "5 lt n", "s eq 'text 3'", "s gt 'text 5'", "startswith(s, 'text 1')", "n ge 30 and x lt 100",
+            ] {
                 let steps = try await plan("todo", filter)
                 #expect(steps.contains("USING INDEX t_todo_ix_"), "\(filter): \(steps)")
                 #expect(!steps.contains("SCAN t_todo"), "\(filter): \(steps)")
@@ -51,15 +54,20 @@ import TSyncQuery
     @Test(.enabled(if: TestBackend.available.contains(.postgres))) func postgresSearchesTheIndexesOfAnIndexedField() async throws {
         try await TestBackend.postgres.withFreshStorage { storage in
             let postgres = try #require(storage as? PostgresStorage)
-            _ = try await postgres.declareIndexes([try IndexedField(table: "todo", field: "s"), try IndexedField(table: "todo", field: "n")])
+            _ = try await postgres.declareIndexes([
+                try IndexedField(table: "todo", field: "s"), try IndexedField(table: "todo", field: "n"),
+            ])
             // Distinct values, so that each filter is selective: with only a few values, walking
             // the primary key in `id` order is the planner's right choice for a page of 10.
             for index in 0..<600 {
-                let record = Record(id: "r\(index)", fields: ["s": .string("text " + String(1000 + index).dropFirst()), "n": .int(Int64(index))])
+                let record = Record(
+                    id: "r\(index)", fields: ["s": .string("text " + String(1000 + index).dropFirst()), "n": .int(Int64(index))])
                 _ = try await postgres.insert(table: "todo", record: record, scope: .shared)
             }
             try await postgres.analyze()
-            for filter in ["s eq 'text 003'", "s gt 'text 590'", "s le 'text 004'", "startswith(s, 'text 01')", "n eq 7", "n gt 590", "3 ge n"] {
+            for filter in [
+                "s eq 'text 003'", "s gt 'text 590'", "s le 'text 004'", "startswith(s, 'text 01')", "n eq 7", "n gt 590", "3 ge n",
+            ] {
                 let query = RecordQuery(filter: try ODataParser.parseFilter(filter), top: 10)
                 let steps = try await postgres.queryPlan(table: "todo", query, scope: .shared).joined(separator: " | ")
                 #expect(steps.contains("Index Cond") && steps.contains("tsync_ix_"), "\(filter): \(steps)")

@@ -35,7 +35,8 @@ import TSyncModel
                 #expect(reply.error?.contains("ZUMO-API-VERSION") == true)
             }
             #expect(try await http.get("/tables/t?ZUMO-API-VERSION=3.0.0").status == 400)
-            let login = try await http.post("/.auth/login/custom", ["username": "a", "password": "b"], headers: ["ZUMO-API-VERSION": "1.0.0"])
+            let login = try await http.post(
+                "/.auth/login/custom", ["username": "a", "password": "b"], headers: ["ZUMO-API-VERSION": "1.0.0"])
             #expect(login.status == 400)
         }
     }

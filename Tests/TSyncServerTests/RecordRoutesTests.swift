@@ -8,7 +8,10 @@ import TSyncModel
         try await withTestServer { http in
             let reply = try await http.post(
                 "/tables/todo",
-                ["text": "milk", "version": "forged", "updatedAt": "2000-01-01T00:00:00.000Z", "createdAt": "2000-01-01T00:00:00.000Z", "deleted": true]
+                [
+                    "text": "milk", "version": "forged", "updatedAt": "2000-01-01T00:00:00.000Z", "createdAt": "2000-01-01T00:00:00.000Z",
+                    "deleted": true,
+                ]
             )
             #expect(reply.status == 201)
             let id = try #require(reply.object["id"]?.stringValue)
@@ -58,7 +61,8 @@ import TSyncModel
     @Test func patchMergesFieldsAndBumpsVersionAndUpdatedAt() async throws {
         try await withTestServer { http in
             let item = try await http.insert("todo", ["id": "a", "text": "milk", "done": false])
-            let reply = try await http.patch("/tables/todo/a", ["done": true], headers: ["If-Match": "\"\(item["version"]?.stringValue ?? "")\""])
+            let reply = try await http.patch(
+                "/tables/todo/a", ["done": true], headers: ["If-Match": "\"\(item["version"]?.stringValue ?? "")\""])
             #expect(reply.status == 200)
             #expect(reply.object["text"] == "milk")
             #expect(reply.object["done"] == true)

@@ -204,14 +204,15 @@ public struct RemoteClient: Sendable {
             let message = response.errorMessage ?? "HTTP \(response.status)"
             return .answers(operations.map { _ in .rejected(status: response.status, message: message, serverRecord: nil) })
         }
-        return .answers(results.map { result in
-            let object = result.objectValue ?? [:]
-            var status = 500
-            if case .int(let code)? = object["status"] { status = Int(code) }
-            let record = object["item"]?.objectValue.flatMap { try? Record(wire: $0) }
-            if (200..<300).contains(status) { return .accepted(status: status, record: record) }
-            return .rejected(status: status, message: object["error"]?.stringValue ?? "HTTP \(status)", serverRecord: record)
-        })
+        return .answers(
+            results.map { result in
+                let object = result.objectValue ?? [:]
+                var status = 500
+                if case .int(let code)? = object["status"] { status = Int(code) }
+                let record = object["item"]?.objectValue.flatMap { try? Record(wire: $0) }
+                if (200..<300).contains(status) { return .accepted(status: status, record: record) }
+                return .rejected(status: status, message: object["error"]?.stringValue ?? "HTTP \(status)", serverRecord: record)
+            })
     }
 
     // MARK: - Transport
@@ -312,7 +313,8 @@ public struct RemoteClient: Sendable {
         let type = response.headers.first(name: "Content-Type") ?? "no content type"
         return TSyncError(
             .unreachable,
-            "\(endpoint) answered HTTP \(response.status) with \(type) instead of a JSON record: it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued")
+            "\(endpoint) answered HTTP \(response.status) with \(type) instead of a JSON record: it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
+        )
     }
 
     /// The largest answer read into memory (a page of a pull, mostly).

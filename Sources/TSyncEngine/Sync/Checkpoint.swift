@@ -34,7 +34,8 @@ extension Checkpoint: Comparable {
             let position = Checkpoint(updatedAt: updatedAt, id: record.id)
             if let last, !(last < position) {
                 throw .failure(
-                    "the server does not return the records after the checkpoint in (updatedAt, id) order (\(Identifiers.quoted(record.id)) came after \(Identifiers.quoted(last.id))), so an incremental pull could skip records")
+                    "the server does not return the records after the checkpoint in (updatedAt, id) order (\(Identifiers.quoted(record.id)) came after \(Identifiers.quoted(last.id))), so an incremental pull could skip records"
+                )
             }
             last = position
         }

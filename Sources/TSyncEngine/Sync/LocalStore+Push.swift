@@ -249,7 +249,8 @@ extension LocalStore {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
             }
-            let version = operation.state == .inflight
+            let version =
+                operation.state == .inflight
                 ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
             for name in RecordInput.serverProperties { wire.removeValue(forKey: name) }
             wire["id"] = .string(itemID)

@@ -70,7 +70,8 @@ public struct Puller: Sendable {
             if summary.push.failed > 0 {
                 throw TSyncError(
                     .operationsFailed,
-                    "pull \(request.table) stopped: pushing its pending changes failed for \(summary.push.failed) operation(s); run `tsync conflicts`, then `tsync resolve`")
+                    "pull \(request.table) stopped: pushing its pending changes failed for \(summary.push.failed) operation(s); run `tsync conflicts`, then `tsync resolve`"
+                )
             }
         }
         if let queryID = request.queryID {
@@ -116,7 +117,8 @@ public struct Puller: Sendable {
             do {
                 if let end = try Checkpoint.end(of: page.records, after: checkpoint) { checkpoint = end }
             } catch {
-                throw TSyncError(.failure, "pulling \(request.table) from \(remote.endpoint): \(error.message)", remedy: .pullWithoutQueryID)
+                throw TSyncError(
+                    .failure, "pulling \(request.table) from \(remote.endpoint): \(error.message)", remedy: .pullWithoutQueryID)
             }
             let more = !(page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil))
             // The next page is already on its way while this one is written.
@@ -149,11 +151,13 @@ public struct Puller: Sendable {
             fetching = nil
             if let link = page.nextLink, !links.insert(link).inserted {
                 throw .failure(
-                    "pulling \(request.table) from \(remote.endpoint): the server's next-page links go round in a circle; stopped after \(summary.counts.received) records, which may not be all")
+                    "pulling \(request.table) from \(remote.endpoint): the server's next-page links go round in a circle; stopped after \(summary.counts.received) records, which may not be all"
+                )
             }
             if !page.records.isEmpty, !pages.insert(Self.fingerprint(page.records)).inserted {
                 throw .failure(
-                    "pulling \(request.table) from \(remote.endpoint): the server sent the same page twice (it ignores $skip, or its pages overlap); stopped after \(summary.counts.received) records, which may not be all")
+                    "pulling \(request.table) from \(remote.endpoint): the server sent the same page twice (it ignores $skip, or its pages overlap); stopped after \(summary.counts.received) records, which may not be all"
+                )
             }
             skip += page.records.count
             let more = page.nextLink != nil ? !page.records.isEmpty : page.records.count >= request.pageSize

@@ -144,14 +144,19 @@ public struct Pusher: Sendable {
         var items = Set<[UInt8]>()
         for outgoing in pending where !items.insert(Array("\(outgoing.operation.table)\u{0}\(outgoing.operation.itemID)".utf8)).inserted {
             throw .failure(
-                "\(outgoing.operation.table)/\(outgoing.operation.itemID) has two queued operations (an earlier push may have sent the first): push without atomicity first")
+                "\(outgoing.operation.table)/\(outgoing.operation.itemID) has two queued operations (an earlier push may have sent the first): push without atomicity first"
+            )
         }
         summary.requests += 1
         guard let batches = try await remote.batchCapabilities(), batches.atomic else {
-            throw .failure("the server at \(remote.endpoint) has no atomic batch route (it is not tsync serve, or its batch route is switched off): push without atomicity")
+            throw .failure(
+                "the server at \(remote.endpoint) has no atomic batch route (it is not tsync serve, or its batch route is switched off): push without atomicity"
+            )
         }
         guard pending.count <= batches.maxOperations else {
-            throw .failure("\(pending.count) operations are queued, more than the server's batch limit of \(batches.maxOperations): push them in parts")
+            throw .failure(
+                "\(pending.count) operations are queued, more than the server's batch limit of \(batches.maxOperations): push them in parts"
+            )
         }
         progress?(0, pending.count)
         var claimed = try store.claimOperations(tables: tables, limit: pending.count)
@@ -162,7 +167,8 @@ public struct Pusher: Sendable {
             let operations = claimed.map(\.batchOperation)
             guard operations.reduce(0, { $0 + $1.encodedSize }) <= batches.maxBytes else {
                 try store.releaseOperations(claimed)
-                throw .failure("the queued operations are larger than the server's batch limit of \(batches.maxBytes) bytes: push them in parts")
+                throw .failure(
+                    "the queued operations are larger than the server's batch limit of \(batches.maxBytes) bytes: push them in parts")
             }
             let reply: BatchReply
             do {
@@ -394,7 +400,8 @@ public struct Pusher: Sendable {
         }
         throw TSyncError(
             .unreachable,
-            "\(remote.endpoint) accepted the \(operation.kind.rawValue) of \(operation.table)/\(operation.itemID) but sent back no record, and reading it back failed; nothing was lost, push again")
+            "\(remote.endpoint) accepted the \(operation.kind.rawValue) of \(operation.table)/\(operation.itemID) but sent back no record, and reading it back failed; nothing was lost, push again"
+        )
     }
 }
 

@@ -70,7 +70,8 @@ extension LocalStore {
     private static func require(_ theirs: ServerCopy?, for details: ConflictDetails) throws -> ServerCopy {
         guard let theirs else {
             throw TSyncError.failure(
-                "the server's copy of \(details.error.table)/\(details.error.itemID) is not known; set a remote (`tsync remote URL`) so it can be read")
+                "the server's copy of \(details.error.table)/\(details.error.itemID) is not known; set a remote (`tsync remote URL`) so it can be read"
+            )
         }
         return theirs
     }

@@ -198,7 +198,7 @@ public struct SyncSession: Sendable {
                 remote throws(TSyncError) in
                 try await remote.logout()
             }
-        } catch where error.kind != .unauthorized {
+        } catch  where error.kind != .unauthorized {
             notRevoked = error.message
         } catch {
             // Unauthorized: the token was already expired or revoked.

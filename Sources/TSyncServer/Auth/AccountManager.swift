@@ -14,7 +14,8 @@ public struct AccountManager: Sendable {
         try AccountRules.validateName(name)
         try AccountRules.validatePassword(password)
         if try await storage.account(name: name) != nil {
-            throw TSyncError.invalidInput("an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+            throw TSyncError.invalidInput(
+                "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
         }
         try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: Timestamp.now())
     }

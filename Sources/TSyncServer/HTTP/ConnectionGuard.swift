@@ -95,7 +95,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         guard !counted else { return }
         guard limits.acquire() else {
             let body = #"{"error":"the server has too many open connections; try again later"}"#
-            let answer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
+            let answer =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
                 loopBound.value.close(promise: nil)

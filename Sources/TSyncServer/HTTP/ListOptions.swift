@@ -27,7 +27,8 @@ struct ListOptions {
         }
         let top = try Self.count("$top", try parameters.single("$top"))
         if let top, top > configuration.maximumPageSize {
-            throw APIError.badRequest("$top \(top) is over the maximum page size \(configuration.maximumPageSize): ask for fewer and follow the Link header")
+            throw APIError.badRequest(
+                "$top \(top) is over the maximum page size \(configuration.maximumPageSize): ask for fewer and follow the Link header")
         }
         query.top = configuration.pageSize(top: top)
         query.skip = try Self.count("$skip", try parameters.single("$skip"))
@@ -42,7 +43,6 @@ struct ListOptions {
         case let other?: throw APIError.badRequest("invalid __includeDeleted \(Identifiers.quoted(other)): use true or false")
         }
     }
-
 
     /// A non-negative integer option. Large values are fine for `$skip` (SQLite skips rows) but
     /// must still fit a 32-bit count, which is more than any table here holds.

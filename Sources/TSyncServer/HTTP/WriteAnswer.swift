@@ -95,7 +95,9 @@ struct WriteAnswer {
         case .versionMismatch(let current): self.init(request.staleStatus, item: current)
         case .unstorable(let message): self.init(.badRequest, message: message)
         case .notApplied:
-            self.init(HTTPResponse.Status(code: 424, reasonPhrase: "Failed Dependency"), message: "not applied: another operation of this atomic batch failed, so none was written")
+            self.init(
+                HTTPResponse.Status(code: 424, reasonPhrase: "Failed Dependency"),
+                message: "not applied: another operation of this atomic batch failed, so none was written")
         }
     }
 

@@ -122,7 +122,8 @@ final class PostgresDatabase: Sendable {
             let cause = error.underlying.map { ": \($0)" } ?? ""
             return TSyncError.failure("cannot reach PostgreSQL at \(url)\(cause): check that the server runs and that the URL is right")
         case .sslUnsupported:
-            return TSyncError.failure("PostgreSQL at \(url) does not offer TLS: add ?sslmode=disable to the URL, or enable ssl on the server")
+            return TSyncError.failure(
+                "PostgreSQL at \(url) does not offer TLS: add ?sslmode=disable to the URL, or enable ssl on the server")
         case .authMechanismRequiresPassword:
             return TSyncError.failure("PostgreSQL at \(url) asks for a password: put it in the URL or in PGPASSWORD")
         case .tooManyParameters:

@@ -64,7 +64,8 @@ extension PostgresStorage {
 
     public func storeToken(hash: String, accountName: String, expiresAt: Timestamp) async throws {
         var insert = PostgresStatement("INSERT INTO tsync_tokens (token_hash, account_name, expires_at) VALUES (")
-        insert.append([insert.bind(hash), insert.bind(accountName), insert.bind(expiresAt.millisecondsSinceEpoch)].joined(separator: ", ") + ")")
+        insert.append(
+            [insert.bind(hash), insert.bind(accountName), insert.bind(expiresAt.millisecondsSinceEpoch)].joined(separator: ", ") + ")")
         try await database.rows(insert)
     }
 

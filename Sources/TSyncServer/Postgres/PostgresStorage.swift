@@ -118,7 +118,9 @@ public final class PostgresStorage: ServerStorage {
                     try await transaction.execute(PostgresStatement("CREATE INDEX IF NOT EXISTS \"\(name)\" ON tsync_records (\(columns))"))
                     declared.insert(name)
                 }
-                lines.append("index \(field): \(present.contains(field.postgresIndexName) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
+                lines.append(
+                    "index \(field): \(present.contains(field.postgresIndexName) ? "in place" : "created")\(field.perUser ? " (per user)" : "")"
+                )
             }
             for name in present.subtracting(declared).sorted() {
                 lines.append("index \(name) is no longer declared: left in place (DROP INDEX it to remove it)")
@@ -152,7 +154,8 @@ public final class PostgresStorage: ServerStorage {
                         continue
                     }
                     let current = found[key]?[Array(write.id.utf8)]
-                    let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false) {
+                    let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false)
+                    {
                         let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: clocks[key])
                         clocks[key] = next
                         return next
@@ -221,7 +224,10 @@ public final class PostgresStorage: ServerStorage {
                 statement.append(
                     "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body) "
                         + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), u.body::jsonb FROM unnest("
-                        + [statement.bind(group.ids), statement.bind(group.stamps), statement.bind(group.versions), statement.bind(group.bodies)]
+                        + [
+                            statement.bind(group.ids), statement.bind(group.stamps), statement.bind(group.versions),
+                            statement.bind(group.bodies),
+                        ]
                         .map { $0 + "::text[]" }.joined(separator: ", ")
                         + ") AS u(id, stamp, version, body)")
                 try await transaction.execute(statement)
@@ -343,7 +349,8 @@ public final class PostgresStorage: ServerStorage {
             return try await body()
         } catch let error as PostgresServerError where error.isDataException {
             throw TSyncError.invalidInput(
-                "the record holds a value the PostgreSQL database cannot store (\(error.message)), such as the character U+0000 in a string")
+                "the record holds a value the PostgreSQL database cannot store (\(error.message)), such as the character U+0000 in a string"
+            )
         }
     }
 

@@ -40,7 +40,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"),
             let components = URLComponents(string: text)
         else {
-            throw .usage("invalid PostgreSQL URL \(Identifiers.quoted(Self.redacted(text))): use postgres://USER[:PASS]@HOST[:PORT]/DB, \(example)")
+            throw .usage(
+                "invalid PostgreSQL URL \(Identifiers.quoted(Self.redacted(text))): use postgres://USER[:PASS]@HOST[:PORT]/DB, \(example)")
         }
         guard let host = components.host, !host.isEmpty else {
             throw .usage("the PostgreSQL URL has no host: \(example)")
@@ -133,7 +134,8 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
             if let unixSocketPath {
                 PostgresConnection.Configuration(unixSocketPath: unixSocketPath, username: username, password: password, database: database)
             } else {
-                PostgresConnection.Configuration(host: host, port: port, username: username, password: password, database: database, tls: tls)
+                PostgresConnection.Configuration(
+                    host: host, port: port, username: username, password: password, database: database, tls: tls)
             }
         configuration.options.connectTimeout = .seconds(Int64(Self.connectTimeout.components.seconds))
         return configuration

@@ -18,7 +18,8 @@ public struct IndexedField: Sendable, Hashable, CustomStringConvertible {
         try Identifiers.validateTableName(table)
         guard Identifiers.isSimpleName(field), !SystemProperties.names.contains(field) else {
             throw .usage(
-                "cannot index the field \(Identifiers.quoted(field)): give a user field (letters, digits and '_'); system properties have their own indexes")
+                "cannot index the field \(Identifiers.quoted(field)): give a user field (letters, digits and '_'); system properties have their own indexes"
+            )
         }
         self.table = table.lowercased()
         self.field = field

@@ -30,7 +30,8 @@ public final class SQLiteStorage: ServerStorage {
             pool = try DatabasePool(path: path, configuration: configuration)
             try SQLiteSchema.migrator.migrate(pool)
         } catch let error as DatabaseError {
-            throw TSyncError.failure("cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
+            throw TSyncError.failure(
+                "cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
         }
         self.clock = clock
     }
@@ -58,14 +59,16 @@ public final class SQLiteStorage: ServerStorage {
                 var items: [PageRecord] = []
                 let rows = try Row.fetchCursor(db, sql: selectSQL, arguments: selectArguments)
                 while let row = try rows.next() {
-                    items.append(.stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
+                    items.append(
+                        .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
                 }
                 let total = query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
                 return RecordPage(items: items, totalCount: total)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
                 // The fixed part of the statement is known to be valid, so this comes from the
                 // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).
-                throw TSyncError.invalidInput("the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
+                throw TSyncError.invalidInput(
+                    "the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
             }
         }
     }
@@ -158,14 +161,17 @@ public final class SQLiteStorage: ServerStorage {
         // Nearly every insert brings a new id: it is written at once, as `step` decides for an id
         // with no record, and the record is read only when the id turns out to be taken.
         if case .insert = write.action,
-            case .store(let stored, isNew: true) = try write.step(current: nil, visible: false, updatedAt: {
-                try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
-            }), try insert(stored)
+            case .store(let stored, isNew: true) = try write.step(
+                current: nil, visible: false,
+                updatedAt: {
+                    try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
+                }), try insert(stored)
         {
             return .inserted(stored)
         }
         let found = try Self.fetchRecord(db, sqlName: sqlName, id: write.id, scope: .shared)
-        let step = try write.step(current: found?.record, visible: found.map { Self.isVisible(owner: $0.owner, in: write.scope) } ?? false) {
+        let step = try write.step(current: found?.record, visible: found.map { Self.isVisible(owner: $0.owner, in: write.scope) } ?? false)
+        {
             try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
         }
         switch step {
@@ -207,7 +213,8 @@ public final class SQLiteStorage: ServerStorage {
                     lines.append("index \(field): \(present.contains(name) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
                 }
             }
-            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
+            let tables = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
             for sqlName in tables.sorted() {
                 for name in try SQLiteSchema.fieldIndexes(db, sqlName: sqlName) where !declared.contains(name) {
                     lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
@@ -265,7 +272,9 @@ public final class SQLiteStorage: ServerStorage {
         return true
     }
 
-    private static func fetchRecord(_ db: Database, sqlName: String, id: String, scope: OwnerScope) throws -> (record: Record, owner: String?)? {
+    private static func fetchRecord(_ db: Database, sqlName: String, id: String, scope: OwnerScope) throws -> (
+        record: Record, owner: String?
+    )? {
         let statement = try db.cachedStatement(sql: "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\" WHERE id = ?")
         guard let row = try Row.fetchOne(statement, arguments: [id]) else { return nil }
         let decoded = try decode(row)
@@ -296,14 +305,15 @@ public final class SQLiteStorage: ServerStorage {
     }
 
     static func statementArguments(_ values: [SQLValue]) -> StatementArguments {
-        StatementArguments(values.map { value -> DatabaseValue in
-            switch value {
-            case .null: .null
-            case .bool(let bool): bool.databaseValue
-            case .int(let int): int.databaseValue
-            case .double(let double): double.databaseValue
-            case .text(let text): text.databaseValue
-            }
-        })
+        StatementArguments(
+            values.map { value -> DatabaseValue in
+                switch value {
+                case .null: .null
+                case .bool(let bool): bool.databaseValue
+                case .int(let int): int.databaseValue
+                case .double(let double): double.databaseValue
+                case .text(let text): text.databaseValue
+                }
+            })
     }
 }

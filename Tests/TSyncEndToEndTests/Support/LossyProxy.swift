@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A loopback HTTP proxy in front of a real `tsync serve` that can lose answers: a request that
@@ -110,7 +110,8 @@ final class LossyProxy: @unchecked Sendable {
         let method = String(parts[0])
         let path = String(parts[1])
         return lock.withLock {
-            guard let index = rules.firstIndex(where: { $0.remaining > 0 && $0.rule.method == method && path.hasPrefix($0.rule.pathPrefix) })
+            guard
+                let index = rules.firstIndex(where: { $0.remaining > 0 && $0.rule.method == method && path.hasPrefix($0.rule.pathPrefix) })
             else { return nil }
             rules[index].remaining -= 1
             dropped += 1

@@ -3,7 +3,7 @@ import Testing
 import TSyncModel
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A `tsync serve` on loopback for the sync tests, over a SQLite file in a temporary directory,

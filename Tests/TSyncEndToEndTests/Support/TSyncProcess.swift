@@ -8,7 +8,8 @@ import Testing
 enum TSyncBinary {
     static let path: String = {
         if let path = ProcessInfo.processInfo.environment["TSYNC_BIN"], !path.isEmpty { return path }
-        let starts = [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments.first ?? "")]
+        let starts =
+            [Bundle.main.bundleURL, URL(fileURLWithPath: CommandLine.arguments.first ?? "")]
             + Bundle.allBundles.map(\.bundleURL)
         for start in starts {
             var url = start.standardizedFileURL

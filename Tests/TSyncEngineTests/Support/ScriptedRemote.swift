@@ -81,13 +81,14 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
 
     func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
         try writeCall {
-            .answers(operations.map { operation in
-                switch operation.method {
-                case .insert: apply(.insert, table: operation.table, id: operation.id, item: operation.item, version: nil)
-                case .update: apply(.update, table: operation.table, id: operation.id, item: operation.item, version: operation.version)
-                case .delete: apply(.delete, table: operation.table, id: operation.id, item: nil, version: operation.version)
-                }
-            })
+            .answers(
+                operations.map { operation in
+                    switch operation.method {
+                    case .insert: apply(.insert, table: operation.table, id: operation.id, item: operation.item, version: nil)
+                    case .update: apply(.update, table: operation.table, id: operation.id, item: operation.item, version: operation.version)
+                    case .delete: apply(.delete, table: operation.table, id: operation.id, item: nil, version: operation.version)
+                    }
+                })
         }
     }
 

@@ -10,7 +10,8 @@ final class TemporaryStore {
     let store: LocalStore
 
     init(busyTimeout: TimeInterval = LocalStore.defaultBusyTimeout) throws {
-        root = FileManager.default.temporaryDirectory
+        root =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("tsync-engine-tests-\(UUID().uuidString)").path
         store = try LocalStore.initialize(
             StoreLocation.forInitializing(root, workingDirectory: "/"), remote: nil, busyTimeout: busyTimeout

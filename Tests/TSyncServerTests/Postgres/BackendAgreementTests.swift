@@ -53,7 +53,8 @@ struct BackendAgreementTests {
     @Test func singleKindSortKeysOrderAlikeOnBothBackends() async throws {
         let orders = ["s desc", "n", "b desc, n", "d", "updatedAt desc", "n desc, s"]
         let filters = [
-            "s ne null and substringof('', s)", "n ge -100", "(b eq true or b eq false) and n ge -100", "d ge '0'", "true", "n ge -100 and substringof('', s)",
+            "s ne null and substringof('', s)", "n ge -100", "(b eq true or b eq false) and n ge -100", "d ge '0'", "true",
+            "n ge -100 and substringof('', s)",
         ]
         for (order, filter) in zip(orders, filters) {
             let sqlite = try await Self.run([filter], orderBy: order, on: .sqlite)
@@ -102,7 +103,9 @@ struct FilterGenerator {
         case 1: return "(\(condition(depth: depth - 1))) and (\(condition(depth: depth - 1)))"
         case 2: return "(\(condition(depth: depth - 1))) or (\(condition(depth: depth - 1)))"
         case 3: return pick(["startswith", "endswith"]) + "(\(text(depth: depth - 1)), \(textLiteral()))"
-        case 4: return "\(number(depth: depth)) \(pick(["eq", "ne", "gt", "ge", "lt", "le"])) \(pick(["-3", "0", "2", "3", "7", "1000", "null"]))"
+        case 4:
+            return
+                "\(number(depth: depth)) \(pick(["eq", "ne", "gt", "ge", "lt", "le"])) \(pick(["-3", "0", "2", "3", "7", "1000", "null"]))"
         case 5: return "\(text(depth: depth)) \(pick(["eq", "ne", "gt", "ge", "lt", "le"])) \(pick([textLiteral(), "null"]))"
         case 6: return pick(["b eq true", "b ne false", "b eq null", "b", "not b", "substringof(\(textLiteral()), \(text(depth: 0)))"])
         default:

@@ -32,7 +32,8 @@ struct PostgresInstancesTests {
                                     try await http.insert("notes", ["id": .string("w\(writer)-\(step)"), "n": .int(Int64(step))])
                                 } else {
                                     let target = "seed-\(Int.random(in: 0..<20))"
-                                    let reply = try await http.patch("/tables/notes/\(target)", ["n": .int(Int64(step)), "by": .int(Int64(writer))])
+                                    let reply = try await http.patch(
+                                        "/tables/notes/\(target)", ["n": .int(Int64(step)), "by": .int(Int64(writer))])
                                     #expect(reply.status == 200, "\(reply.text)")
                                 }
                             }
@@ -52,9 +53,10 @@ struct PostgresInstancesTests {
             try await reader.pull(from: second)  // what committed after the last pull
 
             let server = try await second.get("/tables/notes?$top=1000&__includeDeleted=true&$orderby=id")
-            let serverCopy = Dictionary(uniqueKeysWithValues: server.array.compactMap { item in
-                item.objectValue.flatMap { object in object["id"]?.stringValue.map { ($0, object) } }
-            })
+            let serverCopy = Dictionary(
+                uniqueKeysWithValues: server.array.compactMap { item in
+                    item.objectValue.flatMap { object in object["id"]?.stringValue.map { ($0, object) } }
+                })
             #expect(serverCopy.count == 20 + 6 * 14)
             #expect(reader.copy.count == serverCopy.count)
             for (id, record) in serverCopy {
@@ -198,13 +200,16 @@ struct PostgresInstancesTests {
                     var stamps: [Timestamp] = []
                     for step in 0..<10 {
                         let storage: any ServerStorage = step % 2 == 0 ? fast : slow
-                        guard case .inserted(let record) = try await storage.insert(table: "T", record: Record(id: "r\(step)", fields: [:]), scope: .shared)
+                        guard
+                            case .inserted(let record) = try await storage.insert(
+                                table: "T", record: Record(id: "r\(step)", fields: [:]), scope: .shared)
                         else { Issue.record("insert \(step) failed"); return }
                         stamps.append(try #require(record.system.updatedAt))
                     }
                     #expect(stamps == (0..<10).map { Timestamp(millisecondsSinceEpoch: ahead.millisecondsSinceEpoch + Int64($0)) })
                     // Table names are case-insensitive, and other tables keep their own clocks.
-                    guard case .inserted(let other) = try await slow.insert(table: "u", record: Record(id: "x", fields: [:]), scope: .shared)
+                    guard
+                        case .inserted(let other) = try await slow.insert(table: "u", record: Record(id: "x", fields: [:]), scope: .shared)
                     else { Issue.record("insert failed"); return }
                     #expect(other.system.updatedAt == behind)
                     #expect(try await slow.record(table: "t", id: "r3", scope: .shared)?.id == "r3")

@@ -14,7 +14,9 @@ struct PostgresSchemaTests {
             let versions = try await Self.appliedVersions(url)
             #expect(versions == PostgresSchema.migrations.map(\.version))
             let tables = try await Self.tableNames(url)
-            for table in ["schema_migrations", "tsync_records", "tsync_table_clocks", "tsync_accounts", "tsync_tokens", "tsync_login_attempts"] {
+            for table in [
+                "schema_migrations", "tsync_records", "tsync_table_clocks", "tsync_accounts", "tsync_tokens", "tsync_login_attempts",
+            ] {
                 #expect(tables.contains(table), "missing table \(table)")
             }
         }
@@ -61,7 +63,8 @@ struct PostgresSchemaTests {
     @Test func refusesADatabaseFromANewerRelease() async throws {
         try await PostgresTestDatabase.withFreshDatabase { url in
             let future = PostgresMigration(version: 99, name: "future", statements: [])
-            try await PostgresDatabase.withDatabase(url: url, migrations: PostgresSchema.migrations + [future], logger: quietLogger) { _ in }
+            try await PostgresDatabase.withDatabase(url: url, migrations: PostgresSchema.migrations + [future], logger: quietLogger) { _ in
+            }
             do {
                 try await PostgresDatabase.withDatabase(url: url, logger: quietLogger) { _ in }
                 Issue.record("a database with schema version 99 was accepted")

@@ -39,7 +39,9 @@ enum PostgresTestDatabase {
         }
     }
 
-    private static func withFreshDatabaseNow<Result: Sendable>(_ body: @Sendable (PostgresURL) async throws -> Result) async throws -> Result {
+    private static func withFreshDatabaseNow<Result: Sendable>(_ body: @Sendable (PostgresURL) async throws -> Result) async throws
+        -> Result
+    {
         let admin = try adminURL()
         let name = "tsync_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         // A linguistic collation (ICU en-US: 'a' < 'B'), unlike SQLite's byte order, so that any
