@@ -118,34 +118,15 @@ struct PostgresSyntax: SQLSyntax {
     func indexRange(_ op: BinaryOperator, _ indexed: SQLTemplate, number: SQLTemplate?, _ literal: FilterLiteral, kind: SQLValueKind)
         -> SQLTemplate?
     {
-        if kind == .number, let number {
-            switch literal {
-            case .int, .double: break
-            default: return nil
-            }
-            let value = self.literal(literal, as: .number)
-            switch op {
-            case .eq: return "(\(number) = \(value))"
-            case .gt: return "(\(number) > \(value))"
-            case .ge: return "(\(number) >= \(value))"
-            case .lt: return "(\(number) < \(value))"
-            case .le: return "(\(number) <= \(value))"
-            default: return nil
-            }
-        }
-        guard kind == .text else { return nil }
-        switch literal {
-        case .string, .dateTime: break
-        default: return nil
-        }
-        let value = self.literal(literal, as: .text)
-        switch op {
-        case .eq: return "(\(indexed) COLLATE \"C\" = \(value))"
-        case .gt: return "(\(indexed) COLLATE \"C\" > \(value))"
-        case .ge: return "(\(indexed) COLLATE \"C\" >= \(value))"
-        case .lt: return "(\(indexed) COLLATE \"C\" < \(value))"
-        case .le: return "(\(indexed) COLLATE \"C\" <= \(value))"
-        default: return nil
+        guard let comparison = op.sqlComparison else { return nil }
+        switch (kind, literal) {
+        case (.number, .int), (.number, .double):
+            guard let number else { return nil }
+            return "(\(number) \(comparison) \(self.literal(literal, as: .number)))"
+        case (.text, .string), (.text, .dateTime):
+            return "(\(indexed) COLLATE \"C\" \(comparison) \(self.literal(literal, as: .text)))"
+        default:
+            return nil
         }
     }
 

@@ -127,3 +127,17 @@ extension String {
         return nil
     }
 }
+
+extension BinaryOperator {
+    /// The SQL operator of a comparison that an index range can serve (`ne` cannot).
+    var sqlComparison: SQLTemplate? {
+        switch self {
+        case .eq: "="
+        case .gt: ">"
+        case .ge: ">="
+        case .lt: "<"
+        case .le: "<="
+        default: nil
+        }
+    }
+}
