@@ -77,10 +77,21 @@ public struct SQLRenderer: Sendable {
         // An indexed field's value is written as its index's expression (the same value), so
         // `$orderby` + `$top` walks the index instead of sorting the table (SQLite).
         let value =
-            schema.dialect == .sqlite && schema.indexedFields.contains(key.field)
-            ? SQLTemplate(stringLiteral: schema.indexExpression(key.field)).leaf()
+            schema.indexedFields.contains(key.field)
+            ? SQLTemplate(stringLiteral: schema.valueExpression(key.field)).leaf()
             : syntax.jsonField(key.field, body: schema.bodyColumn, as: .json)
         return syntax.sortKey(value, kind: .json, descending: key.descending, nullable: true)
+    }
+
+    /// The columns of an index that serves `$orderby=field` (ascending, and descending but for
+    /// the `id` tie-break): the sort keys of the field, as `orderBy` writes them when it is indexed.
+    /// PostgreSQL needs it (its JSON sort key is two expressions); SQLite's index on the value
+    /// serves already.
+    public func sortIndexColumns(_ field: String) throws(TSyncError) -> String {
+        try validateName(field)
+        var schema = self.schema
+        schema.indexedFields.insert(field)
+        return try SQLRenderer(schema: schema).sortTerm(SortKey(field: field)).fragment(schema.dialect, firstArgumentIndex: 1).sql
     }
 
     // MARK: Rendering

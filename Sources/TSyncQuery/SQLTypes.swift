@@ -61,6 +61,15 @@ public struct SQLSchema: Sendable {
         }
     }
 
+    /// The field's JSON value with its key written literally, as sort keys read it: SQLite's
+    /// `indexExpression`; on PostgreSQL the jsonb value (JSON null as SQL NULL).
+    public func valueExpression(_ name: String) -> String {
+        switch dialect {
+        case .sqlite: indexExpression(name)
+        case .postgres: "NULLIF(\"\(bodyColumn)\"->'\(name)', 'null'::jsonb)"
+        }
+    }
+
     /// PostgreSQL's second index on the field: its value when it is a number (the `numeric`
     /// reading of a comparison, its key written literally); nil for SQLite, whose one index holds
     /// numbers and text alike.

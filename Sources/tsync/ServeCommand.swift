@@ -52,8 +52,8 @@ struct ServeCommand: AsyncParsableCommand {
             "Keep an index on a user field of a table, TABLE.FIELD (repeatable).",
             discussion: """
                 Filters comparing the field with a literal (eq, gt, ge, lt, le), startswith on it, and \
-                $orderby on it then read the index instead of the table (on PostgreSQL: text and \
-                number comparisons and startswith). Results are the same as without. Indexes are created at \
+                $orderby on it then read the index instead of the table (on PostgreSQL: all but \
+                boolean comparisons). Results are the same as without. Indexes are created at \
                 start-up and when a table first appears; one no longer named is left in place.
                 """,
             valueName: "table.field"

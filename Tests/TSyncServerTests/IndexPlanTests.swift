@@ -72,6 +72,13 @@ import TSyncQuery
                 let steps = try await postgres.queryPlan(table: "todo", query, scope: .shared).joined(separator: " | ")
                 #expect(steps.contains("Index Cond") && steps.contains("tsync_ix_"), "\(filter): \(steps)")
             }
+            for descending in [false, true] {
+                let query = RecordQuery(orderBy: [SortKey(field: "s", descending: descending)], top: 10)
+                let steps = try await postgres.queryPlan(table: "todo", query, scope: .shared).joined(separator: " | ")
+                #expect(steps.contains("_o on tsync_records"), "$orderby reads the sort index: \(steps)")
+                #expect(
+                    !steps.contains("  Sort  ") && !steps.contains("->  Sort"), "only an incremental sort of the id tie-break: \(steps)")
+            }
         }
     }
 }

@@ -110,11 +110,12 @@ public final class PostgresStorage: ServerStorage {
             for field in fields {
                 let schema = PostgresSchema.querySchema
                 let expressions = [
-                    (field.postgresIndexName, schema.indexExpression(field.field) + " COLLATE \"C\""),
-                    (field.postgresIndexName + "_n", schema.numberIndexExpression(field.field) ?? ""),
+                    (field.postgresIndexName, "(\(schema.indexExpression(field.field)) COLLATE \"C\")"),
+                    (field.postgresIndexName + "_n", "(\(schema.numberIndexExpression(field.field) ?? ""))"),
+                    (field.postgresIndexName + "_o", try SQLRenderer(schema: schema).sortIndexColumns(field.field)),
                 ]
                 for (name, expression) in expressions {
-                    let columns = field.perUser ? "table_name, owner, (\(expression)), id" : "table_name, (\(expression)), id"
+                    let columns = field.perUser ? "table_name, owner, \(expression), id" : "table_name, \(expression), id"
                     try await transaction.execute(PostgresStatement("CREATE INDEX IF NOT EXISTS \"\(name)\" ON tsync_records (\(columns))"))
                     declared.insert(name)
                 }
