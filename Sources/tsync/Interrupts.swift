@@ -34,13 +34,31 @@ final class Interrupts: Sendable {
             sigaddset(&signals, SIGTERM)
             pthread_sigmask(SIG_UNBLOCK, &signals, nil)
             var number: UInt8 = 0
-            while read(readEnd, &number, 1) == 1 {
+            while true {
+                let count = read(readEnd, &number, 1)
+                // The signal itself may land on this thread and interrupt the read: read again.
+                if count < 0, errno == EINTR { continue }
+                guard count == 1 else { return }
                 if stopRequest.isStopped { _exit(128 + Int32(number)) }
                 stopRequest.stop(signal: Int32(number))
             }
         }
         reader.start()
-        for number in [SIGINT, SIGTERM] { signal(number, forwardSignalToPipe) }
+        for number in [SIGINT, SIGTERM] { Self.install(number) }
+    }
+
+    /// `sigaction` rather than `signal`, whose semantics differ between C libraries: the handler
+    /// stays installed, and calls it interrupts are restarted.
+    private static func install(_ number: Int32) {
+        var action = sigaction()
+        #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = forwardSignalToPipe
+        #elseif canImport(Darwin)
+            action.__sigaction_u.__sa_handler = forwardSignalToPipe
+        #endif
+        action.sa_flags = SA_RESTART
+        sigemptyset(&action.sa_mask)
+        sigaction(number, &action, nil)
     }
 
     /// The exit code of a command stopped by a signal: 128 + its number (130 for SIGINT, 143 for

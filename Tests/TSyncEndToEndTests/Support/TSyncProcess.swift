@@ -96,12 +96,18 @@ final class TSyncProcess {
     /// Sends `signal` to the running process (SIGINT, as Ctrl-C would).
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
-    /// The `Sig*` lines of /proc/PID/status (ignored, blocked, caught signals), for a failure's
-    /// message.
+    /// Whether the process exists (`kill(pid, 0)`), and the `Sig*` lines of /proc/PID/status
+    /// (ignored, blocked, caught signals): for a failure's message.
     var signalDispositions: String {
-        let data = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/status")?.readDataToEndOfFile() ?? Data()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("Sig") || $0.hasPrefix("Threads") }
-            .joined(separator: " ")
+        let pid = process.processIdentifier
+        let alive = kill(pid, 0) == 0 ? "alive" : "kill(\(pid), 0) failed: errno \(errno)"
+        let descriptor = open("/proc/\(pid)/status", O_RDONLY)
+        guard descriptor >= 0 else { return "\(alive); /proc/\(pid)/status: errno \(errno)" }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let count = read(descriptor, &bytes, bytes.count)
+        let lines = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).split(separator: "\n")
+        return "\(alive); " + lines.filter { $0.hasPrefix("Sig") || $0.hasPrefix("State") || $0.hasPrefix("Name") }.joined(separator: " ")
     }
 
     /// What it has written to stderr so far.
