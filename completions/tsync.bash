@@ -180,13 +180,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|serve|user|help)
+    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve serve user help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -685,6 +685,14 @@ _tsync_user_passwd() {
         return
         ;;
     esac
+}
+
+_tsync_version() {
+    repeating_flags=()
+    non_repeating_flags=(--version -h --help)
+    repeating_options=()
+    non_repeating_options=()
+    __tsync_offer_flags_options 0
 }
 
 _tsync_help() {

@@ -80,6 +80,8 @@ function __tsync_parse_tokens -S
             case 'passwd'
                 __tsync_parse_subcommand 1 'password-stdin' 'db=' 'version' 'h/help'
             end
+        case 'version'
+            __tsync_parse_subcommand 0 'version' 'h/help'
         case 'help'
             __tsync_parse_subcommand -r 1 'version'
         end
@@ -159,6 +161,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" 
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'resolve' -d 'Settle failed operations without prompting.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'serve' -d 'Run the sync server (Mobile Apps v2 table protocol).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'user' -d 'Manage the accounts of a server database.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'version' -d 'Print the version of tsync.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync" -eq 1' -fa 'help' -d 'Show subcommand help information.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync init" remote' -l 'remote' -d 'The server to push to and pull from.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync init" version' -l 'version' -d 'Show the version.'
@@ -306,4 +309,6 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" db' -l 'db' -d 'Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" version' -l 'version' -d 'Show the version.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user passwd" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync version" version' -l 'version' -d 'Show the version.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync version" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync help" version' -l 'version' -d 'Show the version.'

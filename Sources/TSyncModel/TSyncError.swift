@@ -32,6 +32,8 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case pullWithoutQueryID
         /// The server database location is wrong, or the database was never created.
         case checkDatabaseLocation
+        /// The server's port is taken: listen on another one.
+        case anotherPort
     }
 
     public var kind: Kind
@@ -66,6 +68,7 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .keepOrResetSavedFilter: "pull it without a filter, reset it to replace the filter, or use another query id"
         case .pullWithoutQueryID: "pull without a query id"
         case .checkDatabaseLocation: "check the database location (serving and adding a user create it)"
+        case .anotherPort: "choose another port (0 picks a free one)"
         }
     }
 

@@ -1,6 +1,12 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOCore
 import TSyncModel
 
 /// The sync server: Mobile Apps v2 table routes, accounts and health, over one `ServerStorage`.
@@ -69,6 +75,12 @@ public struct SyncServer: Sendable {
     /// created first, so a large table delays the start; each is logged).
     public func run() async throws {
         for line in try await storage.declareIndexes(configuration.indexedFields) { logger.info("\(line)") }
-        try await makeApplication().runService()
+        do {
+            try await makeApplication().runService()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw TSyncError(
+                .failure, "cannot listen on \(configuration.host):\(configuration.port): the port is in use by another program",
+                remedy: .anotherPort)
+        }
     }
 }

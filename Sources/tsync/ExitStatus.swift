@@ -51,6 +51,7 @@ extension TSyncError {
         case .keepOrResetSavedFilter: words = "pull it without --filter, add --reset to replace the filter, or use another --query-id"
         case .pullWithoutQueryID: words = "pull without --query-id"
         case .checkDatabaseLocation: words = "check --db (`tsync serve` and `tsync user add` create it)"
+        case .anotherPort: words = "choose another with --port (--port 0 picks a free one)"
         }
         return "\(fact); \(words)"
     }

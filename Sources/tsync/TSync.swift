@@ -43,12 +43,18 @@ struct TSync: AsyncParsableCommand {
             ResolveCommand.self,
             ServeCommand.self,
             UserCommand.self,
+            VersionCommand.self,
         ]
     )
 
     @OptionGroup var storeOptions: StoreOptions
 
     static func main() async {
+        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
+        if let problem = CommandSuggestion.problem(Array(CommandLine.arguments.dropFirst()), commands: names) {
+            Console.error(problem)
+            exit(withError: ExitCode(ExitStatus.usage))
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

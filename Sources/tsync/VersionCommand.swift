@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `tsync version`: the same as `tsync --version`.
+struct VersionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "version",
+        abstract: "Print the version of tsync.")
+
+    func run() {
+        Console.write(TSync.configuration.version + "\n")
+    }
+}
