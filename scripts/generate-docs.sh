@@ -27,5 +27,8 @@ pages=".build/plugins/GenerateManual/outputs/tsync"
 rm -rf man
 mkdir man
 cp "$pages"/*.1 man/
+# The plugin keeps the blank lines between paragraphs, which mdoc warns about ("Empty input
+# line"): they become paragraph macros.
+sed -i 's/^$/.Pp/' man/*.1
 "$bin" --experimental-dump-help > man/tsync.dump-help.json
 echo "man/ and completions/ regenerated" >&2

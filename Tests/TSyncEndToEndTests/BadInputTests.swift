@@ -86,7 +86,7 @@ import Testing
         let sandbox = try populated()
         try expectFailure(sandbox, ["insert"], status: 64, message: "Missing expected argument")
         try expectFailure(sandbox, ["status", "--bogus"], status: 64, message: "Unknown option")
-        try expectFailure(sandbox, ["frobnicate"], status: 64, message: "Unexpected argument")
+        try expectFailure(sandbox, ["frobnicate"], status: 64, message: "'frobnicate' is not a tsync command")
         try expectFailure(sandbox, ["update", "todo", "a", "--set", "noequals"], status: 64, message: "expected FIELD=VALUE")
         #expect(try sandbox.run(["--help"]).status == 0)
         #expect(try sandbox.ok(["--help"]).contains("EXIT STATUS"))

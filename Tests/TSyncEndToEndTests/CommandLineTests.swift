@@ -31,6 +31,36 @@ import TSyncModel
         #expect(version.stdout == flag.stdout && version.stdout.split(separator: ".").count == 3, "\(version.stdout)")
     }
 
+    /// `scripts/install.sh` into a temporary prefix (with the built binary): the binary runs, the
+    /// pages are there (and render without warnings where `man` is installed), bash loads the
+    /// completion, and `--uninstall` removes every file.
+    @Test func installIntoAPrefixAndUninstall() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let prefix = try TemporaryDirectory()
+        let script = root.appendingPathComponent("scripts/install.sh").path
+        let install = try TSyncProcess.run(
+            [script, "--prefix", prefix.path, "--binary", TSyncBinary.path], in: root.path, executable: "/bin/bash")
+        #expect(install.status == 0, "\(install)")
+        let installed = try TSyncProcess.run(["--version"], in: prefix.path, executable: prefix.path + "/bin/tsync")
+        #expect(installed.status == 0 && installed.stdout.hasPrefix("0."), "\(installed)")
+        let pages = try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1")
+        #expect(pages.contains("tsync.1") && pages.contains("tsync.push.1"), "\(pages)")
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/man") {
+            let man = try TSyncProcess.run(
+                ["-l", prefix.path + "/share/man/man1/tsync.push.1"], in: prefix.path, executable: "/usr/bin/man")
+            #expect(man.status == 0 && man.stdout.contains("tsync") && man.stderr.isEmpty, "\(man)")
+        }
+        let completion = try TSyncProcess.run(
+            ["-c", "source \(prefix.path)/share/bash-completion/completions/tsync; complete -p tsync"], in: prefix.path,
+            executable: "/bin/bash")
+        #expect(completion.stdout.contains("complete") && completion.stdout.contains("tsync"), "\(completion)")
+
+        let uninstall = try TSyncProcess.run([script, "--prefix", prefix.path, "--uninstall"], in: root.path, executable: "/bin/bash")
+        #expect(uninstall.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: prefix.path + "/bin/tsync"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1").isEmpty)
+    }
+
     @Test func aPortInUseIsNamedWithTheFlagThatFixesIt() async throws {
         let directory = try TemporaryDirectory()
         let first = try ServerProcess(

@@ -14,10 +14,13 @@ import TSyncModel
         let store = try TSyncSandbox(remote: proxy.url)
         let total = 400
         try store.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
-        proxy.delay(0.05)
+        proxy.delay(0.1)  // 400 operations, 8 at a time: 5 s at least
 
         let push = try TSyncProcess(["push", "--json"], in: store.path)
-        for _ in 0..<400 where proxy.forwarded < 6 { try await Task.sleep(for: .milliseconds(25)) }
+        // Polled with a blocking sleep: in a full test run the cooperative threads can all be busy
+        // for seconds, and a `Task.sleep` would wake after the push had finished.
+        for _ in 0..<400 where proxy.forwarded < 6 { usleep(25_000) }
+        #expect(push.isRunning, "the push is still running when it is signalled")
         #expect(proxy.forwarded >= 6, "the push is under way")
         let signals = push.signalDispositions
         push.signal(signal)
@@ -58,9 +61,10 @@ import TSyncModel
 
         let proxy = try LossyProxy(upstream: server.url)
         let reader = try TSyncSandbox(remote: proxy.url)
-        proxy.delay(0.1)  // about ten pages a second
+        proxy.delay(0.1)  // about ten pages a second: 3 s at least
         let pull = try TSyncProcess(["pull", "todo", "--query-id", "all", "--page-size", "10", "--json"], in: reader.path)
-        for _ in 0..<400 where proxy.forwarded < 4 { try await Task.sleep(for: .milliseconds(25)) }
+        for _ in 0..<400 where proxy.forwarded < 4 { usleep(25_000) }  // blocking: see above
+        #expect(pull.isRunning, "the pull is still running when it is signalled")
         pull.signal(SIGINT)
         let result = pull.wait(timeout: 60)
         #expect(result.status == 130, "\(result)")

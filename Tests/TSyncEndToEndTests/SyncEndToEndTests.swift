@@ -283,7 +283,8 @@ import TSyncModel
     /// queue; after a restart, pushing again completes the job and the server holds every record
     /// exactly once.
     @Test func serverKilledDuringPushLosesAndDoublesNothing() async throws {
-        let server = try await SyncServer()
+        // Small batches, so that the push is still under way when the server dies.
+        let server = try await SyncServer(options: ["--max-batch", "10"])
         let store = try TSyncSandbox(remote: server.url)
         let count = 3000
         let items = (0..<count).map { #"{"id": "k\#($0)", "n": \#($0)}"# }.joined(separator: "\n")
@@ -292,7 +293,7 @@ import TSyncModel
         // Kill the server once some operations have gone through.
         for _ in 0..<400 {
             if try await server.records("load").count >= 200 { break }
-            try await Task.sleep(for: .milliseconds(25))
+            usleep(10_000)  // blocking: a `Task.sleep` can wake late when every cooperative thread is busy
         }
         server.kill()
         let interrupted = push.wait()
@@ -320,7 +321,7 @@ import TSyncModel
         let push = try LaunchedTSync(["push"], in: store.path)
         for _ in 0..<400 {
             if try await server.records("load").count >= 300 { break }
-            try await Task.sleep(for: .milliseconds(25))
+            usleep(10_000)
         }
         push.kill()
         let resumed = try store.run(["push", "--json"])
@@ -348,7 +349,7 @@ import TSyncModel
             let query = try reader.run(["query", "big", "--json"])  // 65 until the first page is stored
             if query.status == 0 { stored = try JSONOutput.array(query.stdout).count }
             if stored >= 200 { break }
-            try await Task.sleep(for: .milliseconds(10))
+            usleep(10_000)
         }
         server.kill()
         let interrupted = pull.wait()

@@ -96,6 +96,8 @@ final class TSyncProcess {
     /// Sends `signal` to the running process (SIGINT, as Ctrl-C would).
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
+    var isRunning: Bool { process.isRunning }
+
     /// Whether the process exists (`kill(pid, 0)`), and the `Sig*` lines of /proc/PID/status
     /// (ignored, blocked, caught signals): for a failure's message.
     var signalDispositions: String {
@@ -132,9 +134,10 @@ final class TSyncProcess {
 
     /// Runs `tsync arguments...` to the end.
     static func run(
-        _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]
+        _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:],
+        executable: String = TSyncBinary.path
     ) throws -> TSyncResult {
-        try TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment).wait()
+        try TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment, executable: executable).wait()
     }
 
     /// Runs `tsync arguments...` with stdin, stdout and stderr on a pseudo-terminal (through

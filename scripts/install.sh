@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs tsync: builds it in release and copies
+#   PREFIX/bin/tsync
+#   PREFIX/share/man/man1/tsync*.1
+#   PREFIX/share/bash-completion/completions/tsync
+#   PREFIX/share/zsh/site-functions/_tsync
+#   PREFIX/share/fish/vendor_completions.d/tsync.fish
+# Usage: scripts/install.sh [--prefix DIR] [--binary PATH] [--uninstall]
+#   --prefix DIR    where to install (default /usr/local)
+#   --binary PATH   install this tsync binary instead of building one
+#   --uninstall     remove what an install put there
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=/usr/local
+binary=""
+uninstall=false
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --prefix) prefix=${2:?--prefix needs a directory}; shift 2 ;;
+        --prefix=*) prefix=${1#--prefix=}; shift ;;
+        --binary) binary=${2:?--binary needs a path}; shift 2 ;;
+        --uninstall) uninstall=true; shift ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
+    esac
+done
+
+files=(
+    "bin/tsync"
+    "share/bash-completion/completions/tsync"
+    "share/zsh/site-functions/_tsync"
+    "share/fish/vendor_completions.d/tsync.fish"
+)
+for page in man/*.1; do files+=("share/man/man1/$(basename "$page")"); done
+
+if $uninstall; then
+    for file in "${files[@]}"; do rm -f "$prefix/$file"; done
+    echo "removed tsync from $prefix"
+    exit 0
+fi
+
+if [ -z "$binary" ]; then
+    scripts/install-deps.sh
+    swift build -c release --product tsync >&2
+    binary="$(swift build -c release --show-bin-path)/tsync"
+fi
+install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/bash-completion/completions" \
+    "$prefix/share/zsh/site-functions" "$prefix/share/fish/vendor_completions.d"
+install -m 755 "$binary" "$prefix/bin/tsync"
+install -m 644 man/*.1 "$prefix/share/man/man1/"
+install -m 644 completions/tsync.bash "$prefix/share/bash-completion/completions/tsync"
+install -m 644 completions/_tsync "$prefix/share/zsh/site-functions/_tsync"
+install -m 644 completions/tsync.fish "$prefix/share/fish/vendor_completions.d/tsync.fish"
+echo "installed tsync $("$prefix/bin/tsync" --version) in $prefix"
