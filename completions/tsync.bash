@@ -223,7 +223,7 @@ _tsync_remote() {
 
 _tsync_insert() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--quiet -q --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2

@@ -8,8 +8,8 @@ struct InsertCommand: ParsableCommand {
         abstract: "Insert records into a local table and queue them for push.",
         discussion: """
             Give one JSON object as an argument, or pipe many to stdin as a JSON array or as NDJSON \
-            (objects one after the other). An object without "id" gets a generated one (a UUID). \
-            The ids are printed one per line, in input order.
+            (objects one after the other; `-` names stdin too). An object without "id" gets a \
+            generated one (a UUID). The ids are printed one per line, in input order, unless -q.
 
             System properties other than "id" (createdAt, updatedAt, version, deleted) are set by \
             the server and are ignored. The insert is all or nothing: if any record is invalid or \
@@ -25,12 +25,15 @@ struct InsertCommand: ParsableCommand {
     @Argument(help: "The table (letters, digits and '_'); created by its first insert.")
     var table: String
 
-    @Argument(help: "One record as a JSON object. Without it, records are read from stdin.")
+    @Argument(help: "One record as a JSON object. Without it, or with -, records are read from stdin.")
     var json: String?
+
+    @Flag(name: .shortAndLong, help: "Do not print the ids.")
+    var quiet = false
 
     func run() throws {
         let objects: [[String: JSONValue]]
-        if let json {
+        if let json, json != "-" {
             objects = [try RecordInput.object(from: json)]
         } else {
             guard !Console.stdinIsTerminal else {
@@ -44,6 +47,7 @@ struct InsertCommand: ParsableCommand {
             return
         }
         let ids = try store.insert(table: table, objects: objects)
+        guard !quiet else { return }
         var output = ""
         output.reserveCapacity(ids.count * 37)
         for id in ids {

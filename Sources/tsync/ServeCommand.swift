@@ -142,11 +142,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .info
-            return handler
-        }
+        LoggingSystem.bootstrap { _ in ServerLog() }
         let configuration = self.configuration
         try configuration.validate()
         try await database.location().withStorage(logger: Logger(label: "tsync.storage")) { storage in

@@ -61,6 +61,32 @@ import TSyncModel
         #expect(try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1").isEmpty)
     }
 
+    /// The server's log says what tsync does, in its own words: no framework or logger names.
+    @Test func theServerLogNamesNoFramework() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + directory.path + "/a.db"], log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        #expect(try await HTTP.send("GET", base + "/tables/todo").status == 200)
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+        let lines = server.log.split(separator: "\n")
+        #expect(lines.contains { $0.hasSuffix("info listening on \(base)") }, "\(server.log)")
+        #expect(lines.contains { $0.contains(" GET /tables/todo 200 ") }, "\(server.log)")
+        for word in ["Hummingbird", "hb.", "[TSyncServer]", "tsync.serve", "ServiceLifecycle"] {
+            #expect(!server.log.contains(word), "\(word) in \(server.log)")
+        }
+    }
+
+    /// `-` names stdin, and `-q` prints no ids (50,000 lines nobody reads).
+    @Test func insertReadsDashAsStdinAndQuietPrintsNothing() throws {
+        let store = try TSyncSandbox(remote: nil)
+        let records = (0..<3).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n")
+        #expect(try store.ok(["insert", "todo", "-"], stdin: records) == "r0\nr1\nr2\n")
+        #expect(try store.ok(["insert", "todo", "-q"], stdin: #"{"id": "r3"}"#) == "")
+        #expect(try store.ok(["query", "todo"]).split(separator: "\n").count == 4)
+    }
+
     @Test func aPortInUseIsNamedWithTheFlagThatFixesIt() async throws {
         let directory = try TemporaryDirectory()
         let first = try ServerProcess(
