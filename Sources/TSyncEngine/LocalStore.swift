@@ -66,7 +66,7 @@ public final class LocalStore: Sendable {
             let attributes = try FileManager.default.attributesOfItem(atPath: location.databasePath)
             return (attributes[.size] as? NSNumber)?.intValue ?? 0
         } catch {
-            throw .failure("no store database at \(location.databasePath): run `tsync init` to create a store")
+            throw TSyncError(.noStore, "no store database at \(location.databasePath): run `tsync init` to create a store")
         }
     }
 

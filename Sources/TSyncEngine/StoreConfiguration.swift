@@ -55,7 +55,7 @@ public struct StoreConfiguration: Sendable, Equatable {
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty
         else {
-            throw .invalidInput(
+            throw .usage(
                 "invalid remote URL \(Identifiers.quoted(text)): expected http://HOST[:PORT][/PATH] or https://…")
         }
     }

@@ -52,7 +52,7 @@ public struct StoreLocation: Sendable, Equatable {
             if parent == directory || parent.isEmpty { break }
             directory = parent
         }
-        throw .failure("\(notAStore): no \(directoryName)/ in \(standardized(workingDirectory)) or any parent directory")
+        throw TSyncError(.noStore, "\(notAStore): no \(directoryName)/ in \(standardized(workingDirectory)) or any parent directory")
     }
 
     /// The location `tsync init DIR` creates: `DIR/.tsync`.
@@ -66,7 +66,7 @@ public struct StoreLocation: Sendable, Equatable {
         if isDirectory(nested) { return try checked(StoreLocation(directory: nested)) }
         let location = StoreLocation(directory: path)
         if FileManager.default.fileExists(atPath: location.databasePath) { return location }
-        throw .failure("\(notAStore): \(path) (from \(source)) has no \(directoryName)/")
+        throw TSyncError(.noStore, "\(notAStore): \(path) (from \(source)) has no \(directoryName)/")
     }
 
     private static func checked(_ location: StoreLocation) throws(TSyncError) -> StoreLocation {

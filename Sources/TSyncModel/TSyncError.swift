@@ -14,6 +14,9 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case unreachable
         /// Authentication is missing or was rejected (exit 4).
         case unauthorized
+        /// No tsync store where the command needs one (exit 66): not inside one, or its database
+        /// is missing. Told apart from failures so that scripts can, e.g. `status --exit-code`.
+        case noStore
         /// Anything else (exit 1): a missing store, a busy store, an unexpected server answer.
         case failure
     }
@@ -34,6 +37,8 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case checkDatabaseLocation
         /// The server's port is taken: listen on another one.
         case anotherPort
+        /// The server wants a (valid) token: log in.
+        case logIn
     }
 
     public var kind: Kind
@@ -69,6 +74,7 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .pullWithoutQueryID: "pull without a query id"
         case .checkDatabaseLocation: "check the database location (serving and adding a user create it)"
         case .anotherPort: "choose another port (0 picks a free one)"
+        case .logIn: "log in"
         }
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TSyncModel
 
 /// The exit codes of DESIGN §3 — the ONE place where error kinds become process exit codes.
@@ -15,6 +16,8 @@ enum ExitStatus {
     static let usage: Int32 = 64
     /// Bad input data (EX_DATAERR).
     static let invalidInput: Int32 = 65
+    /// No tsync store here (EX_NOINPUT).
+    static let noStore: Int32 = 66
 
     static func code(for kind: TSyncError.Kind) -> Int32 {
         switch kind {
@@ -24,6 +27,7 @@ enum ExitStatus {
         case .unauthorized: unauthorized
         case .usage: usage
         case .invalidInput: invalidInput
+        case .noStore: noStore
         }
     }
 
@@ -36,12 +40,14 @@ enum ExitStatus {
           4   authentication missing or rejected
           64  usage error (unknown option, missing or invalid argument)
           65  bad input data (invalid JSON, id or filter; unknown table or id)
+          66  no tsync store here (not inside one, or its database is missing)
           130 push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
         """
 }
 
 extension TSyncError {
-    /// The message as the command line prints it: a remedy is worded in terms of its flags.
+    /// The message as the command line prints it: a remedy is worded in terms of its flags (and
+    /// of `TSYNC_TOKEN` when it is set, since a login cannot replace the token it gives).
     var commandLineMessage: String {
         guard let remedy, let fact else { return message }
         let words: String
@@ -52,6 +58,12 @@ extension TSyncError {
         case .pullWithoutQueryID: words = "pull without --query-id"
         case .checkDatabaseLocation: words = "check --db (`tsync serve` and `tsync user add` create it)"
         case .anotherPort: words = "choose another with --port (--port 0 picks a free one)"
+        case .logIn:
+            let variable = RemoteAccess.tokenVariable
+            words =
+                ProcessInfo.processInfo.environment[variable].map { !$0.isEmpty } == true
+                ? "the token comes from \(variable), which `tsync login` does not replace: set a valid one, or unset it"
+                : "run `tsync login`"
         }
         return "\(fact); \(words)"
     }

@@ -11,9 +11,10 @@ struct StatusCommand: ParsableCommand {
               --short      one line per table with pending work: "TABLE: N added, N modified, \
             N deleted, N failed"; nothing when clean
               --porcelain  one line per queued operation, in push order: CODE<TAB>TABLE<TAB>ID, \
-            where CODE is A (insert), M (update), D (delete), or U (an operation whose last push \
-            failed: see `tsync conflicts`). Fields are separated by one TAB (ids cannot contain \
-            control characters); nothing when clean. This format will not change.
+            where CODE is A (insert), M (update), D (delete), or UA, UM, UD (an insert, update or \
+            delete whose last push failed: see `tsync conflicts`). Fields are separated by one TAB \
+            (ids cannot contain control characters); nothing when clean. This format will not \
+            change.
               --json       {"store", "remote", "clean", "pending", "errors", "tables": [{"table", \
             "pending", "inserts", "updates", "deletes", "errors"}], "operations": [{"seq", "table", \
             "id", "kind", "state", "queuedAt", "error": null or {"id", "status", "message"}}], \

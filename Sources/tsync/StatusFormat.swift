@@ -10,7 +10,9 @@ enum StatusFormat {
         var text = ""
         text.reserveCapacity(report.operations.count * 48)
         for operation in report.operations {
-            text.append(operation.error == nil ? operation.kind.statusLetter : "U")
+            // U (unresolved error) followed by the kind of the operation that failed: UA, UM, UD.
+            if operation.error != nil { text.append("U") }
+            text.append(operation.kind.statusLetter)
             text += "\t"
             text += operation.table
             text += "\t"

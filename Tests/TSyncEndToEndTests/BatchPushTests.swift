@@ -112,7 +112,7 @@ import TSyncModel
         #expect(try await server.records("todo").keys.sorted() == ["taken"], "the server is untouched")
         let errors = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
         #expect(errors.count == 1 && errors.first?.objectValue?["itemId"] == "taken")
-        #expect(try b.ok(["status", "--porcelain"]) == "A\ttodo\tn1\nA\ttodo\tn2\nA\ttodo\tn3\nA\ttodo\tn4\nU\ttodo\ttaken\n")
+        #expect(try b.ok(["status", "--porcelain"]) == "A\ttodo\tn1\nA\ttodo\tn2\nA\ttodo\tn3\nA\ttodo\tn4\nUA\ttodo\ttaken\n")
 
         // Settled, the queue goes in whole.
         #expect(try b.run(["resolve", "--all", "--discard"]).status == 0)

@@ -41,7 +41,7 @@ import Testing
         #expect(try sandbox.ok(["remote"]) == "https://sync.example.com/app\n")
         #expect(try sandbox.ok(["remote", "--json"]) == "{\"remote\":\"https://sync.example.com/app\"}\n")
         let bad = try sandbox.run(["remote", "not a url"])
-        #expect(bad.status == 65)
+        #expect(bad.status == 64, "a bad URL is a usage error")
         #expect(bad.stderr.contains("invalid remote URL"))
         #expect(try sandbox.ok(["remote"]) == "https://sync.example.com/app\n")
     }
@@ -64,14 +64,14 @@ import Testing
         // --store wins over TSYNC_DIR.
         let wrong = try TSyncProcess.run(
             ["status", "-C", elsewhere.path], in: elsewhere.path, environment: ["TSYNC_DIR": sandbox.path])
-        #expect(wrong.status == 1)
+        #expect(wrong.status == 66)
     }
 
     @Test func outsideAStoreEveryCommandSaysSo() throws {
         let elsewhere = try TemporaryDirectory()
         for arguments in [["status"], ["tables"], ["insert", "t", "{}"], ["get", "t", "x"], ["remote"], ["diff"]] {
             let result = try TSyncProcess.run(arguments, in: elsewhere.path)
-            #expect(result.status == 1, "\(arguments): \(result)")
+            #expect(result.status == 66, "\(arguments): \(result)")
             #expect(result.stderr.contains("not a tsync store (run `tsync init`)"), "\(arguments): \(result)")
             #expect(result.stdout.isEmpty)
         }

@@ -32,7 +32,7 @@ import TSyncModel
             _ = try StoreLocation.find(explicit: nil, environment: [:], workingDirectory: directory)
             Issue.record("no store expected")
         } catch {
-            #expect(error.kind == .failure)
+            #expect(error.kind == .noStore)
             #expect(error.message.hasPrefix("not a tsync store (run `tsync init`)"))
         }
     }

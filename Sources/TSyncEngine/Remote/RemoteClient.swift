@@ -299,8 +299,9 @@ public struct RemoteClient: Sendable {
             throw TSyncError(
                 .unauthorized,
                 token == nil
-                    ? "the server at \(endpoint) requires a login: run `tsync login`"
-                    : "the server at \(endpoint) refused the token (expired or revoked): run `tsync login`")
+                    ? "the server at \(endpoint) requires a login"
+                    : "the server at \(endpoint) refused the token (expired or revoked)",
+                remedy: .logIn)
         }
         let data = Array(bytes.readableBytesView)
         var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))

@@ -12,13 +12,13 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         let lower = trimmed.lowercased()
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-            throw .invalidInput("invalid remote \(Identifiers.quoted(text)): it must start with http:// or https://")
+            throw .usage("invalid remote \(Identifiers.quoted(text)): it must start with http:// or https://")
         }
         let rest = trimmed.drop(while: { $0 != "/" }).dropFirst(2)
         guard let host = rest.split(separator: "/").first, !host.isEmpty,
             !trimmed.contains(where: { $0 == " " || $0 == "?" || $0 == "#" || $0.isNewline })
         else {
-            throw .invalidInput("invalid remote \(Identifiers.quoted(text)): expected http://HOST[:PORT][/PATH]")
+            throw .usage("invalid remote \(Identifiers.quoted(text)): expected http://HOST[:PORT][/PATH]")
         }
         base = trimmed
     }
