@@ -55,15 +55,17 @@ struct ConflictsCommand: ParsableCommand {
 
         @OptionGroup var storeOptions: StoreOptions
 
-        @Argument(help: "The error id (from `tsync conflicts`).")
-        var id: Int64
+        @Argument(help: "The error: its id (from `tsync conflicts`) or its item, TABLE/ID.")
+        var error: ErrorReference
 
         @Flag(help: "Print machine-readable JSON (one object, as in the list).")
         var json = false
 
         func run() throws {
-            guard let details = try storeOptions.open().conflictDetails(ids: [id]).first else {
-                throw TSyncError.invalidInput("no error \(id) in the error table: run `tsync conflicts` to list them")
+            let store = try storeOptions.open()
+            let ids = try ErrorReference.ids([error], in: store)
+            guard let details = try store.conflictDetails(ids: ids).first else {
+                throw TSyncError.invalidInput("no error \(ids.first ?? 0) in the error table: run `tsync conflicts` to list them")
             }
             if json {
                 Console.write(JSONReports.line(SyncReports.conflict(details)))

@@ -7,7 +7,7 @@ struct ResolveCommand: AsyncParsableCommand {
         commandName: "resolve",
         abstract: "Settle failed operations without prompting.",
         discussion: """
-            Name the errors (ids from `tsync conflicts`, or --all, or --table T) and one way:
+            Name the errors (ids from `tsync conflicts` or items as TABLE/ID, or --all, or --table T) and one way:
               --ours     client wins: the operation is kept, based on the server's current version, \
             and sent again by the next push (at once with --push). An insert answered 409 becomes an \
             update of the existing item; an update of an item the server no longer has becomes an \
@@ -33,8 +33,8 @@ struct ResolveCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "Error ids (from `tsync conflicts`).")
-    var ids: [Int64] = []
+    @Argument(help: "Errors: ids (from `tsync conflicts`) or items, TABLE/ID.")
+    var errors: [ErrorReference] = []
 
     @Flag(help: "Settle every error.")
     var all = false
@@ -65,7 +65,7 @@ struct ResolveCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        let selections = (ids.isEmpty ? 0 : 1) + (all ? 1 : 0) + (table == nil ? 0 : 1)
+        let selections = (errors.isEmpty ? 0 : 1) + (all ? 1 : 0) + (table == nil ? 0 : 1)
         guard selections == 1 else {
             throw ValidationError("name the errors: error ids, --all, or --table TABLE (one of these)")
         }
@@ -78,7 +78,7 @@ struct ResolveCommand: AsyncParsableCommand {
     func run() async throws {
         guard let flag = resolution, let resolution = Resolution(rawValue: flag.rawValue) else { return }
         let store = try storeOptions.open()
-        let selection: ErrorSelection = all ? .all : table.map(ErrorSelection.table) ?? .ids(ids)
+        let selection: ErrorSelection = all ? .all : try table.map(ErrorSelection.table) ?? .ids(ErrorReference.ids(errors, in: store))
         let result = try await RemoteAccess.session(store).resolve(selection, with: resolution, thenPush: push)
         let report = result.report
         if output.json { Console.write(JSONReports.line(SyncReports.resolve(report))) }

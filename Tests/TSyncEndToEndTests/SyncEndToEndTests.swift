@@ -109,6 +109,19 @@ import TSyncModel
         #expect(try b.run(["push"]).status == 2)
         #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).count == 1)
         #expect(try b.run(["resolve", "999", "--cancel"]).status == 65)
+        // The item names its error as well as the error id does (issue 13.4).
+        #expect(try b.ok(["conflicts", "show", "todo/x"]) == show)
+        let unknown = try b.run(["conflicts", "show", "todo/nosuch"])
+        #expect(unknown.status == 65 && unknown.stderr.contains("no error for todo/\"nosuch\""), "\(unknown)")
+        #expect(try b.run(["conflicts", "show", "todo"]).status == 64, "neither an id nor TABLE/ID")
+    }
+
+    @Test func resolveNamesTheErrorByItsItem() async throws {
+        let (server, _, b) = try await conflict()
+        #expect(try b.run(["resolve", "todo/x", "--theirs"]).status == 0)
+        #expect(try b.ok(["get", "todo", "x"]).contains("from a"))
+        #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).isEmpty)
+        #expect(try await server.record("todo", "x")?["text"] == "from a")
     }
 
     @Test func resolveOursMakesTheClientWin() async throws {
