@@ -78,10 +78,11 @@ struct ConflictsCommand: ParsableCommand {
 
 /// Human forms of an error.
 enum ConflictFormat {
-    /// "3  update todoitem/milk  412 version-conflict: changed here text; on the server text".
+    /// "#3  update todoitem/milk  412 version-conflict: the server has a newer version (…); it
+    /// differs from yours in text (changed here: text; on the server: text)".
     static func summary(_ details: ConflictDetails, style: Style) -> String {
         let error = details.error
-        var line = "\(style.bold(String(error.id)))\t\(error.kind.rawValue) \(error.table)/\(error.itemID)\t"
+        var line = "\(style.bold("#\(error.id)"))\t\(error.kind.rawValue) \(error.table)/\(error.itemID)\t"
         line += style.red("\(error.httpStatus.map(String.init) ?? "-") \(details.failureClass.rawValue)")
         line += ": \(error.message)"
         if details.theirs?.system.deleted == true {

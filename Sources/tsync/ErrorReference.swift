@@ -9,7 +9,8 @@ enum ErrorReference: ExpressibleByArgument, Sendable {
     case item(table: String, id: String)
 
     init?(argument: String) {
-        if let id = Int64(argument), id > 0 {
+        // `#3`, as `tsync conflicts` shows it, or `3`.
+        if let id = Int64(argument.hasPrefix("#") ? String(argument.dropFirst()) : argument), id > 0 {
             self = .id(id)
         } else if let slash = argument.firstIndex(of: "/"), slash != argument.startIndex, slash != argument.index(before: argument.endIndex)
         {

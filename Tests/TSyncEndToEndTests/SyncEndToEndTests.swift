@@ -109,8 +109,14 @@ import TSyncModel
         #expect(try b.run(["push"]).status == 2)
         #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).count == 1)
         #expect(try b.run(["resolve", "999", "--cancel"]).status == 65)
-        // The item names its error as well as the error id does (issue 13.4).
+        // The item names its error as well as the error id does (issue 13.4); the list shows the
+        // id as #N and says what happened, not "HTTP 412".
         #expect(try b.ok(["conflicts", "show", "todo/x"]) == show)
+        let id = JSONOutput.int(entry["id"]) ?? 0
+        let listed = try b.ok(["conflicts"])
+        #expect(listed.hasPrefix("#\(id)\tupdate todo/x\t412 version-conflict: the server has a newer version ("), "\(listed)")
+        #expect(listed.contains("it differs from yours in text") && !listed.contains("HTTP 412"), "\(listed)")
+        #expect(try b.ok(["conflicts", "show", "#\(id)"]) == show)
         let unknown = try b.run(["conflicts", "show", "todo/nosuch"])
         #expect(unknown.status == 65 && unknown.stderr.contains("no error for todo/\"nosuch\""), "\(unknown)")
         #expect(try b.run(["conflicts", "show", "todo"]).status == 64, "neither an id nor TABLE/ID")

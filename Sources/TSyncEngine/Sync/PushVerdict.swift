@@ -31,8 +31,28 @@ public enum PushVerdict: Sendable, Equatable {
             if isAlreadyApplied(kind: kind, status: status, sent: sent, serverRecord: serverRecord) {
                 return .succeeded(serverRecord: serverRecord, alreadyApplied: true)
             }
-            return .failed(status: status, message: message, serverRecord: serverRecord)
+            return .failed(
+                status: status, message: describe(status, message, kind: kind, sent: sent, server: serverRecord), serverRecord: serverRecord
+            )
         }
+    }
+
+    /// A conflict in words, where the server sent only its copy (tsync serve's 409 and 412 carry
+    /// the item, not a message): what happened and which fields differ from what was sent.
+    static func describe(_ status: Int, _ message: String, kind: OperationKind, sent: [String: JSONValue]?, server: Record?)
+        -> String
+    {
+        guard message == "HTTP \(status)", let server, status == 409 || status == 412 else { return message }
+        let what =
+            kind == .insert && status == 409
+            ? "an item with this id already exists on the server" : "the server has a newer version (\(server.system.version ?? "?"))"
+        if server.system.deleted { return what + ", deleted there" }
+        guard let sent else { return what }
+        var ours = sent
+        ours.removeValue(forKey: "id")
+        let names = Set(ours.keys).union(server.fields.keys).filter { ours[$0] != server.fields[$0] }.sorted()
+        guard !names.isEmpty else { return what }
+        return what + "; it differs from yours in " + names.joined(separator: ", ")
     }
 
     static func isAlreadyApplied(kind: OperationKind, status: Int, sent: [String: JSONValue]?, serverRecord: Record?) -> Bool {
