@@ -12,10 +12,10 @@ import TSyncEngine
 /// step of a push is one transaction of the store.
 ///
 /// Why a handler and a pipe rather than a dispatch signal source: a signal source needs the signal
-/// ignored, and on Linux an ignored signal that reaches a thread which has not blocked it is
-/// discarded before the source sees it, so now and then a Ctrl-C did nothing. A real handler runs
-/// on whichever thread receives the signal; it only writes the signal's number to a pipe (the one
-/// thing a handler may safely do), and a thread of our own reads it and stops the work.
+/// ignored, a state that an ignored signal can be lost in and that child processes inherit. A real
+/// handler runs on whichever thread receives the signal; it only writes the signal's number to a
+/// pipe (the one thing a handler may safely do), and a thread of our own reads it and stops the
+/// work.
 final class Interrupts: Sendable {
     let stopRequest = StopRequest()
 
