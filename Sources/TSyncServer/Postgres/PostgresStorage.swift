@@ -68,7 +68,8 @@ public final class PostgresStorage: ServerStorage {
         var page = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE ")
         try appendConditions(to: &page, table: table, query: query, scope: scope)
         page.append(" ORDER BY ")
-        page.append(try renderer.orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
+        // The table's renderer, so an indexed field's sort key names its key literally, as its index does.
+        page.append(try renderer(table).orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
         if let top = query.top { page.append(" LIMIT " + page.bind(Int64(top))) }
         page.append(" OFFSET " + page.bind(Int64(query.skip ?? 0)))
         return page
@@ -361,14 +362,13 @@ public final class PostgresStorage: ServerStorage {
         if case .owner(let owner) = scope { statement.append(" AND owner = " + statement.bind(owner)) }
     }
 
+    /// The renderer of `table`, knowing its indexed fields.
+    private func renderer(_ table: String) -> SQLRenderer {
+        IndexedField.renderer(renderer, indexing: indexes.withLock { $0[PostgresSchema.tableKey(table)] ?? [] })
+    }
+
     private func appendConditions(to statement: inout PostgresStatement, table: String, query: RecordQuery, scope: OwnerScope) throws {
-        let indexed = indexes.withLock { $0[PostgresSchema.tableKey(table)] ?? [] }
-        var renderer = self.renderer
-        if !indexed.isEmpty {
-            var schema = PostgresSchema.querySchema
-            schema.indexedFields = Set(indexed.map(\.field))
-            renderer = SQLRenderer(schema: schema)
-        }
+        let renderer = self.renderer(table)
         statement.append("table_name = " + statement.bind(PostgresSchema.tableKey(table)))
         if !query.includeDeleted { statement.append(" AND NOT deleted") }
         if case .owner(let owner) = scope { statement.append(" AND owner = " + statement.bind(owner)) }

@@ -1,4 +1,5 @@
 import TSyncModel
+import TSyncQuery
 
 /// A user field of a table that the server keeps an index on (`tsync serve --index TABLE.FIELD`),
 /// so that filters comparing it with a literal, `startswith` on it and `$orderby` on it read the
@@ -34,6 +35,15 @@ public struct IndexedField: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(table).\(field)" }
+
+    /// A renderer for a table whose indexed fields are `fields`: `renderer` itself when there are
+    /// none, so unindexed tables share one.
+    static func renderer(_ renderer: SQLRenderer, indexing fields: [IndexedField]) -> SQLRenderer {
+        guard !fields.isEmpty else { return renderer }
+        var schema = renderer.schema
+        schema.indexedFields = Set(fields.map(\.field))
+        return SQLRenderer(schema: schema)
+    }
 
     /// The index's name: `prefix`, the field, and a hash of its exact spelling, since SQL names
     /// ignore case and field names do not (`Price` and `price` are two fields).

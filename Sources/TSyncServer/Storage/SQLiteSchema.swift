@@ -81,13 +81,6 @@ enum SQLiteSchema {
 
     static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
 
-    /// `querySchema` for a table with these indexed fields.
-    static func querySchema(indexing fields: [IndexedField]) -> SQLSchema {
-        var schema = querySchema
-        schema.indexedFields = Set(fields.map(\.field))
-        return schema
-    }
-
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
     static let querySchema = SQLSchema(
         dialect: .sqlite, bodyColumn: "body",

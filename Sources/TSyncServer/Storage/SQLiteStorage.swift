@@ -85,7 +85,7 @@ public final class SQLiteStorage: ServerStorage {
             arguments.append(.text(owner))
         }
         let indexed = indexes.withLock { $0[sqlName] ?? [] }
-        let renderer = indexed.isEmpty ? self.renderer : SQLRenderer(schema: SQLiteSchema.querySchema(indexing: indexed))
+        let renderer = IndexedField.renderer(self.renderer, indexing: indexed)
         if let filter = query.filter {
             let fragment = try renderer.whereClause(filter)
             conditions.append("(\(fragment.sql))")
