@@ -180,13 +180,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|serve|user|version|help)
+    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -412,9 +412,9 @@ _tsync_logout() {
 
 _tsync_push() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --atomic --json --quiet -q --version -h --help)
+    non_repeating_flags=(--dry-run --atomic --check --json --quiet -q --version -h --help)
     repeating_options=(--table)
-    non_repeating_options=(--store -C)
+    non_repeating_options=(--store -C --on-conflict --prefer --retries)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -423,6 +423,17 @@ _tsync_push() {
         return
         ;;
     '--table')
+        return
+        ;;
+    '--on-conflict')
+        __tsync_add_completions -W 'fail'$'\n''ours'$'\n''theirs'$'\n''merge'
+        return
+        ;;
+    '--prefer')
+        __tsync_add_completions -W 'ours'$'\n''theirs'
+        return
+        ;;
+    '--retries')
         return
         ;;
     esac
@@ -456,12 +467,23 @@ _tsync_sync() {
     repeating_flags=()
     non_repeating_flags=(--json --quiet -q --version -h --help)
     repeating_options=()
-    non_repeating_options=(--store -C)
+    non_repeating_options=(--store -C --on-conflict --prefer --retries)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        return
+        ;;
+    '--on-conflict')
+        __tsync_add_completions -W 'fail'$'\n''ours'$'\n''theirs'$'\n''merge'
+        return
+        ;;
+    '--prefer')
+        __tsync_add_completions -W 'ours'$'\n''theirs'
+        return
+        ;;
+    '--retries')
         return
         ;;
     esac
@@ -540,9 +562,9 @@ _tsync_conflicts_show() {
 
 _tsync_resolve() {
     repeating_flags=()
-    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --json --quiet -q --version -h --help)
-    repeating_options=()
-    non_repeating_options=(--store -C --table)
+    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --json --quiet -q --version -h --help)
+    repeating_options=(--class --kind)
+    non_repeating_options=(--store -C --table --prefer)
     __tsync_offer_flags_options -1
 
     # Offer option value completions
@@ -551,6 +573,51 @@ _tsync_resolve() {
         return
         ;;
     '--table')
+        return
+        ;;
+    '--class')
+        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''server-error'
+        return
+        ;;
+    '--kind')
+        __tsync_add_completions -W 'insert'$'\n''update'$'\n''delete'
+        return
+        ;;
+    '--prefer')
+        __tsync_add_completions -W 'ours'$'\n''theirs'
+        return
+        ;;
+    esac
+}
+
+_tsync_config() {
+    repeating_flags=()
+    non_repeating_flags=(--unset --list --json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    esac
+}
+
+_tsync_log() {
+    repeating_flags=()
+    non_repeating_flags=(--json --version -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C -n)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        return
+        ;;
+    '-n')
         return
         ;;
     esac

@@ -77,6 +77,16 @@ extension LocalStore {
         }
     }
 
+    /// The errors of some operations (those still in the table), in queue order.
+    public func operationErrors(operations seqs: [Int64]) throws(TSyncError) -> [OperationError] {
+        guard !seqs.isEmpty else { return [] }
+        return try read { db in
+            try StoreRows.errors(
+                db, where: "operation_seq IN (SELECT value FROM json_each(?))",
+                [JSONSerializer.string(.array(seqs.map(JSONValue.int)))])
+        }
+    }
+
     /// One error by its id, or nil.
     public func operationError(id: Int64) throws(TSyncError) -> OperationError? {
         try read { db in try StoreRows.errors(db, where: "id = ?", [id]).first }

@@ -4,7 +4,8 @@ import TSyncModel
 /// The store's settings, `.tsync/config.json`: a JSON object so people can read and edit it.
 ///
 /// Keys this version does not know are kept on save, so an older tsync never drops a newer one's
-/// settings.
+/// settings. `tsync config` reads and writes it through `ConfigKey`; `remote.url` is stored as
+/// `remote`, the name the first versions used.
 public struct StoreConfiguration: Sendable, Equatable {
     private var object: [String: JSONValue]
 
@@ -16,10 +17,62 @@ public struct StoreConfiguration: Sendable, Equatable {
         set { object["remote"] = newValue.map(JSONValue.string) }
     }
 
-    /// Any other setting, by key (for later layers; `remote` has its own accessor).
-    public subscript(key: String) -> JSONValue? {
-        get { object[key] }
-        set { object[key] = newValue }
+    /// The value of a `tsync config` key, as text; nil when unset.
+    public func value(_ key: ConfigKey) -> String? {
+        switch object[key.storageName] {
+        case .string(let text)?: text
+        case .int(let number)?: String(number)
+        case nil, .null?: nil
+        case let other?: JSONSerializer.string(other)
+        }
+    }
+
+    /// Sets a `tsync config` key after checking its value (exit 64 with the valid values).
+    public mutating func set(_ key: ConfigKey, to text: String) throws(TSyncError) {
+        object[key.storageName] = try key.check(text)
+    }
+
+    /// Removes a key; false when it was not set.
+    @discardableResult
+    public mutating func unset(_ key: ConfigKey) -> Bool {
+        object.removeValue(forKey: key.storageName) != nil
+    }
+
+    /// Every key that is set, by name (`tsync config --list`), known keys only: a key this
+    /// version does not know is kept in the file but not shown as one it understands.
+    public var entries: [(key: ConfigKey, value: String)] {
+        object.keys.sorted().compactMap { name in
+            guard let key = ConfigKey(storageName: name), let value = value(key) else { return nil }
+            return (key, value)
+        }
+    }
+
+    /// The conflict settings, checked: a hand-edited value no policy has is an error, not ignored.
+    public func policySettings() throws(TSyncError) -> PolicySettings {
+        var settings = PolicySettings()
+        for (key, text) in entries {
+            switch key {
+            case .pushOnConflict: settings.onConflict = try key.parse(text, as: ConflictPolicy.self)
+            case .pushPrefer: settings.prefer = try key.parse(text, as: MergePreference.self)
+            case .tableOnConflict(let table):
+                settings.tables[table, default: .init()].onConflict = try key.parse(text, as: ConflictPolicy.self)
+            case .tablePrefer(let table):
+                settings.tables[table, default: .init()].prefer = try key.parse(text, as: MergePreference.self)
+            case .remoteURL, .logMaxEntries: break
+            }
+        }
+        return settings
+    }
+
+    /// `log.maxEntries`: how many entries `tsync log` keeps (the oldest go first).
+    public func logMaxEntries() throws(TSyncError) -> Int {
+        guard let text = value(.logMaxEntries) else { return Journal.defaultMaxEntries }
+        guard let number = Int(text), number >= 1 else {
+            throw .failure(
+                "the store's setting log.maxEntries is \(Identifiers.quoted(text)), not a whole number of 1 or more: fix it with `tsync config log.maxEntries N`"
+            )
+        }
+        return number
     }
 
     public static func load(from path: String) throws(TSyncError) -> StoreConfiguration {
@@ -58,5 +111,92 @@ public struct StoreConfiguration: Sendable, Equatable {
             throw .usage(
                 "invalid remote URL \(Identifiers.quoted(text)): expected http://HOST[:PORT][/PATH] or https://…")
         }
+    }
+}
+
+/// A key of `tsync config`, git-style: `section.name`, or `table.NAME.name` for one table.
+public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
+    case remoteURL
+    case pushOnConflict
+    case pushPrefer
+    case tableOnConflict(String)
+    case tablePrefer(String)
+    case logMaxEntries
+
+    /// The keys, as `tsync config` lists them when refusing one.
+    public static let names = [
+        "remote.url", "push.onConflict", "push.prefer", "table.NAME.onConflict", "table.NAME.prefer", "log.maxEntries",
+    ]
+
+    /// Parses a key; an unknown one is a usage error that lists the valid keys.
+    public init(_ text: String) throws(TSyncError) {
+        // `remote` is how config.json spells remote.url, not a key of the command line.
+        if text != "remote", let key = ConfigKey(storageName: text) {
+            self = key
+            return
+        }
+        throw .usage("unknown key \(Identifiers.quoted(text)); the keys are \(Self.names.joined(separator: ", "))")
+    }
+
+    init?(storageName name: String) {
+        switch name {
+        case "remote", "remote.url": self = .remoteURL
+        case "push.onConflict": self = .pushOnConflict
+        case "push.prefer": self = .pushPrefer
+        case "log.maxEntries": self = .logMaxEntries
+        default:
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[0] == "table" else { return nil }
+            let table = String(parts[1])
+            guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
+            switch parts[2] {
+            case "onConflict": self = .tableOnConflict(table)
+            case "prefer": self = .tablePrefer(table)
+            default: return nil
+            }
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .remoteURL: "remote.url"
+        case .pushOnConflict: "push.onConflict"
+        case .pushPrefer: "push.prefer"
+        case .tableOnConflict(let table): "table.\(table).onConflict"
+        case .tablePrefer(let table): "table.\(table).prefer"
+        case .logMaxEntries: "log.maxEntries"
+        }
+    }
+
+    /// The key in config.json (`remote` for `remote.url`, as the first versions wrote it).
+    var storageName: String { self == .remoteURL ? "remote" : description }
+
+    /// The value to store, after checking it.
+    func check(_ text: String) throws(TSyncError) -> JSONValue {
+        switch self {
+        case .remoteURL:
+            try StoreConfiguration.validateRemote(text)
+            return .string(text)
+        case .pushOnConflict, .tableOnConflict:
+            return .string(try parse(text, as: ConflictPolicy.self, kind: .usage).rawValue)
+        case .pushPrefer, .tablePrefer:
+            return .string(try parse(text, as: MergePreference.self, kind: .usage).rawValue)
+        case .logMaxEntries:
+            guard let number = Int(text), number >= 1 else {
+                throw .usage("invalid value \(Identifiers.quoted(text)) for log.maxEntries: expected a whole number of 1 or more")
+            }
+            return .int(Int64(number))
+        }
+    }
+
+    /// One of a closed set of values; anything else names the valid ones. A stored value (hand
+    /// edited) that is not valid is a failure of the store's file, a given one a usage error.
+    func parse<Value: RawRepresentable & CaseIterable>(
+        _ text: String, as _: Value.Type, kind: TSyncError.Kind = .failure
+    ) throws(TSyncError) -> Value where Value.RawValue == String {
+        if let value = Value(rawValue: text) { return value }
+        let valid = Value.allCases.map(\.rawValue).joined(separator: ", ")
+        let origin = kind == .usage ? "" : " in the store's configuration (fix it with `tsync config \(self) VALUE`)"
+        throw TSyncError(kind, "invalid value \(Identifiers.quoted(text)) for \(self)\(origin); expected one of \(valid)")
     }
 }

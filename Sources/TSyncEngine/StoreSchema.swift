@@ -32,6 +32,11 @@ import GRDB
 /// -- Saved pull queries and their checkpoints on the pair (updatedAt, id), DESIGN §2.1.
 /// queries(tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at,
 ///         PRIMARY KEY (tbl, query_id))
+///
+/// -- v2: the journal of `tsync log` (`Journal`). An entry is inserted when a command opens the
+/// -- store and completed when it ends; finished_at and exit_code stay NULL for one that never ended.
+/// journal(id INTEGER PRIMARY KEY AUTOINCREMENT, started_at, finished_at, command, arguments (JSON
+///         array), remote, exit_code, counts (JSON object), items (JSON array of table/id), item_count)
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -97,6 +102,23 @@ enum StoreSchema {
                         last_pull_at TEXT,
                         PRIMARY KEY (tbl, query_id)
                     ) WITHOUT ROWID;
+                    """)
+        }
+        migrator.registerMigration("v2: journal") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE journal (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        started_at TEXT NOT NULL,
+                        finished_at TEXT,
+                        command TEXT NOT NULL,
+                        arguments TEXT NOT NULL,
+                        remote TEXT,
+                        exit_code INTEGER,
+                        counts TEXT,
+                        items TEXT,
+                        item_count INTEGER
+                    );
                     """)
         }
         return migrator

@@ -1,7 +1,7 @@
 import ArgumentParser
 import TSyncEngine
 
-struct DeleteCommand: ParsableCommand {
+struct DeleteCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete local records and queue deletes.",
@@ -24,5 +24,6 @@ struct DeleteCommand: ParsableCommand {
 
     func run() throws {
         try storeOptions.open().delete(table: table, ids: ids)
+        CommandJournal.shared.record(changed: table, ids: ids)
     }
 }

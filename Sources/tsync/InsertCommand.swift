@@ -2,7 +2,7 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct InsertCommand: ParsableCommand {
+struct InsertCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "insert",
         abstract: "Insert records into a local table and queue them for push.",
@@ -47,6 +47,7 @@ struct InsertCommand: ParsableCommand {
             return
         }
         let ids = try store.insert(table: table, objects: objects)
+        CommandJournal.shared.record(changed: table, ids: ids)
         guard !quiet else { return }
         var output = ""
         output.reserveCapacity(ids.count * 37)

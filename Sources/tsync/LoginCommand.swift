@@ -3,7 +3,7 @@ import Foundation
 import TSyncEngine
 import TSyncModel
 
-struct LoginCommand: AsyncParsableCommand {
+struct LoginCommand: AsyncParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
         abstract: "Get a token from the server and save it in the store.",
@@ -36,7 +36,7 @@ struct LoginCommand: AsyncParsableCommand {
     }
 }
 
-struct LogoutCommand: AsyncParsableCommand {
+struct LogoutCommand: AsyncParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "logout",
         abstract: "Revoke the saved token on the server and remove it from the store.",

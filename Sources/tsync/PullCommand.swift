@@ -2,7 +2,7 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct PullCommand: AsyncParsableCommand {
+struct PullCommand: AsyncParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull",
         abstract: "Fetch a table from the server into the store.",

@@ -1,7 +1,7 @@
 import ArgumentParser
 import TSyncEngine
 
-struct PurgeCommand: ParsableCommand {
+struct PurgeCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge",
         abstract: "Drop local records of a table (the server is not touched).",

@@ -2,7 +2,7 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct PushCommand: AsyncParsableCommand {
+struct PushCommand: AsyncParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "push",
         abstract: "Send pending operations to the server, in queue order.",
@@ -24,6 +24,24 @@ struct PushCommand: AsyncParsableCommand {
             Apps v2 server, one request per operation, 8 at a time. The server is asked which it \
             offers (GET /tables/$batch) when there is something to push.
 
+            --on-conflict settles conflicts (409/412, and 404: the server lost the item) inside \
+            the push, as `tsync resolve` would, and pushes the settled operations again: ours \
+            (client wins; a lost item is inserted again), theirs (server wins; the local change is \
+            dropped), merge (three-way field merge; a field both sides changed stays an error \
+            unless --prefer ours|theirs names the side that wins it). If that push conflicts again \
+            (another writer got in between), it repeats, at most --retries times (default 3), then \
+            leaves the error (exit 2). Rejected operations (400) and server errors (5xx) are never \
+            settled by a policy. Conflicts left by earlier pushes are settled too. Without the \
+            flag, the store's settings apply: table.NAME.onConflict, else push.onConflict, else \
+            fail (`tsync config`); --prefer likewise (table.NAME.prefer, push.prefer).
+
+            --check asks the server (GET requests only) for its copy of every pending item and \
+            predicts, operation by operation, whether the push would go through or fail, and why \
+            (version-conflict, already-exists, missing), with the fields changed on each side. \
+            It writes nothing, on the server or in the store. Exit 0 when everything would go \
+            through, 2 when something would not (held-back operations included). Lines: \
+            "OUTCOME<TAB>KIND<TAB>TABLE<TAB>ID" with OUTCOME ok, held-back or a failure class.
+
             --atomic sends the whole queue as one batch the server applies all or nothing: if \
             any operation would fail, nothing is written, the failing operations go to the error \
             table (exit 2) and the others stay pending. It needs tsync serve, a queue within its \
@@ -35,9 +53,25 @@ struct PushCommand: AsyncParsableCommand {
             it at once; nothing is lost either way.
 
             --json prints {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack", \
-            "interrupted", "requests", "operations"}; "requests" counts the HTTP requests made; \
-            "operations" lists, for --dry-run, what would be sent: [{"seq", "table", "id", \
-            "kind"}] (empty otherwise).
+            "interrupted", "requests", "operations", "conflictsMet", "settled", "rounds"}: \
+            "pushed" operations the server took (those it already had included, also counted in \
+            "alreadyApplied"); "failed" operations that failed in this push and are in the error \
+            table now, "conflicts" those of them that are conflicts; "heldBack" operations not sent \
+            because their item has an unresolved error; "requests" the HTTP requests made; \
+            "operations", for --dry-run, what would be sent: [{"seq", "table", "id", "kind"}] \
+            (empty otherwise); "conflictsMet" every conflict answered, settled ones included; \
+            "settled" {"POLICY": count} of the errors a policy settled; "rounds" how many times \
+            the queue was sent (1, plus one per push again after settling).
+
+            push --check --json prints {"wouldSucceed", "wouldFail", "heldBack", "operations": \
+            [{"seq", "table", "id", "kind", "outcome" ("ok", "held-back" or a class), \
+            "serverVersion" (null when the server has no copy), "serverDeleted", "changedByUs", \
+            "changedByThem"}]}.
+
+            EXAMPLES
+              tsync push --on-conflict ours             # this store's changes win
+              tsync push --on-conflict merge --prefer theirs --retries 5
+              tsync push --check --json | jq '.operations[] | select(.outcome != "ok")'
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -51,10 +85,21 @@ struct PushCommand: AsyncParsableCommand {
     @Flag(help: "Apply the whole queue all or nothing (needs tsync serve).")
     var atomic = false
 
+    @Flag(help: "Predict, item by item, what a push would do (asks the server, writes nothing).")
+    var check = false
+
+    @OptionGroup var conflicts: ConflictOptions
+
     @OptionGroup var output: ReportOptions
+
+    var isJournaled: Bool { !dryRun }
 
     func validate() throws {
         for table in tables { try Identifiers.validateTableName(table) }
+        if [dryRun, atomic, check].filter({ $0 }).count > 1 { throw ValidationError("--dry-run, --check and --atomic exclude each other") }
+        if atomic || dryRun || check, conflicts.onConflict != nil {
+            throw ValidationError("--on-conflict does not apply to --\(atomic ? "atomic" : dryRun ? "dry-run" : "check")")
+        }
     }
 
     func run() async throws {
@@ -70,12 +115,14 @@ struct PushCommand: AsyncParsableCommand {
             }
             return
         }
+        if check { return try await runCheck(store, tables: selection) }
+        let policies = try conflicts.policies(store)
         let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
         let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle)
         let summary: PushSummary
         do {
-            summary = try await session.push(tables: selection, atomic: atomic)
+            summary = try await session.push(tables: selection, atomic: atomic, policies: policies)
         } catch {
             progress.finish()
             throw error
@@ -89,6 +136,19 @@ struct PushCommand: AsyncParsableCommand {
         }
         // Exit 2 while the error table holds errors of these tables, new or old (DESIGN §3).
         if summary.failed > 0 || summary.heldBack > 0 { throw TSyncError(.operationsFailed, line) }
+        if !output.quiet { Console.note(line) }
+    }
+
+    private func runCheck(_ store: LocalStore, tables: [String]?) async throws {
+        let (predictions, heldBack) = try await RemoteAccess.session(store).check(tables: tables)
+        let failing = predictions.filter { $0.outcome != .succeeds }.count
+        if output.json {
+            Console.write(JSONReports.line(SyncReports.check(predictions, heldBack: heldBack)))
+        } else {
+            Console.write(predictions.map(SyncFormat.checkLine).joined())
+        }
+        let line = SyncFormat.checkSummary(predictions, heldBack: heldBack)
+        if failing > 0 || heldBack > 0 { throw TSyncError(.operationsFailed, line) }
         if !output.quiet { Console.note(line) }
     }
 }

@@ -21,7 +21,16 @@ enum RemoteAccess {
             }
             timeout = .seconds(seconds)
         }
+        // What the session did goes to the command's `tsync log` entry, whatever else shows it.
+        let journaled: @Sendable (SyncSession.Event) -> Void = { event in
+            switch event {
+            case .pushed(let summary): CommandJournal.shared.record(push: summary)
+            case .pulled(let summary): CommandJournal.shared.record(pull: summary)
+            case .progress: break
+            }
+            events?(event)
+        }
         return try SyncSession(
-            store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout, events: events)
+            store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout, events: journaled)
     }
 }

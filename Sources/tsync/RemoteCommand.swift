@@ -2,7 +2,7 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct RemoteCommand: ParsableCommand {
+struct RemoteCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "remote",
         abstract: "Show or set the server URL.",
@@ -18,6 +18,8 @@ struct RemoteCommand: ParsableCommand {
 
     @Argument(help: "The new server URL.")
     var url: String?
+
+    var isJournaled: Bool { url != nil }
 
     func validate() throws {
         if url != nil, output.json { throw ValidationError("--json only applies when showing the remote") }

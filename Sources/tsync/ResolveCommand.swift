@@ -2,12 +2,13 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct ResolveCommand: AsyncParsableCommand {
+struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "resolve",
         abstract: "Settle failed operations without prompting.",
         discussion: """
-            Name the errors (ids from `tsync conflicts` or items as TABLE/ID, or --all, or --table T) and one way:
+            Name the errors (ids from `tsync conflicts` or items as TABLE/ID, or --all, or --table T, \
+            narrowed or chosen by --class and --kind) and one way:
               --ours     client wins: the operation is kept, based on the server's current version, \
             and sent again by the next push (at once with --push). An insert answered 409 becomes an \
             update of the existing item; an update of an item the server no longer has becomes an \
@@ -20,15 +21,31 @@ struct ResolveCommand: AsyncParsableCommand {
             server copy seen), or is removed if it never reached the server.
               --merge    field-level three-way merge of base / ours / theirs: fields changed on one \
             side only are taken from that side; if both sides changed a field differently, or one \
-            deleted the item while the other changed it, that error is left as it was.
+            deleted the item while the other changed it, that error is left as it was, unless --prefer \
+            ours|theirs names the side that wins such a field (or that change against a delete).
 
             The server's copy is the one recorded with the error; when the error has none (e.g. 500), \
             it is read from the server. Each error is settled on its own.
 
+            --class CLASS (version-conflict, already-exists, missing, rejected, server-error) and \
+            --kind KIND (insert, update, delete) pick errors by what failed; each is repeatable, \
+            and alone they select among all errors (like --all). --dry-run prints what each error \
+            would become and changes nothing: "#ID<TAB>TABLE/ID<TAB>WHAT", WHAT being "push KIND" \
+            (an operation stays queued), "keep local record" (settled, nothing to push), "remove \
+            local record", or "refused: REASON".
+
             Exit status: 0 when every named error was settled; 2 when --merge refused some (they \
             stay in the error table, nothing about them changed); 65 for an unknown error id \
-            (nothing is settled). --json prints [{"id", "table", "itemId", "settled", "pending", \
-            "reason"}].
+            (nothing is settled). --json prints [{"id", "table", "itemId", "class", "kind", "settled", \
+            "pending", "pendingKind", "record", "reason", "dryRun"}]: "pending" whether an operation \
+            of the item is still queued and "pendingKind" its kind (null when none), "record" the \
+            local record afterwards (null when removed), "reason" why --merge refused (null when \
+            settled).
+
+            EXAMPLES
+              tsync resolve --all --ours --push
+              tsync resolve --class missing --discard
+              tsync resolve --kind update --merge --prefer theirs --dry-run
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -45,8 +62,20 @@ struct ResolveCommand: AsyncParsableCommand {
     @Flag(exclusivity: .exclusive, help: "How to settle them (one of these).")
     var resolution: ResolutionFlag?
 
+    @Option(name: .customLong("class"), help: ArgumentHelp("Only errors of this class (repeatable).", valueName: "CLASS"))
+    var classes: [FailureClass] = []
+
+    @Option(name: .customLong("kind"), help: ArgumentHelp("Only errors of this operation kind (repeatable).", valueName: "KIND"))
+    var kinds: [OperationKind] = []
+
+    @Option(help: ArgumentHelp("With --merge: the side that wins a field both sides changed.", valueName: "SIDE"))
+    var prefer: ThreeWayMerge.Side?
+
     @Flag(help: "Push right after settling (useful with --ours and --merge).")
     var push = false
+
+    @Flag(help: "Print what each error would become; change nothing.")
+    var dryRun = false
 
     @OptionGroup var output: ReportOptions
 
@@ -64,11 +93,16 @@ struct ResolveCommand: AsyncParsableCommand {
         }
     }
 
+    var isJournaled: Bool { !dryRun }
+
     func validate() throws {
         let selections = (errors.isEmpty ? 0 : 1) + (all ? 1 : 0) + (table == nil ? 0 : 1)
-        guard selections == 1 else {
-            throw ValidationError("name the errors: error ids, --all, or --table TABLE (one of these)")
+        let filtered = !classes.isEmpty || !kinds.isEmpty
+        guard selections == 1 || (selections == 0 && filtered) else {
+            throw ValidationError("name the errors: error ids, --all, --table TABLE (one of these), or --class/--kind")
         }
+        if prefer != nil, resolution != .merge { throw ValidationError("--prefer applies to --merge only") }
+        if dryRun, push { throw ValidationError("--dry-run changes nothing, so it cannot --push") }
         guard resolution != nil else {
             throw ValidationError("choose how: --ours, --theirs, --cancel, --discard or --merge")
         }
@@ -78,10 +112,21 @@ struct ResolveCommand: AsyncParsableCommand {
     func run() async throws {
         guard let flag = resolution, let resolution = Resolution(rawValue: flag.rawValue) else { return }
         let store = try storeOptions.open()
-        let selection: ErrorSelection = all ? .all : try table.map(ErrorSelection.table) ?? .ids(ErrorReference.ids(errors, in: store))
-        let result = try await RemoteAccess.session(store).resolve(selection, with: resolution, thenPush: push)
+        let selection: ErrorSelection =
+            if let table { .table(table) } else if errors.isEmpty { .all } else { .ids(try ErrorReference.ids(errors, in: store)) }
+        let request = ResolveRequest(
+            selection, filter: ErrorFilter(classes: Set(classes), kinds: Set(kinds)), with: resolution, prefer: prefer, dryRun: dryRun)
+        let result = try await RemoteAccess.session(store).resolve(request, thenPush: push)
         let report = result.report
-        if output.json { Console.write(JSONReports.line(SyncReports.resolve(report))) }
+        if !dryRun { CommandJournal.shared.record(resolve: report, as: resolution) }
+        if output.json { Console.write(JSONReports.line(SyncReports.resolve(report, dryRun: dryRun))) }
+        if dryRun {
+            if !output.json { Console.write(report.entries.map(SyncFormat.resolutionLine).joined()) }
+            if !output.quiet {
+                Console.note("dry run: \(StatusFormat.count(report.entries.count, "error")) would be settled as above; nothing changed")
+            }
+            return
+        }
         let refused = report.refused
         if !output.quiet {
             var line = "resolved \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"

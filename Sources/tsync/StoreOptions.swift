@@ -18,8 +18,11 @@ struct StoreOptions: ParsableArguments {
             workingDirectory: FileManager.default.currentDirectoryPath)
     }
 
+    /// Opens the store; a journaled command's `tsync log` entry begins here.
     func open() throws(TSyncError) -> LocalStore {
-        try LocalStore.open(location())
+        let store = try LocalStore.open(location())
+        CommandJournal.shared.opened(store)
+        return store
     }
 }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct SyncCommand: AsyncParsableCommand {
+struct SyncCommand: AsyncParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Push, then pull every saved query id.",
@@ -13,16 +13,23 @@ struct SyncCommand: AsyncParsableCommand {
             overwritten); the exit code is then 2. An unreachable server (3) or a refused login (4) \
             stops at once.
 
+            --on-conflict, --prefer and --retries settle conflicts within the push as they do for \
+            `tsync push` (and the store's push.onConflict / table.NAME.onConflict settings apply \
+            the same way).
+
             --json prints {"push": <push result>, "pulls": [<pull result>, ...]} with the fields \
             of `push --json` and `pull --json`.
             """)
 
     @OptionGroup var storeOptions: StoreOptions
 
+    @OptionGroup var conflicts: ConflictOptions
+
     @OptionGroup var output: ReportOptions
 
     func run() async throws {
         let store = try storeOptions.open()
+        let policies = try conflicts.policies(store)
         let progress = ProgressLine(quiet: output.quiet)
         let quiet = output.quiet
         let interrupts = Interrupts()
@@ -37,7 +44,7 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let report: SyncSession.SyncReport
         do {
-            report = try await session.sync()
+            report = try await session.sync(policies: policies)
         } catch {
             progress.finish()
             throw error

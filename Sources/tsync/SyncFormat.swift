@@ -10,9 +10,15 @@ enum SyncFormat {
             if summary.heldBack > 0 { line += ", \(summary.heldBack) held back by unresolved errors — run `tsync conflicts`" }
             return line
         }
-        if summary.pushed == 0 && summary.failed == 0 && summary.heldBack == 0 { return "nothing to push" }
+        if summary.pushed == 0 && summary.failed == 0 && summary.heldBack == 0 && summary.settled.isEmpty { return "nothing to push" }
         var parts = ["pushed \(summary.pushed)"]
         if summary.alreadyApplied > 0 { parts.append("\(summary.alreadyApplied) already on the server") }
+        if !summary.settled.isEmpty {
+            let byPolicy = summary.settled.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }
+            let total = summary.settled.values.reduce(0, +)
+            parts.append("settled \(StatusFormat.count(total, "conflict")) (\(byPolicy.joined(separator: ", ")))")
+            if summary.rounds > 1 { parts.append("\(StatusFormat.count(summary.rounds - 1, "push", plural: "pushes")) again") }
+        }
         if summary.conflicts > 0 { parts.append(StatusFormat.count(summary.conflicts, "conflict")) }
         if summary.failed > summary.conflicts { parts.append("\(summary.failed - summary.conflicts) failed") }
         if summary.heldBack > 0 && summary.failed == 0 {
@@ -33,6 +39,52 @@ enum SyncFormat {
         line += " in \(StatusFormat.count(counts.pages, "page"))"
         if summary.push.pushed > 0 { line = "pushed \(summary.push.pushed) first; " + line }
         return line
+    }
+
+    /// `push --check`: "OUTCOME<TAB>KIND<TAB>TABLE<TAB>ID", then the fields each side changed.
+    static func checkLine(_ prediction: PushPrediction) -> String {
+        let operation = prediction.operation
+        var line = "\(outcomeName(prediction.outcome))\t\(operation.kind.rawValue)\t\(operation.table)\t\(operation.itemID)"
+        if case .fails = prediction.outcome {
+            var sides: [String] = []
+            if let version = prediction.server?.system.version { sides.append("server version \(version)") }
+            if !prediction.changedByUs.isEmpty { sides.append("ours changed " + prediction.changedByUs.joined(separator: ", ")) }
+            if !prediction.changedByThem.isEmpty { sides.append("theirs changed " + prediction.changedByThem.joined(separator: ", ")) }
+            if !sides.isEmpty { line += "\t" + sides.joined(separator: "; ") }
+        }
+        return line + "\n"
+    }
+
+    static func outcomeName(_ outcome: PushPrediction.Outcome) -> String {
+        switch outcome {
+        case .succeeds: "ok"
+        case .heldBack: "held-back"
+        case .fails(let failure): failure.rawValue
+        }
+    }
+
+    /// "push would send 5 operations: 3 would go through, 2 would fail".
+    static func checkSummary(_ predictions: [PushPrediction], heldBack: Int) -> String {
+        if predictions.isEmpty && heldBack == 0 { return "nothing to push" }
+        let ok = predictions.filter { $0.outcome == .succeeds }.count
+        let failing = predictions.count - ok
+        var line = "push would send \(StatusFormat.count(predictions.count, "operation")): \(ok) would go through"
+        if failing > 0 { line += ", \(failing) would not" }
+        if heldBack > 0 { line += "; \(heldBack) held back by unresolved errors — run `tsync conflicts`" }
+        return line
+    }
+
+    /// `resolve --dry-run`: "#ID<TAB>TABLE/ID<TAB>WHAT".
+    static func resolutionLine(_ entry: ResolveReport.Entry) -> String {
+        let error = entry.details.error
+        let what: String
+        switch (entry.outcome, entry.after.pending, entry.after.record) {
+        case (.refused(let reason), _, _): what = "refused: " + reason
+        case (.settled, let kind?, _): what = "push " + kind.rawValue
+        case (.settled, nil, _?): what = "keep local record"
+        case (.settled, nil, nil): what = "remove local record"
+        }
+        return "#\(error.id)\t\(error.table)/\(error.itemID)\t\(what)\n"
     }
 
     /// `push --dry-run`: "KIND<TAB>TABLE<TAB>ID", like `status --porcelain` but only what is sent.

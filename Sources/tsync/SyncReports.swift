@@ -17,11 +17,36 @@ enum SyncReports {
             "heldBack": count(summary.heldBack),
             "interrupted": .bool(summary.interrupted),
             "requests": count(summary.requests),
+            "conflictsMet": count(summary.conflictsMet),
+            "settled": .object(Dictionary(uniqueKeysWithValues: summary.settled.map { ($0.key.rawValue, count($0.value)) })),
+            "rounds": count(summary.rounds),
             "operations": .array(
                 (operations ?? []).map { outgoing in
                     [
                         "seq": .int(outgoing.operation.seq), "table": .string(outgoing.operation.table),
                         "id": .string(outgoing.operation.itemID), "kind": .string(outgoing.operation.kind.rawValue),
+                    ]
+                }),
+        ]
+    }
+
+    /// `push --check`: {"wouldSucceed", "wouldFail", "heldBack", "operations": [{"seq", "table",
+    /// "id", "kind", "outcome", "serverVersion", "serverDeleted", "changedByUs", "changedByThem"}]}.
+    static func check(_ predictions: [PushPrediction], heldBack: Int) -> JSONValue {
+        let ok = predictions.filter { $0.outcome == .succeeds }.count
+        return [
+            "wouldSucceed": count(ok),
+            "wouldFail": count(predictions.count - ok),
+            "heldBack": count(heldBack),
+            "operations": .array(
+                predictions.map { prediction in
+                    let operation = prediction.operation
+                    return [
+                        "seq": .int(operation.seq), "table": .string(operation.table), "id": .string(operation.itemID),
+                        "kind": .string(operation.kind.rawValue), "outcome": .string(SyncFormat.outcomeName(prediction.outcome)),
+                        "serverVersion": prediction.server?.system.version.map(JSONValue.string) ?? .null,
+                        "serverDeleted": .bool(prediction.server?.system.deleted ?? false),
+                        "changedByUs": names(prediction.changedByUs), "changedByThem": names(prediction.changedByThem),
                     ]
                 }),
         ]
@@ -73,8 +98,9 @@ enum SyncReports {
         ]
     }
 
-    /// `resolve --json`: [{"id", "table", "itemId", "settled", "pending", "reason"}].
-    static func resolve(_ report: ResolveReport) -> JSONValue {
+    /// `resolve --json`: [{"id", "table", "itemId", "class", "kind", "settled", "pending",
+    /// "pendingKind", "record", "reason", "dryRun"}].
+    static func resolve(_ report: ResolveReport, dryRun: Bool) -> JSONValue {
         .array(
             report.entries.map { entry in
                 var settled = false
@@ -89,8 +115,10 @@ enum SyncReports {
                 }
                 return [
                     "id": .int(entry.details.error.id), "table": .string(entry.details.error.table),
-                    "itemId": .string(entry.details.error.itemID), "settled": .bool(settled), "pending": .bool(pending),
-                    "reason": reason,
+                    "itemId": .string(entry.details.error.itemID), "class": .string(entry.details.failureClass.rawValue),
+                    "kind": .string(entry.details.error.kind.rawValue), "settled": .bool(settled), "pending": .bool(pending),
+                    "pendingKind": entry.after.pending.map { .string($0.rawValue) } ?? .null, "record": record(entry.after.record),
+                    "reason": reason, "dryRun": .bool(dryRun),
                 ]
             })
     }

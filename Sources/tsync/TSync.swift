@@ -41,6 +41,8 @@ struct TSync: AsyncParsableCommand {
             QueriesCommand.self,
             ConflictsCommand.self,
             ResolveCommand.self,
+            ConfigCommand.self,
+            LogCommand.self,
             ServeCommand.self,
             UserCommand.self,
             VersionCommand.self,
@@ -55,18 +57,26 @@ struct TSync: AsyncParsableCommand {
             Console.error(problem)
             exit(withError: ExitCode(ExitStatus.usage))
         }
+        let journal = CommandJournal.shared
         do {
             var command = try parseAsRoot()
+            if let journaled = command as? JournaledCommand, journaled.isJournaled {
+                journal.expect(command: type(of: command).configuration.commandName ?? "")
+            }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+            journal.finish(exitCode: ExitStatus.success)
         } catch let error as TSyncError {
+            let code = ExitStatus.code(for: error.kind)
+            journal.finish(exitCode: code)
             Console.error(error.commandLineMessage)
-            exit(withError: ExitCode(ExitStatus.code(for: error.kind)))
+            exit(withError: ExitCode(code))
         } catch {
             // ArgumentParser's errors (help, version, parse and validation errors) print as usual.
+            journal.finish(exitCode: exitCode(for: error).rawValue)
             exit(withError: error)
         }
     }

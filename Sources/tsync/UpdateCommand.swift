@@ -2,7 +2,7 @@ import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
-struct UpdateCommand: ParsableCommand {
+struct UpdateCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
         abstract: "Change fields of a local record and queue an update.",
@@ -54,6 +54,7 @@ struct UpdateCommand: ParsableCommand {
         }
         let store = try storeOptions.open()
         try store.update(table: table, id: id, fields: fields)
+        CommandJournal.shared.record(changed: table, ids: [id])
     }
 
     /// `FIELD=VALUE` of `--set`: VALUE is taken as JSON when it parses as JSON, else as a string

@@ -37,6 +37,15 @@ import Testing
 
     @Test func damagedPagesAreFoundWhenTheStoreOpens() throws {
         let (store, database) = try storeWithQueue()
+        // Everything into the database file first: a page damaged there while the WAL holds a
+        // newer copy of it would never be read.
+        let checkpoint = Process()
+        checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        checkpoint.arguments = [database, "PRAGMA wal_checkpoint(TRUNCATE)"]
+        checkpoint.standardOutput = FileHandle.nullDevice
+        try checkpoint.run()
+        checkpoint.waitUntilExit()
+        #expect(checkpoint.terminationStatus == 0)
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
         let size = try handle.seekToEnd()
         #expect(size > 8 * 4096, "the store spans several pages")

@@ -59,8 +59,10 @@ import TSyncModel
         configuration.remote = "https://b"
         try temporary.store.saveConfiguration(configuration)
         let reloaded = try temporary.store.configuration()
-        #expect(reloaded["future"] == ["x": 1])
+        let saved = try JSONParser.parse(String(contentsOfFile: path, encoding: .utf8)).objectValue
+        #expect(saved?["future"] == ["x": 1])
         #expect(reloaded.remote == "https://b")
+        #expect(reloaded.entries.map(\.key) == [.remoteURL], "an unknown key is kept, not listed")
     }
 
     @Test func theDatabaseIsInWALModeWithTheSchemaMigrated() throws {
@@ -69,7 +71,7 @@ import TSyncModel
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try StoreSchema.migrator.appliedMigrations(db))
         }
         #expect(mode == "wal")
-        #expect(migrations.count == 1)
+        #expect(migrations.count == 2, "v1, v2 (journal)")
     }
 
     @Test func aStoreFromANewerTsyncIsRefused() throws {

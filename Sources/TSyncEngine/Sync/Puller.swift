@@ -31,6 +31,8 @@ public struct PullSummary: Sendable, Equatable {
     public var counts = PullCounts()
     /// The push of the table's pending operations that ran first.
     public var push = PushSummary()
+    /// The records received.
+    public var items = ItemSample()
     /// The checkpoint after the pull (query ids only).
     public var checkpoint: Checkpoint?
     /// The pull stopped early on a `StopRequest`, after a whole page: what it wrote is kept, and
@@ -127,6 +129,7 @@ public struct Puller: Sendable {
                 table: request.table, queryID: queryID, filter: filter, checkpoint: checkpoint, lastPullAt: Timestamp.now())
             let result = try store.applyServerPage(table: request.table, records: page.records, saving: query)
             summary.counts.add(page: result, received: page.records.count)
+            summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
             progress?(summary.counts.received, nil)
             if fetching != nil, stopRequest?.isStopped == true {
                 summary.interrupted = true
@@ -170,6 +173,7 @@ public struct Puller: Sendable {
             }
             let result = try store.applyServerPage(table: request.table, records: page.records)
             summary.counts.add(page: result, received: page.records.count)
+            summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
             progress?(summary.counts.received, nil)
             if fetching != nil, stopRequest?.isStopped == true {
                 summary.interrupted = true

@@ -71,7 +71,7 @@ public enum PushVerdict: Sendable, Equatable {
 }
 
 /// How `conflicts` names a failed operation, from its kind and status.
-public enum FailureClass: String, Sendable, Equatable {
+public enum FailureClass: String, Sendable, Equatable, CaseIterable {
     /// 412 (or 409 on update/delete): the server changed the item since our base.
     case versionConflict = "version-conflict"
     /// 409 on insert: the id exists on the server.

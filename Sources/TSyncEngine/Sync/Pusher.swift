@@ -11,6 +11,12 @@ public struct PushSummary: Sendable, Equatable {
     public var failed = 0
     /// Of `failed`, those that are conflicts (409/412).
     public var conflicts = 0
+    /// Conflicts the server answered, those a policy settled included (`push --on-conflict`).
+    public var conflictsMet = 0
+    /// Errors a conflict policy settled, by policy.
+    public var settled: [ConflictPolicy: Int] = [:]
+    /// Times the queue was sent: 1, plus one for each push again after settling conflicts.
+    public var rounds = 1
     /// Operations not sent because their item has an unresolved error (`tsync conflicts`).
     public var heldBack = 0
     /// Operations a dry run would send.
@@ -19,8 +25,26 @@ public struct PushSummary: Sendable, Equatable {
     public var interrupted = false
     /// HTTP requests the push made (the batch route's discovery included).
     public var requests = 0
+    /// The items of the operations answered (pushed or failed).
+    public var items = ItemSample()
+    /// The operations that failed, to tell which of them a policy settled later.
+    var failedOperations: [Int64] = []
 
     public init() {}
+
+    /// Adds a later push of the same command (a push again after settling conflicts).
+    mutating func add(_ next: PushSummary) {
+        pushed += next.pushed
+        alreadyApplied += next.alreadyApplied
+        failed += next.failed
+        conflicts += next.conflicts
+        conflictsMet += next.conflictsMet
+        requests += next.requests
+        items.add(next.items)
+        failedOperations += next.failedOperations
+        interrupted = interrupted || next.interrupted
+        rounds += 1
+    }
 }
 
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).
@@ -230,14 +254,19 @@ public struct Pusher: Sendable {
     /// already applied (DESIGN §2.4).
     private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) {
         try store.completeOperations(round.answered)
-        for (_, verdict) in round.answered {
+        for (outgoing, verdict) in round.answered {
+            summary.items.add(table: outgoing.operation.table, id: outgoing.operation.itemID)
             switch verdict {
             case .succeeded(_, let alreadyApplied):
                 summary.pushed += 1
                 if alreadyApplied { summary.alreadyApplied += 1 }
             case .failed(let status, _, _):
                 summary.failed += 1
-                if status == 409 || status == 412 { summary.conflicts += 1 }
+                summary.failedOperations.append(outgoing.operation.seq)
+                if status == 409 || status == 412 {
+                    summary.conflicts += 1
+                    summary.conflictsMet += 1
+                }
             }
         }
         summary.requests += round.requests

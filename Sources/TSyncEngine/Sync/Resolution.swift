@@ -37,33 +37,66 @@ public enum ServerCopy: Sendable, Equatable {
     }
 }
 
+/// What settling an error left of its item: the operation still queued for it and the local
+/// record (`resolve --dry-run` shows these without keeping them).
+public struct ItemAfterResolution: Sendable, Equatable {
+    /// The kind of the item's first queued operation, nil when none is left.
+    public var pending: OperationKind?
+    /// The local record, nil when the item is gone.
+    public var record: TSyncModel.Record?
+}
+
 extension LocalStore {
     /// Settles one error in one transaction. `theirs` is the server's copy (from the error, or read
-    /// again by the caller); it is ignored by `cancel` and `discard`.
+    /// again by the caller); it is ignored by `cancel` and `discard`. `prefer` settles the fields a
+    /// merge cannot (`--prefer`).
     public func resolve(
-        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?
+        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: MergePreference? = nil
     ) throws(TSyncError) -> ResolutionOutcome {
+        try settle(errorID: errorID, with: resolution, theirs: theirs, prefer: prefer, dryRun: false).outcome
+    }
+
+    /// `resolve`, and what it left of the item. With `dryRun` the transaction is rolled back: the
+    /// answer is exactly what settling would do, and nothing changes.
+    public func settle(
+        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: MergePreference?, dryRun: Bool
+    ) throws(TSyncError) -> (outcome: ResolutionOutcome, after: ItemAfterResolution) {
         try write { db in
+            var result: (ResolutionOutcome, ItemAfterResolution)?
             guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
                 throw TSyncError.invalidInput("no error \(errorID) (already resolved?): run `tsync conflicts` to list them")
             }
             let rows = ItemRows(table: details.error.table, id: details.error.itemID)
-            switch resolution {
-            case .cancel:
-                try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [errorID])
-                return .settled(pending: true)
-            case .discard:
-                try Self.resetItem(db, table: rows.table, id: rows.id, to: details.base)
-                return .settled(pending: false)
-            case .theirs:
-                try Self.takeTheirs(db, rows: rows, theirs: try Self.require(theirs, for: details))
-                return .settled(pending: false)
-            case .ours:
-                try Self.keepOurs(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
-                return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
-            case .merge:
-                return try Self.merge(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
+            try db.inSavepoint {
+                let outcome = try Self.settle(db, details: details, rows: rows, with: resolution, theirs: theirs, prefer: prefer)
+                result = (outcome, try rows.after(db))
+                return dryRun ? .rollback : .commit
             }
+            guard let result else { throw TSyncError.failure("settling error \(errorID) left no result") }
+            return result
+        }
+    }
+
+    private static func settle(
+        _ db: Database, details: ConflictDetails, rows: ItemRows, with resolution: Resolution, theirs: ServerCopy?,
+        prefer: MergePreference?
+    ) throws -> ResolutionOutcome {
+        let errorID = details.error.id
+        switch resolution {
+        case .cancel:
+            try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [errorID])
+            return .settled(pending: true)
+        case .discard:
+            try Self.resetItem(db, table: rows.table, id: rows.id, to: details.base)
+            return .settled(pending: false)
+        case .theirs:
+            try Self.takeTheirs(db, rows: rows, theirs: try Self.require(theirs, for: details))
+            return .settled(pending: false)
+        case .ours:
+            try Self.keepOurs(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
+            return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
+        case .merge:
+            return try Self.merge(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details), prefer: prefer)
         }
     }
 
@@ -118,13 +151,15 @@ extension LocalStore {
         }
     }
 
-    static func merge(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy) throws -> ResolutionOutcome {
+    static func merge(
+        _ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, prefer: MergePreference?
+    ) throws -> ResolutionOutcome {
         let oursFields = details.error.kind == .delete ? nil : details.ours?.fields
         let theirsRecord = theirs.live
-        switch ThreeWayMerge.merge(base: details.base?.fields, ours: oursFields, theirs: theirsRecord?.fields) {
+        switch ThreeWayMerge.merge(base: details.base?.fields, ours: oursFields, theirs: theirsRecord?.fields, prefer: prefer) {
         case .merged(let fields):
-            guard let theirsRecord else { return .refused(reason: "the server has no copy to merge with") }
-            if ThreeWayMerge.sameFields(fields, theirsRecord.fields) {
+            // Only a preference for ours merges against a deleted server copy: the item is created again.
+            if let theirsRecord, ThreeWayMerge.sameFields(fields, theirsRecord.fields) {
                 try takeTheirs(db, rows: rows, theirs: theirs)
                 return .settled(pending: false)
             }
@@ -166,6 +201,13 @@ struct ItemRows {
 
     func dropBase(_ db: Database) throws {
         try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+    }
+
+    func after(_ db: Database) throws -> ItemAfterResolution {
+        let kind = try String.fetchOne(
+            db, sql: "SELECT kind FROM operations WHERE tbl = ? AND item_id = ? ORDER BY seq LIMIT 1", arguments: [table, id])
+        return ItemAfterResolution(
+            pending: kind.flatMap(OperationKind.init(rawValue:)), record: try StoreRows.fetchRecord(db, table: table, id: id))
     }
 
     func setKind(_ db: Database, seq: Int64, kind: OperationKind) throws {

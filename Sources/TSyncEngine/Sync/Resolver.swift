@@ -7,11 +7,51 @@ public enum ErrorSelection: Sendable, Equatable {
     case table(String)
 }
 
+/// Narrows a selection to some failure classes and operation kinds (`--class`, `--kind`); an
+/// empty set lets every class or kind through.
+public struct ErrorFilter: Sendable, Equatable {
+    public var classes: Set<FailureClass>
+    public var kinds: Set<OperationKind>
+
+    public init(classes: Set<FailureClass> = [], kinds: Set<OperationKind> = []) {
+        self.classes = classes
+        self.kinds = kinds
+    }
+
+    public func admits(_ details: ConflictDetails) -> Bool {
+        (classes.isEmpty || classes.contains(details.failureClass)) && (kinds.isEmpty || kinds.contains(details.error.kind))
+    }
+}
+
+/// One `tsync resolve`: which errors, and how.
+public struct ResolveRequest: Sendable, Equatable {
+    public var selection: ErrorSelection
+    public var filter: ErrorFilter
+    public var resolution: Resolution
+    /// For `merge`: the side that wins a field both sides changed.
+    public var prefer: MergePreference?
+    /// Work out what settling would do, and change nothing.
+    public var dryRun: Bool
+
+    public init(
+        _ selection: ErrorSelection, filter: ErrorFilter = ErrorFilter(), with resolution: Resolution, prefer: MergePreference? = nil,
+        dryRun: Bool = false
+    ) {
+        self.selection = selection
+        self.filter = filter
+        self.resolution = resolution
+        self.prefer = prefer
+        self.dryRun = dryRun
+    }
+}
+
 /// What `tsync resolve` did, error by error.
 public struct ResolveReport: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
         public var details: ConflictDetails
         public var outcome: ResolutionOutcome
+        /// The item once settled (or as it would be, for a dry run).
+        public var after: ItemAfterResolution
     }
 
     public var entries: [Entry] = []
@@ -55,11 +95,16 @@ public struct Resolver: Sendable {
     }
 
     public func resolve(_ selection: ErrorSelection, with resolution: Resolution) async throws(TSyncError) -> ResolveReport {
+        try await resolve(ResolveRequest(selection, with: resolution))
+    }
+
+    public func resolve(_ request: ResolveRequest) async throws(TSyncError) -> ResolveReport {
         var report = ResolveReport()
-        for details in try errors(selection) {
-            let theirs = resolution.needsTheirs ? try await serverCopy(for: details) : nil
-            let outcome = try store.resolve(errorID: details.error.id, with: resolution, theirs: theirs)
-            report.entries.append(.init(details: details, outcome: outcome))
+        for details in try errors(request.selection) where request.filter.admits(details) {
+            let theirs = request.resolution.needsTheirs ? try await serverCopy(for: details) : nil
+            let (outcome, after) = try store.settle(
+                errorID: details.error.id, with: request.resolution, theirs: theirs, prefer: request.prefer, dryRun: request.dryRun)
+            report.entries.append(.init(details: details, outcome: outcome, after: after))
         }
         return report
     }

@@ -90,15 +90,75 @@ public struct SyncSession: Sendable {
     }
 
     /// Sends the pending operations of `tables` (all when nil) in queue order; with `atomic`, as
-    /// one batch the server applies all or nothing (`Pusher.pushAtomically`).
-    public func push(tables: [String]?, atomic: Bool = false) async throws(TSyncError) -> PushSummary {
+    /// one batch the server applies all or nothing (`Pusher.pushAtomically`). Conflicts are
+    /// settled by `policies` and the settled operations pushed again (`pushSettling`).
+    public func push(tables: [String]?, atomic: Bool = false, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
+        -> PushSummary
+    {
         let summary = try await withRemote { remote throws(TSyncError) in
             atomic
                 ? try await pusher(remote).pushAtomically(tables: tables, progress: reporter("pushing"))
-                : try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
+                : try await pushSettling(remote, tables: tables, policies: policies)
         }
         events?(.pushed(summary))
         return summary
+    }
+
+    /// A push, then the conflict policies (DESIGN §9.1): every conflict of the pushed tables
+    /// (those left by earlier pushes too) whose table's policy is not `fail` is settled as
+    /// `resolve` would settle it, and the operations still to send are pushed again. When that
+    /// push meets conflicts again (someone wrote in between), it goes round again, `retries` times
+    /// at most; what is left stays in the error table. A merge that is refused is not tried again.
+    /// Rejected operations and server errors are never settled (`ConflictPolicy.settledClasses`).
+    private func pushSettling(_ remote: RemoteClient, tables: [String]?, policies: ConflictPolicies) async throws(TSyncError)
+        -> PushSummary
+    {
+        var summary = try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
+        var refused = Set<Int64>()
+        var rounds = 0
+        while !summary.interrupted, rounds <= policies.retries {
+            let conflicts = try store.conflictDetails(table: nil).filter { details in
+                (tables?.contains(details.error.table) ?? true) && ConflictPolicy.settledClasses.contains(details.failureClass)
+                    && policies.policy(for: details.error.table) != .fail && !refused.contains(details.error.id)
+            }
+            if conflicts.isEmpty { break }
+            rounds += 1
+            var again = Set<String>()
+            let resolver = Resolver(store: store, remote: remote)
+            for details in conflicts {
+                let table = details.error.table
+                let policy = policies.policy(for: table)
+                guard let resolution = policy.resolution else { continue }
+                let theirs = try await resolver.serverCopy(for: details)
+                switch try store.resolve(
+                    errorID: details.error.id, with: resolution, theirs: theirs, prefer: policies.preference(for: table))
+                {
+                case .settled(let pending):
+                    summary.settled[policy, default: 0] += 1
+                    if pending { again.insert(table) }
+                case .refused:
+                    refused.insert(details.error.id)
+                }
+            }
+            if again.isEmpty { break }
+            let next = try await pusher(remote).push(tables: again.sorted(), progress: reporter("pushing again"))
+            summary.add(next)
+        }
+        // What failed in this command and is still there: the errors a policy did not settle.
+        let left = try store.operationErrors(operations: summary.failedOperations)
+        summary.failed = left.count
+        summary.conflicts = left.filter { FailureClass(kind: $0.kind, status: $0.httpStatus ?? 0).isConflict }.count
+        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        return summary
+    }
+
+    /// What `push --check` predicts for every pending operation of `tables`: GET requests only,
+    /// nothing is written on the server or in the store.
+    public func check(tables: [String]?) async throws(TSyncError) -> (predictions: [PushPrediction], heldBack: Int) {
+        let predictions = try await withRemote { remote throws(TSyncError) in
+            try await PushCheck(store: store, remote: remote).predict(tables: tables)
+        }
+        return (predictions, try store.heldBackOperationCount(tables: tables))
     }
 
     /// Pushes the table's pending operations, then reads it from the server.
@@ -120,9 +180,9 @@ public struct SyncSession: Sendable {
     /// Pushes everything, then pulls every saved query again with its filter and checkpoint.
     /// Operations that fail in the push are recorded and the pulls still run (items with pending
     /// changes are never overwritten); an unreachable server or a refused login stops at once.
-    public func sync() async throws(TSyncError) -> SyncReport {
+    public func sync(policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError) -> SyncReport {
         try await withRemote { remote throws(TSyncError) in
-            let push = try await pusher(remote).push(tables: nil, progress: reporter("pushing"))
+            let push = try await pushSettling(remote, tables: nil, policies: policies)
             events?(.pushed(push))
             var pulls: [PullSummary] = []
             if push.interrupted { return SyncReport(push: push, pulls: pulls) }
@@ -151,14 +211,18 @@ public struct SyncSession: Sendable {
     public func resolve(_ selection: ErrorSelection, with resolution: Resolution, thenPush: Bool) async throws(TSyncError)
         -> ResolveResult
     {
+        try await resolve(ResolveRequest(selection, with: resolution), thenPush: thenPush)
+    }
+
+    public func resolve(_ request: ResolveRequest, thenPush: Bool) async throws(TSyncError) -> ResolveResult {
         if thenPush { _ = try endpoint() }  // no remote: say so before settling anything
         guard try hasRemote() else {
-            return ResolveResult(report: try await Resolver(store: store, remote: nil).resolve(selection, with: resolution))
+            return ResolveResult(report: try await Resolver(store: store, remote: nil).resolve(request))
         }
         return try await withRemote { remote throws(TSyncError) in
-            let report = try await Resolver(store: store, remote: remote).resolve(selection, with: resolution)
+            let report = try await Resolver(store: store, remote: remote).resolve(request)
             let tables = Array(Set(report.entries.map(\.details.error.table))).sorted()
-            guard thenPush, !tables.isEmpty else { return ResolveResult(report: report) }
+            guard thenPush, !request.dryRun, !tables.isEmpty else { return ResolveResult(report: report) }
             let push = try await pusher(remote).push(tables: tables)
             events?(.pushed(push))
             return ResolveResult(report: report, push: push)

@@ -29,10 +29,13 @@ public enum ThreeWayMerge {
         case conflicting([FieldConflict])
     }
 
-    public enum Side: String, Sendable { case ours, theirs }
+    public enum Side: String, Sendable, CaseIterable { case ours, theirs }
 
+    /// `prefer` settles what would otherwise be a conflict: a field both sides changed takes that
+    /// side's value, and when one side deleted the record the other changed, that side's choice
+    /// stands (its deletion, or its record).
     public static func merge(
-        base: [String: JSONValue]?, ours: [String: JSONValue]?, theirs: [String: JSONValue]?
+        base: [String: JSONValue]?, ours: [String: JSONValue]?, theirs: [String: JSONValue]?, prefer: Side? = nil
     ) -> Outcome {
         switch (ours, theirs) {
         case (nil, nil):
@@ -40,19 +43,27 @@ public enum ThreeWayMerge {
         case (nil, let theirs?):
             // We deleted it: fine if the server did not change it since our base.
             if let base, sameFields(base, theirs) { return .deleted }
-            return .deleteConflict(deletedBy: .ours)
+            switch prefer {
+            case .ours?: return .deleted
+            case .theirs?: return .merged(theirs.filter { !SystemProperties.names.contains($0.key) })
+            case nil: return .deleteConflict(deletedBy: .ours)
+            }
         case (let ours?, nil):
             // The server deleted it: its deletion wins when we did not change the record, and
             // is a conflict when we did.
             if let base, sameFields(base, ours) { return .deleted }
-            return .deleteConflict(deletedBy: .theirs)
+            switch prefer {
+            case .ours?: return .merged(ours.filter { !SystemProperties.names.contains($0.key) })
+            case .theirs?: return .deleted
+            case nil: return .deleteConflict(deletedBy: .theirs)
+            }
         case (let ours?, let theirs?):
-            return mergeFields(base: base ?? [:], ours: ours, theirs: theirs)
+            return mergeFields(base: base ?? [:], ours: ours, theirs: theirs, prefer: prefer)
         }
     }
 
     private static func mergeFields(
-        base: [String: JSONValue], ours: [String: JSONValue], theirs: [String: JSONValue]
+        base: [String: JSONValue], ours: [String: JSONValue], theirs: [String: JSONValue], prefer: Side?
     ) -> Outcome {
         var merged: [String: JSONValue] = [:]
         var conflicts: [FieldConflict] = []
@@ -68,6 +79,8 @@ public enum ThreeWayMerge {
                 value = t
             } else if same(t, b) {
                 value = o
+            } else if let prefer {
+                value = prefer == .ours ? o : t
             } else {
                 conflicts.append(FieldConflict(field: name, base: b, ours: o, theirs: t))
                 continue

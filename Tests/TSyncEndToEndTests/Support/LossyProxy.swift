@@ -66,6 +66,18 @@ final class LossyProxy: @unchecked Sendable {
         }
     }
 
+    /// Another writer who always gets in first: before each of the next `count` requests that
+    /// match, the proxy sends the server the request `write` makes (given how many it made
+    /// before), and only then forwards the client's.
+    func interpose(_ method: String, _ pathPrefix: String, count: Int, write: @escaping @Sendable (Int) -> String) {
+        lock.withLock { interpositions.append((Rule(method: method, pathPrefix: pathPrefix, action: .drop), count, write)) }
+    }
+    private var interpositions: [(rule: Rule, remaining: Int, write: @Sendable (Int) -> String)] = []
+    private var interposedCount = 0
+
+    /// How many requests `interpose` sent so far.
+    var interposed: Int { lock.withLock { interposedCount } }
+
     /// How many answers were lost or replaced so far.
     var droppedCount: Int { lock.withLock { dropped } }
 
@@ -119,11 +131,29 @@ final class LossyProxy: @unchecked Sendable {
         }
     }
 
+    /// The request another writer sends before this one, if an interposition matches.
+    private func interposition(for head: String) -> String? {
+        let parts = head.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2 else { return nil }
+        return lock.withLock {
+            guard
+                let index = interpositions.firstIndex(where: {
+                    $0.remaining > 0 && $0.rule.method == parts[0] && parts[1].hasPrefix($0.rule.pathPrefix)
+                })
+            else { return nil }
+            interpositions[index].remaining -= 1
+            interposedCount += 1
+            return interpositions[index].write(interposedCount - 1)
+        }
+    }
+
     private func serve(_ client: Int32) {
         defer { Glibc.close(client) }
         var buffer: [UInt8] = []
         while let request = Self.readMessage(client, &buffer, isResponse: false) {
-            let action = action(for: String(decoding: request.prefix(200), as: UTF8.self))
+            let head = String(decoding: request.prefix(200), as: UTF8.self)
+            if let other = interposition(for: head) { _ = forward(Array(other.utf8)) }
+            let action = action(for: head)
             if case .replace(let response, forward: false)? = action {
                 guard Self.writeAll(client, response) else { return }
                 continue

@@ -1,0 +1,201 @@
+import GRDB
+import TSyncModel
+
+/// The first items a command touched, and how many there were in all: enough for `tsync log` to
+/// say which records a sync changed without keeping 100,000 ids per entry.
+///
+/// An item met again (pushed again after its conflict was settled, pulled after it was pushed)
+/// counts once while it is among the sampled ones; beyond them, where remembering every id would
+/// cost what the sample saves, `count` counts each time an item is met.
+public struct ItemSample: Sendable, Equatable {
+    /// At most `limit` distinct items as `table/id`, in the order they were first met.
+    public private(set) var items: [String] = []
+    private var sampled = Set<String>()
+    /// The items met, the sampled ones included.
+    public private(set) var count = 0
+
+    public static let limit = 300
+
+    public init() {}
+
+    public mutating func add(table: String, id: String) {
+        add(item: table + "/" + id)
+    }
+
+    public mutating func add(table: String, ids: some Collection<String>) {
+        var rest = ids.count
+        for id in ids {
+            guard items.count < Self.limit else { break }
+            add(table: table, id: id)
+            rest -= 1
+        }
+        count += rest
+    }
+
+    public mutating func add(_ other: ItemSample) {
+        for item in other.items { add(item: item) }
+        count += other.count - other.items.count
+    }
+
+    private mutating func add(item: String) {
+        if sampled.contains(item) { return }
+        count += 1
+        if items.count < Self.limit {
+            items.append(item)
+            sampled.insert(item)
+        }
+    }
+}
+
+/// What a journaled command did, as `tsync log` shows it. Every count is zero unless the command
+/// did that kind of thing.
+public struct JournalCounts: Sendable, Equatable {
+    /// Operations the server accepted.
+    public var pushed = 0
+    /// Records pulled from the server (upserted or deleted locally).
+    public var pulled = 0
+    /// Conflicts the server answered (409/412), settled or not.
+    public var conflicts = 0
+    /// Errors settled, by the policy or resolution that settled them (`ours`, `merge`, …).
+    public var settled: [String: Int] = [:]
+    /// Operations that failed and were left in the error table by this command.
+    public var failed = 0
+    /// Local changes queued (insert, update, delete).
+    public var changed = 0
+    /// Errors in the error table when the command ended.
+    public var errorsLeft = 0
+
+    public init() {}
+
+    public mutating func add(_ push: PushSummary) {
+        pushed += push.pushed
+        conflicts += push.conflictsMet
+        failed += push.failed
+        for (policy, count) in push.settled { settled[policy.rawValue, default: 0] += count }
+    }
+
+    public var json: JSONValue {
+        [
+            "pushed": .int(Int64(pushed)), "pulled": .int(Int64(pulled)), "conflicts": .int(Int64(conflicts)),
+            "settled": .object(settled.mapValues { .int(Int64($0)) }), "failed": .int(Int64(failed)),
+            "changed": .int(Int64(changed)), "errorsLeft": .int(Int64(errorsLeft)),
+        ]
+    }
+
+    init(json: [String: JSONValue]) {
+        func count(_ key: String) -> Int { json[key].flatMap(Journal.int) ?? 0 }
+        pushed = count("pushed")
+        pulled = count("pulled")
+        conflicts = count("conflicts")
+        failed = count("failed")
+        changed = count("changed")
+        errorsLeft = count("errorsLeft")
+        settled = (json["settled"]?.objectValue ?? [:]).compactMapValues(Journal.int)
+    }
+}
+
+/// One entry of `tsync log`.
+public struct JournalEntry: Sendable, Equatable {
+    public var id: Int64
+    public var startedAt: Timestamp
+    /// Nil while the command runs, or when it never finished (killed, or the machine stopped).
+    public var finishedAt: Timestamp?
+    /// The command's name (`push`), and its arguments with every secret replaced.
+    public var command: String
+    public var arguments: [String]
+    public var remote: String?
+    /// Nil when the command never finished.
+    public var exitCode: Int?
+    public var counts: JournalCounts
+    public var items: ItemSample
+}
+
+/// The store's journal of the commands that changed it or talked to its server (DESIGN §9.3).
+///
+/// An entry is written in two steps, each one transaction: when the command opens the store (so
+/// a command killed mid-push still leaves a trace, shown as unfinished) and when it ends. No step
+/// can leave half an entry. The journal keeps the newest `log.maxEntries` entries.
+public enum Journal {
+    public static let defaultMaxEntries = 1000
+
+    static func int(_ value: JSONValue) -> Int? {
+        if case .int(let number) = value { return Int(number) }
+        return nil
+    }
+
+    static func strings(_ text: String?) -> [String] {
+        guard let text, case .array(let values)? = try? JSONParser.parse(text) else { return [] }
+        return values.compactMap(\.stringValue)
+    }
+
+    static func encode(_ strings: [String]) -> String {
+        JSONSerializer.string(.array(strings.map(JSONValue.string)))
+    }
+}
+
+extension LocalStore {
+    /// Starts an entry; returns its id for `finishJournalEntry`.
+    public func beginJournalEntry(command: String, arguments: [String], remote: String?) throws(TSyncError) -> Int64 {
+        let arguments = Journal.encode(arguments)
+        return try write { db in
+            try db.execute(
+                sql: "INSERT INTO journal (started_at, command, arguments, remote) VALUES (?, ?, ?, ?)",
+                arguments: [Timestamp.now().iso8601, command, arguments, remote])
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// Ends an entry with what the command did, and drops the oldest entries beyond `keep`.
+    public func finishJournalEntry(_ id: Int64, exitCode: Int, counts: JournalCounts, items: ItemSample, keep: Int)
+        throws(TSyncError)
+    {
+        let itemsJSON = Journal.encode(items.items)
+        try write { db in
+            var counts = counts
+            counts.errorsLeft = try Int.fetchOne(db, sql: "SELECT count(*) FROM errors") ?? 0
+            try db.execute(
+                sql: """
+                    UPDATE journal SET finished_at = ?, exit_code = ?, counts = ?, items = ?, item_count = ?
+                    WHERE id = ?
+                    """,
+                arguments: [Timestamp.now().iso8601, exitCode, JSONSerializer.string(counts.json), itemsJSON, items.count, id])
+            try db.execute(
+                sql: "DELETE FROM journal WHERE id <= (SELECT max(id) FROM journal) - ?", arguments: [max(1, keep)])
+        }
+    }
+
+    /// The newest `limit` entries, newest first.
+    public func journal(limit: Int) throws(TSyncError) -> [JournalEntry] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, started_at, finished_at, command, arguments, remote, exit_code, counts, items, item_count
+                    FROM journal ORDER BY id DESC LIMIT ?
+                    """,
+                arguments: [max(0, limit)]
+            ).map { row in
+                let counts = try (row[7] as String?).map { try StoredJSON.decodeObject($0, what: "log entry") } ?? [:]
+                var sample = ItemSample()
+                for text in Journal.strings(row[8]) {
+                    guard let slash = text.firstIndex(of: "/") else { continue }
+                    sample.add(table: String(text[..<slash]), id: String(text[text.index(after: slash)...]))
+                }
+                let total: Int? = row[9]
+                return JournalEntry(
+                    id: row[0], startedAt: Timestamp(iso8601: row[1]) ?? Timestamp(millisecondsSinceEpoch: 0),
+                    finishedAt: (row[2] as String?).flatMap(Timestamp.init(iso8601:)), command: row[3],
+                    arguments: Journal.strings(row[4]), remote: row[5], exitCode: row[6],
+                    counts: JournalCounts(json: counts), items: sample.withCount(total ?? sample.count))
+            }
+        }
+    }
+}
+
+extension ItemSample {
+    func withCount(_ count: Int) -> ItemSample {
+        var sample = self
+        sample.count = max(count, items.count)
+        return sample
+    }
+}

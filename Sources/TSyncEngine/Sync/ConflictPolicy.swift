@@ -1,0 +1,82 @@
+import TSyncModel
+
+/// How `push --on-conflict` settles a conflict inside the push (DESIGN §9.1): the CI job's
+/// `push; resolve --all --ours; push` loop as one command.
+public enum ConflictPolicy: String, Sendable, CaseIterable {
+    /// Leave every failure in the error table (exit 2): the behaviour of a plain push.
+    case fail
+    /// Client wins: `resolve --ours`, then push again.
+    case ours
+    /// Server wins: `resolve --theirs`.
+    case theirs
+    /// `resolve --merge`, then push again; a field both sides changed stays an error unless a
+    /// `MergePreference` names the side that wins it.
+    case merge
+
+    /// The resolution that settles a conflict under this policy; nil for `fail`.
+    var resolution: Resolution? {
+        switch self {
+        case .fail: nil
+        case .ours: .ours
+        case .theirs: .theirs
+        case .merge: .merge
+        }
+    }
+
+    /// The failure classes a policy settles. A rejected operation (400) or a server error (5xx) is
+    /// never settled by a policy: taking either side would hide a real fault.
+    public static let settledClasses: Set<FailureClass> = [.versionConflict, .alreadyExists, .missing]
+}
+
+/// `--prefer`: which side wins a field both sides changed to different values in a three-way
+/// merge, and which wins when one side deleted the item the other changed.
+public typealias MergePreference = ThreeWayMerge.Side
+
+/// The conflict policy of each table: the command line's flag, else the table's setting
+/// (`table.NAME.onConflict`), else the store's (`push.onConflict`), else `fail`. `prefer` goes
+/// the same way.
+public struct ConflictPolicies: Sendable, Equatable {
+    /// `--on-conflict`, overriding every setting.
+    public var onConflict: ConflictPolicy?
+    /// `--prefer`, overriding every setting.
+    public var prefer: MergePreference?
+    /// `--retries`: how many more times operations that conflicted again after being settled are
+    /// settled and pushed again.
+    public var retries: Int
+    /// The store's `push.*` and `table.NAME.*` settings.
+    public var settings: PolicySettings
+
+    public static let defaultRetries = 3
+
+    public init(
+        settings: PolicySettings = PolicySettings(), onConflict: ConflictPolicy? = nil, prefer: MergePreference? = nil,
+        retries: Int = defaultRetries
+    ) {
+        self.settings = settings
+        self.onConflict = onConflict
+        self.prefer = prefer
+        self.retries = retries
+    }
+
+    public func policy(for table: String) -> ConflictPolicy {
+        onConflict ?? settings.tables[table]?.onConflict ?? settings.onConflict ?? .fail
+    }
+
+    public func preference(for table: String) -> MergePreference? {
+        prefer ?? settings.tables[table]?.prefer ?? settings.prefer
+    }
+}
+
+/// The policy settings of a store's configuration, checked (`StoreConfiguration.policySettings`).
+public struct PolicySettings: Sendable, Equatable {
+    public struct Table: Sendable, Equatable {
+        public var onConflict: ConflictPolicy?
+        public var prefer: MergePreference?
+    }
+
+    public var onConflict: ConflictPolicy?
+    public var prefer: MergePreference?
+    public var tables: [String: Table] = [:]
+
+    public init() {}
+}

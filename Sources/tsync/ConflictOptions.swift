@@ -1,0 +1,35 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+extension ConflictPolicy: ExpressibleByArgument {}
+extension ThreeWayMerge.Side: ExpressibleByArgument {}
+extension FailureClass: ExpressibleByArgument {}
+extension OperationKind: ExpressibleByArgument {}
+
+/// `--on-conflict`, `--prefer` and `--retries`, shared by push and sync.
+struct ConflictOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Settle conflicts within the push: fail (leave them, the default), ours, theirs or merge. Overrides the store's push.onConflict and table.NAME.onConflict.",
+            valueName: "POLICY"))
+    var onConflict: ConflictPolicy?
+
+    @Option(
+        help: ArgumentHelp(
+            "With merge: the side that wins a field both sides changed, and a change against a delete (ours or theirs).",
+            valueName: "SIDE"))
+    var prefer: ThreeWayMerge.Side?
+
+    @Option(help: ArgumentHelp("Times to settle and push again when the push of settled operations conflicts again.", valueName: "N"))
+    var retries: Int = ConflictPolicies.defaultRetries
+
+    func validate() throws {
+        guard retries >= 0 else { throw ValidationError("--retries must be 0 or more (got \(retries))") }
+    }
+
+    /// The policies of each table: these flags over the store's settings.
+    func policies(_ store: LocalStore) throws(TSyncError) -> ConflictPolicies {
+        ConflictPolicies(settings: try store.configuration().policySettings(), onConflict: onConflict, prefer: prefer, retries: retries)
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+struct LogCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Show what the commands that changed the store or talked to the server did.",
+        discussion: """
+            Newest first, like `git log`. Every command that changed the store or talked to its \
+            server (insert, update, delete, purge, push, push --check, pull, sync, resolve, login, \
+            logout, remote URL, config KEY VALUE) leaves one entry: when it ran, the command line \
+            (never a token or password), the remote, what it did (pushed, pulled, conflicts met, \
+            errors settled and by which policy, operations failed, local changes, errors left in \
+            the error table) and its exit code, with the items it touched (the first 300 as \
+            TABLE/ID, and how many in all). A command that never finished (killed, or still \
+            running) shows "did not finish". The journal keeps the newest 1000 entries \
+            (`tsync config log.maxEntries N`).
+
+            --json prints [{"id", "startedAt", "finishedAt", "command", "arguments", "remote", \
+            "exitCode", "counts": {"pushed", "pulled", "conflicts", "settled": {"POLICY": n}, \
+            "failed", "changed", "errorsLeft"}, "items", "itemCount"}]; "finishedAt" and \
+            "exitCode" are null for a command that did not finish.
+
+            EXAMPLES
+              tsync log -n 5
+              tsync log --json | jq '.[0].exitCode'
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(name: .customShort("n"), help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
+    var count: Int = 20
+
+    @OptionGroup var output: JSONOption
+
+    func validate() throws {
+        guard count >= 1 else { throw ValidationError("-n must be 1 or more") }
+    }
+
+    func run() throws {
+        let entries = try storeOptions.open().journal(limit: count)
+        if output.json {
+            Console.write(JSONReports.line(.array(entries.map(Self.json))))
+            return
+        }
+        Console.write(entries.map(Self.text).joined(separator: "\n"))
+    }
+
+    static func json(_ entry: JournalEntry) -> JSONValue {
+        [
+            "id": .int(entry.id), "startedAt": .string(entry.startedAt.iso8601),
+            "finishedAt": entry.finishedAt.map { .string($0.iso8601) } ?? .null, "command": .string(entry.command),
+            "arguments": .array(entry.arguments.map(JSONValue.string)), "remote": entry.remote.map(JSONValue.string) ?? .null,
+            "exitCode": entry.exitCode.map { .int(Int64($0)) } ?? .null, "counts": entry.counts.json,
+            "items": .array(entry.items.items.map(JSONValue.string)), "itemCount": .int(Int64(entry.items.count)),
+        ]
+    }
+
+    /// An entry as a few lines: what ran and how it ended, what it did, the first items.
+    static func text(_ entry: JournalEntry) -> String {
+        let ended = entry.exitCode.map { "exit \($0)" } ?? "did not finish"
+        var lines = ["#\(entry.id)  \(entry.startedAt.iso8601)  \(ended)", "    tsync " + entry.arguments.joined(separator: " ")]
+        if let remote = entry.remote { lines.append("    remote " + remote) }
+        let counts = entry.counts
+        var did: [String] = []
+        if counts.changed > 0 { did.append("changed \(counts.changed)") }
+        if counts.pushed > 0 { did.append("pushed \(counts.pushed)") }
+        if counts.pulled > 0 { did.append("pulled \(counts.pulled)") }
+        if counts.conflicts > 0 { did.append(StatusFormat.count(counts.conflicts, "conflict")) }
+        for (policy, settled) in counts.settled.sorted(by: { $0.key < $1.key }) { did.append("settled \(settled) (\(policy))") }
+        if counts.failed > 0 { did.append("\(counts.failed) failed") }
+        if entry.exitCode != nil { did.append("\(StatusFormat.count(counts.errorsLeft, "error")) left") }
+        lines.append("    " + did.joined(separator: ", "))
+        if entry.items.count > 0 {
+            let shown = entry.items.items.prefix(5).joined(separator: " ")
+            let more = entry.items.count > 5 ? " … (\(entry.items.count) in all)" : ""
+            lines.append("    items " + shown + more)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,360 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// Conflicts settled by policy inside one command (issue 12): `push --on-conflict`, `--prefer`,
+/// `--retries`, the store's `tsync config` policies, `resolve --class/--kind/--dry-run`,
+/// `push --check` and `tsync log`. Real server, real binary; the server's state is read with
+/// plain HTTP.
+@Suite(.serialized) struct ConflictPolicyTests {
+    /// A and B both hold todo/x (text "original", note "n0"); A sets `text` to "from a" and
+    /// pushes; B makes `changes` (`--set` assignments) and has not pushed yet.
+    private func race(
+        a aChanges: [String] = [#"text="from a""#], b bChanges: [String] = [#"text="from b""#, #"note="b note""#],
+        serverOptions: [String] = []
+    ) async throws -> (server: SyncServer, a: TSyncSandbox, b: TSyncSandbox) {
+        let server = try await SyncServer(options: serverOptions)
+        let a = try TSyncSandbox(remote: server.url)
+        let b = try TSyncSandbox(remote: server.url)
+        try a.ok(["insert", "todo", #"{"id": "x", "text": "original", "note": "n0"}"#])
+        try a.ok(["push"])
+        try b.ok(["pull", "todo", "--query-id", "all"])
+        if !aChanges.isEmpty {
+            try a.ok(["update", "todo", "x"] + aChanges.flatMap { ["--set", $0] })
+            try a.ok(["push"])
+        }
+        try b.ok(["update", "todo", "x"] + bChanges.flatMap { ["--set", $0] })
+        return (server, a, b)
+    }
+
+    struct PolicyCase: Sendable, CustomTestStringConvertible {
+        var flags: [String]
+        var text: String
+        var note: String
+        var testDescription: String { flags.joined(separator: " ") }
+    }
+
+    /// Each policy in one command: exit 0, and the server holds what the policy promises.
+    @Test(arguments: [
+        PolicyCase(flags: ["--on-conflict", "ours"], text: "from b", note: "b note"),
+        PolicyCase(flags: ["--on-conflict", "theirs"], text: "from a", note: "n0"),
+        PolicyCase(flags: ["--on-conflict", "merge", "--prefer", "ours"], text: "from b", note: "b note"),
+        PolicyCase(flags: ["--on-conflict", "merge", "--prefer", "theirs"], text: "from a", note: "b note"),
+    ])
+    func aPolicySettlesTheConflictInThePush(_ policy: PolicyCase) async throws {
+        let (server, _, b) = try await race()
+        let push = try b.run(["push", "--json"] + policy.flags)
+        #expect(push.status == 0, "\(push)")
+        let summary = try JSONOutput.object(push.stdout)
+        #expect(JSONOutput.int(summary["conflictsMet"]) == 1 && JSONOutput.int(summary["failed"]) == 0, "\(summary)")
+        let settledBy = policy.flags[1]
+        #expect(JSONOutput.int(summary["settled"]?.objectValue?[settledBy]) == 1, "\(summary)")
+        let x = try #require(try await server.record("todo", "x"))
+        #expect(x["text"] == .string(policy.text) && x["note"] == .string(policy.note), "\(x)")
+        #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).isEmpty)
+        #expect(try b.ok(["status", "--porcelain"]) == "")
+        let local = try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))
+        #expect(local["text"] == x["text"] && local["note"] == x["note"] && local["version"] == x["version"])
+    }
+
+    @Test func mergeLeavesAFieldBothChangedUnlessToldWhichSideWins() async throws {
+        let (server, _, b) = try await race()
+        let push = try b.run(["push", "--on-conflict", "merge"])
+        #expect(push.status == 2, "\(push)")
+        #expect(push.stderr.contains("1 conflict"), "\(push.stderr)")
+        #expect(try await server.record("todo", "x")?["text"] == "from a", "nothing of B's reached the server")
+        let left = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
+        #expect(left.count == 1 && left.first?.objectValue?["class"] == "version-conflict")
+        // The same --prefer settles it with resolve --merge.
+        let resolve = try b.run(["resolve", "--all", "--merge", "--prefer", "ours", "--push"])
+        #expect(resolve.status == 0, "\(resolve)")
+        #expect(try await server.record("todo", "x")?["text"] == "from b")
+        #expect(try await server.record("todo", "x")?["note"] == "b note")
+    }
+
+    @Test func mergeOfDifferentFieldsKeepsBoth() async throws {
+        let (server, _, b) = try await race(b: [#"note="b note""#])
+        let push = try b.run(["sync", "--on-conflict", "merge"])
+        #expect(push.status == 0, "sync takes the same options: \(push)")
+        let x = try #require(try await server.record("todo", "x"))
+        #expect(x["text"] == "from a" && x["note"] == "b note", "\(x)")
+    }
+
+    /// The server lost the item (another client deleted it): `ours` creates it again, `theirs`
+    /// drops the local change.
+    @Test(arguments: ["ours", "theirs"])
+    func aLostItemFollowsThePolicy(_ policy: String) async throws {
+        let (server, a, b) = try await race(a: [])
+        try a.ok(["delete", "todo", "x"])
+        try a.ok(["push"])
+        #expect(try await server.record("todo", "x") == nil)
+        let push = try b.run(["push", "--on-conflict", policy])
+        #expect(push.status == 0, "\(push)")
+        if policy == "ours" {
+            #expect(try await server.record("todo", "x")?["text"] == "from b")
+            #expect(try b.ok(["get", "todo", "x"]).contains("from b"))
+        } else {
+            #expect(try await server.record("todo", "x") == nil)
+            #expect(try b.run(["get", "todo", "x"]).status == 65, "the local change is dropped with the item")
+        }
+        #expect(try b.ok(["status", "--porcelain"]) == "")
+    }
+
+    /// A rejected operation (400) is never settled by a policy, while the conflict next to it is.
+    @Test func aRejectedOperationStaysWhateverThePolicy() async throws {
+        let (server, _, b) = try await race(serverOptions: ["--max-batch", "0"])
+        let proxy = try LossyProxy(upstream: server.url)
+        try b.ok(["remote", proxy.url])
+        try b.ok(["insert", "todo", #"{"id": "bad", "text": "refused"}"#])
+        proxy.replace(
+            "POST", "/tables/todo", status: 400, contentType: "application/json", body: #"{"error":"text is too short"}"#, forward: false)
+        let push = try b.run(["push", "--on-conflict", "ours", "--json"])
+        #expect(push.status == 2, "\(push)")
+        #expect(try await server.record("todo", "x")?["text"] == "from b", "the conflict next to it was settled")
+        let left = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
+        #expect(left.count == 1, "\(left)")
+        #expect(left.first?.objectValue?["itemId"] == "bad" && left.first?.objectValue?["class"] == "rejected")
+    }
+
+    /// A third writer gets in before every push of B: the settled operation conflicts again each
+    /// time, and after --retries more rounds the error is left, exit 2.
+    @Test func retriesAreBoundedWhenAnotherWriterKeepsWinning() async throws {
+        let (server, _, b) = try await race()
+        let proxy = try LossyProxy(upstream: server.url)
+        let port = URLComponents(string: server.url)?.port ?? 0
+        proxy.interpose("POST", "/tables/$batch", count: 100) { round in
+            let body = #"{"text": "third writer \#(round)"}"#
+            return
+                "PATCH /tables/todo/x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        }
+        try b.ok(["remote", proxy.url])
+        let push = try b.run(["push", "--on-conflict", "ours", "--retries", "2", "--json"])
+        #expect(push.status == 2, "\(push)")
+        let summary = try JSONOutput.object(push.stdout)
+        #expect(JSONOutput.int(summary["rounds"]) == 4, "the push, the first push again, and 2 retries: \(summary)")
+        #expect(JSONOutput.int(summary["settled"]?.objectValue?["ours"]) == 3, "\(summary)")
+        #expect(JSONOutput.int(summary["conflictsMet"]) == 4 && JSONOutput.int(summary["failed"]) == 1, "\(summary)")
+        #expect(proxy.interposed == 4)
+        #expect(try await server.record("todo", "x")?["text"] == "third writer 3")
+        let left = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
+        #expect(left.count == 1 && left.first?.objectValue?["itemId"] == "x")
+    }
+
+    // MARK: - Configuration
+
+    @Test func perTablePoliciesOverrideTheStoreAndTheFlagOverridesBoth() async throws {
+        let server = try await SyncServer()
+        let a = try TSyncSandbox(remote: server.url)
+        let b = try TSyncSandbox(remote: server.url)
+        for table in ["todo", "audit"] { try a.ok(["insert", table, #"{"id": "x", "text": "original"}"#]) }
+        try a.ok(["push"])
+        for table in ["todo", "audit"] { try b.ok(["pull", table]) }
+        func conflict() throws {
+            for table in ["todo", "audit"] {
+                try a.ok(["pull", table])
+                try a.ok(["update", table, "x", "--set", #"text="from a""#])
+                try b.ok(["update", table, "x", "--set", #"text="from b""#])
+            }
+            try a.ok(["push"])
+        }
+        try conflict()
+        try b.ok(["config", "push.onConflict", "theirs"])
+        try b.ok(["config", "table.todo.onConflict", "ours"])
+        #expect(try b.ok(["config", "push.onConflict"]) == "theirs\n")
+        #expect(try b.ok(["config", "--list"]) == "push.onConflict=theirs\nremote.url=\(server.url)\ntable.todo.onConflict=ours\n")
+        let push = try b.run(["push"])
+        #expect(push.status == 0, "\(push)")
+        #expect(try await server.record("todo", "x")?["text"] == "from b", "table.todo.onConflict=ours")
+        #expect(try await server.record("audit", "x")?["text"] == "from a", "push.onConflict=theirs")
+
+        try conflict()
+        let flagged = try b.run(["push", "--on-conflict", "fail"])
+        #expect(flagged.status == 2, "the flag overrides both settings: \(flagged)")
+        #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).count == 2)
+        #expect(try b.run(["push", "--on-conflict", "ours"]).status == 0)
+        #expect(try await server.record("audit", "x")?["text"] == "from b")
+    }
+
+    @Test func configRefusesUnknownKeysAndValues() throws {
+        let store = try TSyncSandbox(remote: "http://127.0.0.1:9")
+        let unknown = try store.run(["config", "push.onconflict", "ours"])
+        #expect(unknown.status == 64, "\(unknown)")
+        #expect(unknown.stderr.contains(#"unknown key "push.onconflict""#), "\(unknown.stderr)")
+        #expect(unknown.stderr.contains("push.onConflict, push.prefer, table.NAME.onConflict"), "\(unknown.stderr)")
+        let value = try store.run(["config", "table.todo.prefer", "mine"])
+        #expect(value.status == 64 && value.stderr.contains("expected one of ours, theirs"), "\(value)")
+        #expect(try store.run(["config", "log.maxEntries", "0"]).status == 64)
+        #expect(try store.run(["config", "remote.url", "ftp://x"]).status == 64)
+        #expect(try store.run(["config", "push.prefer"]).status == 1, "unset: exit 1, like git")
+        try store.ok(["config", "remote.url", "http://127.0.0.1:8"])
+        #expect(try store.ok(["remote"]) == "http://127.0.0.1:8\n", "remote.url is what `tsync remote` shows")
+        try store.ok(["config", "push.prefer", "ours"])
+        #expect(try JSONOutput.object(try store.ok(["config", "--json"]))["push.prefer"] == "ours")
+        #expect(try JSONOutput.object(try store.ok(["config", "push.prefer", "--json"]))["value"] == "ours")
+        try store.ok(["config", "--unset", "push.prefer"])
+        #expect(try JSONOutput.object(try store.ok(["config", "push.prefer", "--json"]))["value"] == .null)
+        #expect(try store.run(["config", "--unset", "push.prefer"]).status == 1)
+        // A hand-edited value no policy has is an error at push time, not ignored.
+        let path = (store.path as NSString).appendingPathComponent(".tsync/config.json")
+        try #"{"remote": "http://127.0.0.1:9", "push.onConflict": "sometimes"}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try store.run(["push"])
+        #expect(push.status == 1 && push.stderr.contains(#"invalid value "sometimes" for push.onConflict"#), "\(push)")
+    }
+
+    // MARK: - resolve selectors
+
+    @Test func resolveByClassAndKindTouchesOnlyThose() async throws {
+        let server = try await SyncServer()
+        let a = try TSyncSandbox(remote: server.url)
+        let b = try TSyncSandbox(remote: server.url)
+        try a.ok(["insert", "todo", #"{"id": "x", "text": "original"}"#])
+        try a.ok(["insert", "todo", #"{"id": "gone", "text": "soon"}"#])  // the server loses it: `missing`
+        try a.ok(["push"])
+        try b.ok(["pull", "todo"])
+        try a.ok(["update", "todo", "x", "--set", #"text="from a""#])
+        try a.ok(["delete", "todo", "gone"])
+        try a.ok(["push"])
+        try b.ok(["update", "todo", "x", "--set", #"text="from b""#])
+        try b.ok(["update", "todo", "gone", "--set", #"text="b's""#])
+        #expect(try b.run(["push"]).status == 2)
+        let classes = try JSONOutput.array(try b.ok(["conflicts", "--json"])).compactMap { $0.objectValue?["class"]?.stringValue }
+        #expect(classes.sorted() == ["missing", "version-conflict"])
+
+        // A dry run says what would happen and changes nothing.
+        let before = try b.ok(["conflicts", "--json"])
+        let dryRun = try b.run(["resolve", "--class", "missing", "--discard", "--dry-run"])
+        #expect(dryRun.status == 0 && dryRun.stdout.hasSuffix("\ttodo/gone\tkeep local record\n"), "\(dryRun)")
+        let dryJSON = try JSONOutput.array(try b.ok(["resolve", "--all", "--ours", "--dry-run", "--json"]))
+        #expect(dryJSON.count == 2 && dryJSON.allSatisfy { $0.objectValue?["dryRun"] == true })
+        // Ours against the server's soft-deleted copy: an update that undeletes it first.
+        #expect(dryJSON.compactMap { $0.objectValue?["pendingKind"]?.stringValue } == ["update", "update"], "\(dryJSON)")
+        #expect(try b.ok(["conflicts", "--json"]) == before)
+
+        let resolve = try b.run(["resolve", "--class", "missing", "--discard", "--json"])
+        #expect(resolve.status == 0, "\(resolve)")
+        #expect(try JSONOutput.array(resolve.stdout).count == 1)
+        let left = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
+        #expect(left.count == 1 && left.first?.objectValue?["class"] == "version-conflict", "only the missing one was settled")
+        #expect(try b.ok(["resolve", "--kind", "delete", "--ours"]).isEmpty)
+        #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).count == 1, "no delete failed: nothing settled")
+        #expect(try b.run(["resolve", "--kind", "update", "--class", "version-conflict", "--ours", "--push"]).status == 0)
+        #expect(try await server.record("todo", "x")?["text"] == "from b")
+        #expect(try b.run(["resolve", "--ours", "--prefer", "theirs", "--all"]).status == 64, "--prefer is for --merge")
+    }
+
+    // MARK: - push --check
+
+    /// Five items, five fates: the check's prediction matches the push's result operation by
+    /// operation, and the check writes nothing on the server.
+    @Test func checkPredictsExactlyWhatThePushGets() async throws {
+        let server = try await SyncServer()
+        let a = try TSyncSandbox(remote: server.url)
+        let b = try TSyncSandbox(remote: server.url)
+        for id in ["changed", "untouched", "deleted", "stale"] { try a.ok(["insert", "todo", #"{"id": "\#(id)", "n": 0}"#]) }
+        try a.ok(["push"])
+        try b.ok(["pull", "todo"])
+        try a.ok(["update", "todo", "changed", "--set", "n=1"])
+        try a.ok(["update", "todo", "stale", "--set", "n=1"])
+        try a.ok(["delete", "todo", "deleted"])
+        try a.ok(["insert", "todo", #"{"id": "twice", "n": 1}"#])
+        try a.ok(["push"])
+        try b.ok(["update", "todo", "changed", "--set", "n=2"])  // version-conflict
+        try b.ok(["update", "todo", "untouched", "--set", "n=2"])  // ok
+        try b.ok(["update", "todo", "deleted", "--set", "n=2"])  // missing
+        try b.ok(["delete", "todo", "stale"])  // version-conflict (a delete of a changed item)
+        try b.ok(["insert", "todo", #"{"id": "twice", "n": 2}"#])  // already-exists
+        try b.ok(["insert", "todo", #"{"id": "fresh", "n": 2}"#])  // ok
+
+        let before = try await server.records("todo")
+        let check = try b.run(["push", "--check", "--json"])
+        #expect(check.status == 2, "\(check)")
+        #expect(try await server.records("todo") == before, "the check wrote nothing on the server")
+        #expect(try b.ok(["status", "--porcelain"]).split(separator: "\n").count == 6, "nor in the store")
+        let report = try JSONOutput.object(check.stdout)
+        var predicted: [String: String] = [:]
+        guard case .array(let operations)? = report["operations"] else {
+            Issue.record("no operations: \(report)")
+            return
+        }
+        for case .object(let operation) in operations {
+            predicted[operation["id"]?.stringValue ?? ""] = operation["outcome"]?.stringValue
+        }
+        #expect(
+            predicted == [
+                "changed": "version-conflict", "untouched": "ok", "deleted": "missing", "stale": "version-conflict",
+                "twice": "already-exists", "fresh": "ok",
+            ], "\(report)")
+        #expect(JSONOutput.int(report["wouldFail"]) == 4 && JSONOutput.int(report["wouldSucceed"]) == 2)
+        let text = try b.run(["push", "--check"])
+        #expect(text.status == 2 && text.stdout.contains("version-conflict\tupdate\ttodo\tchanged\tserver version "), "\(text)")
+
+        #expect(try b.run(["push"]).status == 2)
+        var failed: [String: String] = [:]
+        for case .object(let error) in try JSONOutput.array(try b.ok(["conflicts", "--json"])) {
+            failed[error["itemId"]?.stringValue ?? ""] = error["class"]?.stringValue
+        }
+        #expect(failed == predicted.filter { $0.value != "ok" }, "the push failed exactly where the check said")
+        let after = try await server.records("todo")
+        #expect(after["fresh"] != nil && after["untouched"]?["n"] == 2)
+    }
+
+    // MARK: - tsync log
+
+    @Test func theLogListsWhatEachCommandDid() async throws {
+        let (server, _, b) = try await race()
+        defer { withExtendedLifetime(server) {} }
+        #expect(try b.run(["push"]).status == 2)
+        try b.ok(["pull", "todo"])
+        try b.ok(["resolve", "--all", "--theirs"])
+        let log = try JSONOutput.array(try b.ok(["log", "--json", "-n", "3"]))
+        let entries = log.compactMap(\.objectValue)
+        #expect(entries.map { $0["command"]?.stringValue ?? "" } == ["resolve", "pull", "push"], "newest first: \(log)")
+        let resolve = try #require(entries.first)
+        #expect(JSONOutput.int(resolve["exitCode"]) == 0 && resolve["finishedAt"] != .null)
+        #expect(JSONOutput.int(resolve["counts"]?.objectValue?["settled"]?.objectValue?["theirs"]) == 1)
+        #expect(resolve["items"] == ["todo/x"])
+        let pull = entries[1]
+        #expect(JSONOutput.int(pull["counts"]?.objectValue?["pulled"]) == 1, "\(pull)")
+        let push = entries[2]
+        #expect(JSONOutput.int(push["exitCode"]) == 2)
+        #expect(JSONOutput.int(push["counts"]?.objectValue?["conflicts"]) == 1)
+        #expect(JSONOutput.int(push["counts"]?.objectValue?["errorsLeft"]) == 1)
+        #expect(push["arguments"] == ["push"] && push["remote"] != .null)
+        let text = try b.ok(["log", "-n", "1"])
+        #expect(text.contains("tsync resolve --all --theirs") && text.contains("settled 1 (theirs)"), "\(text)")
+        // Read-only commands leave no entry.
+        try b.ok(["status"])
+        try b.ok(["push", "--dry-run"])
+        // pull and update in `race`, then push, pull, resolve.
+        let all = try b.ok(["log"])
+        #expect(try JSONOutput.array(try b.ok(["log", "--json"])).count == 5, "\(all)")
+    }
+
+    @Test func theLogKeepsItsBoundAndSurvivesKillNine() async throws {
+        let server = try await SyncServer(options: ["--max-batch", "0"])  // one request per operation
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try TSyncSandbox(remote: proxy.url)
+        try store.ok(["config", "log.maxEntries", "3"])
+        for n in 0..<5 { try store.ok(["insert", "todo", #"{"id": "i\#(n)"}"#]) }
+        let bounded = try JSONOutput.array(try store.ok(["log", "--json"]))
+        #expect(bounded.count == 3, "log.maxEntries")
+        #expect(bounded.first?.objectValue?["items"] == ["todo/i4"])
+
+        try store.ok(["insert", "todo"], stdin: (0..<300).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
+        proxy.delay(0.1)
+        let push = try TSyncProcess(["push", "--json"], in: store.path)
+        for _ in 0..<400 where proxy.forwarded < 6 { usleep(25_000) }  // blocking: see InterruptTests
+        #expect(push.isRunning)
+        push.signal(SIGKILL)
+        _ = push.wait(timeout: 30)
+        proxy.delay(0)
+        let log = try store.run(["log", "--json"])
+        #expect(log.status == 0, "\(log)")
+        let newest = try #require(try JSONOutput.array(log.stdout).first?.objectValue)
+        #expect(newest["command"] == "push" && newest["exitCode"] == .null && newest["finishedAt"] == .null, "\(newest)")
+        #expect(try store.ok(["log", "-n", "1"]).contains("did not finish"))
+        #expect(try store.run(["push"]).status == 0)
+        #expect(try await server.records("todo").count == 305)
+    }
+}
