@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tsync needs to build and test, when they are missing.
-# Usage: scripts/install-deps.sh [--with-postgres] [--with-bench]
+# Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench]
+# (jq: the README's CI job script, which a test runs.)
 set -euo pipefail
 packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3)
 for arg in "$@"; do
     case "$arg" in
         --with-postgres) packages+=(postgresql) ;;
+        --with-jq) packages+=(jq) ;;
         --with-bench) packages+=(wrk time) ;;
-        *) echo "usage: $0 [--with-postgres] [--with-bench]" >&2; exit 64 ;;
+        *) echo "usage: $0 [--with-postgres] [--with-jq] [--with-bench]" >&2; exit 64 ;;
     esac
 done
 missing=()

@@ -4,7 +4,7 @@
 # fuzzers and of the kill -9 campaign.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh --with-postgres
+scripts/install-deps.sh --with-postgres --with-jq
 . scripts/postgres.sh
 trap pg_stop EXIT
 if pg_start; then

@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+/// The README's scripts, run as a reader would run them: what the README promises is tested,
+/// not paraphrased in a test.
+@Suite(.serialized) struct ReadmeTests {
+    private static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The first ```sh block after the heading `## title`.
+    static func shellBlock(after title: String) throws -> String {
+        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.range(of: "\n## \(title)\n"), "no section \(title)")
+        let rest = readme[section.upperBound...]
+        let start = try #require(rest.range(of: "```sh\n"))
+        let end = try #require(rest[start.upperBound...].range(of: "```\n"))
+        return String(rest[start.upperBound..<end.lowerBound])
+    }
+
+    /// "Conflicts in CI": the job script, against a server where another writer inserts the same
+    /// id just before the job's push. The job's policy (merge, prefer ours) settles it in the one
+    /// push, the script exits 0, and `tsync log` shows what the push did.
+    @Test func theCIJobSettlesAConflictInOnePush() async throws {
+        let server = try await SyncServer(authenticated: true)
+        let token = try #require(try await server.token())
+        let proxy = try LossyProxy(upstream: server.url)
+        let port = URLComponents(string: server.url)?.port ?? 0
+        proxy.interpose("POST", "/tables/$batch", count: 1) { _ in
+            let body = #"{"id": "a", "text": "the other writer's"}"#
+            return
+                "POST /tables/todo HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nZUMO-API-VERSION: 2.0.0\r\nX-ZUMO-AUTH: \(token)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        }
+        let job = try TemporaryDirectory()
+        _ = try job.write("job.sh", try Self.shellBlock(after: "Conflicts in CI"))
+        _ = try job.write("new-items.ndjson", #"{"id": "a", "text": "the job's"}"# + "\n" + #"{"id": "b", "text": "two"}"# + "\n")
+        let binaries = (TSyncBinary.path as NSString).deletingLastPathComponent
+        let environment = [
+            "PATH": binaries + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "SYNC_URL": proxy.url, "SYNC_TOKEN": token,
+        ]
+        let result = try TSyncProcess(["job.sh"], in: job.path, environment: environment, executable: "/bin/sh").wait()
+        #expect(result.status == 0, "\(result)")
+        #expect(proxy.interposed == 1, "the other writer got in before the push")
+        #expect(result.stdout.contains("pushed 2, settled 1 conflicts"), "\(result.stdout)")
+        #expect(try await server.records("todo")["a"]?["text"] == "the job's", "merge, prefer ours")
+        #expect(result.stdout.contains("tsync push --retries 5 --json") && result.stdout.contains("settled 1 (merge)"), "\(result.stdout)")
+        #expect(!result.stdout.contains(token) && !result.stderr.contains(token), "the token is never printed")
+    }
+}
