@@ -93,19 +93,23 @@ extension LocalStore {
     }
 
     /// Deletes records and queues a delete for each (or cancels a pending insert), all or nothing.
-    /// Repeated ids count once.
-    public func delete(table: String, ids: [String]) throws(TSyncError) {
+    /// Repeated ids count once. With `dryRun` every id is checked the same way and nothing
+    /// changes (the transaction is rolled back).
+    public func delete(table: String, ids: [String], dryRun: Bool = false) throws(TSyncError) {
         try Identifiers.validateTableName(table)
         for id in ids { try Identifiers.validateRecordID(id) }
         var seen = Set<[UInt8]>()  // bytes: Swift would count "é" and "e\u{301}" as one id
         let unique = ids.filter { seen.insert(Array($0.utf8)).inserted }
         try write { db in
-            for id in unique {
-                guard let record = try StoreRows.fetchRecord(db, table: table, id: id) else {
-                    throw try StoreRows.missingRecordError(db, table: table, id: id, change: .delete)
+            try db.inSavepoint {
+                for id in unique {
+                    guard let record = try StoreRows.fetchRecord(db, table: table, id: id) else {
+                        throw try StoreRows.missingRecordError(db, table: table, id: id, change: .delete)
+                    }
+                    try enqueue(db, .delete, table: table, current: record)
+                    try StoreRows.deleteRecord(db, table: table, id: id)
                 }
-                try enqueue(db, .delete, table: table, current: record)
-                try StoreRows.deleteRecord(db, table: table, id: id)
+                return dryRun ? .rollback : .commit
             }
         }
     }

@@ -18,9 +18,12 @@ extension LocalStore {
     /// has any), unless `force`: then those operations, their errors and bases are dropped too.
     /// Operations of items the filter keeps are never touched. The table's saved queries are always
     /// dropped, because their checkpoints would otherwise stop the next pull from fetching the
-    /// purged records again.
+    /// purged records again. With `dryRun` the transaction is rolled back: the result is what the
+    /// purge would drop, and nothing changes.
     @discardableResult
-    public func purge(table: String, filter: String? = nil, force: Bool = false) throws(TSyncError) -> PurgeResult {
+    public func purge(table: String, filter: String? = nil, force: Bool = false, dryRun: Bool = false) throws(TSyncError)
+        -> PurgeResult
+    {
         try Identifiers.validateTableName(table)
         // The ids to purge, as a subquery over the same view `query` uses.
         var matching = "SELECT id FROM (SELECT id, body, created_at, updated_at, version, 0 AS deleted FROM records WHERE tbl = ?)"
@@ -34,29 +37,50 @@ extension LocalStore {
         let itemCondition = filter == nil ? "tbl = ?" : "tbl = ? AND item_id IN (\(matching))"
         let itemArguments = StatementArguments([table.databaseValue] + (filter == nil ? [] : matchingArguments))
         return try write { db in
-            try StoreRows.requireTable(db, table)
-            let pending =
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM operations WHERE \(itemCondition)", arguments: itemArguments) ?? 0
-            if pending > 0, !force {
-                throw TSyncError(
-                    .failure, "\(table) has \(pending) pending operation\(pending == 1 ? "" : "s") on the records to purge",
-                    remedy: .pushOrForcePurge)
-            }
             var result = PurgeResult()
-            if pending > 0 {
-                try db.execute(
-                    sql: "DELETE FROM bases WHERE tbl = ? AND id IN (SELECT item_id FROM operations WHERE \(itemCondition))",
-                    arguments: [table] + itemArguments)
-                try db.execute(sql: "DELETE FROM operations WHERE \(itemCondition)", arguments: itemArguments)
-                result.operations = pending
+            try db.inSavepoint {
+                result = try Self.purge(
+                    db, table: table, force: force, matching: (matching, matchingArguments), items: (itemCondition, itemArguments))
+                // A whole table purged is forgotten: `query` then calls it unknown, as it was before.
+                if filter == nil {
+                    try db.execute(
+                        sql: "DELETE FROM tables WHERE name = ? AND NOT EXISTS (SELECT 1 FROM operations WHERE tbl = ?)",
+                        arguments: [table, table])
+                }
+                return dryRun ? .rollback : .commit
             }
-            try db.execute(
-                sql: "DELETE FROM records WHERE tbl = ? AND id IN (\(matching))",
-                arguments: StatementArguments([table.databaseValue] + matchingArguments))
-            result.records = db.changesCount
-            try db.execute(sql: "DELETE FROM queries WHERE tbl = ?", arguments: [table])
-            result.queries = db.changesCount
             return result
         }
+    }
+
+    private static func purge(
+        _ db: Database, table: String, force: Bool, matching: (sql: String, arguments: [DatabaseValue]),
+        items: (condition: String, arguments: StatementArguments)
+    ) throws -> PurgeResult {
+        let (itemCondition, itemArguments) = items
+        let (matching, matchingArguments) = matching
+        try StoreRows.requireTable(db, table)
+        let pending =
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM operations WHERE \(itemCondition)", arguments: itemArguments) ?? 0
+        if pending > 0, !force {
+            throw TSyncError(
+                .failure, "\(table) has \(pending) pending operation\(pending == 1 ? "" : "s") on the records to purge",
+                remedy: .pushOrForcePurge)
+        }
+        var result = PurgeResult()
+        if pending > 0 {
+            try db.execute(
+                sql: "DELETE FROM bases WHERE tbl = ? AND id IN (SELECT item_id FROM operations WHERE \(itemCondition))",
+                arguments: [table] + itemArguments)
+            try db.execute(sql: "DELETE FROM operations WHERE \(itemCondition)", arguments: itemArguments)
+            result.operations = pending
+        }
+        try db.execute(
+            sql: "DELETE FROM records WHERE tbl = ? AND id IN (\(matching))",
+            arguments: StatementArguments([table.databaseValue] + matchingArguments))
+        result.records = db.changesCount
+        try db.execute(sql: "DELETE FROM queries WHERE tbl = ?", arguments: [table])
+        result.queries = db.changesCount
+        return result
     }
 }

@@ -46,7 +46,25 @@ extension LocalStore {
         }
     }
 
-    /// Every known table with its counts, by name.
+    /// Of `names`, the user fields no local record of `table` has: what `query` warns about (a
+    /// typo in a field name otherwise just matches nothing). System properties always exist.
+    public func fieldsNoRecordHas(table: String, names: [String]) throws(TSyncError) -> [String] {
+        let candidates = names.filter { !SystemProperties.names.contains($0) && Identifiers.isSimpleName($0) }
+        guard !candidates.isEmpty else { return [] }
+        return try read { db in
+            try candidates.filter { name in
+                try
+                    !(Bool.fetchOne(
+                        db,
+                        sql: "SELECT EXISTS (SELECT 1 FROM records WHERE tbl = ? AND json_type(body, '$.' || ?) IS NOT NULL)",
+                        arguments: [table, name]) ?? false)
+            }
+        }
+    }
+
+    /// Every table with something in it (records, pending operations, errors or a saved query),
+    /// with its counts, by name. A table whose records all went is not listed: a typo that pulled
+    /// nothing must not stay as a table.
     public func tables() throws(TSyncError) -> [TableSummary] {
         try read { db in
             try Row.fetchAll(
@@ -56,7 +74,11 @@ extension LocalStore {
                         (SELECT count(*) FROM records WHERE tbl = t.name),
                         (SELECT count(*) FROM operations WHERE tbl = t.name),
                         (SELECT count(*) FROM errors WHERE tbl = t.name)
-                    FROM tables t ORDER BY t.name
+                    FROM tables t
+                    WHERE EXISTS (SELECT 1 FROM records WHERE tbl = t.name)
+                        OR EXISTS (SELECT 1 FROM operations WHERE tbl = t.name)
+                        OR EXISTS (SELECT 1 FROM queries WHERE tbl = t.name)
+                    ORDER BY t.name
                     """
             ).map { row in TableSummary(table: row[0], records: row[1], pending: row[2], errors: row[3]) }
         }

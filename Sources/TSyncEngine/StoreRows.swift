@@ -70,7 +70,9 @@ enum StoreRows {
 
     static func requireTable(_ db: Database, _ table: String) throws {
         guard try tableExists(db, table) else {
-            throw TSyncError.invalidInput("unknown table \(Identifiers.quoted(table)) (`tsync tables` lists the tables)")
+            let known = try String.fetchAll(db, sql: "SELECT name FROM tables")
+            throw TSyncError.invalidInput(
+                "unknown table \(Identifiers.quoted(table))\(Spelling.didYouMean(table, among: known)) (`tsync tables` lists the tables)")
         }
     }
 

@@ -38,6 +38,27 @@ public struct RecordQuery: Sendable {
             select: try select.map { text throws(TSyncError) in try ODataParser.parseSelect(text) })
     }
 
+    /// The member names the query refers to (filter, order and select), in first-use order.
+    public var fieldNames: [String] {
+        var names: [String] = []
+        func add(_ name: String) { if !names.contains(name) { names.append(name) } }
+        func walk(_ expression: FilterExpression) {
+            switch expression {
+            case .literal: break
+            case .field(let name): add(name)
+            case .not(let inner), .negate(let inner): walk(inner)
+            case .binary(_, let left, let right):
+                walk(left)
+                walk(right)
+            case .function(_, let arguments): arguments.forEach(walk)
+            }
+        }
+        if let filter { walk(filter) }
+        orderBy.forEach { add($0.field) }
+        select?.forEach(add)
+        return names
+    }
+
     /// A record's wire object reduced to the selected members (all of it without `$select`).
     public func project(_ object: [String: JSONValue]) -> [String: JSONValue] {
         guard let select else { return object }

@@ -16,7 +16,14 @@ struct ConflictsCommand: ParsableCommand {
             "differing"}]: "class" is version-conflict (412, or 409 on update), already-exists (409 \
             on insert), missing (404), rejected (other 4xx) or server-error (5xx); "base" (the last \
             server copy seen), "ours" (the local record now), "theirs" (the server's copy) and \
-            "sent" are wire objects or null; the last three are lists of user field names.
+            "sent" are wire objects or null; the last three are lists of user field names. \
+            --ndjson prints the same objects, one per line.
+
+            EXAMPLES
+              tsync conflicts
+              tsync conflicts show '#3'
+              tsync conflicts show todo/milk --json | jq .theirs
+              tsync conflicts --ndjson | jq -r 'select(.class == "missing") | .itemId'
             """,
         subcommands: [List.self, Show.self],
         defaultSubcommand: List.self)
@@ -27,16 +34,19 @@ struct ConflictsCommand: ParsableCommand {
 
         @OptionGroup var storeOptions: StoreOptions
 
-        @Option(help: ArgumentHelp("Only errors of this table.", valueName: "TABLE"))
+        @Option(help: ArgumentHelp("Only errors of this table.", valueName: "TABLE"), completion: StoreCompletion.tables)
         var table: String?
 
-        @Flag(help: "Print machine-readable JSON.")
-        var json = false
+        @OptionGroup var output: JSONLinesOptions
 
         func run() throws {
             let conflicts = try storeOptions.open().conflictDetails(table: table)
-            if json {
+            if output.json {
                 Console.write(JSONReports.line(.array(conflicts.map(SyncReports.conflict))))
+                return
+            }
+            if output.ndjson {
+                Console.write(JSONLinesOptions.lines(conflicts.map(SyncReports.conflict)))
                 return
             }
             let style = Style(enabled: Console.colorOnStdout)
@@ -55,7 +65,7 @@ struct ConflictsCommand: ParsableCommand {
 
         @OptionGroup var storeOptions: StoreOptions
 
-        @Argument(help: "The error: its id (from `tsync conflicts`) or its item, TABLE/ID.")
+        @Argument(help: "The error: its id (from `tsync conflicts`) or its item, TABLE/ID.", completion: StoreCompletion.errors)
         var error: ErrorReference
 
         @Flag(help: "Print machine-readable JSON (one object, as in the list).")

@@ -37,6 +37,14 @@ enum Console {
         return environment["TERM"] != "dumb"
     }
 
+    /// Asks a yes/no question on the terminal (stderr, answer on stdin); only "y" or "yes" is yes.
+    /// Callers ask only when stdin is a terminal.
+    static func confirm(_ question: String) -> Bool {
+        writeAll(STDERR_FILENO, "\(question) [y/N] ")
+        guard let answer = readLine(strippingNewline: true) else { return false }
+        return ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
     /// Reads all of stdin (records piped in).
     static func readStandardInput() -> [UInt8] {
         Array(FileHandle.standardInput.readDataToEndOfFile())
@@ -73,4 +81,51 @@ struct Style {
     private func paint(_ text: String, _ code: String) -> String {
         enabled ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
     }
+}
+
+/// A pager for long output on a terminal, as git pages `git diff`: `$TSYNC_PAGER`, else `$PAGER`,
+/// else `less -FRX` (quits when the text fits, keeps colours). Never when stdout is not a
+/// terminal; an empty `TSYNC_PAGER` turns it off.
+enum Pager {
+    static func write(_ text: String) {
+        guard Console.stdoutIsTerminal, let command = command, text.utf8.count > 0, lines(text) > terminalRows else {
+            Console.write(text)
+            return
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        var environment = ProcessInfo.processInfo.environment
+        if environment["LESS"] == nil { environment["LESS"] = "FRX" }
+        process.environment = environment
+        let input = Pipe()
+        process.standardInput = input
+        do {
+            try process.run()
+        } catch {
+            Console.write(text)
+            return
+        }
+        // The pager may quit before reading it all (q): a broken pipe is not an error here.
+        signal(SIGPIPE, SIG_IGN)
+        try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    private static var command: String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let pager = environment["TSYNC_PAGER"] { return pager.isEmpty ? nil : pager }
+        if let pager = environment["PAGER"], !pager.isEmpty { return pager }
+        let less = ["/usr/bin/less", "/bin/less"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        return less
+    }
+
+    private static var terminalRows: Int {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return 24 }
+        return Int(size.ws_row)
+    }
+
+    private static func lines(_ text: String) -> Int { text.utf8.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
 }

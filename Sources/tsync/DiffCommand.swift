@@ -13,13 +13,22 @@ struct DiffCommand: ParsableCommand {
 
             --json prints [{"table", "id", "kind" (insert|update|delete), "seq", "base": object or \
             null, "ours": object or null, "changes": [{"field", "change" (added|removed|modified), \
-            "before", "after"}]}]; "before" is absent for an added field, "after" for a removed one.
+            "before", "after"}]}]; "before" is absent for an added field, "after" for a removed one. \
+            --ndjson prints the same objects one per line.
+
+            On a terminal, a diff longer than the screen goes through a pager: $TSYNC_PAGER, else \
+            $PAGER, else `less -FRX` (an empty TSYNC_PAGER turns it off). Never when stdout is piped.
+
+            EXAMPLES
+              tsync diff
+              tsync diff todo milk
+              tsync diff --ndjson | jq -c 'select(.kind == "update") | .changes'
             """)
 
     @OptionGroup var storeOptions: StoreOptions
-    @OptionGroup var output: JSONOption
+    @OptionGroup var output: JSONLinesOptions
 
-    @Argument(help: "Only this table.")
+    @Argument(help: "Only this table.", completion: StoreCompletion.tables)
     var table: String?
 
     @Argument(help: "Only this record (needs TABLE).")
@@ -28,7 +37,11 @@ struct DiffCommand: ParsableCommand {
     func run() throws {
         let entries = try storeOptions.open().diff(table: table, id: id)
         if output.json {
-            Console.write(JSONReports.line(JSONReports.diff(entries)))
+            Console.write(JSONReports.line(.array(JSONReports.diff(entries))))
+            return
+        }
+        if output.ndjson {
+            Console.write(JSONLinesOptions.lines(JSONReports.diff(entries)))
             return
         }
         let style = Style(enabled: Console.colorOnStdout)
@@ -45,6 +58,6 @@ struct DiffCommand: ParsableCommand {
             }
             if entry.changes.isEmpty { text += style.dim("  (no field changes)") + "\n" }
         }
-        Console.write(text)
+        Pager.write(text)
     }
 }

@@ -15,7 +15,7 @@ struct GetCommand: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var output: JSONOption
 
-    @Argument(help: "The table.")
+    @Argument(help: "The table.", completion: StoreCompletion.tables)
     var table: String
 
     @Argument(help: "The record id.")

@@ -15,14 +15,21 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
             the server and are ignored. The insert is all or nothing: if any record is invalid or \
             its id exists, nothing is inserted.
 
-            Examples:
+            --csv reads CSV from stdin instead: a header row of field names, then one record per \
+            row. Each cell becomes a JSON value the same way in every column: an empty cell leaves \
+            the field out, true and false are booleans, null is null, a number as JSON writes it \
+            (12, -3.5, 1e3; not 007 or +1) is a number, anything else is text; the id column is \
+            always text. Quoted cells (RFC 4180) may hold commas, quotes and line breaks.
+
+            EXAMPLES
               tsync insert todo '{"text": "buy milk", "done": false}'
-              jq -c '.[]' todos.json | tsync insert todo
+              jq -c '.[]' todos.json | tsync insert todo -q
+              tsync insert todo --csv < todos.csv
             """)
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "The table (letters, digits and '_'); created by its first insert.")
+    @Argument(help: "The table (letters, digits and '_'); created by its first insert.", completion: StoreCompletion.tables)
     var table: String
 
     @Argument(help: "One record as a JSON object. Without it, or with -, records are read from stdin.")
@@ -31,9 +38,16 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
     @Flag(name: .shortAndLong, help: "Do not print the ids.")
     var quiet = false
 
+    @Flag(help: "Read CSV from stdin (a header row of field names; see DISCUSSION for types).")
+    var csv = false
+
     func run() throws {
         let objects: [[String: JSONValue]]
-        if let json, json != "-" {
+        if csv {
+            guard json == nil || json == "-" else { throw TSyncError.usage("--csv reads stdin: give no JSON argument (or -)") }
+            guard !Console.stdinIsTerminal else { throw TSyncError.usage("pipe the CSV to stdin: tsync insert \(table) --csv < FILE") }
+            objects = try CSVRecords.objects(from: String(decoding: Console.readStandardInput(), as: UTF8.self))
+        } else if let json, json != "-" {
             objects = [try RecordInput.object(from: json)]
         } else {
             guard !Console.stdinIsTerminal else {

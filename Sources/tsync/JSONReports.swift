@@ -83,26 +83,25 @@ enum JSONReports {
     /// `diff`: `[{"table", "id", "kind", "seq", "base": object|null, "ours": object|null,
     /// "changes": [{"field", "change" (added|removed|modified), "before"?, "after"?}]}]` —
     /// `before` is absent for an added field, `after` for a removed one.
-    static func diff(_ entries: [DiffEntry]) -> JSONValue {
-        .array(
-            entries.map { entry in
-                [
-                    "table": .string(entry.table),
-                    "id": .string(entry.id),
-                    "kind": .string(entry.kind.rawValue),
-                    "seq": .int(entry.seq),
-                    "base": entry.base.map(JSONValue.object) ?? .null,
-                    "ours": entry.ours.map(JSONValue.object) ?? .null,
-                    "changes": .array(
-                        entry.changes.map { change in
-                            var object: [String: JSONValue] = [
-                                "field": .string(change.field), "change": .string(change.change.rawValue),
-                            ]
-                            if let before = change.before { object["before"] = before }
-                            if let after = change.after { object["after"] = after }
-                            return .object(object)
-                        }),
-                ]
-            })
+    static func diff(_ entries: [DiffEntry]) -> [JSONValue] {
+        entries.map { entry in
+            [
+                "table": .string(entry.table),
+                "id": .string(entry.id),
+                "kind": .string(entry.kind.rawValue),
+                "seq": .int(entry.seq),
+                "base": entry.base.map(JSONValue.object) ?? .null,
+                "ours": entry.ours.map(JSONValue.object) ?? .null,
+                "changes": .array(
+                    entry.changes.map { change in
+                        var object: [String: JSONValue] = [
+                            "field": .string(change.field), "change": .string(change.change.rawValue),
+                        ]
+                        if let before = change.before { object["before"] = before }
+                        if let after = change.after { object["after"] = after }
+                        return .object(object)
+                    }),
+            ]
+        }
     }
 }

@@ -13,9 +13,14 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
             a flag value. The token is saved in .tsync/credentials (mode 0600, only for the remote \
             it came from) and never printed. The TSYNC_TOKEN environment variable, when set, is \
             used instead of the saved token.
+
+            EXAMPLES
+              tsync login --user alice                 # asks for the password on the terminal
+              printf '%s\\n' "$PASSWORD" | tsync login --user alice --password-stdin
             """)
 
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var verbosity: VerboseOption
 
     @Option(help: ArgumentHelp("The account name.", valueName: "NAME"))
     var user: String
@@ -28,7 +33,7 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
     }
 
     func run() async throws {
-        let session = try RemoteAccess.session(try storeOptions.open())
+        let session = try RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose)
         let endpoint = try session.endpoint()
         let password = try PasswordInput.read(fromStdin: passwordStdin, prompt: "password for \(user): ", confirm: false)
         let userID = try await session.login(user: user, password: password)
@@ -43,12 +48,16 @@ struct LogoutCommand: AsyncParsableCommand, JournaledCommand {
         discussion: """
             The token is removed from .tsync/credentials even when the server cannot be reached \
             (it then stays valid on the server until it expires; a warning says so).
+
+            EXAMPLES
+              tsync logout
             """)
 
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var verbosity: VerboseOption
 
     func run() async throws {
-        guard let result = try await RemoteAccess.session(try storeOptions.open()).logout() else {
+        guard let result = try await RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose).logout() else {
             Console.note("not logged in")
             return
         }

@@ -8,12 +8,15 @@ import TSyncEngine
 
 /// A one-line progress display on stderr for long pushes and pulls: only on a terminal, never with
 /// `-q`, redrawn at most ten times a second, and erased when the command ends so the summary line
-/// stands alone.
+/// stands alone. "pushing 1152/50000 (2%, 3,400/s, 14 s left)": the rate is measured since the
+/// phase began, and the time left is shown once the total is known and a second has passed.
 final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable state
     private let enabled: Bool
     private let lock = NSLock()
     private var lastDraw = 0.0
     private var drawn = false
+    /// When each phase was first reported, and how far it was then.
+    private var started: [String: (time: Double, done: Int)] = [:]
 
     init(quiet: Bool) {
         enabled = !quiet && isatty(STDERR_FILENO) == 1
@@ -24,18 +27,16 @@ final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable st
         guard enabled else { return nil }
         return { [self] done, total in
             let now = Date().timeIntervalSince1970
-            let draw = lock.withLock { () -> Bool in
-                guard now - lastDraw >= 0.1 || (total.map { done >= $0 } ?? false) else { return false }
+            let start = lock.withLock { () -> (time: Double, done: Int)? in
+                let start = started[verb] ?? (now, done)
+                started[verb] = start
+                guard now - lastDraw >= 0.1 || (total.map { done >= $0 } ?? false) else { return nil }
                 lastDraw = now
                 drawn = true
-                return true
+                return start
             }
-            guard draw else { return }
-            var text = "\r\u{1B}[K\(verb) \(done)"
-            if let total, total > 0 {
-                text += "/\(total) (\(done * 100 / total)%)"
-            }
-            FileHandle.standardError.write(Data(text.utf8))
+            guard let start else { return }
+            FileHandle.standardError.write(Data(("\r\u{1B}[K" + Self.text(verb, done: done, total: total, since: start, now: now)).utf8))
         }
     }
 
@@ -45,6 +46,31 @@ final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable st
         case .progress(let phase, let done, let total): reporter(phase)?(done, total)
         case .pushed, .pulled: finish()
         }
+    }
+
+    /// "VERB done[/total (P%)][, R/s][, T left]".
+    static func text(_ verb: String, done: Int, total: Int?, since start: (time: Double, done: Int), now: Double) -> String {
+        var text = "\(verb) \(done)"
+        var details: [String] = []
+        if let total, total > 0 {
+            text += "/\(total)"
+            details.append("\(min(100, done * 100 / total))%")
+        }
+        let elapsed = now - start.time
+        if elapsed >= 1, done > start.done {
+            let rate = Double(done - start.done) / elapsed
+            details.append("\(Int(rate.rounded()))/s")
+            if let total, total > done { details.append(duration(Double(total - done) / rate) + " left") }
+        }
+        return details.isEmpty ? text : text + " (" + details.joined(separator: ", ") + ")"
+    }
+
+    /// "45 s", "3 min 20 s", "2 h 5 min".
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.up))
+        if whole < 60 { return "\(whole) s" }
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \((whole % 3600) / 60) min"
     }
 
     /// Erases the line, if anything was drawn.

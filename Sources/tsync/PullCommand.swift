@@ -29,13 +29,14 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "The table to pull.")
+    @Argument(help: "The table to pull.", completion: StoreCompletion.tables)
     var table: String
 
     @Option(help: ArgumentHelp("Only records this OData $filter is true for.", valueName: "ODATA"))
     var filter: String?
 
-    @Option(help: ArgumentHelp("Save the pull under this id and pull incrementally.", valueName: "ID"))
+    @Option(
+        help: ArgumentHelp("Save the pull under this id and pull incrementally.", valueName: "ID"), completion: StoreCompletion.queryIDs)
     var queryId: String?
 
     @Option(help: ArgumentHelp("Records per request (the server may cap it).", valueName: "N"))
@@ -57,12 +58,15 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
 
     func run() async throws {
         let store = try storeOptions.open()
+        let known = try store.tables().map(\.table)
         let request = PullRequest(table: table, filter: filter, queryID: queryId, pageSize: pageSize, reset: reset)
         let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
         let summary: PullSummary
         do {
-            summary = try await RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle).pull(request)
+            summary = try await RemoteAccess.session(
+                store, verbose: output.verbose, stopRequest: interrupts.stopRequest, events: progress.handle
+            ).pull(request)
         } catch {
             progress.finish()
             throw error
@@ -75,5 +79,11 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         }
         if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
         if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
+        // A server cannot tell an empty table from an unknown one: a typo pulls nothing, silently.
+        if summary.counts.received == 0, !known.contains(table) {
+            Console.note(
+                "warning: the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))"
+            )
+        }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TSyncEngine
+import TSyncModel
 
 struct PurgeCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
@@ -9,12 +10,21 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
             Removes the table's records, or those matching --filter. Refused while the table has \
             pending operations, unless --force, which drops them (and their errors) too. The \
             table's saved queries are dropped as well, so the next pull fetches the purged records \
-            again.
+            again. A table left with nothing (no record, no operation) leaves `tsync tables` too.
+
+            On a terminal, purge says what it would drop and asks before dropping it; --yes skips \
+            the question. When stdin is not a terminal it never asks: without --yes it refuses \
+            (exit 64) and changes nothing. --dry-run says what would be dropped and changes nothing.
+
+            EXAMPLES
+              tsync purge todo --filter "complete eq true" --dry-run
+              tsync purge todo --filter "complete eq true" --yes
+              tsync purge scratch --force --yes      # pending changes go too
             """)
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "The table.")
+    @Argument(help: "The table.", completion: StoreCompletion.tables)
     var table: String
 
     @Option(help: ArgumentHelp("Only records this OData expression is true for.", valueName: "ODATA"))
@@ -23,11 +33,46 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
     @Flag(help: "Also drop the table's pending operations.")
     var force = false
 
+    @Flag(name: .shortAndLong, help: "Do not ask for confirmation (needed when stdin is not a terminal).")
+    var yes = false
+
+    @Flag(help: "Say what would be dropped; change nothing.")
+    var dryRun = false
+
+    var isJournaled: Bool { !dryRun }
+
     func run() throws {
-        let result = try storeOptions.open().purge(table: table, filter: filter, force: force)
-        var message = "purged \(StatusFormat.count(result.records, "record")) from \(table)"
-        if result.operations > 0 { message += ", dropped \(StatusFormat.count(result.operations, "pending operation"))" }
-        if result.queries > 0 { message += ", forgot \(StatusFormat.count(result.queries, "saved query", plural: "saved queries"))" }
-        Console.note(message)
+        let store = try storeOptions.open()
+        let preview = try store.purge(table: table, filter: filter, force: force, dryRun: true)
+        if dryRun {
+            Console.note("would " + describe(preview) + "; nothing changed (--dry-run)")
+            return
+        }
+        if !yes, preview.records + preview.operations > 0 {
+            guard Console.stdinIsTerminal else {
+                throw TSyncError.usage(
+                    "refusing to \(describe(preview)) without confirmation: add --yes (tsync asks only on a terminal)")
+            }
+            let question = describe(preview)
+            guard Console.confirm(question.prefix(1).uppercased() + question.dropFirst() + "?") else {
+                Console.note("nothing purged")
+                return
+            }
+        }
+        let result = try store.purge(table: table, filter: filter, force: force)
+        Console.note(describe(result, done: true))
+    }
+
+    /// "purge 3 records from todo, drop 1 pending operation, forget 1 saved query" (or, `done`,
+    /// "purged …, dropped …, forgot …").
+    private func describe(_ result: PurgeResult, done: Bool = false) -> String {
+        var message = "\(done ? "purged" : "purge") \(StatusFormat.count(result.records, "record")) from \(table)"
+        if result.operations > 0 {
+            message += ", \(done ? "dropped" : "drop") \(StatusFormat.count(result.operations, "pending operation"))"
+        }
+        if result.queries > 0 {
+            message += ", \(done ? "forgot" : "forget") \(StatusFormat.count(result.queries, "saved query", plural: "saved queries"))"
+        }
+        return message
     }
 }

@@ -76,7 +76,9 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .customLong("table"), help: ArgumentHelp("Push only this table (repeatable).", valueName: "TABLE"))
+    @Option(
+        name: .customLong("table"), help: ArgumentHelp("Push only this table (repeatable).", valueName: "TABLE"),
+        completion: StoreCompletion.tables)
     var tables: [String] = []
 
     @Flag(help: "List what would be sent; send nothing.")
@@ -119,7 +121,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
         let policies = try conflicts.policies(store)
         let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
-        let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest, events: progress.handle)
+        let session = try RemoteAccess.session(store, verbose: output.verbose, stopRequest: interrupts.stopRequest, events: progress.handle)
         let summary: PushSummary
         do {
             summary = try await session.push(tables: selection, atomic: atomic, policies: policies)
@@ -135,12 +137,12 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             throw ExitCode(code)
         }
         // Exit 2 while the error table holds errors of these tables, new or old (DESIGN §3).
-        if summary.failed > 0 || summary.heldBack > 0 { throw TSyncError(.operationsFailed, line) }
+        if summary.failed > 0 || summary.heldBack > 0 { throw output.operationsFailed(line) }
         if !output.quiet { Console.note(line) }
     }
 
     private func runCheck(_ store: LocalStore, tables: [String]?) async throws {
-        let (predictions, heldBack) = try await RemoteAccess.session(store).check(tables: tables)
+        let (predictions, heldBack) = try await RemoteAccess.session(store, verbose: output.verbose).check(tables: tables)
         let failing = predictions.filter { $0.outcome != .succeeds }.count
         if output.json {
             Console.write(JSONReports.line(SyncReports.check(predictions, heldBack: heldBack)))
@@ -148,7 +150,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             Console.write(predictions.map(SyncFormat.checkLine).joined())
         }
         let line = SyncFormat.checkSummary(predictions, heldBack: heldBack)
-        if failing > 0 || heldBack > 0 { throw TSyncError(.operationsFailed, line) }
+        if failing > 0 || heldBack > 0 { throw output.operationsFailed(line) }
         if !output.quiet { Console.note(line) }
     }
 }

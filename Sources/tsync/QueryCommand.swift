@@ -12,19 +12,28 @@ struct QueryCommand: ParsableCommand {
             have the shape of `tsync get --json`, reduced to the --select fields when given. The \
             order is --orderby, ties broken by id (so by id when --orderby is absent).
 
+            --csv prints CSV instead: a header row (the --select fields in their order, else id \
+            and then every field by name), then one row per record; text as it is, numbers and \
+            booleans as JSON writes them, null or absent as an empty cell, objects and arrays as \
+            JSON text. `tsync insert --csv` reads it back.
+
+            A field that no record of the table has (a typo, most likely) is named in a warning on \
+            stderr: it would otherwise match nothing, or select nothing, silently.
+
             --filter takes the OData v3 $filter language the server speaks (eq ne gt ge lt le and \
             or not, arithmetic, string and date functions); system properties (id, createdAt, \
             updatedAt, version) can be used like fields.
 
-            Examples:
+            EXAMPLES
               tsync query todo --filter "done eq false and startswith(text, 'buy')" --orderby "createdAt desc" --top 10
               tsync query todo --select id,text --json
+              tsync query todo --select id,text,done --csv > todo.csv
             """)
 
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var output: JSONOption
 
-    @Argument(help: "The table.")
+    @Argument(help: "The table.", completion: StoreCompletion.tables)
     var table: String
 
     @Option(help: ArgumentHelp("Keep the records this OData expression is true for.", valueName: "ODATA"))
@@ -42,16 +51,29 @@ struct QueryCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Print only these fields: \"FIELD,...\".", valueName: "FIELDS"))
     var select: String?
 
+    @Flag(help: "Print CSV: a header row, then one row per record.")
+    var csv = false
+
     func validate() throws {
+        if csv, output.json { throw ValidationError("choose one of --json and --csv") }
         if let top, top < 0 { throw ValidationError("--top must be 0 or more") }
         if let skip, skip < 0 { throw ValidationError("--skip must be 0 or more") }
     }
 
     func run() throws {
         let query = try RecordQuery(filter: filter, orderBy: orderby, top: top, skip: skip, select: select)
-        let records = try storeOptions.open().query(table: table, query)
+        let store = try storeOptions.open()
+        let records = try store.query(table: table, query)
+        // A misspelt field matches nothing and selects nothing, silently: say so.
+        for name in try store.fieldsNoRecordHas(table: table, names: query.fieldNames) {
+            Console.note("warning: no record of \(table) has a field \(Identifiers.quoted(name))")
+        }
         if output.json {
             Console.write(JSONReports.line(.array(records.map { .object(query.project($0.wireObject)) })))
+            return
+        }
+        if csv {
+            Console.write(CSVRecords.text(records.map { query.project($0.wireObject) }, columns: query.select))
             return
         }
         var text = ""

@@ -50,13 +50,13 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "Errors: ids (from `tsync conflicts`) or items, TABLE/ID.")
+    @Argument(help: "Errors: ids (from `tsync conflicts`) or items, TABLE/ID.", completion: StoreCompletion.errors)
     var errors: [ErrorReference] = []
 
     @Flag(help: "Settle every error.")
     var all = false
 
-    @Option(help: ArgumentHelp("Settle every error of this table.", valueName: "TABLE"))
+    @Option(help: ArgumentHelp("Settle every error of this table.", valueName: "TABLE"), completion: StoreCompletion.tables)
     var table: String?
 
     @Flag(exclusivity: .exclusive, help: "How to settle them (one of these).")
@@ -116,7 +116,7 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             if let table { .table(table) } else if errors.isEmpty { .all } else { .ids(try ErrorReference.ids(errors, in: store)) }
         let request = ResolveRequest(
             selection, filter: ErrorFilter(classes: Set(classes), kinds: Set(kinds)), with: resolution, prefer: prefer, dryRun: dryRun)
-        let result = try await RemoteAccess.session(store).resolve(request, thenPush: push)
+        let result = try await RemoteAccess.session(store, verbose: output.verbose).resolve(request, thenPush: push)
         let report = result.report
         if !dryRun { CommandJournal.shared.record(resolve: report, as: resolution) }
         if output.json { Console.write(JSONReports.line(SyncReports.resolve(report, dryRun: dryRun))) }
@@ -145,7 +145,7 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             )
         }
         if let pushSummary = result.push, pushSummary.failed > 0 {
-            throw TSyncError(.operationsFailed, SyncFormat.pushSummary(pushSummary, dryRun: false))
+            throw output.operationsFailed(SyncFormat.pushSummary(pushSummary, dryRun: false))
         }
     }
 

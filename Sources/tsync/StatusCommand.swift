@@ -20,6 +20,7 @@ struct StatusCommand: ParsableCommand {
             "id", "kind", "state", "queuedAt", "error": null or {"id", "status", "message"}}], \
             "queries": [{"table", "queryId", "filter", "checkpoint": null or {"updatedAt", "id"}, \
             "lastPullAt"}]}
+              --ndjson     one JSON object per queued operation, in push order, as in "operations"
 
             --exit-code exits 1 when anything is pending (in any form), 0 when the store is clean.
             """)
@@ -32,14 +33,14 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "One line per pending operation, stable for scripts.")
     var porcelain = false
 
-    @OptionGroup var output: JSONOption
+    @OptionGroup var output: JSONLinesOptions
 
     @Flag(help: "Exit 1 when anything is pending.")
     var exitCode = false
 
     func validate() throws {
-        if [short, porcelain, output.json].filter({ $0 }).count > 1 {
-            throw ValidationError("choose one of --short, --porcelain and --json")
+        if [short, porcelain, output.json, output.ndjson].filter({ $0 }).count > 1 {
+            throw ValidationError("choose one of --short, --porcelain, --json and --ndjson")
         }
     }
 
@@ -48,6 +49,8 @@ struct StatusCommand: ParsableCommand {
         let text: String
         if output.json {
             text = JSONReports.line(JSONReports.status(report))
+        } else if output.ndjson {
+            text = JSONLinesOptions.lines(report.operations.map(JSONReports.operation))
         } else if porcelain {
             text = StatusFormat.porcelain(report)
         } else if short {

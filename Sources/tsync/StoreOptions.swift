@@ -9,7 +9,7 @@ struct StoreOptions: ParsableArguments {
         name: [.customLong("store"), .customShort("C")],
         help: ArgumentHelp(
             "Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.",
-            valueName: "DIR"))
+            valueName: "DIR"), completion: .directory)
     var store: String?
 
     func location() throws(TSyncError) -> StoreLocation {
@@ -32,11 +32,49 @@ struct JSONOption: ParsableArguments {
     var json = false
 }
 
+/// `-v`, on login and logout (push, pull, sync and resolve have it in `ReportOptions`).
+struct VerboseOption: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Show each HTTP request and its answer on stderr (never a token).")
+    var verbose = false
+}
+
+/// `--json` or `--ndjson`, on the read commands whose one JSON document can be megabytes (status,
+/// diff, conflicts): `--ndjson` prints one JSON object per line, as it is produced.
+struct JSONLinesOptions: ParsableArguments {
+    @Flag(name: .long, help: "Print machine-readable JSON (field names are stable; see DISCUSSION).")
+    var json = false
+
+    @Flag(name: .long, help: "Print one JSON object per line (NDJSON; see DISCUSSION).")
+    var ndjson = false
+
+    func validate() throws {
+        if json && ndjson { throw ValidationError("choose one of --json and --ndjson") }
+    }
+
+    /// The elements of an array, one line each.
+    static func lines(_ values: [JSONValue]) -> String {
+        var text = ""
+        for value in values {
+            text += JSONSerializer.string(value)
+            text += "\n"
+        }
+        return text
+    }
+}
+
 /// `--json` and `-q`, on the commands that report what they did (push, pull, sync, resolve).
 struct ReportOptions: ParsableArguments {
     @Flag(name: .long, help: "Print the result as JSON (field names are stable; see DISCUSSION).")
     var json = false
 
-    @Flag(name: .shortAndLong, help: "No progress and no summary on stderr.")
+    @Flag(name: .shortAndLong, help: "No progress and no summary on stderr (exit codes still tell).")
     var quiet = false
+
+    @Flag(name: .shortAndLong, help: "Show each HTTP request and its answer on stderr (never a token).")
+    var verbose = false
+
+    /// Exit 2 with the summary as the error message, or silently with `-q`.
+    func operationsFailed(_ summary: String) -> any Error {
+        quiet ? ExitCode(ExitStatus.operationsFailed) : TSyncError(.operationsFailed, summary)
+    }
 }

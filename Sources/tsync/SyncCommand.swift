@@ -33,7 +33,7 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
         let progress = ProgressLine(quiet: output.quiet)
         let quiet = output.quiet
         let interrupts = Interrupts()
-        let session = try RemoteAccess.session(store, stopRequest: interrupts.stopRequest) { event in
+        let session = try RemoteAccess.session(store, verbose: output.verbose, stopRequest: interrupts.stopRequest) { event in
             progress.handle(event)
             guard !quiet else { return }
             switch event {
@@ -61,7 +61,7 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
         }
         let errors = try store.operationErrors().count
         if errors > 0 {
-            throw TSyncError(.operationsFailed, "\(StatusFormat.count(errors, "operation")) failed — run `tsync conflicts`")
+            throw output.operationsFailed("\(StatusFormat.count(errors, "operation")) failed — run `tsync conflicts`")
         }
     }
 }

@@ -3,7 +3,9 @@ import TSyncModel
 
 /// The human lines of push, pull and sync (summaries on stderr, dry-run lists on stdout).
 enum SyncFormat {
-    /// "pushed 120, 2 conflicts — run `tsync conflicts`".
+    /// "pushed 120, 3 failed (2 conflicts) — run `tsync conflicts`". The numbers are those of
+    /// `push --json`: `failed` counts the conflicts among them, and of `heldBack` (which counts the
+    /// failed ones too) only the rest is named, as held back by earlier errors.
     static func pushSummary(_ summary: PushSummary, dryRun: Bool) -> String {
         if dryRun {
             var line = summary.wouldPush == 0 ? "nothing to push" : "would push \(StatusFormat.count(summary.wouldPush, "operation"))"
@@ -19,10 +21,12 @@ enum SyncFormat {
             parts.append("settled \(StatusFormat.count(total, "conflict")) (\(byPolicy.joined(separator: ", ")))")
             if summary.rounds > 1 { parts.append("\(StatusFormat.count(summary.rounds - 1, "push", plural: "pushes")) again") }
         }
-        if summary.conflicts > 0 { parts.append(StatusFormat.count(summary.conflicts, "conflict")) }
-        if summary.failed > summary.conflicts { parts.append("\(summary.failed - summary.conflicts) failed") }
-        if summary.heldBack > 0 && summary.failed == 0 {
-            parts.append("\(summary.heldBack) held back by unresolved errors")
+        if summary.failed > 0 {
+            parts.append(
+                "\(summary.failed) failed" + (summary.conflicts > 0 ? " (\(StatusFormat.count(summary.conflicts, "conflict")))" : ""))
+        }
+        if summary.heldBack > summary.failed {
+            parts.append("\(summary.heldBack - summary.failed) held back by \(summary.failed > 0 ? "earlier " : "")unresolved errors")
         }
         var line = parts.joined(separator: ", ")
         if summary.failed > 0 || summary.heldBack > 0 { line += " — run `tsync conflicts`" }

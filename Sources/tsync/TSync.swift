@@ -75,9 +75,19 @@ struct TSync: AsyncParsableCommand {
             Console.error(error.commandLineMessage)
             exit(withError: ExitCode(code))
         } catch {
-            // ArgumentParser's errors (help, version, parse and validation errors) print as usual.
-            journal.finish(exitCode: exitCode(for: error).rawValue)
-            exit(withError: error)
+            let code = exitCode(for: error)
+            journal.finish(exitCode: code.rawValue)
+            // --help and --version print as usual, on stdout.
+            if code.isSuccess { exit(withError: error) }
+            // Parse and validation errors in tsync's one style: "tsync: error: …", then the usage.
+            let text = fullMessage(for: error)
+            if !text.isEmpty {
+                var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+                let first = lines.removeFirst()
+                Console.error(first.hasPrefix("Error: ") ? String(first.dropFirst("Error: ".count)) : first)
+                if !lines.isEmpty { Console.note(lines.joined(separator: "\n")) }
+            }
+            exit(withError: ExitCode(code.rawValue))
         }
     }
 }

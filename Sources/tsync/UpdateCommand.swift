@@ -22,7 +22,7 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "The table.")
+    @Argument(help: "The table.", completion: StoreCompletion.tables)
     var table: String
 
     @Argument(help: "The record id.")

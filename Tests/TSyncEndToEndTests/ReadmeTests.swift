@@ -47,3 +47,27 @@ import Testing
         #expect(!result.stdout.contains(token) && !result.stderr.contains(token), "the token is never printed")
     }
 }
+
+extension ReadmeTests {
+    /// "A short tour", block as it stands, in a fresh directory with `tsync` on the PATH; only the
+    /// port changes (8080 may be taken). It must end with the laptop's edit on both sides.
+    @Test func theTourRunsAsWritten() throws {
+        let port = try LoopbackListener.freePort()
+        let script = try Self.shellBlock(after: "A short tour").replacingOccurrences(of: "8080", with: String(port))
+        let directory = try TemporaryDirectory()
+        _ = try directory.write("tour.sh", script)
+        let binaries = (TSyncBinary.path as NSString).deletingLastPathComponent
+        let result = try TSyncProcess(
+            ["tour.sh"], in: directory.path,
+            environment: ["PATH": binaries + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")],
+            executable: "/bin/bash"
+        ).wait(timeout: 120)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains(#""text": "buy oat milk""#), "the laptop's version, after --theirs: \(result.stdout)")
+        #expect(result.stdout.contains("\tupdate todoitem/milk\t412 version-conflict"), "a real conflict: \(result.stdout)")
+        #expect(result.stdout.contains("version-conflict\tupdate\ttodoitem\tmilk"), "push --check predicted it")
+        #expect(result.stderr.contains("1 failed (1 conflict)"), "\(result.stderr)")
+        #expect(result.stderr.contains("resolved 1 error (theirs)"))
+        #expect(result.stdout.contains("tsync -C phone resolve --all --theirs"), "the log shows it: \(result.stdout)")
+    }
+}

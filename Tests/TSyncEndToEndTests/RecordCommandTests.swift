@@ -109,7 +109,7 @@ import Testing
         let refused = try sandbox.run(["purge", "todo", "--filter", "done eq true"])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("--force"))
-        let forced = try sandbox.run(["purge", "todo", "--filter", "done eq true", "--force"])
+        let forced = try sandbox.run(["purge", "todo", "--filter", "done eq true", "--force", "--yes"])
         #expect(forced.status == 0)
         #expect(forced.stderr.contains("purged 1 record from todo, dropped 1 pending operation"))
         #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\tb\n")

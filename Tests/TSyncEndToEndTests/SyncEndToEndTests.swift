@@ -293,7 +293,7 @@ import TSyncModel
         try b.ok(["update", "notes", "2", "--set", "t=\"deux\""])
         let purge = try b.run(["purge", "notes"])
         #expect(purge.status == 1 && purge.stderr.contains("--force"), "\(purge)")
-        try b.ok(["purge", "notes", "--force"])
+        try b.ok(["purge", "notes", "--force", "--yes"])
         #expect(try b.ok(["status", "--porcelain"]) == "")
         #expect(try JSONOutput.array(try b.ok(["query", "notes", "--json"])).isEmpty)
     }

@@ -19,12 +19,14 @@ public struct RemoteClient: Sendable {
     private let token: String?
     private let http: HTTPClient
     private let timeout: TimeAmount
+    private let observer: RemoteExchange.Observer?
 
-    init(endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount) {
+    init(endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount, observer: RemoteExchange.Observer?) {
         self.endpoint = endpoint
         self.token = token
         self.http = http
         self.timeout = timeout
+        self.observer = observer
     }
 
     /// Runs `body` with a client whose connection pool lives exactly as long as the call.
@@ -32,6 +34,7 @@ public struct RemoteClient: Sendable {
         endpoint: RemoteEndpoint,
         token: String?,
         timeout: Duration = .seconds(30),
+        observer: RemoteExchange.Observer? = nil,
         _ body: (RemoteClient) async throws(TSyncError) -> Result
     ) async throws(TSyncError) -> Result {
         var configuration = HTTPClient.Configuration()
@@ -43,7 +46,7 @@ public struct RemoteClient: Sendable {
         configuration.connectionPool.retryConnectionEstablishment = false
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let client = RemoteClient(
-            endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)))
+            endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)), observer: observer)
         let outcome: Swift.Result<Result, TSyncError>
         do {
             outcome = .success(try await body(client))
@@ -97,11 +100,13 @@ public struct RemoteClient: Sendable {
                 "pulling \(request.table) failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
         }
         let items: [JSONValue]
+        var totalCount: Int?
         switch response.json {
         case .array(let array)?: items = array
         case .object(let object)?:
             guard case .array(let array)? = object["results"] else { fallthrough }
             items = array
+            if case .int(let count)? = object["count"], count >= 0 { totalCount = Int(count) }
         default:
             throw .failure("pulling \(request.table): the server's answer is not a JSON array")
         }
@@ -126,7 +131,7 @@ public struct RemoteClient: Sendable {
             }
             nextLink = resolved
         }
-        return Page(records: records, nextLink: nextLink)
+        return Page(records: records, nextLink: nextLink, totalCount: totalCount)
     }
 
     /// `POST /tables/{table}`.
@@ -269,8 +274,17 @@ public struct RemoteClient: Sendable {
         let deadline = NIODeadline.now() + timeout
         let response: HTTPClientResponse
         var bytes = ByteBuffer()
+        let started = ContinuousClock.now
+        var answered: Int?
+        defer {
+            observer?(
+                RemoteExchange(
+                    method: method.rawValue, url: url, status: answered, bytesSent: body?.count ?? 0,
+                    bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
+        }
         do {
             response = try await http.execute(request, deadline: deadline)
+            answered = Int(response.status.code)
             for try await chunk in response.body {
                 guard NIODeadline.now() <= deadline else { throw HTTPClientError.deadlineExceeded }
                 guard bytes.readableBytes + chunk.readableBytes <= Self.maximumAnswerBytes else {
@@ -459,6 +473,9 @@ public struct PageRequest: Sendable {
     public var includeDeleted: Bool
     /// A `Link: rel=next` URL from the previous page; when set it is used as is.
     public var nextLink: String?
+    /// Ask for the number of matching records over all pages (`$inlinecount=allpages`): the
+    /// answer is then `{"results": [...], "count": N}` (`Page.totalCount`).
+    public var inlineCount = false
 
     public init(
         table: String, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil,
@@ -480,6 +497,7 @@ public struct PageRequest: Sendable {
         if let top { items.append(("$top", String(top))) }
         if let skip { items.append(("$skip", String(skip))) }
         if includeDeleted { items.append(("__includeDeleted", "true")) }
+        if inlineCount { items.append(("$inlinecount", "allpages")) }
         return items
     }
 }
@@ -487,4 +505,6 @@ public struct PageRequest: Sendable {
 public struct Page: Sendable {
     public var records: [Record]
     public var nextLink: String?
+    /// The server's count of the matching records over all pages, when it was asked and told.
+    public var totalCount: Int?
 }

@@ -109,7 +109,10 @@ public struct Puller: Sendable {
                 table: request.table, filter: Checkpoint.filter(user: filter, after: checkpoint),
                 orderBy: Checkpoint.orderBy, top: request.pageSize)
         }
-        var fetching: PageFetch? = PageFetch(remote, pageRequest(after: checkpoint))
+        var first = pageRequest(after: checkpoint)
+        first.inlineCount = true  // the total, for the progress line
+        var fetching: PageFetch? = PageFetch(remote, first)
+        var total: Int?
         defer { fetching?.cancel() }
         while let current = fetching {
             let page = try await current.page()
@@ -130,7 +133,8 @@ public struct Puller: Sendable {
             let result = try store.applyServerPage(table: request.table, records: page.records, saving: query)
             summary.counts.add(page: result, received: page.records.count)
             summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
-            progress?(summary.counts.received, nil)
+            total = total ?? page.totalCount
+            progress?(summary.counts.received, total.map { max($0, summary.counts.received) })
             if fetching != nil, stopRequest?.isStopped == true {
                 summary.interrupted = true
                 break
@@ -141,8 +145,10 @@ public struct Puller: Sendable {
 
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
         var skip = 0
-        var fetching: PageFetch? = PageFetch(
-            remote, PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize))
+        var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
+        first.inlineCount = true  // the total, for the progress line
+        var fetching: PageFetch? = PageFetch(remote, first)
+        var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
         // same pages forever (issue 9.7): a link followed twice, or a page seen before, stops the
@@ -174,7 +180,8 @@ public struct Puller: Sendable {
             let result = try store.applyServerPage(table: request.table, records: page.records)
             summary.counts.add(page: result, received: page.records.count)
             summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
-            progress?(summary.counts.received, nil)
+            total = total ?? page.totalCount
+            progress?(summary.counts.received, total.map { max($0, summary.counts.received) })
             if fetching != nil, stopRequest?.isStopped == true {
                 summary.interrupted = true
                 break

@@ -29,6 +29,8 @@ public struct SyncSession: Sendable {
     public let timeout: Duration
     public static let defaultTimeout = Duration.seconds(30)
     public var events: (@Sendable (Event) -> Void)?
+    /// Sees every HTTP exchange with the server (`tsync -v`).
+    public var exchanges: RemoteExchange.Observer?
 
     public init(
         store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
@@ -66,7 +68,8 @@ public struct SyncSession: Sendable {
         let endpoint = try endpoint()
         var token = tokenOverride
         if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
-        return try await RemoteClient.withRemoteClient(endpoint: endpoint, token: token, timeout: timeout, body)
+        return try await RemoteClient.withRemoteClient(
+            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, body)
     }
 
     private func pusher(_ remote: RemoteClient) -> Pusher {
@@ -235,7 +238,9 @@ public struct SyncSession: Sendable {
     /// Returns the user id the server reports.
     public func login(user: String, password: String) async throws(TSyncError) -> String {
         let endpoint = try endpoint()
-        let (token, userID) = try await RemoteClient.withRemoteClient(endpoint: endpoint, token: nil, timeout: timeout) {
+        let (token, userID) = try await RemoteClient.withRemoteClient(
+            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges
+        ) {
             remote throws(TSyncError) in
             try await remote.login(username: user, password: password)
         }
@@ -258,7 +263,7 @@ public struct SyncSession: Sendable {
         var notRevoked: String?
         do throws(TSyncError) {
             let endpoint = try RemoteEndpoint(saved.remote)
-            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token, timeout: timeout) {
+            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges) {
                 remote throws(TSyncError) in
                 try await remote.logout()
             }

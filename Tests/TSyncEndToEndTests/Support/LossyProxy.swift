@@ -258,6 +258,13 @@ enum LoopbackListener {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    /// A port nothing listens on right now (for a process that must be given one).
+    static func freePort() throws -> Int {
+        let (descriptor, port) = try open()
+        close(descriptor)
+        return port
+    }
+
     static func close(_ descriptor: Int32) {
         shutdown(descriptor, Int32(SHUT_RDWR))
         Glibc.close(descriptor)
