@@ -171,6 +171,7 @@ _tsync() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -216,6 +217,7 @@ _tsync_remote() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -223,7 +225,7 @@ _tsync_remote() {
 
 _tsync_insert() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --version -h --help)
+    non_repeating_flags=(--quiet -q --csv --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -231,6 +233,15 @@ _tsync_insert() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion insert -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -246,9 +257,18 @@ _tsync_update() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--set')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion update -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -256,7 +276,7 @@ _tsync_update() {
 
 _tsync_delete() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--dry-run --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options -1
@@ -264,6 +284,15 @@ _tsync_delete() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion delete -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -279,6 +308,15 @@ _tsync_get() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion get -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -286,7 +324,7 @@ _tsync_get() {
 
 _tsync_query() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --csv --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter --orderby --top --skip --select)
     __tsync_offer_flags_options 1
@@ -294,6 +332,7 @@ _tsync_query() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--filter')
@@ -312,6 +351,14 @@ _tsync_query() {
         return
         ;;
     esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion query -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _tsync_tables() {
@@ -324,6 +371,7 @@ _tsync_tables() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -331,7 +379,7 @@ _tsync_tables() {
 
 _tsync_status() {
     repeating_flags=()
-    non_repeating_flags=(--short -s --porcelain --json --exit-code --version -h --help)
+    non_repeating_flags=(--short -s --porcelain --json --ndjson --exit-code --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -339,6 +387,7 @@ _tsync_status() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -346,7 +395,7 @@ _tsync_status() {
 
 _tsync_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --ndjson --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -354,6 +403,15 @@ _tsync_diff() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion diff -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -361,7 +419,7 @@ _tsync_diff() {
 
 _tsync_purge() {
     repeating_flags=()
-    non_repeating_flags=(--force --version -h --help)
+    non_repeating_flags=(--force --yes -y --dry-run --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 1
@@ -369,9 +427,18 @@ _tsync_purge() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--filter')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion purge -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -379,7 +446,7 @@ _tsync_purge() {
 
 _tsync_login() {
     repeating_flags=()
-    non_repeating_flags=(--password-stdin --version -h --help)
+    non_repeating_flags=(--verbose -v --password-stdin --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --user)
     __tsync_offer_flags_options 0
@@ -387,6 +454,7 @@ _tsync_login() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--user')
@@ -397,7 +465,7 @@ _tsync_login() {
 
 _tsync_logout() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(--verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -405,6 +473,7 @@ _tsync_logout() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -412,7 +481,7 @@ _tsync_logout() {
 
 _tsync_push() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --atomic --check --json --quiet -q --version -h --help)
+    non_repeating_flags=(--dry-run --atomic --check --json --quiet -q --verbose -v --version -h --help)
     repeating_options=(--table)
     non_repeating_options=(--store -C --on-conflict --prefer --retries)
     __tsync_offer_flags_options 0
@@ -420,9 +489,11 @@ _tsync_push() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--table')
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion push -- --table "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     '--on-conflict')
@@ -441,7 +512,7 @@ _tsync_push() {
 
 _tsync_pull() {
     repeating_flags=()
-    non_repeating_flags=(--reset --json --quiet -q --version -h --help)
+    non_repeating_flags=(--reset --json --quiet -q --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter --query-id --page-size)
     __tsync_offer_flags_options 1
@@ -449,15 +520,25 @@ _tsync_pull() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--filter')
         return
         ;;
     '--query-id')
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion pull -- --query-id "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     '--page-size')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion pull -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -465,7 +546,7 @@ _tsync_pull() {
 
 _tsync_sync() {
     repeating_flags=()
-    non_repeating_flags=(--json --quiet -q --version -h --help)
+    non_repeating_flags=(--json --quiet -q --verbose -v --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --on-conflict --prefer --retries)
     __tsync_offer_flags_options 0
@@ -473,6 +554,7 @@ _tsync_sync() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--on-conflict')
@@ -499,6 +581,7 @@ _tsync_queries() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -529,7 +612,7 @@ _tsync_conflicts() {
 
 _tsync_conflicts_list() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json --ndjson --version -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --table)
     __tsync_offer_flags_options 0
@@ -537,9 +620,11 @@ _tsync_conflicts_list() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--table')
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion conflicts list -- --table "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -555,6 +640,15 @@ _tsync_conflicts_show() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion conflicts show -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -562,7 +656,7 @@ _tsync_conflicts_show() {
 
 _tsync_resolve() {
     repeating_flags=()
-    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --json --quiet -q --version -h --help)
+    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --json --quiet -q --verbose -v --version -h --help)
     repeating_options=(--class --kind)
     non_repeating_options=(--store -C --table --prefer)
     __tsync_offer_flags_options -1
@@ -570,9 +664,11 @@ _tsync_resolve() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '--table')
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion resolve -- --table "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     '--class')
@@ -588,6 +684,14 @@ _tsync_resolve() {
         return
         ;;
     esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    *)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion resolve -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _tsync_config() {
@@ -600,6 +704,7 @@ _tsync_config() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     esac
@@ -615,6 +720,7 @@ _tsync_log() {
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
+        __tsync_add_completions -d
         return
         ;;
     '-n')

@@ -31,4 +31,10 @@ cp "$pages"/*.1 man/
 # line"): they become paragraph macros.
 sed -i 's/^$/.Pp/' man/*.1
 "$bin" --experimental-dump-help > man/tsync.dump-help.json
+# tsync.1: the exit codes as an EXIT STATUS section of their own (the plugin writes a generic
+# `.Ex -std`, and the table the root help prints would run together as one paragraph), and a
+# COMMANDS section listing every command; no page hyphenates (a JSON field name split at a line
+# end cannot be copied).
+python3 scripts/lib/man_tsync.py man/tsync.dump-help.json man/tsync.1
+sed -i 's/^\.Os$/.Os\n.nh/' man/*.1
 echo "man/ and completions/ regenerated" >&2

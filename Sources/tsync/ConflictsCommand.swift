@@ -30,7 +30,16 @@ struct ConflictsCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List every error (the default).")
+            commandName: "list", abstract: "List every error (the default).",
+            discussion: """
+                One line per error: "#ID<TAB>KIND TABLE/ID<TAB>STATUS CLASS: MESSAGE". --json and \
+                --ndjson print the objects described in `tsync conflicts --help` ({"id", "table", \
+                "itemId", "class", "base", "ours", "theirs", ...}).
+
+                EXAMPLES
+                  tsync conflicts list --table todo
+                  tsync conflicts list --ndjson | jq -r .itemId
+                """)
 
         @OptionGroup var storeOptions: StoreOptions
 
@@ -61,7 +70,16 @@ struct ConflictsCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "show", abstract: "Show one error with base / ours / theirs field by field.")
+            commandName: "show", abstract: "Show one error with base / ours / theirs field by field.",
+            discussion: """
+                The error is named by its id (3 or '#3', as `tsync conflicts` lists it) or by its \
+                item, TABLE/ID. --json prints one object as in `tsync conflicts --json` ({"id", \
+                "table", "itemId", "class", "base", "ours", "theirs", ...}).
+
+                EXAMPLES
+                  tsync conflicts show 3
+                  tsync conflicts show todo/milk --json | jq .theirs
+                """)
 
         @OptionGroup var storeOptions: StoreOptions
 

@@ -35,7 +35,8 @@ enum ExitStatus {
         EXIT STATUS
           0   success, including "nothing to do"
           1   failure not covered below; `status --exit-code` with pending work
-          2   push/pull done, but operations failed (the error table is not empty)
+          2   push/pull/sync done, but operations failed (the error table is not empty);
+              push --check: some operation would fail; resolve --merge: some refused
           3   the server could not be reached (or answered as no sync server does); nothing was lost
           4   authentication missing or rejected
           64  usage error (unknown option, missing or invalid argument)

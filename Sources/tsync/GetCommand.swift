@@ -10,6 +10,10 @@ struct GetCommand: ParsableCommand {
             Prints the record as indented JSON; with --json, as one line of JSON. Either way the \
             object holds the user fields, "id", "createdAt", "updatedAt" and "version" (these three \
             absent until the server has seen the record) and "deleted" (always false locally).
+
+            EXAMPLES
+              tsync get todo milk
+              tsync get todo milk --json | jq .text
             """)
 
     @OptionGroup var storeOptions: StoreOptions

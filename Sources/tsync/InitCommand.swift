@@ -10,6 +10,10 @@ struct InitCommand: ParsableCommand {
             Creates DIR (default: the current directory) if needed, and in it .tsync/ with the \
             database (store.sqlite) and the configuration (config.json). Running it again on an \
             existing store is safe: it upgrades the database if needed and sets --remote if given.
+
+            EXAMPLES
+              tsync init phone --remote https://sync.example.com
+              tsync init                      # a store in the current directory
             """)
 
     /// `tsync -C DIR init` initializes in DIR, as `git -C DIR init` does; hidden from this

@@ -25,6 +25,11 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
 
             --json prints {"table", "queryId", "received", "upserted", "deleted", "skipped", "pages", \
             "pushed", "checkpoint": null or {"updatedAt", "id"}, "interrupted"}.
+
+            EXAMPLES
+              tsync pull todo --query-id all
+              tsync pull todo --filter "complete eq false" --query-id open
+              tsync pull todo --query-id all --reset     # everything again
             """)
 
     @OptionGroup var storeOptions: StoreOptions

@@ -12,6 +12,10 @@ struct QueriesCommand: ParsableCommand {
 
             --json prints [{"table", "queryId", "filter", "checkpoint": null or {"updatedAt", "id"}, \
             "lastPullAt"}].
+
+            EXAMPLES
+              tsync queries
+              tsync queries --json | jq -r '.[].queryId'
             """)
 
     @OptionGroup var storeOptions: StoreOptions

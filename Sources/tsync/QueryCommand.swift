@@ -9,7 +9,8 @@ struct QueryCommand: ParsableCommand {
         abstract: "Read records of a local table, with OData options.",
         discussion: """
             Prints one record per line (compact JSON, NDJSON); with --json, one JSON array. Records \
-            have the shape of `tsync get --json`, reduced to the --select fields when given. The \
+            have the shape of `tsync get --json` ({"id", the user fields, "createdAt", "updatedAt", \
+            "version", "deleted"}), reduced to the --select fields when given. The \
             order is --orderby, ties broken by id (so by id when --orderby is absent).
 
             --csv prints CSV instead: a header row (the --select fields in their order, else id \

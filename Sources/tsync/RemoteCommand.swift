@@ -11,6 +11,10 @@ struct RemoteCommand: ParsableCommand, JournaledCommand {
             saves it in .tsync/config.json.
 
             --json prints {"remote": URL or null} and exits 0.
+
+            EXAMPLES
+              tsync remote http://127.0.0.1:8080
+              tsync remote --json | jq -r .remote
             """)
 
     @OptionGroup var storeOptions: StoreOptions

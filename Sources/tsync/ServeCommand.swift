@@ -19,6 +19,10 @@ struct ServeCommand: AsyncParsableCommand {
             ("atomic": true applies all or nothing). GET /tables/$batch describes it \
             ({"maxOperations", "maxBytes", "maxItemBytes", "atomic"}); `tsync push` discovers it \
             there and sends one request per operation to servers without it.
+
+            EXAMPLES
+              tsync serve --db sqlite:server.db --port 8080
+              tsync serve --db postgres://tsync@127.0.0.1/tsync --index todo.owner --per-user notes
             """
     )
 

@@ -23,6 +23,11 @@ struct StatusCommand: ParsableCommand {
               --ndjson     one JSON object per queued operation, in push order, as in "operations"
 
             --exit-code exits 1 when anything is pending (in any form), 0 when the store is clean.
+
+            EXAMPLES
+              tsync status
+              tsync status --porcelain | grep "^U"        # operations whose push failed
+              tsync status --exit-code >/dev/null || tsync push
             """)
 
     @OptionGroup var storeOptions: StoreOptions

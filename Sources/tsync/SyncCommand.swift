@@ -19,6 +19,10 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
 
             --json prints {"push": <push result>, "pulls": [<pull result>, ...]} with the fields \
             of `push --json` and `pull --json`.
+
+            EXAMPLES
+              tsync sync
+              tsync sync --on-conflict merge --prefer theirs --json
             """)
 
     @OptionGroup var storeOptions: StoreOptions

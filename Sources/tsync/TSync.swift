@@ -16,7 +16,17 @@ struct TSync: AsyncParsableCommand {
 
             Data goes to stdout, messages to stderr. Read commands take --json (stable field names, \
             listed in each command's help). Colour is used only on a terminal, never with NO_COLOR. \
-            tsync never prompts.
+            tsync asks questions only on a terminal: `login` and `user add|passwd` ask for a \
+            password (without echo) unless --password-stdin, and `purge` asks before it drops \
+            records unless --yes. When stdin is not a terminal nothing is asked: the password is \
+            read from stdin, and purge without --yes refuses.
+
+            Errors are one line on stderr, "tsync: error: ...", usage errors followed by the usage.
+
+            EXAMPLES
+              tsync init phone --remote http://127.0.0.1:8080
+              tsync -C phone push --on-conflict merge
+              tsync help push
 
             \(ExitStatus.table)
             """,

@@ -6,10 +6,14 @@ struct TablesCommand: ParsableCommand {
         commandName: "tables",
         abstract: "List local tables with record, pending and error counts.",
         discussion: """
-            A table exists once something was inserted into it or pulled from it.
+            A table is listed while it has records, queued operations or a saved query (`tsync pull --query-id`); one whose records all went, or that a pull found empty, is not.
 
             --json prints [{"table", "records", "pending", "errors"}]: local records, queued \
             operations, and operations with a recorded error.
+
+            EXAMPLES
+              tsync tables
+              tsync tables --json | jq -r '.[] | select(.errors > 0) | .table'
             """)
 
     @OptionGroup var storeOptions: StoreOptions

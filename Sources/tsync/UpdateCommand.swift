@@ -15,7 +15,7 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
             System properties in the JSON are ignored (so `tsync get` output can be edited and fed \
             back), except that an "id" must be the record's own; --set refuses them.
 
-            Examples:
+            EXAMPLES
               tsync update todo 42 --set done=true
               tsync get todo 42 --json | jq '.text = "oat milk"' | tsync update todo 42
             """)

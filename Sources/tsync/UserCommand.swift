@@ -9,12 +9,26 @@ struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
         abstract: "Manage the accounts of a server database.",
-        discussion: "Passwords are read from stdin with --password-stdin or when stdin is not a terminal, never from a flag.",
+        discussion: """
+            Passwords are read from stdin with --password-stdin or when stdin is not a terminal \
+            (the first line); on a terminal without it, they are asked for twice, without echo. \
+            Never from a flag.
+
+            EXAMPLES
+              printf '%s\\n' "$PASSWORD" | tsync user add alice --password-stdin --db sqlite:server.db
+              tsync user list --db sqlite:server.db
+              tsync user passwd alice --db postgres://tsync@127.0.0.1/tsync
+            """,
         subcommands: [Add.self, Remove.self, List.self, Passwd.self]
     )
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create an account.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create an account.",
+            discussion: """
+                EXAMPLES
+                  printf '%s\\n' "$PASSWORD" | tsync user add alice --password-stdin --db sqlite:server.db
+                """)
 
         @Argument(help: "Account name (letters, digits, '.', '_', '-', '@').")
         var name: String
@@ -34,7 +48,11 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove an account and revoke its tokens (its records stay).")
+            abstract: "Remove an account and revoke its tokens (its records stay).",
+            discussion: """
+                EXAMPLES
+                  tsync user remove alice --db sqlite:server.db
+                """)
 
         @Argument(help: "Account name.")
         var name: String
@@ -48,7 +66,12 @@ struct UserCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the accounts, one name per line.")
+        static let configuration = CommandConfiguration(
+            abstract: "List the accounts, one name per line.",
+            discussion: """
+                EXAMPLES
+                  tsync user list --db sqlite:server.db
+                """)
 
         @OptionGroup var database: DatabaseOption
 
@@ -59,7 +82,11 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Passwd: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Change an account's password and revoke its tokens.")
+            abstract: "Change an account's password and revoke its tokens.",
+            discussion: """
+                EXAMPLES
+                  tsync user passwd alice --db sqlite:server.db     # asks twice on a terminal
+                """)
 
         @Argument(help: "Account name.")
         var name: String

@@ -4,7 +4,13 @@ import ArgumentParser
 struct VersionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "version",
-        abstract: "Print the version of tsync.")
+        abstract: "Print the version of tsync.",
+        discussion: """
+            The same as `tsync --version`.
+
+            EXAMPLES
+              tsync version
+            """)
 
     func run() {
         Console.write(TSync.configuration.version + "\n")

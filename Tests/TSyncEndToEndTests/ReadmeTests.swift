@@ -4,12 +4,12 @@ import Testing
 /// The README's scripts, run as a reader would run them: what the README promises is tested,
 /// not paraphrased in a test.
 @Suite(.serialized) struct ReadmeTests {
-    private static let packageRoot = URL(fileURLWithPath: #filePath)
+    static let packageRootURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The first ```sh block after the heading `## title`.
     static func shellBlock(after title: String) throws -> String {
-        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: packageRootURL.appendingPathComponent("README.md"), encoding: .utf8)
         let section = try #require(readme.range(of: "\n## \(title)\n"), "no section \(title)")
         let rest = readme[section.upperBound...]
         let start = try #require(rest.range(of: "```sh\n"))

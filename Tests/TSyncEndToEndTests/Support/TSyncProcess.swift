@@ -144,14 +144,14 @@ final class TSyncProcess {
     /// util-linux `script`), as a person at a terminal would; nil when `script` is not installed.
     /// The terminal's output (stdout and stderr mixed) is in `stdout`.
     static func runOnTerminal(
-        _ arguments: [String], in directory: String, environment: [String: String] = [:]
+        _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]
     ) throws -> TSyncResult? {
         let script = "/usr/bin/script"
         guard FileManager.default.isExecutableFile(atPath: script) else { return nil }
         let command = ([TSyncBinary.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
             .joined(separator: " ")
         return try TSyncProcess(
-            ["-q", "-e", "-c", command, "/dev/null"], in: directory, environment: environment, executable: script
+            ["-q", "-e", "-c", command, "/dev/null"], in: directory, stdin: stdin, environment: environment, executable: script
         ).wait()
     }
 }
