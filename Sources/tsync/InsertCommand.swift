@@ -38,7 +38,7 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
     @Flag(name: .shortAndLong, help: "Do not print the ids.")
     var quiet = false
 
-    @Flag(help: "Read CSV from stdin (a header row of field names; see DISCUSSION for types).")
+    @Flag(help: "Read CSV from stdin (a header row of field names; types as described above).")
     var csv = false
 
     func run() throws {

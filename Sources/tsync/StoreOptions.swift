@@ -28,7 +28,7 @@ struct StoreOptions: ParsableArguments {
 
 /// `--json`, on every read command.
 struct JSONOption: ParsableArguments {
-    @Flag(name: .long, help: "Print machine-readable JSON (field names are stable; see DISCUSSION).")
+    @Flag(name: .long, help: "Print machine-readable JSON (stable field names, listed above).")
     var json = false
 }
 
@@ -41,10 +41,10 @@ struct VerboseOption: ParsableArguments {
 /// `--json` or `--ndjson`, on the read commands whose one JSON document can be megabytes (status,
 /// diff, conflicts): `--ndjson` prints one JSON object per line, as it is produced.
 struct JSONLinesOptions: ParsableArguments {
-    @Flag(name: .long, help: "Print machine-readable JSON (field names are stable; see DISCUSSION).")
+    @Flag(name: .long, help: "Print machine-readable JSON (stable field names, listed above).")
     var json = false
 
-    @Flag(name: .long, help: "Print one JSON object per line (NDJSON; see DISCUSSION).")
+    @Flag(name: .long, help: "Print one JSON object per line (NDJSON, the same objects).")
     var ndjson = false
 
     func validate() throws {
@@ -64,7 +64,7 @@ struct JSONLinesOptions: ParsableArguments {
 
 /// `--json` and `-q`, on the commands that report what they did (push, pull, sync, resolve).
 struct ReportOptions: ParsableArguments {
-    @Flag(name: .long, help: "Print the result as JSON (field names are stable; see DISCUSSION).")
+    @Flag(name: .long, help: "Print the result as JSON (stable field names, listed above).")
     var json = false
 
     @Flag(name: .shortAndLong, help: "No progress and no summary on stderr (exit codes still tell).")

@@ -94,10 +94,11 @@ import Testing
         try sandbox.ok(["insert", "todo"], stdin: #"[{"id": "a"}, {"id": "b"}]"#)
         try sandbox.ok(["insert", "notes", #"{"id": "n"}"#])
         try sandbox.ok(["delete", "notes", "n"])
+        // notes had its one record inserted and deleted before a push: nothing is left of it, so it
+        // is not listed (issue 13.5).
         #expect(
             try sandbox.ok(["tables"]) == """
                 TABLE  RECORDS  PENDING  ERRORS
-                notes        0        0       0
                 todo         2        2       0
 
                 """)
