@@ -4,9 +4,9 @@ import TSyncModel
 /// The first items a command touched, and how many there were in all: enough for `tsync log` to
 /// say which records a sync changed without keeping 100,000 ids per entry.
 ///
-/// An item met again (pushed again after its conflict was settled, pulled after it was pushed)
-/// counts once while it is among the sampled ones; beyond them, where remembering every id would
-/// cost what the sample saves, `count` counts each time an item is met.
+/// While the sample is not full, an item met again (pushed again after its conflict was settled,
+/// pulled after it was pushed) counts once; once it is full, where remembering every id would cost
+/// what the sample saves, `count` counts each time an item is met, and nothing else is done.
 public struct ItemSample: Sendable, Equatable {
     /// At most `limit` distinct items as `table/id`, in the order they were first met.
     public private(set) var items: [String] = []
@@ -19,6 +19,10 @@ public struct ItemSample: Sendable, Equatable {
     public init() {}
 
     public mutating func add(table: String, id: String) {
+        guard items.count < Self.limit else {
+            count += 1
+            return
+        }
         add(item: table + "/" + id)
     }
 
@@ -33,17 +37,16 @@ public struct ItemSample: Sendable, Equatable {
     }
 
     public mutating func add(_ other: ItemSample) {
-        for item in other.items { add(item: item) }
+        for item in other.items {
+            if items.count < Self.limit { add(item: item) } else { count += 1 }
+        }
         count += other.count - other.items.count
     }
 
     private mutating func add(item: String) {
-        if sampled.contains(item) { return }
+        guard sampled.insert(item).inserted else { return }
         count += 1
-        if items.count < Self.limit {
-            items.append(item)
-            sampled.insert(item)
-        }
+        items.append(item)
     }
 }
 

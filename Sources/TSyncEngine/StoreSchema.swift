@@ -4,7 +4,8 @@ import GRDB
 ///
 /// ```sql
 /// -- Tables the store knows: a table exists once something was inserted into it or pulled from it,
-/// -- so `tsync tables` can list a table whose records were all deleted or purged.
+/// -- and until it is purged whole. (`tsync tables` lists only those with records, operations or a
+/// -- saved query: a typo that pulled nothing is not shown as a table.)
 /// tables(name TEXT PRIMARY KEY, created_at TEXT)
 ///
 /// -- The working copy. `body` holds the user fields only (a JSON object, keys sorted); the system

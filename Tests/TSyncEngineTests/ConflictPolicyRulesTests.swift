@@ -45,6 +45,11 @@ struct ConflictPolicyRulesTests {
         #expect(flagged.policy(for: "todo") == .fail && flagged.policy(for: "audit") == .fail)
         #expect(flagged.preference(for: "audit") == .ours)
         #expect(ConflictPolicies().policy(for: "todo") == .fail, "no flag, no setting: fail")
+        // A push skips the settling pass only when no table can be settled.
+        #expect(ConflictPolicies().settlesNothing && flagged.settlesNothing && !stored.settlesNothing)
+        var oneTable = PolicySettings()
+        oneTable.tables["audit"] = .init(onConflict: .merge, prefer: nil)
+        #expect(!ConflictPolicies(settings: oneTable).settlesNothing)
     }
 
     @Test func configKeysAreCheckedAndListed() throws {

@@ -62,6 +62,12 @@ public struct ConflictPolicies: Sendable, Equatable {
         onConflict ?? settings.tables[table]?.onConflict ?? settings.onConflict ?? .fail
     }
 
+    /// Whether every table's policy is `fail`: a push then needs no settling pass at all.
+    var settlesNothing: Bool {
+        if let onConflict { return onConflict == .fail }
+        return (settings.onConflict ?? .fail) == .fail && settings.tables.values.allSatisfy { ($0.onConflict ?? .fail) == .fail }
+    }
+
     public func preference(for table: String) -> MergePreference? {
         prefer ?? settings.tables[table]?.prefer ?? settings.prefer
     }
@@ -72,6 +78,11 @@ public struct PolicySettings: Sendable, Equatable {
     public struct Table: Sendable, Equatable {
         public var onConflict: ConflictPolicy?
         public var prefer: MergePreference?
+
+        public init(onConflict: ConflictPolicy? = nil, prefer: MergePreference? = nil) {
+            self.onConflict = onConflict
+            self.prefer = prefer
+        }
     }
 
     public var onConflict: ConflictPolicy?

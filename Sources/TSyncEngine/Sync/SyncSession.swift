@@ -117,6 +117,7 @@ public struct SyncSession: Sendable {
         -> PushSummary
     {
         var summary = try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
+        if policies.settlesNothing { return summary }
         var refused = Set<Int64>()
         var rounds = 0
         while !summary.interrupted, rounds <= policies.retries {
