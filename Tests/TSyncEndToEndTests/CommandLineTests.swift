@@ -46,9 +46,12 @@ import TSyncModel
         let pages = try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1")
         #expect(pages.contains("tsync.1") && pages.contains("tsync.push.1"), "\(pages)")
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/man") {
-            let man = try TSyncProcess.run(
-                ["-l", prefix.path + "/share/man/man1/tsync.push.1"], in: prefix.path, executable: "/usr/bin/man")
-            #expect(man.status == 0 && man.stdout.contains("tsync") && man.stderr.isEmpty, "\(man)")
+            // Every page, with groff's warnings on: not one (no "Empty input line", no bad macro).
+            for page in pages {
+                let man = try TSyncProcess.run(
+                    ["--warnings", "-l", prefix.path + "/share/man/man1/" + page], in: prefix.path, executable: "/usr/bin/man")
+                #expect(man.status == 0 && man.stdout.contains("tsync") && man.stderr.isEmpty, "\(page): \(man)")
+            }
         }
         let completion = try TSyncProcess.run(
             ["-c", "source \(prefix.path)/share/bash-completion/completions/tsync; complete -p tsync"], in: prefix.path,
