@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TSyncEngine
 
-struct InitCommand: ParsableCommand {
+struct InitCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
         commandName: "init",
         abstract: "Create a tsync store in DIR/.tsync/.",
@@ -30,7 +30,8 @@ struct InitCommand: ParsableCommand {
         let base = StoreLocation.absolute(
             storeOptions.store ?? ".", from: FileManager.default.currentDirectoryPath)
         let location = StoreLocation.forInitializing(directory, workingDirectory: base)
-        let (_, existed) = try LocalStore.initialize(location, remote: remote)
+        let (store, existed) = try LocalStore.initialize(location, remote: remote)
+        CommandJournal.shared.opened(store)  // the log's first entry: the store's creation
         Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
     }
 }

@@ -8,8 +8,8 @@ struct LogCommand: ParsableCommand {
         abstract: "Show what the commands that changed the store or talked to the server did.",
         discussion: """
             Newest first, like `git log`. Every command that changed the store or talked to its \
-            server (insert, update, delete, purge, push, push --check, pull, sync, resolve, login, \
-            logout, remote URL, config KEY VALUE) leaves one entry: when it ran, the command line \
+            server (init, insert, update, delete, purge, push, push --check, pull, sync, resolve, \
+            login, logout, remote URL, config KEY VALUE) leaves one entry: when it ran, the command line \
             (never a token or password), the remote, what it did (pushed, pulled, conflicts met, \
             errors settled and by which policy, operations failed, local changes, errors left in \
             the error table) and its exit code, with the items it touched (the first 300 as \

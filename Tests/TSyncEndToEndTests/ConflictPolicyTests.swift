@@ -326,9 +326,11 @@ import TSyncModel
         // Read-only commands leave no entry.
         try b.ok(["status"])
         try b.ok(["push", "--dry-run"])
-        // pull and update in `race`, then push, pull, resolve.
+        // init, pull and update in `race`, then push, pull, resolve.
         let all = try b.ok(["log"])
-        #expect(try JSONOutput.array(try b.ok(["log", "--json"])).count == 5, "\(all)")
+        let every = try JSONOutput.array(try b.ok(["log", "--json"]))
+        #expect(every.count == 6, "\(all)")
+        #expect(every.last?.objectValue?["command"] == "init", "the first entry: the store's creation")
     }
 
     @Test func theLogKeepsItsBoundAndSurvivesKillNine() async throws {
