@@ -167,6 +167,11 @@ extension LocalStore {
         }
     }
 
+    /// Forgets an entry: the command was refused before it did anything (a usage error).
+    public func dropJournalEntry(_ id: Int64) throws(TSyncError) {
+        try write { db in try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [id]) }
+    }
+
     /// The newest `limit` entries, newest first.
     public func journal(limit: Int) throws(TSyncError) -> [JournalEntry] {
         try read { db in

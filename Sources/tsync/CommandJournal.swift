@@ -43,7 +43,7 @@ final class CommandJournal: Sendable {
             return state.command
         }
         guard let command else { return }
-        let remote = (try? store.configuration().remote).flatMap { $0 }
+        let remote = (try? store.configuration().remote).flatMap { $0 }.map(Self.withoutCredentials)
         do throws(TSyncError) {
             let entry = try store.beginJournalEntry(command: command, arguments: Self.redacted(CommandLine.arguments), remote: remote)
             state.withLock { $0.entry = entry }
@@ -84,11 +84,12 @@ final class CommandJournal: Sendable {
         }
     }
 
-    /// Ends the entry with the command's exit code.
+    /// Ends the entry with the command's exit code. A usage error did nothing, and leaves nothing.
     func finish(exitCode: Int32) {
         let (store, entry, counts, items) = state.withLock { ($0.store, $0.entry, $0.counts, $0.items) }
         guard let store, let entry else { return }
         do throws(TSyncError) {
+            if exitCode == ExitStatus.usage { return try store.dropJournalEntry(entry) }
             let keep = try store.configuration().logMaxEntries()
             try store.finishJournalEntry(entry, exitCode: Int(exitCode), counts: counts, items: items, keep: keep)
         } catch {
@@ -119,18 +120,21 @@ final class CommandJournal: Sendable {
                 }
                 continue
             }
-            var shown = argument
-            if let components = URLComponents(string: argument), components.scheme != nil,
-                components.user != nil || components.password != nil
-            {
-                var hidden = components
-                hidden.user = nil
-                hidden.password = nil
-                shown = hidden.string ?? "***"
-            }
+            var shown = withoutCredentials(argument)
             if shown.utf8.count > 200 { shown = String(shown.prefix(80)) + "…(\(shown.utf8.count) bytes)" }
             result.append(shown)
         }
         return result
+    }
+
+    /// A URL without its user:password part; any other text as it is.
+    static func withoutCredentials(_ text: String) -> String {
+        guard let components = URLComponents(string: text), components.scheme != nil,
+            components.user != nil || components.password != nil
+        else { return text }
+        var hidden = components
+        hidden.user = nil
+        hidden.password = nil
+        return hidden.string ?? "***"
     }
 }

@@ -14,7 +14,7 @@ struct LogCommand: ParsableCommand {
             errors settled and by which policy, operations failed, local changes, errors left in \
             the error table) and its exit code, with the items it touched (the first 300 as \
             TABLE/ID, and how many in all). A command that never finished (killed, or still \
-            running) shows "did not finish". The journal keeps the newest 1000 entries \
+            running) shows "did not finish"; one refused as a usage error (exit 64) leaves none. The journal keeps the newest 1000 entries \
             (`tsync config log.maxEntries N`).
 
             --json prints [{"id", "startedAt", "finishedAt", "command", "arguments", "remote", \

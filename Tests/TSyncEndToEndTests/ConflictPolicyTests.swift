@@ -331,6 +331,15 @@ import TSyncModel
         let every = try JSONOutput.array(try b.ok(["log", "--json"]))
         #expect(every.count == 6, "\(all)")
         #expect(every.last?.objectValue?["command"] == "init", "the first entry: the store's creation")
+        // A usage error did nothing and leaves nothing; a URL's password is never kept.
+        #expect(try b.run(["config", "log.maxEntries", "0"]).status == 64)
+        #expect(try JSONOutput.array(try b.ok(["log", "--json"])).count == 6)
+        let remote = try #require(every.first?.objectValue?["remote"]?.stringValue)
+        let withPassword = remote.replacingOccurrences(of: "http://", with: "http://ci:hunter2@")
+        try b.ok(["config", "remote.url", withPassword])
+        try b.ok(["config", "log.maxEntries", "50"])
+        let newest = try b.ok(["log", "--json", "-n", "2"])
+        #expect(!newest.contains("hunter2") && newest.contains(remote), "\(newest)")
     }
 
     @Test func theLogKeepsItsBoundAndSurvivesKillNine() async throws {
