@@ -86,7 +86,12 @@ final class CommandJournal: Sendable {
 
     /// Ends the entry with the command's exit code. A usage error did nothing, and leaves nothing.
     func finish(exitCode: Int32) {
-        let (store, entry, counts, items) = state.withLock { ($0.store, $0.entry, $0.counts, $0.items) }
+        // The journal lets go of the store here, so that it closes (and SQLite folds its WAL back
+        // into the database file) before the process exits, as it would without a journal.
+        let (store, entry, counts, items) = state.withLock { state in
+            defer { state.store = nil }
+            return (state.store, state.entry, state.counts, state.items)
+        }
         guard let store, let entry else { return }
         do throws(TSyncError) {
             if exitCode == ExitStatus.usage { return try store.dropJournalEntry(entry) }
