@@ -194,7 +194,7 @@ _tsync() {
 
 _tsync_init() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=()
     non_repeating_options=(--remote)
     __tsync_offer_flags_options 1
@@ -209,7 +209,7 @@ _tsync_init() {
 
 _tsync_remote() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 1
@@ -225,7 +225,7 @@ _tsync_remote() {
 
 _tsync_insert() {
     repeating_flags=()
-    non_repeating_flags=(--quiet -q --csv --version -h --help)
+    non_repeating_flags=(--quiet -q --csv -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -249,7 +249,7 @@ _tsync_insert() {
 
 _tsync_update() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=(--set)
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 3
@@ -276,7 +276,7 @@ _tsync_update() {
 
 _tsync_delete() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --version -h --help)
+    non_repeating_flags=(--dry-run -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options -1
@@ -300,7 +300,7 @@ _tsync_delete() {
 
 _tsync_get() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -324,7 +324,7 @@ _tsync_get() {
 
 _tsync_query() {
     repeating_flags=()
-    non_repeating_flags=(--json --csv --version -h --help)
+    non_repeating_flags=(--json --csv -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter --orderby --top --skip --select)
     __tsync_offer_flags_options 1
@@ -363,7 +363,7 @@ _tsync_query() {
 
 _tsync_tables() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -379,7 +379,7 @@ _tsync_tables() {
 
 _tsync_status() {
     repeating_flags=()
-    non_repeating_flags=(--short -s --porcelain --json --ndjson --exit-code --version -h --help)
+    non_repeating_flags=(--short -s --porcelain --json --ndjson --exit-code -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -395,7 +395,7 @@ _tsync_status() {
 
 _tsync_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --ndjson --version -h --help)
+    non_repeating_flags=(--json --ndjson -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -419,7 +419,7 @@ _tsync_diff() {
 
 _tsync_purge() {
     repeating_flags=()
-    non_repeating_flags=(--force --yes -y --dry-run --version -h --help)
+    non_repeating_flags=(--force --yes -y --dry-run -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 1
@@ -446,7 +446,7 @@ _tsync_purge() {
 
 _tsync_login() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --password-stdin --version -h --help)
+    non_repeating_flags=(--verbose -v --password-stdin -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --user)
     __tsync_offer_flags_options 0
@@ -465,7 +465,7 @@ _tsync_login() {
 
 _tsync_logout() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v --version -h --help)
+    non_repeating_flags=(--verbose -v -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -481,7 +481,7 @@ _tsync_logout() {
 
 _tsync_push() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --atomic --check --json --quiet -q --verbose -v --version -h --help)
+    non_repeating_flags=(--dry-run --atomic --check --json --quiet -q --verbose -v -h --help)
     repeating_options=(--table)
     non_repeating_options=(--store -C --on-conflict --prefer --retries)
     __tsync_offer_flags_options 0
@@ -512,7 +512,7 @@ _tsync_push() {
 
 _tsync_pull() {
     repeating_flags=()
-    non_repeating_flags=(--reset --json --quiet -q --verbose -v --version -h --help)
+    non_repeating_flags=(--reset --json --quiet -q --verbose -v -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter --query-id --page-size)
     __tsync_offer_flags_options 1
@@ -546,7 +546,7 @@ _tsync_pull() {
 
 _tsync_sync() {
     repeating_flags=()
-    non_repeating_flags=(--json --quiet -q --verbose -v --version -h --help)
+    non_repeating_flags=(--json --quiet -q --verbose -v -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --on-conflict --prefer --retries)
     __tsync_offer_flags_options 0
@@ -573,7 +573,7 @@ _tsync_sync() {
 
 _tsync_queries() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -589,7 +589,7 @@ _tsync_queries() {
 
 _tsync_conflicts() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=()
     non_repeating_options=()
     __tsync_offer_flags_options 0
@@ -612,7 +612,7 @@ _tsync_conflicts() {
 
 _tsync_conflicts_list() {
     repeating_flags=()
-    non_repeating_flags=(--json --ndjson --version -h --help)
+    non_repeating_flags=(--json --ndjson -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --table)
     __tsync_offer_flags_options 0
@@ -632,7 +632,7 @@ _tsync_conflicts_list() {
 
 _tsync_conflicts_show() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 1
@@ -656,7 +656,7 @@ _tsync_conflicts_show() {
 
 _tsync_resolve() {
     repeating_flags=()
-    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --json --quiet -q --verbose -v --version -h --help)
+    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --json --quiet -q --verbose -v -h --help)
     repeating_options=(--class --kind)
     non_repeating_options=(--store -C --table --prefer)
     __tsync_offer_flags_options -1
@@ -696,7 +696,7 @@ _tsync_resolve() {
 
 _tsync_config() {
     repeating_flags=()
-    non_repeating_flags=(--unset --list --json --version -h --help)
+    non_repeating_flags=(--unset --list --json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -712,7 +712,7 @@ _tsync_config() {
 
 _tsync_log() {
     repeating_flags=()
-    non_repeating_flags=(--json --version -h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C -n)
     __tsync_offer_flags_options 0
@@ -731,7 +731,7 @@ _tsync_log() {
 
 _tsync_serve() {
     repeating_flags=()
-    non_repeating_flags=(--no-auth --insecure --version -h --help)
+    non_repeating_flags=(--no-auth --insecure -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
     non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --token-ttl)
     __tsync_offer_flags_options 0
@@ -779,7 +779,7 @@ _tsync_serve() {
 
 _tsync_user() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=()
     non_repeating_options=()
     __tsync_offer_flags_options 0
@@ -802,7 +802,7 @@ _tsync_user() {
 
 _tsync_user_add() {
     repeating_flags=()
-    non_repeating_flags=(--password-stdin --version -h --help)
+    non_repeating_flags=(--password-stdin -h --help)
     repeating_options=()
     non_repeating_options=(--db)
     __tsync_offer_flags_options 1
@@ -817,7 +817,7 @@ _tsync_user_add() {
 
 _tsync_user_remove() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=()
     non_repeating_options=(--db)
     __tsync_offer_flags_options 1
@@ -832,7 +832,7 @@ _tsync_user_remove() {
 
 _tsync_user_list() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=()
     non_repeating_options=(--db)
     __tsync_offer_flags_options 0
@@ -847,7 +847,7 @@ _tsync_user_list() {
 
 _tsync_user_passwd() {
     repeating_flags=()
-    non_repeating_flags=(--password-stdin --version -h --help)
+    non_repeating_flags=(--password-stdin -h --help)
     repeating_options=()
     non_repeating_options=(--db)
     __tsync_offer_flags_options 1
@@ -862,18 +862,14 @@ _tsync_user_passwd() {
 
 _tsync_version() {
     repeating_flags=()
-    non_repeating_flags=(--version -h --help)
+    non_repeating_flags=(-h --help)
     repeating_options=()
     non_repeating_options=()
     __tsync_offer_flags_options 0
 }
 
 _tsync_help() {
-    repeating_flags=()
-    non_repeating_flags=(--version)
-    repeating_options=()
-    non_repeating_options=()
-    __tsync_offer_flags_options -1
+    :
 }
 
 complete -o filenames -F _tsync tsync

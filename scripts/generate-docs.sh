@@ -35,6 +35,5 @@ sed -i 's/^$/.Pp/' man/*.1
 # `.Ex -std`, and the table the root help prints would run together as one paragraph), and a
 # COMMANDS section listing every command; no page hyphenates (a JSON field name split at a line
 # end cannot be copied).
-python3 scripts/lib/man_tsync.py man/tsync.dump-help.json man/tsync.1
-sed -i 's/^\.Os$/.Os\n.nh/' man/*.1
+python3 scripts/lib/man_tsync.py man/tsync.dump-help.json man
 echo "man/ and completions/ regenerated" >&2

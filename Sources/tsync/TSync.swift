@@ -30,7 +30,6 @@ struct TSync: AsyncParsableCommand {
 
             \(ExitStatus.table)
             """,
-        version: "0.1.0",
         subcommands: [
             InitCommand.self,
             RemoteCommand.self,
@@ -59,7 +58,19 @@ struct TSync: AsyncParsableCommand {
         ]
     )
 
+    /// The version `tsync --version` and `tsync version` print.
+    static let currentVersion = "0.1.0"
+
     @OptionGroup var storeOptions: StoreOptions
+
+    // Not `CommandConfiguration.version`: the argument parser would then list --version in the
+    // help of every subcommand; it belongs to the root alone.
+    @Flag(name: .long, help: "Show the version.") var version = false
+
+    func run() throws {
+        guard version else { throw CleanExit.helpRequest(self) }
+        Console.write(Self.currentVersion + "\n")
+    }
 
     static func main() async {
         let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]

@@ -13,6 +13,6 @@ struct VersionCommand: ParsableCommand {
             """)
 
     func run() {
-        Console.write(TSync.configuration.version + "\n")
+        Console.write(TSync.currentVersion + "\n")
     }
 }

@@ -29,6 +29,11 @@ import TSyncModel
         let flag = try TSyncProcess.run(["--version"], in: directory.path)
         #expect(version.status == 0 && flag.status == 0)
         #expect(version.stdout == flag.stdout && version.stdout.split(separator: ".").count == 3, "\(version.stdout)")
+        // --version is the root's alone: listed in its help, not in a subcommand's.
+        #expect(try TSyncProcess.run(["--help"], in: directory.path).stdout.contains("--version"))
+        #expect(!help.stdout.contains("--version"), "\(help.stdout)")
+        let bare = try TSyncProcess.run([], in: directory.path)
+        #expect(bare.status == 0 && bare.stdout.contains("SUBCOMMANDS:"), "tsync alone shows the help: \(bare)")
     }
 
     /// `scripts/install.sh` into a temporary prefix (with the built binary): the binary runs, the
@@ -51,6 +56,15 @@ import TSyncModel
                 let man = try TSyncProcess.run(
                     ["--warnings", "-l", prefix.path + "/share/man/man1/" + page], in: prefix.path, executable: "/usr/bin/man")
                 #expect(man.status == 0 && man.stdout.contains("tsync") && man.stderr.isEmpty, "\(page): \(man)")
+                // Nothing is split at a hyphen, at any width: a JSON field, a class such as
+                // version-conflict or a flag such as --password-stdin can be copied whole.
+                for width in ["60", "80", "100"] {
+                    let narrow = try TSyncProcess.run(
+                        ["-l", prefix.path + "/share/man/man1/" + page], in: prefix.path,
+                        environment: ["MANWIDTH": width, "LC_ALL": "C.UTF-8"], executable: "/usr/bin/man")
+                    let split = narrow.stdout.split(separator: "\n").filter { $0.hasSuffix("-") || $0.hasSuffix("\u{2010}") }
+                    #expect(split.isEmpty, "\(page) at \(width) columns: \(split)")
+                }
             }
         }
         let completion = try TSyncProcess.run(

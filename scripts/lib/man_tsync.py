@@ -1,21 +1,32 @@
-"""Post-processes the generated tsync.1 (see scripts/generate-docs.sh).
+"""Post-processes the pages the generate-manual plugin wrote (see scripts/generate-docs.sh).
 
-Usage: man_tsync.py DUMP_HELP_JSON TSYNC_1
+Usage: man_tsync.py DUMP_HELP_JSON MAN_DIRECTORY
 
+tsync.1:
 - The root help's discussion ends with the exit-status table (from ExitStatus.table): it is cut
   from DESCRIPTION and written as the EXIT STATUS section, one tagged item per code, in place of
   the plugin's generic `.Ex -std`.
 - A COMMANDS section lists each subcommand with its abstract, before EXIT STATUS.
+
+Every other page:
+- EXIT STATUS points to the table in tsync(1) instead of the generic "exits >0 if an error occurs".
+
+Every page: no hyphenation, and no line break after a hyphen either, so a JSON field, a class
+such as version-conflict or a flag such as --password-stdin is never split across lines (groff's
+mdoc turns hyphenation back on at each paragraph from `doc-hyphen-flags`, hence the register).
 """
+import glob
 import json
+import os
 import re
 import sys
 
-dump_path, page_path = sys.argv[1], sys.argv[2]
+dump_path, man_directory = sys.argv[1], sys.argv[2]
 with open(dump_path) as f:
     root = json.load(f)["command"]
+page_path = os.path.join(man_directory, "tsync.1")
 with open(page_path) as f:
-    page = f.read()
+    page = f.read().rstrip("\n") + "\n"
 
 
 def escape(text):
@@ -57,3 +68,24 @@ if generic not in page:
 page = page.replace(generic, commands_section + exit_section)
 with open(page_path, "w") as f:
     f.write(page)
+
+NO_HYPHENATION = ".nh\n.nr doc-hyphen-flags 0\n.cflags 0 - \\[hy] \\[em]\n"
+other_codes = ", ".join(code for code, _ in codes if code != "0")
+EXIT_STATUS = (
+    ".Sh \"EXIT STATUS\"\n"
+    "0 on success. The other codes ({}) mean the same for every command; they are listed in\n"
+    ".Xr tsync 1 .\n"
+).format(other_codes)
+
+for path in sorted(glob.glob(os.path.join(man_directory, "*.1"))):
+    with open(path) as f:
+        text = f.read().rstrip("\n") + "\n"
+    if os.path.basename(path) != "tsync.1":
+        if generic not in text:
+            sys.exit("man_tsync.py: {}: the plugin's EXIT STATUS section was not found".format(path))
+        text = text.replace(generic, EXIT_STATUS)
+    if "\n.Os\n" not in text:
+        sys.exit("man_tsync.py: {}: no .Os line".format(path))
+    text = text.replace("\n.Os\n", "\n.Os\n" + NO_HYPHENATION, 1)
+    with open(path, "w") as f:
+        f.write(text)
