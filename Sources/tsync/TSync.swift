@@ -73,6 +73,12 @@ struct TSync: AsyncParsableCommand {
     }
 
     static func main() async {
+        // --version anywhere before `--` prints the version, as the argument parser does for a
+        // configured version: `tsync push --version` must not push.
+        if CommandLine.arguments.dropFirst().prefix(while: { $0 != "--" }).contains("--version") {
+            Console.write(currentVersion + "\n")
+            return
+        }
         let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
         if let problem = CommandSuggestion.problem(Array(CommandLine.arguments.dropFirst()), commands: names) {
             Console.error(problem)

@@ -32,6 +32,8 @@ import TSyncModel
         // --version is the root's alone: listed in its help, not in a subcommand's.
         #expect(try TSyncProcess.run(["--help"], in: directory.path).stdout.contains("--version"))
         #expect(!help.stdout.contains("--version"), "\(help.stdout)")
+        let pushVersion = try TSyncProcess.run(["push", "--version"], in: directory.path)
+        #expect(pushVersion.status == 0 && pushVersion.stdout == version.stdout, "prints the version, never pushes: \(pushVersion)")
         let bare = try TSyncProcess.run([], in: directory.path)
         #expect(bare.status == 0 && bare.stdout.contains("SUBCOMMANDS:"), "tsync alone shows the help: \(bare)")
     }
