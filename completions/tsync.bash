@@ -514,7 +514,7 @@ _tsync_pull() {
     repeating_flags=()
     non_repeating_flags=(--reset --json --quiet -q --verbose -v -h --help)
     repeating_options=()
-    non_repeating_options=(--store -C --filter --query-id --page-size)
+    non_repeating_options=(--store -C --filter --query-id --page-size --on-conflict --prefer --retries)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
@@ -531,6 +531,17 @@ _tsync_pull() {
         return
         ;;
     '--page-size')
+        return
+        ;;
+    '--on-conflict')
+        __tsync_add_completions -W 'fail'$'\n''ours'$'\n''theirs'$'\n''merge'
+        return
+        ;;
+    '--prefer')
+        __tsync_add_completions -W 'ours'$'\n''theirs'
+        return
+        ;;
+    '--retries')
         return
         ;;
     esac

@@ -7,7 +7,7 @@ extension ThreeWayMerge.Side: ExpressibleByArgument {}
 extension FailureClass: ExpressibleByArgument {}
 extension OperationKind: ExpressibleByArgument {}
 
-/// `--on-conflict`, `--prefer` and `--retries`, shared by push and sync.
+/// `--on-conflict`, `--prefer` and `--retries`, shared by push, sync and pull (which pushes first).
 struct ConflictOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(

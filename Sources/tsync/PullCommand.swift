@@ -7,8 +7,9 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         commandName: "pull",
         abstract: "Fetch a table from the server into the store.",
         discussion: """
-            Pushes the table's pending operations first; if that push fails for an operation, the \
-            pull stops with the push's exit code. Then reads the server page by page (deleted \
+            Pushes the table's pending operations first, settling conflicts as `tsync push` does \
+            (--on-conflict, else the store's push.onConflict and table.NAME.onConflict settings); \
+            if operations are left in the error table, the pull stops with exit 2. Then reads the server page by page (deleted \
             records included) and writes each page in one transaction: records are inserted or \
             replaced, records the server deleted are removed, and items with a pending local \
             change are left alone.
@@ -50,6 +51,8 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
     @Flag(help: "Forget the query id's checkpoint and pull everything again.")
     var reset = false
 
+    @OptionGroup var conflicts: ConflictOptions
+
     @OptionGroup var output: ReportOptions
 
     func validate() throws {
@@ -65,13 +68,14 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         let store = try storeOptions.open()
         let known = try store.tables().map(\.table)
         let request = PullRequest(table: table, filter: filter, queryID: queryId, pageSize: pageSize, reset: reset)
+        let policies = try conflicts.policies(store)
         let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
         let summary: PullSummary
         do {
             summary = try await RemoteAccess.session(
                 store, verbose: output.verbose, stopRequest: interrupts.stopRequest, events: progress.handle
-            ).pull(request)
+            ).pull(request, policies: policies)
         } catch {
             progress.finish()
             throw error

@@ -80,6 +80,32 @@ import TSyncModel
         #expect(x["text"] == "from a" && x["note"] == "b note", "\(x)")
     }
 
+    /// The push a pull starts with settles conflicts the way `push` does: by the store's setting,
+    /// or by the flag, which wins.
+    @Test func thePushOfAPullFollowsThePolicies() async throws {
+        let (server, a, b) = try await race()
+        let failed = try b.run(["pull", "todo", "--query-id", "all"])
+        #expect(failed.status == 2 && failed.stderr.contains("pull todo stopped"), "no policy: the conflict stops the pull: \(failed)")
+        try b.ok(["config", "table.todo.onConflict", "ours"])
+        let settled = try b.run(["pull", "todo", "--query-id", "all", "--json"])
+        #expect(settled.status == 0, "\(settled)")
+        #expect(JSONOutput.int(try JSONOutput.object(settled.stdout)["pushed"]) == 1, "\(settled.stdout)")
+        #expect(try await server.record("todo", "x")?["text"] == "from b")
+        #expect(try JSONOutput.array(try b.ok(["conflicts", "--json"])).isEmpty)
+
+        try a.ok(["pull", "todo"])
+        try a.ok(["update", "todo", "x", "--set", #"text="a again""#])
+        try a.ok(["push"])
+        try b.ok(["update", "todo", "x", "--set", #"text="b again""#])
+        let flagged = try b.run(["pull", "todo", "--query-id", "all", "--on-conflict", "theirs"])
+        #expect(flagged.status == 0, "\(flagged)")
+        #expect(try await server.record("todo", "x")?["text"] == "a again")
+        #expect(try b.ok(["get", "todo", "x"]).contains("a again"), "the server's copy, pulled")
+        #expect(try b.ok(["status", "--porcelain"]).isEmpty)
+        let log = try JSONOutput.array(try b.ok(["log", "--json", "-n", "1"]))
+        #expect(JSONOutput.int(log.first?.objectValue?["counts"]?.objectValue?["settled"]?.objectValue?["theirs"]) == 1, "\(log)")
+    }
+
     /// The server lost the item (another client deleted it): `ours` creates it again, `theirs`
     /// drops the local change.
     @Test(arguments: ["ours", "theirs"])

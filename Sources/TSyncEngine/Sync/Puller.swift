@@ -60,22 +60,18 @@ public struct Puller: Sendable {
         self.stopRequest = stopRequest
     }
 
-    /// Pushes the table's pending operations, then pulls. Throws `.operationsFailed` when that push
-    /// failed for some operation (the pull does not run: the user must look at the conflicts first).
-    public func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
+    /// Checks a pull request before anything is sent.
+    public static func validate(_ request: PullRequest) throws(TSyncError) {
         try Identifiers.validateTableName(request.table)
         guard request.pageSize >= 1 else { throw .usage("the page size must be at least 1") }
         if let filter = request.filter { _ = try ODataParser.parseFilter(filter) }
+    }
+
+    /// Reads the table into the store. The push of its pending operations that a pull starts with
+    /// is the caller's (`SyncSession.pull`), so that it goes the one way every push goes.
+    public func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
+        try Self.validate(request)
         var summary = PullSummary(table: request.table, queryID: request.queryID)
-        if try store.hasOperations(table: request.table) {
-            summary.push = try await Pusher(store: store, remote: remote).push(tables: [request.table])
-            if summary.push.failed > 0 {
-                throw TSyncError(
-                    .operationsFailed,
-                    "pull \(request.table) stopped: pushing its pending changes failed for \(summary.push.failed) operation(s); run `tsync conflicts`, then `tsync resolve`"
-                )
-            }
-        }
         if let queryID = request.queryID {
             try await pullIncrementally(request, queryID: queryID, summary: &summary, progress: progress)
         } else {

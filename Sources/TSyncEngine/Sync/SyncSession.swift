@@ -165,11 +165,29 @@ public struct SyncSession: Sendable {
         return (predictions, try store.heldBackOperationCount(tables: tables))
     }
 
-    /// Pushes the table's pending operations, then reads it from the server.
-    public func pull(_ request: PullRequest) async throws(TSyncError) -> PullSummary {
+    /// Pushes the table's pending operations (settling conflicts by `policies`, as `push` does),
+    /// then reads it from the server. Throws `.operationsFailed` when operations of the table are
+    /// left in the error table: the pull does not run, the user looks at the conflicts first.
+    public func pull(_ request: PullRequest, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
+        -> PullSummary
+    {
+        try Puller.validate(request)
         let summary = try await withRemote { remote throws(TSyncError) in
-            try await Puller(store: store, remote: remote, stopRequest: stopRequest)
+            var push = PushSummary()
+            if try store.hasOperations(table: request.table) {
+                push = try await pushSettling(remote, tables: [request.table], policies: policies)
+                if push.failed > 0 {
+                    throw TSyncError(
+                        .operationsFailed,
+                        "pull \(request.table) stopped: pushing its pending changes failed for \(push.failed) operation(s); run `tsync conflicts`, then `tsync resolve`"
+                    )
+                }
+                if push.interrupted { return PullSummary(table: request.table, queryID: request.queryID, push: push, interrupted: true) }
+            }
+            var summary = try await Puller(store: store, remote: remote, stopRequest: stopRequest)
                 .pull(request, progress: reporter("pulling \(request.table):"))
+            summary.push = push
+            return summary
         }
         events?(.pulled(summary))
         return summary
