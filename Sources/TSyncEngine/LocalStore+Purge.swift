@@ -72,6 +72,9 @@ extension LocalStore {
             try db.execute(
                 sql: "DELETE FROM bases WHERE tbl = ? AND id IN (SELECT item_id FROM operations WHERE \(itemCondition))",
                 arguments: [table] + itemArguments)
+            try db.execute(
+                sql: "DELETE FROM skipped WHERE tbl = ? AND id IN (SELECT item_id FROM operations WHERE \(itemCondition))",
+                arguments: [table] + itemArguments)
             try db.execute(sql: "DELETE FROM operations WHERE \(itemCondition)", arguments: itemArguments)
             result.operations = pending
         }

@@ -112,6 +112,39 @@ enum StoreRows {
         ).execute(arguments: [table, id, StoredJSON.encode(item)])
     }
 
+    /// The server copy a pull skipped because the item had operations queued (`skipped`, schema v3).
+    static func skippedCopy(_ db: Database, table: String, id: String) throws -> TSyncModel.Record? {
+        guard let text = try String.fetchOne(db, sql: "SELECT item FROM skipped WHERE tbl = ? AND id = ?", arguments: [table, id])
+        else { return nil }
+        return try TSyncModel.Record(wire: try StoredJSON.decodeObject(text, what: "skipped copy of \(table)/\(id)"))
+    }
+
+    /// Keeps the newest copy: a page that brings an older one (a pull without a query id can)
+    /// leaves the saved one.
+    static func saveSkippedCopy(_ db: Database, table: String, record: TSyncModel.Record) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO skipped (tbl, id, item, updated_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (tbl, id) DO UPDATE SET item = excluded.item, updated_at = excluded.updated_at
+                WHERE skipped.updated_at IS NULL OR excluded.updated_at >= skipped.updated_at
+                """
+        ).execute(arguments: [table, record.id, StoredJSON.encode(record.wireObject), record.system.updatedAt?.iso8601])
+    }
+
+    static func dropSkippedCopy(_ db: Database, table: String, id: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM skipped WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
+    }
+
+    /// Whether any skipped copy is kept (of `table`, or of any table): the hot paths of push and
+    /// pull skip their clean-up when none is.
+    static func hasSkippedCopies(_ db: Database, table: String? = nil) throws -> Bool {
+        if let table {
+            return try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM skipped WHERE tbl = ?)"), arguments: [table]) ?? false
+        }
+        return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM skipped)")) ?? false
+    }
+
     /// Keeps the invariant "a base exists only while its item has operations".
     static func dropBaseIfIdle(_ db: Database, table: String, id: String) throws {
         if try !hasOperations(db, table: table, id: id) { try dropBase(db, table: table, id: id) }

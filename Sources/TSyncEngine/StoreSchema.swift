@@ -38,6 +38,12 @@ import GRDB
 /// -- store and completed when it ends; finished_at and exit_code stay NULL for one that never ended.
 /// journal(id INTEGER PRIMARY KEY AUTOINCREMENT, started_at, finished_at, command, arguments (JSON
 ///         array), remote, exit_code, counts (JSON object), items (JSON array of table/id), item_count)
+///
+/// -- v3: the newest server copy (wire JSON) of an item that a pull did not apply because the item
+/// -- had operations queued. The pull's checkpoint moves past it, so no later pull brings it again:
+/// -- `resolve` takes it when the local change goes (`--theirs`, `--discard`) or is rebased
+/// -- (`--ours`, `--merge`). Removed once a newer copy is applied or the item is settled.
+/// skipped(tbl, id, item TEXT, updated_at TEXT, PRIMARY KEY (tbl, id))
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -120,6 +126,18 @@ enum StoreSchema {
                         items TEXT,
                         item_count INTEGER
                     );
+                    """)
+        }
+        migrator.registerMigration("v3: server copies a pull skipped") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE skipped (
+                        tbl TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        item TEXT NOT NULL,
+                        updated_at TEXT,
+                        PRIMARY KEY (tbl, id)
+                    ) WITHOUT ROWID;
                     """)
         }
         return migrator

@@ -80,6 +80,34 @@ import TSyncModel
         #expect(x["text"] == "from a" && x["note"] == "b note", "\(x)")
     }
 
+    /// A pull after the conflict skips the item (its change is queued) and moves its checkpoint
+    /// past the server's newer copy. Settling must take that copy: otherwise the store keeps an
+    /// old one for good, with nothing left to push and nothing a pull would bring.
+    @Test(arguments: [
+        ["push", "--on-conflict", "theirs"], ["resolve", "--all", "--theirs"], ["resolve", "--all", "--discard"],
+        ["resolve", "--all", "--ours", "--push"], ["resolve", "--all", "--merge", "--prefer", "ours", "--push"],
+    ])
+    func settlingTakesTheCopyALaterPullSkipped(_ command: [String]) async throws {
+        let (server, a, b) = try await race()
+        #expect(try b.run(["push"]).status == 2)
+        try a.ok(["update", "todo", "x", "--set", #"text="from a, again""#])
+        try a.ok(["push"])
+        let pull = try JSONOutput.object(try b.ok(["pull", "todo", "--query-id", "all", "--json"]))
+        #expect(JSONOutput.int(pull["skipped"]) == 1, "the item with the failed change is left alone: \(pull)")
+
+        let settle = try b.run(command)
+        #expect(settle.status == 0, "\(settle)")
+        let x = try #require(try await server.record("todo", "x"))
+        let ours = command.contains("--ours") || command.contains("ours")
+        #expect(x["text"] == .string(ours ? "from b" : "from a, again"), "\(x)")
+        let local = try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))
+        #expect(local["text"] == x["text"] && local["version"] == x["version"], "the store holds the server's copy: \(local)")
+        #expect(try b.ok(["status", "--porcelain"]).isEmpty)
+        let again = try JSONOutput.object(try b.ok(["pull", "todo", "--query-id", "all", "--json"]))
+        #expect(JSONOutput.int(again["received"]) == (ours ? 1 : 0), "\(again)")
+        #expect(try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))["version"] == x["version"])
+    }
+
     /// The push a pull starts with settles conflicts the way `push` does: by the store's setting,
     /// or by the flag, which wins.
     @Test func thePushOfAPullFollowsThePolicies() async throws {

@@ -71,7 +71,7 @@ import TSyncModel
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try StoreSchema.migrator.appliedMigrations(db))
         }
         #expect(mode == "wal")
-        #expect(migrations.count == 2, "v1, v2 (journal)")
+        #expect(migrations.count == 3, "v1, v2 (journal), v3 (skipped copies)")
     }
 
     @Test func aStoreFromANewerTsyncIsRefused() throws {

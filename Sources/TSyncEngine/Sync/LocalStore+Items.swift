@@ -31,6 +31,7 @@ extension LocalStore {
     static func resetItem(_ db: Database, table: String, id: String, to record: TSyncModel.Record?) throws {
         try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
         try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        try StoreRows.dropSkippedCopy(db, table: table, id: id)
         if let record, !record.system.deleted {
             try StoreRows.upsertRecord(db, table: table, record: record)
         } else {

@@ -59,10 +59,16 @@ extension LocalStore {
                         WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = ? AND o.item_id = j.value)
                         """,
                     arguments: [ids, table]))
+            let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
             for (index, record) in records.enumerated() {
                 if busy.contains(index) {
+                    // Not applied, and the checkpoint moves past it: kept for `resolve`.
+                    try StoreRows.saveSkippedCopy(db, table: table, record: record)
                     result.skipped += 1
-                } else if record.system.deleted {
+                    continue
+                }
+                if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: record.id) }
+                if record.system.deleted {
                     try StoreRows.deleteRecord(db, table: table, id: record.id)
                     result.removed += db.changesCount
                 } else {

@@ -327,6 +327,12 @@ extension LocalStore {
                 ])
             try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
         }
+        // The server's answers are newer than any copy a pull skipped of these items.
+        if try StoreRows.hasSkippedCopies(db) {
+            for (outgoing, _) in accepted {
+                try StoreRows.dropSkippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID)
+            }
+        }
         guard !idle.isEmpty else { return }
         try db.execute(
             sql: """

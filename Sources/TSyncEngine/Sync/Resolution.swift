@@ -82,12 +82,29 @@ extension LocalStore {
         prefer: MergePreference?
     ) throws -> ResolutionOutcome {
         let errorID = details.error.id
-        switch resolution {
-        case .cancel:
+        if resolution == .cancel {
             try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [errorID])
             return .settled(pending: true)
+        }
+        // A pull that came after the error skipped a newer copy of the item (its change was
+        // queued) and moved its checkpoint past it: that copy is the server's now, and no pull
+        // would bring it again.
+        var theirs = theirs
+        var base = details.base
+        if let skipped = try StoreRows.skippedCopy(db, table: rows.table, id: rows.id) {
+            switch theirs {
+            case nil: theirs = .record(skipped)
+            case .record(let recorded)? where Self.isNewer(skipped, than: recorded): theirs = .record(skipped)
+            default: break  // a server that answered it has no copy at all is not second-guessed
+            }
+            if base.map({ Self.isNewer(skipped, than: $0) }) ?? true { base = skipped }
+            try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id)
+        }
+        switch resolution {
+        case .cancel:
+            return .settled(pending: true)
         case .discard:
-            try Self.resetItem(db, table: rows.table, id: rows.id, to: details.base)
+            try Self.resetItem(db, table: rows.table, id: rows.id, to: base)
             return .settled(pending: false)
         case .theirs:
             try Self.takeTheirs(db, rows: rows, theirs: try Self.require(theirs, for: details))
@@ -98,6 +115,13 @@ extension LocalStore {
         case .merge:
             return try Self.merge(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details), prefer: prefer)
         }
+    }
+
+    /// Server copies in `updatedAt` order (a copy without one is the older).
+    private static func isNewer(_ copy: TSyncModel.Record, than other: TSyncModel.Record) -> Bool {
+        guard let updatedAt = copy.system.updatedAt else { return false }
+        guard let otherUpdatedAt = other.system.updatedAt else { return true }
+        return updatedAt > otherUpdatedAt
     }
 
     private static func require(_ theirs: ServerCopy?, for details: ConflictDetails) throws -> ServerCopy {
