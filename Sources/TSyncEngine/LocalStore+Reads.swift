@@ -22,6 +22,15 @@ extension LocalStore {
         return try read { db in try StoreRows.fetchRecord(db, table: table, id: id) }
     }
 
+    /// Refuses a table the store does not know (exit 65, with the closest name): a typo in
+    /// `push --table` or `resolve --table` must not pass as "nothing to do".
+    public func requireTables(_ tables: [String]) throws(TSyncError) {
+        guard !tables.isEmpty else { return }
+        try read { db in
+            for table in tables { try StoreRows.requireTable(db, table) }
+        }
+    }
+
     /// The local record; an unknown table or id is an error that says which.
     public func requireRecord(table: String, id: String) throws(TSyncError) -> TSyncModel.Record {
         try Identifiers.validateTableName(table)

@@ -69,11 +69,13 @@ enum StoreRows {
     }
 
     static func requireTable(_ db: Database, _ table: String) throws {
-        guard try tableExists(db, table) else {
-            let known = try String.fetchAll(db, sql: "SELECT name FROM tables")
-            throw TSyncError.invalidInput(
-                "unknown table \(Identifiers.quoted(table))\(Spelling.didYouMean(table, among: known)) (`tsync tables` lists the tables)")
-        }
+        guard try tableExists(db, table) else { throw try unknownTable(db, table) }
+    }
+
+    static func unknownTable(_ db: Database, _ table: String) throws -> TSyncError {
+        let known = try String.fetchAll(db, sql: "SELECT name FROM tables")
+        return .invalidInput(
+            "unknown table \(Identifiers.quoted(table))\(Spelling.didYouMean(table, among: known)) (`tsync tables` lists the tables)")
     }
 
     struct OperationHead {
@@ -158,9 +160,7 @@ enum StoreRows {
     static func missingRecordError(
         _ db: Database, table: String, id: String, change: OperationKind
     ) throws -> TSyncError {
-        if try !tableExists(db, table) {
-            return .invalidInput("unknown table \(Identifiers.quoted(table)) (`tsync tables` lists the tables)")
-        }
+        if try !tableExists(db, table) { return try unknownTable(db, table) }
         if let newest = try newestOperation(db, table: table, id: id), newest.kind == .delete {
             do {
                 _ = try QueueCollapse.outcome(

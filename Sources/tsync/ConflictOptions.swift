@@ -26,10 +26,16 @@ struct ConflictOptions: ParsableArguments {
 
     func validate() throws {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more (got \(retries))") }
+        if prefer != nil, let onConflict, onConflict != .merge {
+            throw ValidationError("--prefer applies to --on-conflict merge only")
+        }
     }
 
-    /// The policies of each table: these flags over the store's settings.
+    /// The policies of each table: these flags over the store's settings. Flags that say
+    /// everything leave the settings unread, so a bad setting cannot stop them.
     func policies(_ store: LocalStore) throws(TSyncError) -> ConflictPolicies {
-        ConflictPolicies(settings: try store.configuration().policySettings(), onConflict: onConflict, prefer: prefer, retries: retries)
+        let flagsDecide = onConflict != nil && (onConflict != .merge || prefer != nil)
+        let settings = flagsDecide ? PolicySettings() : try store.configuration().policySettings()
+        return ConflictPolicies(settings: settings, onConflict: onConflict, prefer: prefer, retries: retries)
     }
 }

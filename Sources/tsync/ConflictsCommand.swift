@@ -115,6 +115,8 @@ enum ConflictFormat {
         line += ": \(error.message)"
         if details.theirs?.system.deleted == true {
             line += " (the server keeps a deleted copy: --ours restores it, --theirs drops the local change)"
+        } else if details.failureClass == .missing {
+            line += " (deleted on the server; changed here: \(list(details.fieldsChangedByUs)))"
         } else if details.failureClass.isConflict {
             line += " (changed here: \(list(details.fieldsChangedByUs)); on the server: \(list(details.fieldsChangedByThem)))"
         }

@@ -8,8 +8,9 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         abstract: "Fetch a table from the server into the store.",
         discussion: """
             Pushes the table's pending operations first, settling conflicts as `tsync push` does \
-            (--on-conflict, else the store's push.onConflict and table.NAME.onConflict settings); \
-            if operations are left in the error table, the pull stops with exit 2. Then reads the server page by page (deleted \
+            (--on-conflict, else the store's push.onConflict and table.NAME.onConflict settings). \
+            Operations that fail stay in the error table, and the pull goes on; it then exits 2 \
+            while operations of the table are in the error table. Then reads the server page by page (deleted \
             records included) and writes each page in one transaction: records are inserted or \
             replaced, records the server deleted are removed, and items with a pending local \
             change are left alone.
@@ -93,6 +94,11 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
             Console.note(
                 "warning: the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))"
             )
+        }
+        // Exit 2 while the error table holds operations of this table, as push and sync do.
+        let errors = try store.operationErrors(table: table).count
+        if errors > 0 {
+            throw output.operationsFailed("\(StatusFormat.count(errors, "operation")) of \(table) failed — run `tsync conflicts`")
         }
     }
 }

@@ -35,12 +35,14 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             flag, the store's settings apply: table.NAME.onConflict, else push.onConflict, else \
             fail (`tsync config`); --prefer likewise (table.NAME.prefer, push.prefer).
 
-            --check asks the server (GET requests only) for its copy of every pending item and \
+            --check asks the server (GET requests only) for its copy of every queued item and \
             predicts, operation by operation, whether the push would go through or fail, and why \
-            (version-conflict, already-exists, missing), with the fields changed on each side. \
-            It writes nothing, on the server or in the store. Exit 0 when everything would go \
-            through, 2 when something would not (held-back operations included). Lines: \
-            "OUTCOME<TAB>KIND<TAB>TABLE<TAB>ID" with OUTCOME ok, held-back or a failure class.
+            (version-conflict, already-exists, missing; held-back behind an error), with the \
+            fields changed on each side and the conflict policy (--on-conflict, else the store's \
+            settings) that would settle the failure. It writes nothing, on the server or in the \
+            store. Exit 0 when everything would go through or be settled, 2 when something would \
+            not. Lines: "OUTCOME<TAB>KIND<TAB>TABLE<TAB>ID[<TAB>DETAILS]" with OUTCOME ok, \
+            held-back or a failure class.
 
             --atomic sends the whole queue as one batch the server applies all or nothing: if \
             any operation would fail, nothing is written, the failing operations go to the error \
@@ -56,17 +58,19 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             "interrupted", "requests", "operations", "conflictsMet", "settled", "rounds"}: \
             "pushed" operations the server took (those it already had included, also counted in \
             "alreadyApplied"); "failed" operations that failed in this push and are in the error \
-            table now, "conflicts" those of them that are conflicts; "heldBack" operations not sent \
-            because their item has an unresolved error; "requests" the HTTP requests made; \
+            table now, "conflicts" those of them that are conflicts (409, 412, and 404 for an item \
+            deleted on the server); "heldBack" operations not sent because their item waits behind \
+            an earlier unresolved error; "requests" the HTTP requests made; \
             "operations", for --dry-run, what would be sent: [{"seq", "table", "id", "kind"}] \
             (empty otherwise); "conflictsMet" every conflict answered, settled ones included; \
             "settled" {"POLICY": count} of the errors a policy settled; "rounds" how many times \
             the queue was sent (1, plus one per push again after settling).
 
-            push --check --json prints {"wouldSucceed", "wouldFail", "heldBack", "operations": \
-            [{"seq", "table", "id", "kind", "outcome" ("ok", "held-back" or a class), \
-            "serverVersion" (null when the server has no copy), "serverDeleted", "changedByUs", \
-            "changedByThem"}]}.
+            push --check --json prints {"wouldSucceed", "wouldFail", "wouldBeSettled", "heldBack", \
+            "operations": [{"seq", "table", "id", "kind", "outcome" ("ok", "held-back" or a \
+            class), "settledBy" (the policy that would settle it, or null), "serverVersion" (null \
+            when the server has no copy), "serverDeleted", "changedByUs", "changedByThem"}]}: \
+            "wouldFail" counts the operations that would be left failed or waiting.
 
             EXAMPLES
               tsync push --on-conflict ours             # this store's changes win
@@ -99,8 +103,8 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
     func validate() throws {
         for table in tables { try Identifiers.validateTableName(table) }
         if [dryRun, atomic, check].filter({ $0 }).count > 1 { throw ValidationError("--dry-run, --check and --atomic exclude each other") }
-        if atomic || dryRun || check, conflicts.onConflict != nil {
-            throw ValidationError("--on-conflict does not apply to --\(atomic ? "atomic" : dryRun ? "dry-run" : "check")")
+        if atomic || dryRun, conflicts.onConflict != nil {
+            throw ValidationError("--on-conflict does not apply to --\(atomic ? "atomic" : "dry-run")")
         }
     }
 
@@ -117,8 +121,8 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             }
             return
         }
-        if check { return try await runCheck(store, tables: selection) }
         let policies = try conflicts.policies(store)
+        if check { return try await runCheck(store, tables: selection, policies: policies) }
         let progress = ProgressLine(quiet: output.quiet)
         let interrupts = Interrupts()
         let session = try RemoteAccess.session(store, verbose: output.verbose, stopRequest: interrupts.stopRequest, events: progress.handle)
@@ -141,16 +145,15 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
         if !output.quiet { Console.note(line) }
     }
 
-    private func runCheck(_ store: LocalStore, tables: [String]?) async throws {
-        let (predictions, heldBack) = try await RemoteAccess.session(store, verbose: output.verbose).check(tables: tables)
-        let failing = predictions.filter { $0.outcome != .succeeds }.count
+    private func runCheck(_ store: LocalStore, tables: [String]?, policies: ConflictPolicies) async throws {
+        let predictions = try await RemoteAccess.session(store, verbose: output.verbose).check(tables: tables, policies: policies)
         if output.json {
-            Console.write(JSONReports.line(SyncReports.check(predictions, heldBack: heldBack)))
+            Console.write(JSONReports.line(SyncReports.check(predictions)))
         } else {
             Console.write(predictions.map(SyncFormat.checkLine).joined())
         }
-        let line = SyncFormat.checkSummary(predictions, heldBack: heldBack)
-        if failing > 0 || heldBack > 0 { throw output.operationsFailed(line) }
+        let line = SyncFormat.checkSummary(predictions)
+        if predictions.contains(where: \.wouldFail) { throw output.operationsFailed(line) }
         if !output.quiet { Console.note(line) }
     }
 }

@@ -3,9 +3,8 @@ import TSyncModel
 
 /// The human lines of push, pull and sync (summaries on stderr, dry-run lists on stdout).
 enum SyncFormat {
-    /// "pushed 120, 3 failed (2 conflicts) — run `tsync conflicts`". The numbers are those of
-    /// `push --json`: `failed` counts the conflicts among them, and of `heldBack` (which counts the
-    /// failed ones too) only the rest is named, as held back by earlier errors.
+    /// "pushed 120, 3 failed (2 conflicts), 1 held back by earlier unresolved errors — run `tsync
+    /// conflicts`". The numbers are those of `push --json`.
     static func pushSummary(_ summary: PushSummary, dryRun: Bool) -> String {
         if dryRun {
             var line = summary.wouldPush == 0 ? "nothing to push" : "would push \(StatusFormat.count(summary.wouldPush, "operation"))"
@@ -25,8 +24,8 @@ enum SyncFormat {
             parts.append(
                 "\(summary.failed) failed" + (summary.conflicts > 0 ? " (\(StatusFormat.count(summary.conflicts, "conflict")))" : ""))
         }
-        if summary.heldBack > summary.failed {
-            parts.append("\(summary.heldBack - summary.failed) held back by \(summary.failed > 0 ? "earlier " : "")unresolved errors")
+        if summary.heldBack > 0 {
+            parts.append("\(summary.heldBack) held back by \(summary.failed > 0 ? "earlier " : "")unresolved errors")
         }
         var line = parts.joined(separator: ", ")
         if summary.failed > 0 || summary.heldBack > 0 { line += " — run `tsync conflicts`" }
@@ -49,11 +48,12 @@ enum SyncFormat {
     static func checkLine(_ prediction: PushPrediction) -> String {
         let operation = prediction.operation
         var line = "\(outcomeName(prediction.outcome))\t\(operation.kind.rawValue)\t\(operation.table)\t\(operation.itemID)"
-        if case .fails = prediction.outcome {
+        if prediction.outcome != .succeeds {
             var sides: [String] = []
             if let version = prediction.server?.system.version { sides.append("server version \(version)") }
             if !prediction.changedByUs.isEmpty { sides.append("ours changed " + prediction.changedByUs.joined(separator: ", ")) }
             if !prediction.changedByThem.isEmpty { sides.append("theirs changed " + prediction.changedByThem.joined(separator: ", ")) }
+            if let policy = prediction.settledBy { sides.append("settled by " + policy.rawValue) }
             if !sides.isEmpty { line += "\t" + sides.joined(separator: "; ") }
         }
         return line + "\n"
@@ -67,14 +67,25 @@ enum SyncFormat {
         }
     }
 
-    /// "push would send 5 operations: 3 would go through, 2 would fail".
-    static func checkSummary(_ predictions: [PushPrediction], heldBack: Int) -> String {
-        if predictions.isEmpty && heldBack == 0 { return "nothing to push" }
+    /// "of 5 queued operations, 3 would go through, 1 would be settled (merge), 1 would not (1
+    /// held back by an unresolved error) — run `tsync conflicts`".
+    static func checkSummary(_ predictions: [PushPrediction]) -> String {
+        if predictions.isEmpty { return "nothing to push" }
         let ok = predictions.filter { $0.outcome == .succeeds }.count
-        let failing = predictions.count - ok
-        var line = "push would send \(StatusFormat.count(predictions.count, "operation")): \(ok) would go through"
-        if failing > 0 { line += ", \(failing) would not" }
-        if heldBack > 0 { line += "; \(heldBack) held back by unresolved errors — run `tsync conflicts`" }
+        var line = "of \(StatusFormat.count(predictions.count, "queued operation")), \(ok) would go through"
+        var settled: [String: Int] = [:]
+        for prediction in predictions { if let policy = prediction.settledBy { settled[policy.rawValue, default: 0] += 1 } }
+        if !settled.isEmpty {
+            let byPolicy = settled.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            line += ", \(settled.values.reduce(0, +)) would be settled (\(byPolicy))"
+        }
+        let failing = predictions.filter(\.wouldFail)
+        if !failing.isEmpty {
+            line += ", \(failing.count) would not"
+            let waiting = failing.filter { $0.outcome == .heldBack }.count
+            if waiting > 0 { line += " (\(waiting) held back by unresolved errors)" }
+            line += " — run `tsync conflicts`"
+        }
         return line
     }
 

@@ -32,18 +32,19 @@ enum SyncReports {
 
     /// `push --check`: {"wouldSucceed", "wouldFail", "heldBack", "operations": [{"seq", "table",
     /// "id", "kind", "outcome", "serverVersion", "serverDeleted", "changedByUs", "changedByThem"}]}.
-    static func check(_ predictions: [PushPrediction], heldBack: Int) -> JSONValue {
-        let ok = predictions.filter { $0.outcome == .succeeds }.count
-        return [
-            "wouldSucceed": count(ok),
-            "wouldFail": count(predictions.count - ok),
-            "heldBack": count(heldBack),
+    static func check(_ predictions: [PushPrediction]) -> JSONValue {
+        [
+            "wouldSucceed": count(predictions.filter { $0.outcome == .succeeds }.count),
+            "wouldFail": count(predictions.filter(\.wouldFail).count),
+            "wouldBeSettled": count(predictions.filter { $0.settledBy != nil }.count),
+            "heldBack": count(predictions.filter { $0.outcome == .heldBack }.count),
             "operations": .array(
                 predictions.map { prediction in
                     let operation = prediction.operation
                     return [
                         "seq": .int(operation.seq), "table": .string(operation.table), "id": .string(operation.itemID),
                         "kind": .string(operation.kind.rawValue), "outcome": .string(SyncFormat.outcomeName(prediction.outcome)),
+                        "settledBy": prediction.settledBy.map { .string($0.rawValue) } ?? .null,
                         "serverVersion": prediction.server?.system.version.map(JSONValue.string) ?? .null,
                         "serverDeleted": .bool(prediction.server?.system.deleted ?? false),
                         "changedByUs": names(prediction.changedByUs), "changedByThem": names(prediction.changedByThem),

@@ -92,7 +92,9 @@ import TSyncModel
         #expect(try b.run(["push"]).status == 2)
         try a.ok(["update", "todo", "x", "--set", #"text="from a, again""#])
         try a.ok(["push"])
-        let pull = try JSONOutput.object(try b.ok(["pull", "todo", "--query-id", "all", "--json"]))
+        let pulled = try b.run(["pull", "todo", "--query-id", "all", "--json"])
+        #expect(pulled.status == 2, "the error is still there: \(pulled)")
+        let pull = try JSONOutput.object(pulled.stdout)
         #expect(JSONOutput.int(pull["skipped"]) == 1, "the item with the failed change is left alone: \(pull)")
 
         let settle = try b.run(command)
@@ -113,7 +115,9 @@ import TSyncModel
     @Test func thePushOfAPullFollowsThePolicies() async throws {
         let (server, a, b) = try await race()
         let failed = try b.run(["pull", "todo", "--query-id", "all"])
-        #expect(failed.status == 2 && failed.stderr.contains("pull todo stopped"), "no policy: the conflict stops the pull: \(failed)")
+        #expect(failed.status == 2 && failed.stderr.contains("1 operation of todo failed"), "no policy: the conflict is left: \(failed)")
+        let again = try b.run(["pull", "todo", "--query-id", "all"])
+        #expect(again.status == 2, "exit 2 while the error is there, as push says: \(again)")
         try b.ok(["config", "table.todo.onConflict", "ours"])
         let settled = try b.run(["pull", "todo", "--query-id", "all", "--json"])
         #expect(settled.status == 0, "\(settled)")
@@ -254,6 +258,20 @@ import TSyncModel
         try store.ok(["insert", "todo", #"{"id": "a"}"#])
         let push = try store.run(["push"])
         #expect(push.status == 1 && push.stderr.contains(#"invalid value "sometimes" for push.onConflict"#), "\(push)")
+        // A flag that says everything needs no setting: the bad one does not stop it (the
+        // server at port 9 is not there: exit 3, not 1).
+        let flagged = try store.run(["push", "--on-conflict", "ours"])
+        #expect(flagged.status == 3, "\(flagged)")
+        let prefer = try store.run(["push", "--on-conflict", "ours", "--prefer", "theirs"])
+        #expect(prefer.status == 64 && prefer.stderr.contains("--prefer applies to --on-conflict merge only"), "\(prefer)")
+        // A mistyped table is not "nothing to push".
+        for command in [
+            ["push", "--table", "tood", "--on-conflict", "fail"], ["resolve", "--table", "tood", "--ours"],
+            ["conflicts", "list", "--table", "tood"],
+        ] {
+            let typo = try store.run(command)
+            #expect(typo.status == 65 && typo.stderr.contains(#"unknown table "tood"; did you mean 'todo'"#), "\(command): \(typo)")
+        }
     }
 
     // MARK: - resolve selectors
@@ -353,13 +371,62 @@ import TSyncModel
         #expect(after["fresh"] != nil && after["untouched"]?["n"] == 2)
     }
 
+    /// The check applies the policies the push would apply, and lists what waits behind an error
+    /// already in the table: its prediction (exit code included) is the push's result.
+    @Test func checkPredictsWhatThePoliciesSettle() async throws {
+        let server = try await SyncServer()
+        let a = try TSyncSandbox(remote: server.url)
+        let b = try TSyncSandbox(remote: server.url)
+        for id in ["old", "new", "both"] { try a.ok(["insert", "todo", #"{"id": "\#(id)", "text": "0", "note": "0"}"#]) }
+        try a.ok(["push"])
+        try b.ok(["pull", "todo"])
+        for id in ["old", "new", "both"] { try a.ok(["update", "todo", id, "--set", #"text="a""#]) }
+        try a.ok(["push"])
+        try b.ok(["update", "todo", "old", "--set", #"note="b""#])
+        #expect(try b.run(["push"]).status == 2, "an error already in the table")
+        try b.ok(["update", "todo", "new", "--set", #"note="b""#])  // merges cleanly: fields differ
+        try b.ok(["update", "todo", "both", "--set", #"text="b""#])  // merge refused: both changed text
+        try b.ok(["insert", "todo", #"{"id": "fresh"}"#])
+
+        func predictions(_ flags: [String]) throws -> (status: Int32, byID: [String: [String: JSONValue]], report: [String: JSONValue]) {
+            let check = try b.run(["push", "--check", "--json"] + flags)
+            let report = try JSONOutput.object(check.stdout)
+            var byID: [String: [String: JSONValue]] = [:]
+            if case .array(let operations)? = report["operations"] {
+                for case .object(let operation) in operations { byID[operation["id"]?.stringValue ?? ""] = operation }
+            }
+            return (check.status, byID, report)
+        }
+        let before = try await server.records("todo")
+        let merge = try predictions(["--on-conflict", "merge"])
+        #expect(merge.status == 2, "the merge of `both` would be refused")
+        #expect(merge.byID["old"]?["outcome"] == "held-back" && merge.byID["old"]?["settledBy"] == "merge", "\(merge.byID)")
+        #expect(merge.byID["new"]?["outcome"] == "version-conflict" && merge.byID["new"]?["settledBy"] == "merge")
+        #expect(merge.byID["both"]?["outcome"] == "version-conflict" && merge.byID["both"]?["settledBy"] == .null)
+        #expect(merge.byID["fresh"]?["outcome"] == "ok")
+        #expect(JSONOutput.int(merge.report["wouldFail"]) == 1 && JSONOutput.int(merge.report["wouldBeSettled"]) == 2)
+        #expect(JSONOutput.int(merge.report["heldBack"]) == 1, "\(merge.report)")
+
+        try b.ok(["config", "push.onConflict", "ours"])
+        let ours = try predictions([])
+        #expect(ours.status == 0, "the store's policy settles all three: \(ours.byID)")
+        #expect(ours.byID.values.filter { $0["settledBy"] == "ours" }.count == 3)
+        let text = try b.run(["push", "--check"])
+        #expect(text.stderr.contains("of 4 queued operations, 1 would go through, 3 would be settled (3 ours)"), "\(text.stderr)")
+        #expect(try await server.records("todo") == before, "the checks wrote nothing")
+
+        let push = try b.run(["push"])
+        #expect(push.status == 0, "as predicted: \(push)")
+        #expect(try await server.records("todo")["both"]?["text"] == "b")
+    }
+
     // MARK: - tsync log
 
     @Test func theLogListsWhatEachCommandDid() async throws {
         let (server, _, b) = try await race()
         defer { withExtendedLifetime(server) {} }
         #expect(try b.run(["push"]).status == 2)
-        try b.ok(["pull", "todo"])
+        #expect(try b.run(["pull", "todo"]).status == 2, "the error is left")
         try b.ok(["resolve", "--all", "--theirs"])
         let log = try JSONOutput.array(try b.ok(["log", "--json", "-n", "3"]))
         let entries = log.compactMap(\.objectValue)
@@ -370,6 +437,7 @@ import TSyncModel
         #expect(resolve["items"] == ["todo/x"])
         let pull = entries[1]
         #expect(JSONOutput.int(pull["counts"]?.objectValue?["pulled"]) == 1, "\(pull)")
+        #expect(JSONOutput.int(pull["exitCode"]) == 2)
         let push = entries[2]
         #expect(JSONOutput.int(push["exitCode"]) == 2)
         #expect(JSONOutput.int(push["counts"]?.objectValue?["conflicts"]) == 1)

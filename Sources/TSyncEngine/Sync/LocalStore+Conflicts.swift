@@ -24,7 +24,10 @@ public struct ConflictDetails: Sendable, Equatable {
 extension LocalStore {
     /// The error table with base / ours / theirs, in queue order; `ids` and `table` restrict it.
     public func conflictDetails(ids: [Int64]? = nil, table: String? = nil) throws(TSyncError) -> [ConflictDetails] {
-        try read { db in try Self.conflictDetails(db, ids: ids, table: table) }
+        try read { db in
+            if let table { try StoreRows.requireTable(db, table) }
+            return try Self.conflictDetails(db, ids: ids, table: table)
+        }
     }
 
     static func conflictDetails(_ db: Database, ids: [Int64]?, table: String?) throws -> [ConflictDetails] {

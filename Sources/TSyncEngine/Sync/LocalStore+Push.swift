@@ -4,8 +4,8 @@ import TSyncModel
 /// An item of a table, compared by the bytes of its table name and id, as SQLite compares them
 /// (Swift's `String ==` would take "é" and "e" + U+0301 for one id).
 public struct ItemKey: Hashable, Sendable {
-    private let table: String
-    private let id: String
+    let table: String
+    let id: String
 
     public init(table: String, id: String) {
         self.table = table

@@ -7,38 +7,101 @@ public struct PushPrediction: Sendable, Equatable {
         case succeeds
         /// The server would refuse it, for this reason.
         case fails(FailureClass)
-        /// An earlier operation of the same item would fail: this one would wait behind it.
+        /// An earlier operation of the same item would fail, or has an unresolved error (its own
+        /// included): this one would wait behind it.
         case heldBack
     }
 
     public var operation: PendingOperation
     public var outcome: Outcome
+    /// The conflict policy that would settle the failure (or the failure this operation waits
+    /// behind) within the same push, as `push --on-conflict` or the store's settings say; nil
+    /// when none would, and for an operation that succeeds.
+    public var settledBy: ConflictPolicy?
     /// The server's copy now (nil when it has none); a deleted copy has `deleted` set.
     public var server: TSyncModel.Record?
     /// User fields our change touched, against the base (the last server copy this store saw).
     public var changedByUs: [String]
     /// User fields the server's copy changed since that base.
     public var changedByThem: [String]
+
+    /// Whether the push would leave this operation failed or waiting.
+    public var wouldFail: Bool { outcome != .succeeds && settledBy == nil }
 }
 
-/// Predicts, without writing anything anywhere, what a push would do with each pending operation
+/// Predicts, without writing anything anywhere, what a push would do with each queued operation
 /// (DESIGN §9.2): the server's current copy of every item is read with GET requests (a filter on
 /// a list of ids, deleted items included), and each operation is judged by the rules the server
-/// applies to a write, and by the ones `PushVerdict` applies to its answer.
+/// applies to a write, by the ones `PushVerdict` applies to its answer, and by the conflict
+/// policies the push would apply.
 struct PushCheck: Sendable {
     var store: LocalStore
     var remote: any SyncRemote
+    var policies = ConflictPolicies()
     /// Ids per GET: small enough for any server's page size and URL limit.
     var idsPerRequest = 25
 
     func predict(tables: [String]?) async throws(TSyncError) -> [PushPrediction] {
         let operations = try store.pushableOperations(tables: tables)
-        var server: [ItemKey: TSyncModel.Record] = [:]
+        let pushable = Set(operations.map(\.operation.seq))
+        let waiting = try store.pendingOperations().filter { operation in
+            !pushable.contains(operation.seq) && (tables?.contains(operation.table) ?? true)
+        }
+        var blocking: [ItemKey: ConflictDetails] = [:]
+        for details in try store.conflictDetails() {
+            let key = ItemKey(table: details.error.table, id: details.error.itemID)
+            if blocking[key] == nil { blocking[key] = details }
+        }
+        let server = try await serverCopies(of: operations.map(\.key) + waiting.map(\.key))
+
+        var judged: [ItemKey: ConflictPolicy?] = [:]  // an item's first failure, and what settles it
+        var predictions: [PushPrediction] = []
+        for outgoing in operations {
+            let key = outgoing.key
+            let copy = server[key]
+            let base = try store.base(table: outgoing.operation.table, id: outgoing.operation.itemID)
+            let ours = outgoing.operation.kind == .delete ? nil : outgoing.item
+            var outcome = PushPrediction.Outcome.succeeds
+            var settledBy: ConflictPolicy?
+            if let first = judged[key] {
+                outcome = .heldBack
+                settledBy = first
+            } else if let failure = Self.failure(of: outgoing, server: copy) {
+                outcome = .fails(failure)
+                settledBy = settlement(of: failure, table: outgoing.operation.table, base: base?.fields, ours: ours, theirs: copy)
+                judged[key] = settledBy
+            }
+            predictions.append(
+                PushPrediction(
+                    operation: outgoing.operation, outcome: outcome, settledBy: settledBy, server: copy,
+                    changedByUs: ThreeWayMerge.differingFields(base?.fields, ours),
+                    changedByThem: Self.changedByThem(base: base, server: copy)))
+        }
+        for operation in waiting {
+            let key = operation.key
+            let copy = server[key]
+            let details = blocking[key]
+            var settledBy: ConflictPolicy?
+            if let details {
+                let ours = details.error.kind == .delete ? nil : details.ours?.fields
+                settledBy = settlement(
+                    of: details.failureClass, table: operation.table, base: details.base?.fields, ours: ours, theirs: copy)
+            }
+            predictions.append(
+                PushPrediction(
+                    operation: operation, outcome: .heldBack, settledBy: settledBy, server: copy,
+                    changedByUs: details.map(\.fieldsChangedByUs) ?? [],
+                    changedByThem: Self.changedByThem(base: details?.base, server: copy)))
+        }
+        return predictions.sorted { $0.operation.seq < $1.operation.seq }
+    }
+
+    /// The server's copies of the items, deleted ones included, 25 ids a request.
+    private func serverCopies(of keys: [ItemKey]) async throws(TSyncError) -> [ItemKey: TSyncModel.Record] {
         var byTable: [String: [String]] = [:]
         var seen = Set<ItemKey>()
-        for outgoing in operations where seen.insert(outgoing.key).inserted {
-            byTable[outgoing.operation.table, default: []].append(outgoing.operation.itemID)
-        }
+        for key in keys where seen.insert(key).inserted { byTable[key.table, default: []].append(key.id) }
+        var server: [ItemKey: TSyncModel.Record] = [:]
         for (table, ids) in byTable.sorted(by: { $0.key < $1.key }) {
             var start = 0
             while start < ids.count {
@@ -49,28 +112,33 @@ struct PushCheck: Sendable {
                 for record in page.records { server[ItemKey(table: table, id: record.id)] = record }
             }
         }
-        var failedItems = Set<ItemKey>()
-        var judged = Set<ItemKey>()
-        var predictions: [PushPrediction] = []
-        for outgoing in operations {
-            let key = outgoing.key
-            let copy = server[key]
-            let base = try store.base(table: outgoing.operation.table, id: outgoing.operation.itemID)
-            let ours = outgoing.operation.kind == .delete ? nil : outgoing.item
-            var outcome = PushPrediction.Outcome.succeeds
-            if failedItems.contains(key) {
-                outcome = .heldBack
-            } else if judged.insert(key).inserted, let failure = Self.failure(of: outgoing, server: copy) {
-                outcome = .fails(failure)
-                failedItems.insert(key)
+        return server
+    }
+
+    /// The policy that would settle a failure of this class, or nil: never a rejected item or a
+    /// server error, and a merge only where it would not be refused (`Resolution.merge`).
+    private func settlement(
+        of failure: FailureClass, table: String, base: [String: JSONValue]?, ours: [String: JSONValue]?, theirs: TSyncModel.Record?
+    ) -> ConflictPolicy? {
+        guard ConflictPolicy.settledClasses.contains(failure) else { return nil }
+        let policy = policies.policy(for: table)
+        switch policy {
+        case .fail:
+            return nil
+        case .ours, .theirs:
+            return policy
+        case .merge:
+            let theirsFields = theirs.flatMap { $0.system.deleted ? nil : $0.fields }
+            switch ThreeWayMerge.merge(base: base, ours: ours, theirs: theirsFields, prefer: policies.preference(for: table)) {
+            case .merged, .deleted: return policy
+            case .deleteConflict, .conflicting: return nil
             }
-            predictions.append(
-                PushPrediction(
-                    operation: outgoing.operation, outcome: outcome, server: copy,
-                    changedByUs: ThreeWayMerge.differingFields(base?.fields, ours),
-                    changedByThem: copy.map { ThreeWayMerge.differingFields(base?.fields, $0.system.deleted ? nil : $0.fields) } ?? []))
         }
-        return predictions
+    }
+
+    private static func changedByThem(base: TSyncModel.Record?, server: TSyncModel.Record?) -> [String] {
+        guard let server else { return [] }
+        return ThreeWayMerge.differingFields(base?.fields, server.system.deleted ? nil : server.fields)
     }
 
     /// How the server would refuse the first operation of an item, given its copy now; nil when
@@ -101,5 +169,9 @@ struct PushCheck: Sendable {
 }
 
 extension OutgoingOperation {
-    var key: ItemKey { ItemKey(table: operation.table, id: operation.itemID) }
+    var key: ItemKey { operation.key }
+}
+
+extension PendingOperation {
+    var key: ItemKey { ItemKey(table: table, id: itemID) }
 }

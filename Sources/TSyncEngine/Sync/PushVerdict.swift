@@ -93,6 +93,8 @@ public enum FailureClass: String, Sendable, Equatable, CaseIterable {
         }
     }
 
-    /// Whether the failure is a conflict in the seeds' sense (two versions to choose between).
-    public var isConflict: Bool { self == .versionConflict || self == .alreadyExists }
+    /// Whether two writers disagree about the item: about its version (412, 409) or its existence
+    /// (404: changed here, deleted there). These are what `resolve` and a conflict policy settle
+    /// by choosing a side; a rejected item or a server error is not a disagreement.
+    public var isConflict: Bool { self == .versionConflict || self == .alreadyExists || self == .missing }
 }

@@ -9,15 +9,17 @@ public struct PushSummary: Sendable, Equatable {
     public var alreadyApplied = 0
     /// Operations that failed in this push and now sit in the error table.
     public var failed = 0
-    /// Of `failed`, those that are conflicts (409/412).
+    /// Of `failed`, those that are conflicts (409, 412, and 404: `FailureClass.isConflict`).
     public var conflicts = 0
-    /// Conflicts the server answered, those a policy settled included (`push --on-conflict`).
+    /// Conflicts the server answered (409, 412, 404), those a policy settled included
+    /// (`push --on-conflict`).
     public var conflictsMet = 0
     /// Errors a conflict policy settled, by policy.
     public var settled: [ConflictPolicy: Int] = [:]
     /// Times the queue was sent: 1, plus one for each push again after settling conflicts.
     public var rounds = 1
-    /// Operations not sent because their item has an unresolved error (`tsync conflicts`).
+    /// Operations not sent because their item has an unresolved error (`tsync conflicts`); an
+    /// operation that failed in this push was sent, and is counted in `failed` only.
     public var heldBack = 0
     /// Operations a dry run would send.
     public var wouldPush = 0
@@ -31,6 +33,12 @@ public struct PushSummary: Sendable, Equatable {
     var failedOperations: [Int64] = []
 
     public init() {}
+
+    /// Sets `heldBack` from the operations now waiting behind errors (`waiting`), less those that
+    /// failed in this push.
+    mutating func setHeldBack(waiting: Int) {
+        heldBack = max(0, waiting - failed)
+    }
 
     /// Adds a later push of the same command (a push again after settling conflicts).
     mutating func add(_ next: PushSummary) {
@@ -88,7 +96,7 @@ public struct Pusher: Sendable {
         let total = try store.pushableOperationCount(tables: tables)
         progress?(0, total)
         guard total > 0 else {
-            summary.heldBack = try store.heldBackOperationCount(tables: tables)
+            summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
             return summary
         }
         let batches = try await remote.batchCapabilities()
@@ -109,7 +117,7 @@ public struct Pusher: Sendable {
                 if let stop = round.stop { throw stop }
             }
         }
-        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         return summary
     }
 
@@ -159,7 +167,7 @@ public struct Pusher: Sendable {
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()
         let pending = try store.pushableOperations(tables: tables)
-        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         if summary.heldBack > 0 {
             throw .failure(
                 "\(summary.heldBack) operation(s) wait behind unresolved errors: resolve them (`tsync conflicts`) before an atomic push")
@@ -222,7 +230,7 @@ public struct Pusher: Sendable {
         }
         try store.releaseOperations(claimed)
         progress?(summary.pushed + summary.failed, pending.count)
-        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         return summary
     }
 
@@ -263,7 +271,7 @@ public struct Pusher: Sendable {
             case .failed(let status, _, _):
                 summary.failed += 1
                 summary.failedOperations.append(outgoing.operation.seq)
-                if status == 409 || status == 412 {
+                if FailureClass(kind: outgoing.operation.kind, status: status).isConflict {
                     summary.conflicts += 1
                     summary.conflictsMet += 1
                 }

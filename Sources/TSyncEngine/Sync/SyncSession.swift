@@ -85,6 +85,7 @@ public struct SyncSession: Sendable {
 
     /// What `push` would send now, and what waits behind unresolved errors; sends nothing.
     public func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
+        try store.requireTables(tables ?? [])
         let operations = try store.pushableOperations(tables: tables)
         var summary = PushSummary()
         summary.wouldPush = operations.count
@@ -98,6 +99,7 @@ public struct SyncSession: Sendable {
     public func push(tables: [String]?, atomic: Bool = false, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
         -> PushSummary
     {
+        try store.requireTables(tables ?? [])
         let summary = try await withRemote { remote throws(TSyncError) in
             atomic
                 ? try await pusher(remote).pushAtomically(tables: tables, progress: reporter("pushing"))
@@ -152,22 +154,26 @@ public struct SyncSession: Sendable {
         let left = try store.operationErrors(operations: summary.failedOperations)
         summary.failed = left.count
         summary.conflicts = left.filter { FailureClass(kind: $0.kind, status: $0.httpStatus ?? 0).isConflict }.count
-        summary.heldBack = try store.heldBackOperationCount(tables: tables)
+        summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         return summary
     }
 
-    /// What `push --check` predicts for every pending operation of `tables`: GET requests only,
-    /// nothing is written on the server or in the store.
-    public func check(tables: [String]?) async throws(TSyncError) -> (predictions: [PushPrediction], heldBack: Int) {
-        let predictions = try await withRemote { remote throws(TSyncError) in
-            try await PushCheck(store: store, remote: remote).predict(tables: tables)
+    /// What `push --check` predicts for every queued operation of `tables`, under the conflict
+    /// `policies` the push would apply: GET requests only, nothing is written on the server or in
+    /// the store.
+    public func check(tables: [String]?, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
+        -> [PushPrediction]
+    {
+        try store.requireTables(tables ?? [])
+        return try await withRemote { remote throws(TSyncError) in
+            try await PushCheck(store: store, remote: remote, policies: policies).predict(tables: tables)
         }
-        return (predictions, try store.heldBackOperationCount(tables: tables))
     }
 
     /// Pushes the table's pending operations (settling conflicts by `policies`, as `push` does),
-    /// then reads it from the server. Throws `.operationsFailed` when operations of the table are
-    /// left in the error table: the pull does not run, the user looks at the conflicts first.
+    /// then reads it from the server. Operations that fail stay in the error table and the pull
+    /// goes on, as in `sync`: items with a queued change are never overwritten, and the copies it
+    /// skips are kept for `resolve` (DESIGN §8).
     public func pull(_ request: PullRequest, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
         -> PullSummary
     {
@@ -176,12 +182,6 @@ public struct SyncSession: Sendable {
             var push = PushSummary()
             if try store.hasOperations(table: request.table) {
                 push = try await pushSettling(remote, tables: [request.table], policies: policies)
-                if push.failed > 0 {
-                    throw TSyncError(
-                        .operationsFailed,
-                        "pull \(request.table) stopped: pushing its pending changes failed for \(push.failed) operation(s); run `tsync conflicts`, then `tsync resolve`"
-                    )
-                }
                 if push.interrupted { return PullSummary(table: request.table, queryID: request.queryID, push: push, interrupted: true) }
             }
             var summary = try await Puller(store: store, remote: remote, stopRequest: stopRequest)
