@@ -35,11 +35,12 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             local record", or "refused: REASON".
 
             Exit status: 0 when every named error was settled; 2 when --merge refused some (they \
-            stay in the error table, nothing about them changed); 65 for an unknown error id \
-            (nothing is settled). --json prints [{"id", "table", "itemId", "class", "kind", "settled", \
+            stay in the error table, nothing about them changed; a --dry-run says the same with \
+            the same code), or when the --push that follows leaves errors; 65 for an unknown error \
+            id (nothing is settled). --json prints [{"id", "table", "itemId", "class", "kind", "settled", \
             "pending", "pendingKind", "record", "reason", "dryRun"}]: "pending" whether an operation \
             of the item is still queued and "pendingKind" its kind (null when none), "record" the \
-            local record afterwards (null when removed), "reason" why --merge refused (null when \
+            local record afterwards (null when removed); with --push, both as the push left them; "reason" why --merge refused (null when \
             settled).
 
             EXAMPLES
@@ -120,14 +121,17 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
         let report = result.report
         if !dryRun { CommandJournal.shared.record(resolve: report, as: resolution) }
         if output.json { Console.write(JSONReports.line(SyncReports.resolve(report, dryRun: dryRun))) }
+        let refused = report.refused
         if dryRun {
             if !output.json { Console.write(report.entries.map(SyncFormat.resolutionLine).joined()) }
-            if !output.quiet {
-                Console.note("dry run: \(StatusFormat.count(report.entries.count, "error")) would be settled as above; nothing changed")
-            }
+            var line = "dry run: \(StatusFormat.count(report.settledCount, "error")) would be settled as above"
+            if !refused.isEmpty { line += ", \(refused.count) could not be merged" }
+            line += "; nothing changed"
+            // The exit code the real command would have: 2 when a merge would be refused.
+            if !refused.isEmpty { throw output.operationsFailed(line) }
+            if !output.quiet { Console.note(line) }
             return
         }
-        let refused = report.refused
         if !output.quiet {
             var line = "resolved \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"
             if let pushSummary = result.push { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }

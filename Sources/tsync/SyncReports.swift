@@ -105,15 +105,12 @@ enum SyncReports {
         .array(
             report.entries.map { entry in
                 var settled = false
-                var pending = false
                 var reason: JSONValue = .null
                 switch entry.outcome {
-                case .settled(let stillPending):
-                    settled = true
-                    pending = stillPending
-                case .refused(let why):
-                    reason = .string(why)
+                case .settled: settled = true
+                case .refused(let why): reason = .string(why)
                 }
+                let pending = entry.after.pending != nil
                 return [
                     "id": .int(entry.details.error.id), "table": .string(entry.details.error.table),
                     "itemId": .string(entry.details.error.itemID), "class": .string(entry.details.failureClass.rawValue),

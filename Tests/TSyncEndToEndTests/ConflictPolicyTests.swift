@@ -65,11 +65,19 @@ import TSyncModel
         #expect(try await server.record("todo", "x")?["text"] == "from a", "nothing of B's reached the server")
         let left = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
         #expect(left.count == 1 && left.first?.objectValue?["class"] == "version-conflict")
-        // The same --prefer settles it with resolve --merge.
-        let resolve = try b.run(["resolve", "--all", "--merge", "--prefer", "ours", "--push"])
+        // A dry run says the merge would be refused, with the exit code the real one would have.
+        let dry = try b.run(["resolve", "--all", "--merge", "--dry-run", "--json"])
+        #expect(dry.status == 2, "\(dry)")
+        let entry = try #require(try JSONOutput.array(dry.stdout).first?.objectValue)
+        #expect(entry["settled"] == false && entry["pending"] == true && entry["pendingKind"] == "update", "\(entry)")
+        // The same --prefer settles it with resolve --merge; --json tells what the push left.
+        let resolve = try b.run(["resolve", "--all", "--merge", "--prefer", "ours", "--push", "--json"])
         #expect(resolve.status == 0, "\(resolve)")
-        #expect(try await server.record("todo", "x")?["text"] == "from b")
-        #expect(try await server.record("todo", "x")?["note"] == "b note")
+        let x = try #require(try await server.record("todo", "x"))
+        #expect(x["text"] == "from b" && x["note"] == "b note")
+        let settled = try #require(try JSONOutput.array(resolve.stdout).first?.objectValue)
+        #expect(settled["pending"] == false && settled["pendingKind"] == .null, "pushed: \(settled)")
+        #expect(settled["record"]?.objectValue?["version"] == x["version"], "\(settled)")
     }
 
     @Test func mergeOfDifferentFieldsKeepsBoth() async throws {

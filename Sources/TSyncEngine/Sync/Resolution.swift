@@ -56,6 +56,11 @@ extension LocalStore {
         try settle(errorID: errorID, with: resolution, theirs: theirs, prefer: prefer, dryRun: false).outcome
     }
 
+    /// What is queued for an item now, and its local record.
+    public func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
+        try read { db in try ItemRows(table: table, id: id).after(db) }
+    }
+
     /// `resolve`, and what it left of the item. With `dryRun` the transaction is rolled back: the
     /// answer is exactly what settling would do, and nothing changes.
     public func settle(

@@ -245,9 +245,15 @@ public struct SyncSession: Sendable {
             let report = try await Resolver(store: store, remote: remote).resolve(request)
             let tables = Array(Set(report.entries.map(\.details.error.table))).sorted()
             guard thenPush, !request.dryRun, !tables.isEmpty else { return ResolveResult(report: report) }
-            let push = try await pusher(remote).push(tables: tables)
+            let push = try await pushSettling(remote, tables: tables, policies: ConflictPolicies())
             events?(.pushed(push))
-            return ResolveResult(report: report, push: push)
+            // What the report says of each item is what the push left.
+            var pushed = report
+            for index in pushed.entries.indices {
+                let error = pushed.entries[index].details.error
+                pushed.entries[index].after = try store.itemState(table: error.table, id: error.itemID)
+            }
+            return ResolveResult(report: pushed, push: push)
         }
     }
 
