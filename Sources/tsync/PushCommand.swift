@@ -47,7 +47,8 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             --atomic sends the whole queue as one batch the server applies all or nothing: if \
             any operation would fail, nothing is written, the failing operations go to the error \
             table (exit 2) and the others stay pending. It needs tsync serve, a queue within its \
-            batch limit, no unresolved error, and one queued operation per item.
+            batch limit, no unresolved error, and one queued operation per item; it settles \
+            nothing, so conflict policies (the flag or the store's settings) do not apply.
 
             SIGINT (Ctrl-C) or SIGTERM stops the push at its next safe point: no new request is \
             sent, the answers in flight are awaited and recorded, the rest stays queued, and the \

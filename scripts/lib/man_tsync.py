@@ -70,7 +70,10 @@ with open(page_path, "w") as f:
     f.write(page)
 
 NO_HYPHENATION = ".nh\n.nr doc-hyphen-flags 0\n.cflags 0 - \\[hy] \\[em]\n"
-other_codes = ", ".join(code for code, _ in codes if code != "0")
+# "130 … (143: by SIGTERM)": a code named inside another's meaning counts too.
+other_codes = ", ".join(
+    [code for code, _ in codes if code != "0"] + [c for _, meaning in codes for c in re.findall(r"\((\d+): ", meaning)]
+)
 EXIT_STATUS = (
     ".Sh \"EXIT STATUS\"\n"
     "0 on success. The other codes ({}) mean the same for every command; they are listed in\n"
