@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// Edges of the input a user walkthrough found handled wrongly: CSV cells and errors, JSON names
+/// given twice, a misplaced FIELD=VALUE, diff of an unknown id, negative counts, help of an
+/// unknown subcommand, warnings, and what `tsync log` keeps and shows.
+@Suite(.serialized) struct InputEdgeTests {
+    // MARK: insert --csv
+
+    @Test func csvCellsAreKeptByteForByteAndBlankLinesAreNoRecords() throws {
+        let store = try TSyncSandbox()
+        let insert = try store.run(["insert", "t", "--csv", "-"], stdin: "id,a,b,c\n20, x , ,\"  \"\n21,a\n\n")
+        #expect(insert.status == 0 && insert.stdout == "20\n21\n", "the blank line is no record: \(insert)")
+        let records = try JSONOutput.array(try store.ok(["query", "t", "--json"]))
+        #expect(records.count == 2, "\(records)")
+        let first = try JSONOutput.object(try store.ok(["get", "t", "20", "--json"]))
+        #expect(first["a"] == " x " && first["b"] == " " && first["c"] == "  ", "\(first)")
+        let second = try JSONOutput.object(try store.ok(["get", "t", "21", "--json"]))
+        #expect(second["a"] == "a" && second["b"] == nil && second["c"] == nil, "a short row leaves the rest out: \(second)")
+        // Blank lines anywhere (CRLF too, and before the header) are skipped; a line of spaces is a cell.
+        let more = try store.run(["insert", "u", "--csv"], stdin: "\r\nid,n\r\n\r\nk1,1\r\n\r\n\r\nk2, 2\r\n")
+        #expect(more.status == 0 && more.stdout == "k1\nk2\n", "\(more)")
+        #expect(try JSONOutput.object(try store.ok(["get", "u", "k2", "--json"]))["n"] == " 2", "text, not the number 2")
+        // What query --csv writes comes back the same, spaces included.
+        let copy = try TSyncSandbox()
+        try copy.ok(["insert", "t", "--csv", "-q"], stdin: try store.ok(["query", "t", "--csv"]))
+        #expect(try copy.ok(["query", "t", "--json"]) == (try store.ok(["query", "t", "--json"])))
+        // A header alone, or nothing at all, inserts nothing and is no error.
+        for text in ["id,a\n", ""] {
+            let none = try store.run(["insert", "v", "--csv"], stdin: text)
+            #expect(none.status == 0 && none.stdout.isEmpty && none.stderr.contains("nothing inserted"), "\(none)")
+        }
+    }
+
+    @Test(arguments: [
+        ("id,a\n1,{\"k\":1}\n", "invalid CSV at line 2, column 4: a quote inside a cell that does not start with one"),
+        ("id,a\n1,\"two\nlines\"\n2,x\"y\n", "invalid CSV at line 4, column 4: a quote inside a cell"),
+        ("id,a\n1,\"x\" \n", "invalid CSV at line 2, column 6: text after the closing quote of a cell"),
+        ("id,a\n1,ok\n2,\"never closed\n3,x\n", "invalid CSV: the quoted cell that starts at line 3, column 3 has no closing quote"),
+        ("id,a\n1,ok\n\n2,x,y\n", "invalid CSV at line 4: the row has 3 cells, more than the 2 columns of the header"),
+    ])
+    func aCSVErrorSaysWhatAndWhere(csv: String, message: String) throws {
+        let store = try TSyncSandbox()
+        let result = try store.run(["insert", "t", "--csv"], stdin: csv)
+        #expect(result.status == 65, "\(result)")
+        #expect(result.stderr.hasPrefix("tsync: error: " + message), "\(result.stderr)")
+        #expect(!result.stderr.contains("quotation(") && !result.stderr.contains("message:"), "no internal value: \(result.stderr)")
+        #expect(try store.run(["query", "t"]).status == 65, "nothing inserted, the table is still unknown")
+    }
+}
