@@ -48,4 +48,19 @@ import TSyncModel
         #expect(!result.stderr.contains("quotation(") && !result.stderr.contains("message:"), "no internal value: \(result.stderr)")
         #expect(try store.run(["query", "t"]).status == 65, "nothing inserted, the table is still unknown")
     }
+
+    // MARK: JSON
+
+    @Test func aFieldNameGivenTwiceIsRefused() throws {
+        let store = try TSyncSandbox()
+        let insert = try store.run(["insert", "u", #"{"id":"u3","a":1,"a":2}"#])
+        #expect(insert.status == 65, "\(insert)")
+        #expect(insert.stderr == "tsync: error: invalid JSON at line 1, column 18: the field name \"a\" appears twice in one object\n")
+        let piped = try store.run(["insert", "u"], stdin: "{\"id\": \"u4\"}\n{\"id\": \"u5\",\n \"b\": 1, \"b\": 1}\n")
+        #expect(piped.status == 65 && piped.stderr.contains("line 3, column 10: the field name \"b\" appears twice"), "\(piped)")
+        try store.ok(["insert", "u", #"{"id":"u1","a":1}"#])
+        let update = try store.run(["update", "u", "u1", #"{"a":2,"a":3}"#])
+        #expect(update.status == 65 && update.stderr.contains("appears twice"), "\(update)")
+        #expect(try JSONOutput.object(try store.ok(["get", "u", "u1", "--json"]))["a"] == 1)
+    }
 }
