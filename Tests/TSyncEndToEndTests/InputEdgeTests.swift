@@ -63,4 +63,20 @@ import TSyncModel
         #expect(update.status == 65 && update.stderr.contains("appears twice"), "\(update)")
         #expect(try JSONOutput.object(try store.ok(["get", "u", "u1", "--json"]))["a"] == 1)
     }
+
+    // MARK: update
+
+    @Test func aSecondFieldWithoutSetIsNamedAsSuch() throws {
+        let store = try TSyncSandbox()
+        try store.ok(["insert", "todo", #"{"id": "c4", "n": 1}"#])
+        let result = try store.run(["update", "todo", "c4", "--set", #"text="A""#, "n=5"])
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stderr == "tsync: error: \"n=5\" is not JSON; to set another field, repeat --set: --set n=5\n", "\(result.stderr)")
+        let alone = try store.run(["update", "todo", "c4", "done=true"])
+        #expect(alone.status == 64 && alone.stderr.contains(#""done=true" is not JSON; to set a field, use --set: --set done=true"#))
+        #expect(try JSONOutput.object(try store.ok(["get", "todo", "c4", "--json"])) == ["id": "c4", "n": 1, "deleted": false])
+        // JSON that is merely broken is still bad input, with its position.
+        let broken = try store.run(["update", "todo", "c4", #"{"n"=5}"#])
+        #expect(broken.status == 65 && broken.stderr.contains("invalid JSON at line 1, column 5"), "\(broken)")
+    }
 }
