@@ -79,4 +79,25 @@ import TSyncModel
         let broken = try store.run(["update", "todo", "c4", #"{"n"=5}"#])
         #expect(broken.status == 65 && broken.stderr.contains("invalid JSON at line 1, column 5"), "\(broken)")
     }
+
+    // MARK: diff
+
+    @Test func diffOfAnUnknownIDIsBadInput() async throws {
+        let server = try await SyncServer()
+        let store = try TSyncSandbox(remote: server.url)
+        try store.ok(["insert", "todo", #"{"id": "synced"}"#])
+        try store.ok(["push"])
+        for format in [[], ["--json"], ["--ndjson"]] {
+            let unknown = try store.run(["diff", "todo", "nosuch"] + format)
+            #expect(unknown.status == 65 && unknown.stdout.isEmpty, "\(format): \(unknown)")
+            #expect(unknown.stderr == "tsync: error: no record \"nosuch\" in table todo\n", "as `get` says it: \(unknown.stderr)")
+        }
+        #expect(try store.run(["get", "todo", "nosuch"]).stderr == "tsync: error: no record \"nosuch\" in table todo\n")
+        // A known record with nothing pending has nothing to show, and that is no error.
+        #expect(try store.ok(["diff", "todo", "synced", "--json"]) == "[]\n")
+        #expect(try store.ok(["diff", "todo", "synced"]).isEmpty)
+        // A record deleted locally is gone, but its pending delete is shown.
+        try store.ok(["delete", "todo", "synced"])
+        #expect(try JSONOutput.array(try store.ok(["diff", "todo", "synced", "--json"])).count == 1)
+    }
 }
