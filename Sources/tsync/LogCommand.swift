@@ -29,13 +29,13 @@ struct LogCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .customShort("n"), help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
+    @Option(name: .customShort("n"), parsing: .unconditional, help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
     var count: Int = 20
 
     @OptionGroup var output: JSONOption
 
     func validate() throws {
-        guard count >= 1 else { throw ValidationError("-n must be 1 or more") }
+        guard count >= 1 else { throw ValidationError("-n must be 1 or more (got \(count))") }
     }
 
     func run() throws {

@@ -100,4 +100,23 @@ import TSyncModel
         try store.ok(["delete", "todo", "synced"])
         #expect(try JSONOutput.array(try store.ok(["diff", "todo", "synced", "--json"])).count == 1)
     }
+
+    // MARK: Negative numbers
+
+    @Test(arguments: [
+        (["log", "-n", "-5"], "-n must be 1 or more (got -5)"),
+        (["query", "todo", "--top", "-1"], "--top must be 0 or more (got -1)"),
+        (["query", "todo", "--skip", "-3"], "--skip must be 0 or more (got -3)"),
+        (["serve", "--max-connections", "-1"], "--max-connections must be at least 1 (got -1)"),
+        (["serve", "--idle-timeout", "-2"], "--idle-timeout must be at least 1 second (got -2)"),
+        (["serve", "--port", "-1"], "invalid port -1"),
+    ])
+    func aNegativeNumberIsCalledInvalidNotMissing(arguments: [String], message: String) throws {
+        let store = try TSyncSandbox()
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let result = try store.run(arguments)
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stderr.hasPrefix("tsync: error: " + message), "\(result.stderr)")
+        #expect(!result.stderr.contains("Missing value"))
+    }
 }
