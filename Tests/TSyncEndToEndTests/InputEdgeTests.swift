@@ -119,4 +119,30 @@ import TSyncModel
         #expect(result.stderr.hasPrefix("tsync: error: " + message), "\(result.stderr)")
         #expect(!result.stderr.contains("Missing value"))
     }
+
+    // MARK: help
+
+    @Test(arguments: [
+        (["help", "user", "nosuch"], "'nosuch' is not a subcommand of 'tsync user' (`tsync user --help` lists them)"),
+        (["help", "user", "ad"], "'ad' is not a subcommand of 'tsync user'; did you mean 'add'? (`tsync user --help` lists them)"),
+        (
+            ["help", "conflicts", "shw"],
+            "'shw' is not a subcommand of 'tsync conflicts'; did you mean 'show'? (`tsync conflicts --help` lists them)"
+        ),
+        (["help", "get", "nosuch"], "'nosuch' is not a subcommand of 'tsync get' (it has none)"),
+    ])
+    func helpOfAnUnknownSubcommandIsAUsageError(arguments: [String], message: String) throws {
+        let directory = try TemporaryDirectory()
+        let result = try TSyncProcess.run(arguments, in: directory.path)
+        #expect(result.status == 64 && result.stdout.isEmpty, "\(result)")
+        #expect(result.stderr == "tsync: error: \(message)\n", "\(result.stderr)")
+    }
+
+    @Test func helpOfAKnownSubcommandStillHelps() throws {
+        let directory = try TemporaryDirectory()
+        let add = try TSyncProcess.run(["help", "user", "add"], in: directory.path)
+        #expect(add.status == 0 && add.stdout.contains("USAGE: tsync user add"), "\(add)")
+        let show = try TSyncProcess.run(["help", "conflicts", "show"], in: directory.path)
+        #expect(show.status == 0 && show.stdout.contains("USAGE: tsync conflicts show"), "\(show)")
+    }
 }
