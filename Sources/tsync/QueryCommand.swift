@@ -67,7 +67,7 @@ struct QueryCommand: ParsableCommand {
         let records = try store.query(table: table, query)
         // A misspelt field matches nothing and selects nothing, silently: say so.
         for name in try store.fieldsNoRecordHas(table: table, names: query.fieldNames) {
-            Console.note("warning: no record of \(table) has a field \(Identifiers.quoted(name))")
+            Console.warning("no record of \(table) has a field \(Identifiers.quoted(name))")
         }
         if output.json {
             Console.write(JSONReports.line(.array(records.map { .object(query.project($0.wireObject)) })))

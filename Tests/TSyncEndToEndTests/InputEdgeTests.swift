@@ -145,4 +145,17 @@ import TSyncModel
         let show = try TSyncProcess.run(["help", "conflicts", "show"], in: directory.path)
         #expect(show.status == 0 && show.stdout.contains("USAGE: tsync conflicts show"), "\(show)")
     }
+
+    // MARK: Warnings and the log
+
+    @Test func aBadLogSettingIsAWarningAndCostsNoEntry() throws {
+        let store = try TSyncSandbox()
+        try Data(#"{"log.maxEntries": "abc"}"#.utf8).write(to: URL(fileURLWithPath: store.path + "/.tsync/config.json"))
+        let result = try store.run(["insert", "todo", #"{"id": "zz1"}"#])
+        #expect(result.status == 0 && result.stdout == "zz1\n", "\(result)")
+        #expect(result.stderr.hasPrefix("warning: the store's setting log.maxEntries is \"abc\""), "\(result.stderr)")
+        #expect(!result.stderr.contains("error:"), "a warning is no error: \(result.stderr)")
+        let newest = try #require(try JSONOutput.array(try store.ok(["log", "--json"])).first?.objectValue)
+        #expect(newest["command"] == "insert" && newest["exitCode"] == 0, "the entry is completed all the same: \(newest)")
+    }
 }
