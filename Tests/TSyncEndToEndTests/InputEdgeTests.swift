@@ -158,4 +158,24 @@ import TSyncModel
         let newest = try #require(try JSONOutput.array(try store.ok(["log", "--json"])).first?.objectValue)
         #expect(newest["command"] == "insert" && newest["exitCode"] == 0, "the entry is completed all the same: \(newest)")
     }
+
+    @Test func purgeIsLoggedWithWhatItPurged() throws {
+        let store = try TSyncSandbox()
+        try store.ok(["insert", "t", "-q"], stdin: #"[{"id": "a"}, {"id": "b"}, {"id": "c"}]"#)
+        let purge = try store.run(["purge", "t", "--yes", "--force"])
+        #expect(purge.status == 0 && purge.stderr.contains("purged 3 records"), "\(purge)")
+        let entry = try #require(try JSONOutput.array(try store.ok(["log", "--json"])).first?.objectValue)
+        #expect(entry["command"] == "purge", "\(entry)")
+        #expect(entry["counts"]?.objectValue?["changed"] == 3, "\(entry)")
+        #expect(entry["itemCount"] == 3)
+        let items = Self.strings(entry["items"]).sorted()
+        #expect(items == ["t/a", "t/b", "t/c"], "\(entry)")
+        #expect(try store.ok(["log", "-n", "1"]).contains("changed 3"))
+    }
+
+    /// The strings of a JSON array (none for anything else).
+    private static func strings(_ value: JSONValue?) -> [String] {
+        guard case .array(let elements)? = value else { return [] }
+        return elements.compactMap(\.stringValue)
+    }
 }
