@@ -173,6 +173,30 @@ import TSyncModel
         #expect(try store.ok(["log", "-n", "1"]).contains("changed 3"))
     }
 
+    @Test func theLogShowsArgumentsAsAShellReadsThem() throws {
+        let store = try TSyncSandbox()
+        try store.ok(["insert", "todo", "-q"], stdin: #"[{"id": "lg1"}, {"id": "lg 2"}]"#)
+        let commands: [[String]] = [
+            ["update", "todo", "lg1", "--set", #"text="B""#, "--set", "note=it's", "--set", "empty="],
+            ["delete", "todo", "lg1", "lg 2"],
+        ]
+        try store.ok(commands[0])
+        try store.ok(commands[1])
+        let text = try store.ok(["log", "-n", "2"])
+        #expect(text.contains("    tsync delete todo lg1 'lg 2'\n"), "\(text)")
+        #expect(text.contains(#"    tsync update todo lg1 --set 'text="B"' --set 'note=it'\''s' --set empty=\#n"#), "\(text)")
+        // Each shown line, read back by a shell, gives the arguments --json keeps (raw).
+        let entries = try JSONOutput.array(try store.ok(["log", "-n", "2", "--json"]))
+        let shown = text.split(separator: "\n").filter { $0.hasPrefix("    tsync ") }.map { $0.dropFirst("    tsync ".count) }
+        #expect(shown.count == 2 && entries.count == 2)
+        for (line, entry) in zip(shown, entries) {
+            let raw = Self.strings(entry.objectValue?["arguments"])
+            let shell = try TSyncProcess(["-c", "printf '%s\\n' \(line)"], in: store.path, executable: "/bin/bash").wait()
+            #expect(shell.status == 0 && shell.lines == raw, "\(line) → \(shell.lines), want \(raw)")
+        }
+        #expect(entries.first?.objectValue?["arguments"] == ["delete", "todo", "lg1", "lg 2"])
+    }
+
     /// The strings of a JSON array (none for anything else).
     private static func strings(_ value: JSONValue?) -> [String] {
         guard case .array(let elements)? = value else { return [] }
