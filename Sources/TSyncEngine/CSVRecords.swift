@@ -1,26 +1,24 @@
-import SwiftCSV
 import TSyncModel
 
 /// Records as CSV, for `insert --csv` and `query --csv` (sqlite-utils users expect it): a header
 /// row of field names, then one row per record.
 ///
-/// Reading (SwiftCSV parses, RFC 4180 quoting included), each cell becomes a JSON value by these
-/// rules, the same for every column: an empty cell leaves the field out; `true` and `false` are
-/// booleans; `null` is null; a number written as JSON writes one (`12`, `-3.5`, `1e3`, but not
-/// `007` or `+1`, which stay text) is a number; anything else is text. The `id` column is always
-/// text. Writing, text is written as it is, numbers and booleans as JSON writes them, null and an
-/// absent field as an empty cell, and objects and arrays as their JSON text.
+/// Reading (RFC 4180: cells separated by commas, rows by CRLF or LF; a cell in double quotes may
+/// hold commas, line breaks and quotes written twice), each cell is taken byte for byte (white
+/// space included: no trimming) and becomes a JSON value by these rules, the same for every
+/// column: an empty cell leaves the field out; `true` and `false` are booleans; `null` is null; a
+/// number written as JSON writes one (`12`, `-3.5`, `1e3`, but not `007` or `+1`, which stay
+/// text) is a number; anything else is text. The `id` column is always text. Blank lines are
+/// skipped, never a record. Writing, text is written as it is, numbers and booleans as JSON writes
+/// them, null and an absent field as an empty cell, and objects and arrays as their JSON text.
 public enum CSVRecords {
-    /// The records of CSV text: the first row names the fields.
+    /// The records of CSV text: the first row names the fields. No text, no records.
     public static func objects(from text: String) throws(TSyncError) -> [[String: JSONValue]] {
-        let csv: EnumeratedCSV
-        do {
-            csv = try EnumeratedCSV(string: text, delimiter: .comma, loadColumns: false)
-        } catch {
-            throw .invalidInput("the CSV could not be read: \(error)")
-        }
-        let header = csv.header
-        guard !header.isEmpty, header.allSatisfy({ !$0.isEmpty }) else {
+        var reader = CSVReader(text)
+        var rows = try reader.rows()[...]
+        guard let first = rows.popFirst() else { return [] }
+        let header = first.cells
+        guard header.allSatisfy({ !$0.isEmpty }) else {
             throw .invalidInput("the CSV's first row must name every column (a header row of field names)")
         }
         var seen = Set<String>()
@@ -28,13 +26,15 @@ public enum CSVRecords {
             throw .invalidInput("the CSV header names the column \(Identifiers.quoted(name)) twice")
         }
         var objects: [[String: JSONValue]] = []
-        objects.reserveCapacity(csv.rows.count)
-        for (offset, row) in csv.rows.enumerated() {
-            guard row.count <= header.count else {
-                throw .invalidInput("CSV row \(offset + 2) has \(row.count) cells, more than the \(header.count) columns of the header")
+        objects.reserveCapacity(rows.count)
+        for row in rows {
+            guard row.cells.count <= header.count else {
+                throw .invalidInput(
+                    "invalid CSV at line \(row.line): the row has \(row.cells.count) cells, more than the \(header.count) columns of the header"
+                )
             }
             var object: [String: JSONValue] = [:]
-            for (name, cell) in zip(header, row) where !cell.isEmpty {
+            for (name, cell) in zip(header, row.cells) where !cell.isEmpty {
                 object[name] = name == "id" ? .string(cell) : value(of: cell)
             }
             objects.append(object)
@@ -113,5 +113,125 @@ public enum CSVRecords {
     private static func quoted(_ cell: String) -> String {
         guard cell.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) else { return cell }
         return "\"" + cell.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+/// RFC 4180 CSV, read byte for byte. SwiftCSV (used before) drops the white space at the start of
+/// a cell and after a closing quote, and makes a record of a blank line, with no option to do
+/// otherwise; a cell's text must reach the record as it was written.
+struct CSVReader {
+    /// The cells of one row, and the line it starts on (1-based; a quoted cell can span lines).
+    struct Row {
+        var cells: [String]
+        var line: Int
+    }
+
+    private let bytes: [UInt8]
+    private var index = 0
+    private var line = 1
+    /// Where the current line starts, for columns in error messages.
+    private var lineStart = 0
+
+    private static let quote = UInt8(ascii: "\"")
+    private static let comma = UInt8(ascii: ",")
+    private static let carriageReturn: UInt8 = 0x0D
+    private static let lineFeed: UInt8 = 0x0A
+
+    init(_ text: String) {
+        bytes = Array(text.utf8)
+        // A byte order mark (spreadsheets write one) is not part of the first field's name.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            index = 3
+            lineStart = 3
+        }
+    }
+
+    /// Every row; blank lines (nothing between two line ends) are skipped.
+    mutating func rows() throws(TSyncError) -> [Row] {
+        var rows: [Row] = []
+        while index < bytes.count {
+            if isLineEnd(bytes[index]) {
+                skipLineEnd()
+                continue
+            }
+            let start = line
+            var cells: [String] = []
+            while true {
+                cells.append(try cell())
+                guard index < bytes.count, bytes[index] == Self.comma else { break }
+                index += 1
+            }
+            if index < bytes.count { skipLineEnd() }
+            rows.append(Row(cells: cells, line: start))
+        }
+        return rows
+    }
+
+    /// The cell at `index`, which is left at the comma, line end or end of input after it.
+    private mutating func cell() throws(TSyncError) -> String {
+        let start = index
+        guard index < bytes.count, bytes[index] == Self.quote else {
+            while index < bytes.count, bytes[index] != Self.comma, !isLineEnd(bytes[index]) {
+                if bytes[index] == Self.quote {
+                    throw error(
+                        "a quote inside a cell that does not start with one; a cell holding quotes is written in quotes, each quote inside doubled (\"say \"\"hi\"\"\")"
+                    )
+                }
+                index += 1
+            }
+            return String(decoding: bytes[start..<index], as: UTF8.self)
+        }
+        let (openLine, openColumn) = (line, column(at: index))
+        index += 1
+        var text: [UInt8] = []
+        while true {
+            guard index < bytes.count else {
+                throw .invalidInput(
+                    "invalid CSV: the quoted cell that starts at line \(openLine), column \(openColumn) has no closing quote")
+            }
+            let current = bytes[index]
+            if current == Self.quote {
+                if index + 1 < bytes.count, bytes[index + 1] == Self.quote {
+                    text.append(Self.quote)
+                    index += 2
+                    continue
+                }
+                index += 1
+                break
+            }
+            text.append(current)
+            if current == Self.lineFeed || (current == Self.carriageReturn && byte(at: index + 1) != Self.lineFeed) {
+                line += 1
+                lineStart = index + 1
+            }
+            index += 1
+        }
+        if index < bytes.count, bytes[index] != Self.comma, !isLineEnd(bytes[index]) {
+            throw error(
+                "text after the closing quote of a cell; a quote inside a quoted cell is written twice (\"say \"\"hi\"\"\")"
+            )
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private func byte(at offset: Int) -> UInt8? { offset < bytes.count ? bytes[offset] : nil }
+
+    private func isLineEnd(_ byte: UInt8) -> Bool { byte == Self.lineFeed || byte == Self.carriageReturn }
+
+    /// Steps over one line end: CRLF, LF or CR.
+    private mutating func skipLineEnd() {
+        if bytes[index] == Self.carriageReturn, byte(at: index + 1) == Self.lineFeed { index += 1 }
+        index += 1
+        line += 1
+        lineStart = index
+    }
+
+    /// The 1-based column of `offset` on the current line, in Unicode scalars.
+    private func column(at offset: Int) -> Int {
+        bytes[lineStart..<offset].reduce(1) { $1 & 0xC0 == 0x80 ? $0 : $0 + 1 }
+    }
+
+    private func error(_ message: String) -> TSyncError {
+        .invalidInput("invalid CSV at line \(line), column \(column(at: index)): \(message)")
     }
 }

@@ -3,8 +3,8 @@ import TSyncModel
 
 extension LocalStore {
     /// One entry per item with pending operations (in queue order of its newest operation),
-    /// optionally limited to a table or one item. An unknown table is an error; an item without
-    /// pending changes simply has no entry.
+    /// optionally limited to a table or one item. An unknown table or id is an error (as for
+    /// `requireRecord`); a record without pending changes simply has no entry.
     public func diff(table: String? = nil, id: String? = nil) throws(TSyncError) -> [DiffEntry] {
         if let table { try Identifiers.validateTableName(table) }
         if let id { try Identifiers.validateRecordID(id) }
@@ -42,6 +42,9 @@ extension LocalStore {
                     DiffEntry(
                         table: table, id: id, kind: kind, seq: row[3], base: base, ours: ours,
                         changes: FieldChange.between(before ?? [:], ours ?? [:])))
+            }
+            if entries.isEmpty, let table, let id, try StoreRows.fetchRecord(db, table: table, id: id) == nil {
+                throw TSyncError.invalidInput("no record \(Identifiers.quoted(id)) in table \(table)")
             }
             return entries
         }

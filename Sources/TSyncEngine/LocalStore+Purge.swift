@@ -5,6 +5,8 @@ import TSyncQuery
 /// What `purge` removed.
 public struct PurgeResult: Sendable, Equatable {
     public var records = 0
+    /// The ids of the purged records (`records` of them), in no particular order: for the log.
+    public var ids: [String] = []
     /// Operations dropped by a forced purge.
     public var operations = 0
     /// Saved queries (checkpoints) of the table that were dropped.
@@ -78,10 +80,11 @@ extension LocalStore {
             try db.execute(sql: "DELETE FROM operations WHERE \(itemCondition)", arguments: itemArguments)
             result.operations = pending
         }
-        try db.execute(
-            sql: "DELETE FROM records WHERE tbl = ? AND id IN (\(matching))",
+        // RETURNING hands back the ids as it deletes: no second pass over the table.
+        result.ids = try String.fetchAll(
+            db, sql: "DELETE FROM records WHERE tbl = ? AND id IN (\(matching)) RETURNING id",
             arguments: StatementArguments([table.databaseValue] + matchingArguments))
-        result.records = db.changesCount
+        result.records = result.ids.count
         try db.execute(sql: "DELETE FROM queries WHERE tbl = ?", arguments: [table])
         result.queries = db.changesCount
         return result

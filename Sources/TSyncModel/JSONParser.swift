@@ -95,15 +95,18 @@ public struct JSONParser {
             }
             let keyStart = index
             let key = try parseString()
-            // Swift's dictionaries merge keys that are canonically equivalent ("é" as one code
-            // point or as "e" + U+0301); JSON keeps them apart. Refuse rather than lose one. Only
-            // non-ASCII keys can be equivalent without being equal.
-            if key.utf8.contains(where: { $0 >= 0x80 }), let existing = object.index(forKey: key),
-                !object[existing].key.utf8.elementsEqual(key.utf8)
-            {
+            // A name given twice is refused, not settled by the last value: the text says two
+            // things. Swift's dictionaries also merge keys that are canonically equivalent ("é"
+            // as one code point or as "e" + U+0301), which JSON keeps apart: refused too, rather
+            // than lose one.
+            if let existing = object.index(forKey: key) {
                 index = keyStart
+                let name = JSONSerializer.string(.string(key))
+                guard !object[existing].key.utf8.elementsEqual(key.utf8) else {
+                    throw error("the field name \(name) appears twice in one object")
+                }
                 throw error(
-                    "field names \(JSONSerializer.string(.string(object[existing].key))) and \(JSONSerializer.string(.string(key))) differ only in Unicode normalization; tsync cannot keep both"
+                    "field names \(JSONSerializer.string(.string(object[existing].key))) and \(name) differ only in Unicode normalization; tsync cannot keep both"
                 )
             }
             skipWhitespace()

@@ -48,7 +48,7 @@ final class CommandJournal: Sendable {
             let entry = try store.beginJournalEntry(command: command, arguments: Self.redacted(CommandLine.arguments), remote: remote)
             state.withLock { $0.entry = entry }
         } catch {
-            Console.error("warning: no log entry for this command: \(error.message)")
+            Console.warning("no log entry for this command: \(error.message)")
         }
     }
 
@@ -95,10 +95,20 @@ final class CommandJournal: Sendable {
         guard let store, let entry else { return }
         do throws(TSyncError) {
             if exitCode == ExitStatus.usage { return try store.dropJournalEntry(entry) }
-            let keep = try store.configuration().logMaxEntries()
-            try store.finishJournalEntry(entry, exitCode: Int(exitCode), counts: counts, items: items, keep: keep)
+            try store.finishJournalEntry(entry, exitCode: Int(exitCode), counts: counts, items: items, keep: Self.logLength(store))
         } catch {
-            Console.error("warning: the log entry of this command was not completed: \(error.message)")
+            Console.warning("the log entry of this command was not completed: \(error.message)")
+        }
+    }
+
+    /// How many entries the log keeps: the store's setting, or the default (with a warning) when
+    /// the setting cannot be read, so that a bad setting costs no entry.
+    private static func logLength(_ store: LocalStore) -> Int {
+        do throws(TSyncError) {
+            return try store.configuration().logMaxEntries()
+        } catch {
+            Console.warning("\(error.message); until then the log keeps its newest \(Journal.defaultMaxEntries) entries")
+            return Journal.defaultMaxEntries
         }
     }
 

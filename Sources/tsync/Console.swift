@@ -20,6 +20,12 @@ enum Console {
         writeAll(STDERR_FILENO, message + "\n")
     }
 
+    /// A warning on stderr: "warning: <message>". The command goes on (or has succeeded), so
+    /// never "error:".
+    static func warning(_ message: String) {
+        note("warning: \(message)")
+    }
+
     /// An error on stderr: "tsync: error: <message>".
     static func error(_ message: String) {
         let prefix = Style(enabled: colorOnStderr).red("error:")

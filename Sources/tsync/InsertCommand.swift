@@ -19,7 +19,8 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
             row. Each cell becomes a JSON value the same way in every column: an empty cell leaves \
             the field out, true and false are booleans, null is null, a number as JSON writes it \
             (12, -3.5, 1e3; not 007 or +1) is a number, anything else is text; the id column is \
-            always text. Quoted cells (RFC 4180) may hold commas, quotes and line breaks.
+            always text. A cell is taken as it is written, spaces included. Quoted cells (RFC \
+            4180) may hold commas, quotes (written twice) and line breaks. Blank lines are skipped.
 
             EXAMPLES
               tsync insert todo '{"text": "buy milk", "done": false}'

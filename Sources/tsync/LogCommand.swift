@@ -29,13 +29,13 @@ struct LogCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .customShort("n"), help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
+    @Option(name: .customShort("n"), parsing: .unconditional, help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
     var count: Int = 20
 
     @OptionGroup var output: JSONOption
 
     func validate() throws {
-        guard count >= 1 else { throw ValidationError("-n must be 1 or more") }
+        guard count >= 1 else { throw ValidationError("-n must be 1 or more (got \(count))") }
     }
 
     func run() throws {
@@ -57,10 +57,26 @@ struct LogCommand: ParsableCommand {
         ]
     }
 
+    /// `argument` as a POSIX shell reads it back: as it is when it holds only characters no shell
+    /// treats specially, else in single quotes (a quote inside written `'\''`), so that the line
+    /// `tsync log` shows can be pasted into a shell.
+    static func shellQuoted(_ argument: String) -> String {
+        let plain = argument.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            default: "@%+=:,./_-".utf8.contains(byte)
+            }
+        }
+        guard argument.isEmpty || !plain else { return argument }
+        return "'" + argument.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    }
+
     /// An entry as a few lines: what ran and how it ended, what it did, the first items.
     static func text(_ entry: JournalEntry) -> String {
         let ended = entry.exitCode.map { "exit \($0)" } ?? "did not finish"
-        var lines = ["#\(entry.id)  \(entry.startedAt.iso8601)  \(ended)", "    tsync " + entry.arguments.joined(separator: " ")]
+        var lines = [
+            "#\(entry.id)  \(entry.startedAt.iso8601)  \(ended)", "    tsync " + entry.arguments.map(shellQuoted).joined(separator: " "),
+        ]
         if let remote = entry.remote { lines.append("    remote " + remote) }
         let counts = entry.counts
         var did: [String] = []

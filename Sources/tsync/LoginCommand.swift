@@ -62,7 +62,7 @@ struct LogoutCommand: AsyncParsableCommand, JournaledCommand {
             return
         }
         if let reason = result.notRevoked {
-            Console.note("warning: could not revoke the token on \(result.remote) (\(reason)); it stays valid there until it expires")
+            Console.warning("could not revoke the token on \(result.remote) (\(reason)); it stays valid there until it expires")
         }
         Console.note("logged out of \(result.remote)")
     }

@@ -60,6 +60,7 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
             }
         }
         let result = try store.purge(table: table, filter: filter, force: force)
+        CommandJournal.shared.record(changed: table, ids: result.ids)
         Console.note(describe(result, done: true))
     }
 

@@ -43,10 +43,10 @@ struct QueryCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Sort keys: \"FIELD [asc|desc], ...\".", valueName: "FIELDS"))
     var orderby: String?
 
-    @Option(help: ArgumentHelp("Print at most N records.", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Print at most N records.", valueName: "N"))
     var top: Int?
 
-    @Option(help: ArgumentHelp("Skip the first N records.", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Skip the first N records.", valueName: "N"))
     var skip: Int?
 
     @Option(help: ArgumentHelp("Print only these fields: \"FIELD,...\".", valueName: "FIELDS"))
@@ -57,8 +57,8 @@ struct QueryCommand: ParsableCommand {
 
     func validate() throws {
         if csv, output.json { throw ValidationError("choose one of --json and --csv") }
-        if let top, top < 0 { throw ValidationError("--top must be 0 or more") }
-        if let skip, skip < 0 { throw ValidationError("--skip must be 0 or more") }
+        if let top, top < 0 { throw ValidationError("--top must be 0 or more (got \(top))") }
+        if let skip, skip < 0 { throw ValidationError("--skip must be 0 or more (got \(skip))") }
     }
 
     func run() throws {
@@ -67,7 +67,7 @@ struct QueryCommand: ParsableCommand {
         let records = try store.query(table: table, query)
         // A misspelt field matches nothing and selects nothing, silently: say so.
         for name in try store.fieldsNoRecordHas(table: table, names: query.fieldNames) {
-            Console.note("warning: no record of \(table) has a field \(Identifiers.quoted(name))")
+            Console.warning("no record of \(table) has a field \(Identifiers.quoted(name))")
         }
         if output.json {
             Console.write(JSONReports.line(.array(records.map { .object(query.project($0.wireObject)) })))

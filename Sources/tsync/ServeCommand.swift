@@ -31,7 +31,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.")
     var host = "127.0.0.1"
 
-    @Option(help: "Port to listen on; 0 picks a free one.")
+    @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one.")
     var port = 8080
 
     @Flag(name: .customLong("no-auth"), help: "Serve without accounts (only on a loopback address unless --insecure).")
@@ -65,27 +65,27 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var index: [String] = []
 
-    @Option(name: .customLong("max-top"), help: "Largest page ($top) a client may ask for.")
+    @Option(name: .customLong("max-top"), parsing: .unconditional, help: "Largest page ($top) a client may ask for.")
     var maxTop = 1000
 
     @Option(
-        name: .customLong("max-batch"),
+        name: .customLong("max-batch"), parsing: .unconditional,
         help: ArgumentHelp(
             "Most operations one POST /tables/$batch may hold; 0 turns the batch route off.", valueName: "n"))
     var maxBatch = 1000
 
     @Option(
-        name: .customLong("max-connections"),
+        name: .customLong("max-connections"), parsing: .unconditional,
         help: ArgumentHelp("Connections open at once; one more is answered 503 and closed.", valueName: "n"))
     var maxConnections = 1024
 
     @Option(
-        name: .customLong("header-timeout"),
+        name: .customLong("header-timeout"), parsing: .unconditional,
         help: ArgumentHelp("Seconds a request's head may take to arrive, from its first byte.", valueName: "seconds"))
     var headerTimeout = 10
 
     @Option(
-        name: .customLong("idle-timeout"),
+        name: .customLong("idle-timeout"), parsing: .unconditional,
         help: ArgumentHelp("Seconds a connection may stay open with no request under way.", valueName: "seconds"))
     var idleTimeout = 60
 
@@ -104,17 +104,18 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var trustedProxy: [String] = []
 
-    @Option(name: .customLong("token-ttl"), help: ArgumentHelp("Lifetime of a login token, in seconds.", valueName: "seconds"))
+    @Option(
+        name: .customLong("token-ttl"), parsing: .unconditional,
+        help: ArgumentHelp("Lifetime of a login token, in seconds.", valueName: "seconds"))
     var tokenTTL = 24 * 3600
 
     func validate() throws {
-        guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second") }
-        guard maxTop >= 1 else { throw ValidationError("--max-top must be at least 1") }
-        guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more") }
-        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
-        guard headerTimeout >= 1, idleTimeout >= 1 else {
-            throw ValidationError("--header-timeout and --idle-timeout must be at least 1 second")
-        }
+        guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second (got \(tokenTTL))") }
+        guard maxTop >= 1 else { throw ValidationError("--max-top must be at least 1 (got \(maxTop))") }
+        guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more (got \(maxBatch))") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1 (got \(maxConnections))") }
+        guard headerTimeout >= 1 else { throw ValidationError("--header-timeout must be at least 1 second (got \(headerTimeout))") }
+        guard idleTimeout >= 1 else { throw ValidationError("--idle-timeout must be at least 1 second (got \(idleTimeout))") }
         if let proxy = configuration.invalidTrustedProxy {
             throw ValidationError(
                 "--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")

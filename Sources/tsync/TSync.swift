@@ -79,8 +79,7 @@ struct TSync: AsyncParsableCommand {
             Console.write(currentVersion + "\n")
             return
         }
-        let names = configuration.subcommands.map { $0.configuration.commandName ?? "" } + ["help"]
-        if let problem = CommandSuggestion.problem(Array(CommandLine.arguments.dropFirst()), commands: names) {
+        if let problem = CommandSuggestion.problem(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
             Console.error(problem)
             exit(withError: ExitCode(ExitStatus.usage))
         }

@@ -37,7 +37,14 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
     func run() throws {
         var fields: [String: JSONValue] = [:]
         if let json {
-            fields = try RecordInput.object(from: json)
+            do {
+                fields = try RecordInput.object(from: json)
+            } catch {
+                // `--set a=1 b=2` makes `b=2` the JSON argument: say what was meant.
+                guard Self.looksLikeAssignment(json) else { throw error }
+                let remedy = assignments.isEmpty ? "to set a field, use --set" : "to set another field, repeat --set"
+                throw TSyncError.usage("\(Identifiers.quoted(json)) is not JSON; \(remedy): --set \(json)")
+            }
         } else if assignments.isEmpty {
             guard !Console.stdinIsTerminal else {
                 throw TSyncError.usage("nothing to update: give a JSON object, pipe one to stdin, or use --set FIELD=VALUE")
@@ -55,6 +62,13 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
         let store = try storeOptions.open()
         try store.update(table: table, id: id, fields: fields)
         CommandJournal.shared.record(changed: table, ids: [id])
+    }
+
+    /// Whether a word is `FIELD=VALUE` rather than JSON: a name without spaces or JSON
+    /// punctuation before the first `=`.
+    static func looksLikeAssignment(_ text: String) -> Bool {
+        guard let equals = text.firstIndex(of: "="), equals > text.startIndex else { return false }
+        return !text[..<equals].contains { $0.isWhitespace || "{}[]\"':,".contains($0) }
     }
 
     /// `FIELD=VALUE` of `--set`: VALUE is taken as JSON when it parses as JSON, else as a string

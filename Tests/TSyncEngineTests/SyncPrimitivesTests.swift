@@ -191,7 +191,8 @@ import TSyncModel
 
         // Forced, with a filter: only the purged items' operations go.
         let result = try store.purge(table: "todo", filter: "done eq true", force: true)
-        #expect(result == PurgeResult(records: 2, operations: 1, queries: 1))
+        #expect(result == PurgeResult(records: 2, ids: result.ids, operations: 1, queries: 1))
+        #expect(result.ids.sorted() == ["a", "c"])
         #expect(try store.query(table: "todo").map(\.id) == ["b", "d"])
         #expect(try store.pendingOperations().map(\.itemID) == ["d"])
         #expect(try store.base(table: "todo", id: "c") == nil)
@@ -202,7 +203,7 @@ import TSyncModel
         // Without a filter, pending deletes count too.
         try store.applyServerPage(table: "todo", records: [LocalStore.serverRecord("e", [:], version: "1")])
         try store.delete(table: "todo", ids: ["e"])
-        #expect(try store.purge(table: "todo", force: true) == PurgeResult(records: 1, operations: 2, queries: 0))
+        #expect(try store.purge(table: "todo", force: true) == PurgeResult(records: 1, ids: ["d"], operations: 2, queries: 0))
         #expect(try store.pendingOperations().isEmpty)
     }
 }

@@ -126,8 +126,26 @@ extension JSONByteEqualityTests {
             guard let error = error as? TSyncError else { return false }
             return error.kind == .invalidInput && error.message.contains("Unicode normalization")
         }
-        // The same key twice is still the last one, as before.
-        #expect(try JSONParser.parse(#"{"x": 1, "x": 2}"#) == .object(["x": 2]))
+    }
+
+    /// Before, the last value of a name given twice won silently.
+    @Test func aNameGivenTwiceIsRefusedWithItsPosition() throws {
+        let cases: [(text: String, line: Int, column: Int, name: String)] = [
+            (#"{"id":"u3","a":1,"a":2}"#, 1, 18, #""a""#),
+            ("[{\"x\": 1},\n {\"y\": {\"z\": 1,\n  \"z\": 2}}]", 3, 3, #""z""#),
+            (#"{"\u00e9": 1, "\u00e9": 2}"#, 1, 15, "\"\u{E9}\""),
+        ]
+        for (text, line, column, name) in cases {
+            #expect {
+                try JSONParser.parse(text)
+            } throws: { error in
+                guard let error = error as? TSyncError else { return false }
+                return error.kind == .invalidInput
+                    && error.message == "invalid JSON at line \(line), column \(column): the field name \(name) appears twice in one object"
+            }
+        }
+        #expect(throws: TSyncError.self) { try JSONParser.parseStream(bytes: Array("{\"a\":1}\n{\"b\":1,\"b\":1}".utf8)) }
+        #expect(try JSONParser.parse(#"{"a": {"x": 1}, "b": {"x": 2}}"#).objectValue?.count == 2, "the same name in two objects")
     }
 }
 
