@@ -21,7 +21,9 @@ struct ConflictOptions: ParsableArguments {
             valueName: "SIDE"))
     var prefer: ThreeWayMerge.Side?
 
-    @Option(help: ArgumentHelp("Times to settle and push again when the push of settled operations conflicts again.", valueName: "N"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Times to settle and push again when the push of settled operations conflicts again.", valueName: "N"))
     var retries: Int = ConflictPolicies.defaultRetries
 
     func validate() throws {

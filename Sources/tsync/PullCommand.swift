@@ -46,7 +46,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         help: ArgumentHelp("Save the pull under this id and pull incrementally.", valueName: "ID"), completion: StoreCompletion.queryIDs)
     var queryId: String?
 
-    @Option(help: ArgumentHelp("Records per request (the server may cap it).", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Records per request (the server may cap it).", valueName: "N"))
     var pageSize: Int = PullRequest.defaultPageSize
 
     @Flag(help: "Forget the query id's checkpoint and pull everything again.")
@@ -58,7 +58,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
 
     func validate() throws {
         try Identifiers.validateTableName(table)
-        guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1") }
+        guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1 (got \(pageSize))") }
         if reset && queryId == nil { throw ValidationError("--reset needs --query-id") }
         if let queryId, queryId.isEmpty || queryId.contains(where: \.isNewline) {
             throw ValidationError("--query-id must be a non-empty single-line name")
@@ -91,9 +91,8 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
         // A server cannot tell an empty table from an unknown one: a typo pulls nothing, silently.
         if summary.counts.received == 0, !known.contains(table) {
-            Console.note(
-                "warning: the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))"
-            )
+            Console.warning(
+                "the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))")
         }
         // Exit 2 while the error table holds operations of this table, as push and sync do.
         let errors = try store.operationErrors(table: table).count
