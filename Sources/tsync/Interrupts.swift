@@ -4,7 +4,9 @@
     import Darwin
 #endif
 import Foundation
+import ArgumentParser
 import TSyncEngine
+import TSyncModel
 
 /// SIGINT and SIGTERM during a long push or pull: the first asks it to stop at its next safe point
 /// (answers in flight are awaited and recorded, the rest stays queued, and the command reports
@@ -64,6 +66,16 @@ final class Interrupts: Sendable {
     /// The exit code of a command stopped by a signal: 128 + its number (130 for SIGINT, 143 for
     /// SIGTERM), as shells report it.
     var exitCode: Int32? { stopRequest.stopSignal.map { 128 + $0 } }
+
+    /// The error that ended a command after a signal had asked it to stop (a server that stopped
+    /// answering while the answers in flight were awaited): said as it is, and the command still
+    /// exits with the signal's code, as the user who pressed Ctrl-C expects.
+    func afterStop(_ error: any Error) -> any Error {
+        guard let code = exitCode else { return error }
+        let message = (error as? TSyncError)?.commandLineMessage ?? "\(error)"
+        Console.error("interrupted: \(message)")
+        return ExitCode(code)
+    }
 }
 
 /// The write end of the pipe `forwardSignalToPipe` writes to; set once, before the handlers are.

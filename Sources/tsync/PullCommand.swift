@@ -79,7 +79,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
             ).pull(request, policies: policies)
         } catch {
             progress.finish()
-            throw error
+            throw interrupts.afterStop(error)
         }
         if summary.interrupted, let code = interrupts.exitCode {
             if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }

@@ -52,8 +52,9 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
 
             SIGINT (Ctrl-C) or SIGTERM stops the push at its next safe point: no new request is \
             sent, the answers in flight are awaited and recorded, the rest stays queued, and the \
-            push reports what it did and exits 130 (SIGINT) or 143 (SIGTERM). A second signal ends \
-            it at once; nothing is lost either way.
+            push reports what it did and exits 130 (SIGINT) or 143 (SIGTERM), also when the server \
+            stops answering meanwhile (after the request deadline: 30 s, or TSYNC_TIMEOUT). A \
+            second signal ends it at once; nothing is lost either way.
 
             --json prints {"dryRun", "pushed", "alreadyApplied", "failed", "conflicts", "heldBack", \
             "interrupted", "requests", "operations", "conflictsMet", "settled", "rounds"}: \
@@ -132,7 +133,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             summary = try await session.push(tables: selection, atomic: atomic, policies: policies)
         } catch {
             progress.finish()
-            throw error
+            throw interrupts.afterStop(error)
         }
         if output.json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
         let line = SyncFormat.pushSummary(summary, dryRun: false)

@@ -51,7 +51,7 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
             report = try await session.sync(policies: policies)
         } catch {
             progress.finish()
-            throw error
+            throw interrupts.afterStop(error)
         }
         if output.json {
             Console.write(

@@ -52,6 +52,26 @@ import TSyncModel
 /// SIGINT during `pull --query-id`: it stops after a whole page, keeps what it wrote with its
 /// checkpoint, and the same pull goes on from there.
 @Suite(.serialized) struct PullInterruptTests {
+    /// A server that stops answering while the push waits for the answer in flight: the push
+    /// still ends with the signal's code (after the request's deadline), saying what happened,
+    /// and the operation stays in flight ("sent, not yet confirmed"), to be sent again.
+    @Test func aSignalWhileTheServerHangsStillExitsWithItsCode() async throws {
+        let hung = try ScriptedServer { method, _ in
+            if method == "POST" { Thread.sleep(forTimeInterval: 20) }
+            return .json(404, #"{"error": "no batch route"}"#)
+        }
+        let store = try TSyncSandbox(remote: hung.url)
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try TSyncProcess(["push"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
+        for _ in 0..<400 where !hung.requests.contains(where: { $0.hasPrefix("POST") }) { usleep(25_000) }
+        #expect(push.isRunning)
+        push.signal(SIGINT)
+        let result = push.wait(timeout: 30)
+        #expect(result.status == 130, "\(result)")
+        #expect(result.stderr.contains("interrupted: "), "\(result.stderr)")
+        #expect(try store.ok(["status"]).contains("not yet confirmed"), "kept in flight, to be sent again")
+    }
+
     @Test func anInterruptedPullResumesFromItsCheckpoint() async throws {
         let server = try await SyncServer()
         let writer = try TSyncSandbox(remote: server.url)
