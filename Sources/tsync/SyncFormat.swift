@@ -52,7 +52,11 @@ enum SyncFormat {
             var sides: [String] = []
             if let version = prediction.server?.system.version { sides.append("server version \(version)") }
             if !prediction.changedByUs.isEmpty { sides.append("ours changed " + prediction.changedByUs.joined(separator: ", ")) }
-            if !prediction.changedByThem.isEmpty { sides.append("theirs changed " + prediction.changedByThem.joined(separator: ", ")) }
+            if prediction.server?.system.deleted == true {
+                sides.append("deleted on the server")
+            } else if !prediction.changedByThem.isEmpty {
+                sides.append("theirs changed " + prediction.changedByThem.joined(separator: ", "))
+            }
             if let policy = prediction.settledBy { sides.append("settled by " + policy.rawValue) }
             if !sides.isEmpty { line += "\t" + sides.joined(separator: "; ") }
         }

@@ -368,6 +368,8 @@ import TSyncModel
         #expect(JSONOutput.int(report["wouldFail"]) == 4 && JSONOutput.int(report["wouldSucceed"]) == 2)
         let text = try b.run(["push", "--check"])
         #expect(text.status == 2 && text.stdout.contains("version-conflict\tupdate\ttodo\tchanged\tserver version "), "\(text)")
+        #expect(text.stdout.contains("missing\tupdate\ttodo\tdeleted\tserver version "), "\(text)")
+        #expect(text.stdout.contains("; deleted on the server\n"), "\(text)")
 
         #expect(try b.run(["push"]).status == 2)
         var failed: [String: String] = [:]
