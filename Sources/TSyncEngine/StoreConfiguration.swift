@@ -48,10 +48,13 @@ public struct StoreConfiguration: Sendable, Equatable {
     }
 
     /// The conflict settings, checked: a hand-edited value no policy has is an error, not ignored.
-    public func policySettings() throws(TSyncError) -> PolicySettings {
+    /// The `push.*` and `table.NAME.*` settings. `preferencesOnly` reads the `prefer` ones alone,
+    /// for a command whose flag names the policy: a bad `onConflict` setting cannot stop it.
+    public func policySettings(preferencesOnly: Bool = false) throws(TSyncError) -> PolicySettings {
         var settings = PolicySettings()
         for (key, text) in entries {
             switch key {
+            case .pushOnConflict where preferencesOnly, .tableOnConflict where preferencesOnly: break
             case .pushOnConflict: settings.onConflict = try key.parse(text, as: ConflictPolicy.self)
             case .pushPrefer: settings.prefer = try key.parse(text, as: MergePreference.self)
             case .tableOnConflict(let table):

@@ -36,8 +36,14 @@ struct ConflictOptions: ParsableArguments {
     /// The policies of each table: these flags over the store's settings. Flags that say
     /// everything leave the settings unread, so a bad setting cannot stop them.
     func policies(_ store: LocalStore) throws(TSyncError) -> ConflictPolicies {
-        let flagsDecide = onConflict != nil && (onConflict != .merge || prefer != nil)
-        let settings = flagsDecide ? PolicySettings() : try store.configuration().policySettings()
+        let settings: PolicySettings
+        if let onConflict {
+            // The flag names the policy: only a merge without --prefer reads the prefer settings.
+            settings =
+                onConflict == .merge && prefer == nil ? try store.configuration().policySettings(preferencesOnly: true) : PolicySettings()
+        } else {
+            settings = try store.configuration().policySettings()
+        }
         return ConflictPolicies(settings: settings, onConflict: onConflict, prefer: prefer, retries: retries)
     }
 }

@@ -59,8 +59,27 @@ struct LogCommand: ParsableCommand {
 
     /// `argument` as a POSIX shell reads it back: as it is when it holds only characters no shell
     /// treats specially, else in single quotes (a quote inside written `'\''`), so that the line
-    /// `tsync log` shows can be pasted into a shell.
+    /// `tsync log` shows can be pasted into a shell. An argument with control characters is
+    /// written `$'…'` with escapes (bash, zsh, ksh): a raw escape sequence would reach the
+    /// terminal, and a line break would split the entry.
     static func shellQuoted(_ argument: String) -> String {
+        if argument.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            var text = "$'"
+            for scalar in argument.unicodeScalars {
+                switch scalar {
+                case "\\": text += "\\\\"
+                case "'": text += "\\'"
+                case "\n": text += "\\n"
+                case "\t": text += "\\t"
+                case "\r": text += "\\r"
+                case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                    let hex = String(scalar.value, radix: 16)
+                    text += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+                default: text.unicodeScalars.append(scalar)
+                }
+            }
+            return text + "'"
+        }
         let plain = argument.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true

@@ -18,14 +18,16 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
               --cancel   neither: the error is cleared and the operation stays pending, unchanged \
             (e.g. to retry after a server error).
               --discard  the local change is dropped: the item goes back to its base (the last \
-            server copy seen), or is removed if it never reached the server.
+            server copy seen; a newer one a pull skipped meanwhile), or is removed if it never \
+            reached the server. The server is not asked.
               --merge    field-level three-way merge of base / ours / theirs: fields changed on one \
             side only are taken from that side; if both sides changed a field differently, or one \
             deleted the item while the other changed it, that error is left as it was, unless --prefer \
             ours|theirs names the side that wins such a field (or that change against a delete).
 
-            The server's copy is the one recorded with the error; when the error has none (e.g. 500), \
-            it is read from the server. Each error is settled on its own.
+            The server's copy is read from the server when settling (25 items a request), since \
+            the one recorded with the error may be stale by now; without a remote, or when it \
+            cannot be reached, the recorded copy is used. Each error is settled on its own.
 
             --class CLASS (version-conflict, already-exists, missing, rejected, server-error) and \
             --kind KIND (insert, update, delete) pick errors by what failed; each is repeatable, \
@@ -134,7 +136,8 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
         }
         if !output.quiet {
             var line = "resolved \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"
-            if let pushSummary = result.push { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }
+            // A push that left errors says so once, as the error below.
+            if let pushSummary = result.push, pushSummary.failed == 0 { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }
             Console.note(line)
         }
         for entry in refused {

@@ -25,7 +25,7 @@ enum SyncFormat {
                 "\(summary.failed) failed" + (summary.conflicts > 0 ? " (\(StatusFormat.count(summary.conflicts, "conflict")))" : ""))
         }
         if summary.heldBack > 0 {
-            parts.append("\(summary.heldBack) held back by \(summary.failed > 0 ? "earlier " : "")unresolved errors")
+            parts.append("\(summary.heldBack) held back by unresolved errors")
         }
         var line = parts.joined(separator: ", ")
         if summary.failed > 0 || summary.heldBack > 0 { line += " — run `tsync conflicts`" }
@@ -78,7 +78,9 @@ enum SyncFormat {
         let ok = predictions.filter { $0.outcome == .succeeds }.count
         var line = "of \(StatusFormat.count(predictions.count, "queued operation")), \(ok) would go through"
         var settled: [String: Int] = [:]
-        for prediction in predictions { if let policy = prediction.settledBy { settled[policy.rawValue, default: 0] += 1 } }
+        for prediction in predictions where prediction.wouldBeSettled {
+            if let policy = prediction.settledBy { settled[policy.rawValue, default: 0] += 1 }
+        }
         if !settled.isEmpty {
             let byPolicy = settled.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
             line += ", \(settled.values.reduce(0, +)) would be settled (\(byPolicy))"

@@ -36,7 +36,7 @@ enum SyncReports {
         [
             "wouldSucceed": count(predictions.filter { $0.outcome == .succeeds }.count),
             "wouldFail": count(predictions.filter(\.wouldFail).count),
-            "wouldBeSettled": count(predictions.filter { $0.settledBy != nil }.count),
+            "wouldBeSettled": count(predictions.filter(\.wouldBeSettled).count),
             "heldBack": count(predictions.filter { $0.outcome == .heldBack }.count),
             "operations": .array(
                 predictions.map { prediction in

@@ -118,6 +118,32 @@ import TSyncModel
         #expect(try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))["version"] == x["version"])
     }
 
+    /// The copy recorded with an error grows stale when another writer changes the item again:
+    /// settling reads the server's copy now, so `ours` needs no second round, `theirs` takes the
+    /// newest copy, and the check's prediction holds even with no retries.
+    @Test(arguments: [
+        ["push", "--on-conflict", "ours", "--retries", "0"], ["push", "--on-conflict", "theirs", "--retries", "0"],
+        ["resolve", "--all", "--theirs"], ["resolve", "--all", "--ours", "--push"],
+    ])
+    func settlingReadsTheServersCopyNow(_ command: [String]) async throws {
+        let (server, a, b) = try await race()
+        #expect(try b.run(["push"]).status == 2, "the error records the server's copy as it was")
+        try a.ok(["update", "todo", "x", "--set", #"text="from a, again""#])
+        try a.ok(["push"])
+        if command[0] == "push" {
+            let check = try b.run(["push", "--check", "--json"] + command.dropFirst())
+            #expect(check.status == 0, "\(check)")
+        }
+        let settle = try b.run(command + ["--json"])
+        #expect(settle.status == 0, "\(settle)")
+        let x = try #require(try await server.record("todo", "x"))
+        let ours = command.contains("ours") || command.contains("--ours")
+        #expect(x["text"] == .string(ours ? "from b" : "from a, again"), "\(x)")
+        let local = try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))
+        #expect(local["version"] == x["version"] && local["text"] == x["text"], "\(local)")
+        #expect(try b.ok(["status", "--porcelain"]).isEmpty)
+    }
+
     /// The push a pull starts with settles conflicts the way `push` does: by the store's setting,
     /// or by the flag, which wins.
     @Test func thePushOfAPullFollowsThePolicies() async throws {
@@ -270,6 +296,8 @@ import TSyncModel
         // server at port 9 is not there: exit 3, not 1).
         let flagged = try store.run(["push", "--on-conflict", "ours"])
         #expect(flagged.status == 3, "\(flagged)")
+        let merge = try store.run(["push", "--on-conflict", "merge"])
+        #expect(merge.status == 3, "merge reads only the prefer settings: \(merge)")
         let prefer = try store.run(["push", "--on-conflict", "ours", "--prefer", "theirs"])
         #expect(prefer.status == 64 && prefer.stderr.contains("--prefer applies to --on-conflict merge only"), "\(prefer)")
         // A mistyped table is not "nothing to push".

@@ -195,6 +195,20 @@ import TSyncModel
             #expect(shell.status == 0 && shell.lines == raw, "\(line) → \(shell.lines), want \(raw)")
         }
         #expect(entries.first?.objectValue?["arguments"] == ["delete", "todo", "lg1", "lg 2"])
+
+        // Control characters never reach the terminal raw: $'…' with escapes, on one line.
+        let control = "t=\u{1B}[31mRED\u{1B}[0m\nend"
+        try store.ok(["insert", "todo", #"{"id": "lg3"}"#])
+        try store.ok(["update", "todo", "lg3", "--set", control])
+        let last = try store.ok(["log", "-n", "1"])
+        #expect(!last.contains("\u{1B}"), "\(last)")
+        let line = last.split(separator: "\n").first { $0.hasPrefix("    tsync ") }.map { String($0.dropFirst("    tsync ".count)) } ?? ""
+        #expect(line.hasSuffix(#"--set $'t=\x1b[31mRED\x1b[0m\nend'"#), "\(line)")
+        let shell = try TSyncProcess(
+            ["-c", "args=(\(line)); [ \"${args[4]}\" = \"$WANT\" ]"], in: store.path, environment: ["WANT": control],
+            executable: "/bin/bash"
+        ).wait()
+        #expect(shell.status == 0, "bash reads it back: \(shell)")
     }
 
     /// The strings of a JSON array (none for anything else).

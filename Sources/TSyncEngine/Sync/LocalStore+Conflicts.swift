@@ -9,7 +9,8 @@ public struct ConflictDetails: Sendable, Equatable {
     public var base: TSyncModel.Record?
     /// The local record now (nil when the operation is a delete or the record is gone).
     public var ours: TSyncModel.Record?
-    /// The server's copy from the failed answer (409/412), when it sent one.
+    /// The server's copy from the failed answer (409/412), when it sent one, or a newer one a
+    /// pull brought since (and skipped, the change being queued).
     public var theirs: TSyncModel.Record?
 
     public var failureClass: FailureClass { FailureClass(kind: error.kind, status: error.httpStatus ?? 0) }
@@ -45,7 +46,14 @@ extension LocalStore {
         return try StoreRows.errors(db, where: conditions.joined(separator: " AND "), arguments).map { error in
             let base = try StoreRows.fetchBase(db, table: error.table, id: error.itemID).map { try TSyncModel.Record(wire: $0) }
             let ours = error.kind == .delete ? nil : try StoreRows.fetchRecord(db, table: error.table, id: error.itemID)
-            let theirs = try error.serverItem.map { try TSyncModel.Record(wire: $0) }
+            var theirs = try error.serverItem.map { try TSyncModel.Record(wire: $0) }
+            // A pull after the failure may have skipped a newer copy (DESIGN §8): theirs is the
+            // newest copy the store has seen.
+            if let skipped = try StoreRows.skippedCopy(db, table: error.table, id: error.itemID),
+                theirs.map({ isNewer(skipped, than: $0) }) ?? (error.httpStatus != 404 && error.httpStatus != 410)
+            {
+                theirs = skipped
+            }
             return ConflictDetails(error: error, base: base, ours: ours, theirs: theirs)
         }
     }

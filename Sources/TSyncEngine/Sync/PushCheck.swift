@@ -25,6 +25,14 @@ public struct PushPrediction: Sendable, Equatable {
     /// User fields the server's copy changed since that base.
     public var changedByThem: [String]
 
+    /// Whether this is the failing operation of its item (a failure predicted now, or an error
+    /// already in the table) and `settledBy` settles it: what `push --json` counts in `settled`.
+    public var wouldBeSettled: Bool {
+        guard settledBy != nil else { return false }
+        if case .fails = outcome { return true }
+        return operation.error != nil
+    }
+
     /// Whether the push would leave this operation failed or waiting.
     public var wouldFail: Bool { outcome != .succeeds && settledBy == nil }
 }
@@ -38,8 +46,6 @@ struct PushCheck: Sendable {
     var store: LocalStore
     var remote: any SyncRemote
     var policies = ConflictPolicies()
-    /// Ids per GET: small enough for any server's page size and URL limit.
-    var idsPerRequest = 25
 
     func predict(tables: [String]?) async throws(TSyncError) -> [PushPrediction] {
         let operations = try store.pushableOperations(tables: tables)
@@ -52,7 +58,7 @@ struct PushCheck: Sendable {
             let key = ItemKey(table: details.error.table, id: details.error.itemID)
             if blocking[key] == nil { blocking[key] = details }
         }
-        let server = try await serverCopies(of: operations.map(\.key) + waiting.map(\.key))
+        let server = try await ServerCopies.read(operations.map(\.key) + waiting.map(\.key), from: remote)
 
         var judged: [ItemKey: ConflictPolicy?] = [:]  // an item's first failure, and what settles it
         var predictions: [PushPrediction] = []
@@ -94,25 +100,6 @@ struct PushCheck: Sendable {
                     changedByThem: Self.changedByThem(base: details?.base, server: copy)))
         }
         return predictions.sorted { $0.operation.seq < $1.operation.seq }
-    }
-
-    /// The server's copies of the items, deleted ones included, 25 ids a request.
-    private func serverCopies(of keys: [ItemKey]) async throws(TSyncError) -> [ItemKey: TSyncModel.Record] {
-        var byTable: [String: [String]] = [:]
-        var seen = Set<ItemKey>()
-        for key in keys where seen.insert(key).inserted { byTable[key.table, default: []].append(key.id) }
-        var server: [ItemKey: TSyncModel.Record] = [:]
-        for (table, ids) in byTable.sorted(by: { $0.key < $1.key }) {
-            var start = 0
-            while start < ids.count {
-                let chunk = ids[start..<min(ids.count, start + idsPerRequest)]
-                start += chunk.count
-                let filter = chunk.map { "id eq '" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: " or ")
-                let page = try await remote.readPage(PageRequest(table: table, filter: filter, top: chunk.count, includeDeleted: true))
-                for record in page.records { server[ItemKey(table: table, id: record.id)] = record }
-            }
-        }
-        return server
     }
 
     /// The policy that would settle a failure of this class, or nil: never a rejected item or a

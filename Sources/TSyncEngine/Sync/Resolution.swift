@@ -9,7 +9,8 @@ public enum Resolution: String, Sendable, CaseIterable {
     case theirs
     /// Neither: clear the error; the operation stays pending, unchanged.
     case cancel
-    /// Drop the local change: the item goes back to its base (removed if it has none).
+    /// Drop the local change: the item goes back to its base (removed if it has none), or to the
+    /// newer copy a later pull skipped (DESIGN §8).
     case discard
     /// Field-level three-way merge of base / ours / theirs; refused when a field conflicts.
     case merge
@@ -102,6 +103,7 @@ extension LocalStore {
             case .record(let recorded)? where Self.isNewer(skipped, than: recorded): theirs = .record(skipped)
             default: break  // a server that answered it has no copy at all is not second-guessed
             }
+            // `--discard` goes back to it rather than to the older base: no pull would bring it.
             if base.map({ Self.isNewer(skipped, than: $0) }) ?? true { base = skipped }
             try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id)
         }
@@ -123,7 +125,7 @@ extension LocalStore {
     }
 
     /// Server copies in `updatedAt` order (a copy without one is the older).
-    private static func isNewer(_ copy: TSyncModel.Record, than other: TSyncModel.Record) -> Bool {
+    static func isNewer(_ copy: TSyncModel.Record, than other: TSyncModel.Record) -> Bool {
         guard let updatedAt = copy.system.updatedAt else { return false }
         guard let otherUpdatedAt = other.system.updatedAt else { return true }
         return updatedAt > otherUpdatedAt

@@ -62,10 +62,10 @@ public struct ResolveReport: Sendable, Equatable {
 /// Settles errors with one `Resolution` (DESIGN §3). Each error is settled in its own transaction,
 /// independently: a refused merge of one leaves the others settled.
 ///
-/// The server's copy ("theirs") is the one recorded with the error (409/412 answers carry it); when
-/// the error has none (404, 400, 5xx), it is read from the server once, which needs `remote`.
-/// A recorded copy may be stale by now: a push of an `--ours` resolution then reports a fresh
-/// conflict rather than overwriting a change it never saw.
+/// The server's copy ("theirs") is read from the server when settling (`serverCopies`): the copy
+/// recorded with the error may be stale by now (another writer since), and settling on it would
+/// make `--theirs` keep an old copy and `--ours` meet a second conflict. Without a remote, or when
+/// it cannot be reached, the recorded copy serves.
 public struct Resolver: Sendable {
     public var store: LocalStore
     public var remote: (any SyncRemote)?
@@ -100,39 +100,42 @@ public struct Resolver: Sendable {
 
     public func resolve(_ request: ResolveRequest) async throws(TSyncError) -> ResolveReport {
         var report = ResolveReport()
-        for details in try errors(request.selection) where request.filter.admits(details) {
-            let theirs = request.resolution.needsTheirs ? try await serverCopy(for: details) : nil
+        let selected = try errors(request.selection).filter { request.filter.admits($0) }
+        let copies = request.resolution.needsTheirs ? try await serverCopies(for: selected) : [:]
+        for details in selected {
             let (outcome, after) = try store.settle(
-                errorID: details.error.id, with: request.resolution, theirs: theirs, prefer: request.prefer, dryRun: request.dryRun)
+                errorID: details.error.id, with: request.resolution, theirs: copies[details.item], prefer: request.prefer,
+                dryRun: request.dryRun)
             report.entries.append(.init(details: details, outcome: outcome, after: after))
         }
         return report
     }
 
-    func serverCopy(for details: ConflictDetails) async throws(TSyncError) -> ServerCopy? {
-        let error = details.error
-        if let theirs = details.theirs { return .record(theirs) }
-        if error.httpStatus == 404 || error.httpStatus == 410 {
-            // The item may be soft-deleted there: a copy only a query with deleted items shows.
-            // `--ours` must know, since the server refuses to insert that id again (409).
-            guard let remote else { return ServerCopy.none }
-            return try await deletedCopy(of: error, from: remote).map(ServerCopy.record) ?? ServerCopy.none
+    /// The server's copy of each error's item, as settling takes it: read now from the server
+    /// (`ServerCopies`; deleted copies included, so `--ours` knows a soft-deleted copy that
+    /// refuses the id's insert), since a copy recorded with an error may be stale by now. Without
+    /// a remote, or when it cannot be reached, the recorded copy (and for a 404, none).
+    func serverCopies(for errors: [ConflictDetails]) async throws(TSyncError) -> [ItemKey: ServerCopy] {
+        var copies: [ItemKey: ServerCopy] = [:]
+        for details in errors {
+            if let theirs = details.theirs {
+                copies[details.item] = .record(theirs)
+            } else if details.error.httpStatus == 404 || details.error.httpStatus == 410 {
+                copies[details.item] = ServerCopy.none
+            }
         }
-        guard let remote else { return nil }
-        switch try await remote.read(table: error.table, id: error.itemID) {
-        case .accepted(_, let record?): return .record(record)
-        case .accepted(_, nil): throw .failure("the server answered the read of \(error.table)/\(error.itemID) without the item")
-        case .rejected(404, _, _), .rejected(410, _, _): return ServerCopy.none
-        case .rejected(let status, let message, _):
-            throw .failure("reading \(error.table)/\(error.itemID) from the server failed with HTTP \(status): \(message)")
+        guard let remote, !errors.isEmpty else { return copies }
+        let keys = errors.map(\.item)
+        do {
+            let found = try await ServerCopies.read(keys, from: remote)
+            for key in keys { copies[key] = found[key].map(ServerCopy.record) ?? ServerCopy.none }
+        } catch {
+            guard error.kind == .unreachable else { throw error }
         }
+        return copies
     }
+}
 
-    /// The server's soft-deleted copy of the item, if it keeps one.
-    private func deletedCopy(of error: OperationError, from remote: any SyncRemote) async throws(TSyncError) -> Record? {
-        let quoted = "'" + error.itemID.replacingOccurrences(of: "'", with: "''") + "'"
-        let page = try await remote.readPage(
-            PageRequest(table: error.table, filter: "id eq \(quoted)", top: 1, includeDeleted: true))
-        return page.records.first { $0.id.utf8.elementsEqual(error.itemID.utf8) && $0.system.deleted }
-    }
+extension ConflictDetails {
+    var item: ItemKey { ItemKey(table: error.table, id: error.itemID) }
 }

@@ -130,14 +130,13 @@ public struct SyncSession: Sendable {
             if conflicts.isEmpty { break }
             rounds += 1
             var again = Set<String>()
-            let resolver = Resolver(store: store, remote: remote)
+            let copies = try await Resolver(store: store, remote: remote).serverCopies(for: conflicts)
             for details in conflicts {
                 let table = details.error.table
                 let policy = policies.policy(for: table)
                 guard let resolution = policy.resolution else { continue }
-                let theirs = try await resolver.serverCopy(for: details)
                 switch try store.resolve(
-                    errorID: details.error.id, with: resolution, theirs: theirs, prefer: policies.preference(for: table))
+                    errorID: details.error.id, with: resolution, theirs: copies[details.item], prefer: policies.preference(for: table))
                 {
                 case .settled(let pending):
                     summary.settled[policy, default: 0] += 1

@@ -1,0 +1,30 @@
+import TSyncModel
+
+/// The server's current copies of some items, read with GET requests only: a filter on a list of
+/// ids, deleted copies included (`__includeDeleted`, which every v2 server understands). Used by
+/// `push --check` and by settling, which must not trust a copy recorded with an error: another
+/// writer may have changed the item since.
+enum ServerCopies {
+    /// Ids per GET: small enough for any server's page size and URL limit.
+    static let idsPerRequest = 25
+
+    /// The copies found, by item; an item the server has no copy of (or does not show this user)
+    /// is absent.
+    static func read(_ keys: [ItemKey], from remote: any SyncRemote) async throws(TSyncError) -> [ItemKey: TSyncModel.Record] {
+        var byTable: [String: [String]] = [:]
+        var seen = Set<ItemKey>()
+        for key in keys where seen.insert(key).inserted { byTable[key.table, default: []].append(key.id) }
+        var found: [ItemKey: TSyncModel.Record] = [:]
+        for (table, ids) in byTable.sorted(by: { $0.key < $1.key }) {
+            var start = 0
+            while start < ids.count {
+                let chunk = ids[start..<min(ids.count, start + idsPerRequest)]
+                start += chunk.count
+                let filter = chunk.map { "id eq '" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: " or ")
+                let page = try await remote.readPage(PageRequest(table: table, filter: filter, top: chunk.count, includeDeleted: true))
+                for record in page.records { found[ItemKey(table: table, id: record.id)] = record }
+            }
+        }
+        return found
+    }
+}
