@@ -113,7 +113,7 @@ public struct JournalEntry: Sendable, Equatable {
     public var items: ItemSample
 }
 
-/// The store's journal of the commands that changed it or talked to its server (DESIGN §9.3).
+/// The store's journal of the commands that changed it or talked to its server (docs/DESIGN.md §9.3).
 ///
 /// An entry is written in two steps, each one transaction: when the command opens the store (so
 /// a command killed mid-push still leaves a trace, shown as unfinished) and when it ends. No step

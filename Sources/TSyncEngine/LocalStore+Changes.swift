@@ -145,7 +145,7 @@ extension LocalStore {
     }
 
     /// Queues `kind` for an item whose record is `current` (before the change), collapsing into the
-    /// item's pending operation where DESIGN §1 says so.
+    /// item's pending operation where docs/DESIGN.md §1 says so.
     private func enqueue(_ db: Database, _ kind: OperationKind, table: String, current: TSyncModel.Record) throws {
         let newest = try StoreRows.newestOperation(db, table: table, id: current.id)
         let outcome = try QueueCollapse.outcome(

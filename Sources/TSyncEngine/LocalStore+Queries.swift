@@ -1,7 +1,7 @@
 import GRDB
 import TSyncModel
 
-/// How far an incremental pull got: the last record seen, by (updatedAt, id) (DESIGN §2.1). The
+/// How far an incremental pull got: the last record seen, by (updatedAt, id) (docs/DESIGN.md §2.1). The
 /// next pull asks for `updatedAt gt T or (updatedAt eq T and id gt I)` ordered by `updatedAt, id`.
 public struct Checkpoint: Sendable, Equatable {
     public var updatedAt: Timestamp

@@ -15,7 +15,7 @@ public enum OperationKind: String, Sendable, CaseIterable {
 }
 
 /// Whether an operation is waiting, or being sent by a push right now. A change to an item whose
-/// operation is in flight is queued after it instead of collapsing into it (DESIGN §1).
+/// operation is in flight is queued after it instead of collapsing into it (docs/DESIGN.md §1).
 public enum OperationState: String, Sendable {
     case pending
     case inflight

@@ -1,6 +1,6 @@
 import TSyncModel
 
-/// The collapse rules of DESIGN §1: what a new local change does to the item's pending operation.
+/// The collapse rules of docs/DESIGN.md §1: what a new local change does to the item's pending operation.
 ///
 /// | pending → new | result |
 /// |---|---|

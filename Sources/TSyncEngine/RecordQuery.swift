@@ -2,7 +2,7 @@ import GRDB
 import TSyncModel
 import TSyncQuery
 
-/// `tsync query` over the store's `records` table (DESIGN §5): the same query options the server
+/// `tsync query` over the store's `records` table (docs/DESIGN.md §5): the same query options the server
 /// takes, rendered by TSyncQuery into SQLite.
 extension RecordQuery {
     /// How the `records` table looks to the renderer. Local records are never soft-deleted, so the

@@ -30,7 +30,7 @@ import GRDB
 /// errors(id INTEGER PRIMARY KEY AUTOINCREMENT, operation_seq UNIQUE REFERENCES operations ON DELETE
 ///        CASCADE, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at)
 ///
-/// -- Saved pull queries and their checkpoints on the pair (updatedAt, id), DESIGN §2.1.
+/// -- Saved pull queries and their checkpoints on the pair (updatedAt, id), docs/DESIGN.md §2.1.
 /// queries(tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at,
 ///         PRIMARY KEY (tbl, query_id))
 ///

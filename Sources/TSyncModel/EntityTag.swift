@@ -1,4 +1,4 @@
-/// Versions as HTTP entity tags (DESIGN §4): `ETag: "v"` on answers, `If-Match: "v"` on writes.
+/// Versions as HTTP entity tags (docs/DESIGN.md §4): `ETag: "v"` on answers, `If-Match: "v"` on writes.
 /// One definition for the client and the server.
 public enum EntityTag {
     /// `"version"`.

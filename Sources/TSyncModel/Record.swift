@@ -1,4 +1,4 @@
-/// The system properties of DESIGN §1/§4, kept apart from user fields on both ends.
+/// The system properties of docs/DESIGN.md §1/§4, kept apart from user fields on both ends.
 public struct SystemProperties: Sendable, Hashable {
     public static let names: Set<String> = ["id", "createdAt", "updatedAt", "version", "deleted"]
 

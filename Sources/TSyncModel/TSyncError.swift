@@ -1,7 +1,7 @@
 /// The one error type that crosses layer boundaries.
 ///
 /// Libraries throw it with a message a user can act on; only the command line turns a `Kind` into an
-/// exit code (see `ExitCode` in the `tsync` target), so the table in DESIGN §3 lives in one place.
+/// exit code (see `ExitCode` in the `tsync` target), so the table in docs/DESIGN.md §3 lives in one place.
 public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// The command line was used wrongly (exit 64).

@@ -1,7 +1,7 @@
 /// A UTC instant at millisecond precision: what `createdAt` and `updatedAt` hold on both ends.
 ///
 /// The wire and the databases both carry exactly milliseconds, so a checkpoint taken from one
-/// record compares equal to that record's stored value (DESIGN §2.1). The text form
+/// record compares equal to that record's stored value (docs/DESIGN.md §2.1). The text form
 /// `2026-11-23T09:24:23.123Z` has a fixed width, so text order is time order.
 public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var millisecondsSinceEpoch: Int64

@@ -1,5 +1,5 @@
 /// Writing a filter back as `$filter` text: the engine combines a user's filter with its own
-/// conditions (the pull checkpoint of DESIGN §2.1) and sends the result over the wire.
+/// conditions (the pull checkpoint of docs/DESIGN.md §2.1) and sends the result over the wire.
 ///
 /// The text parses back to an equal expression: parentheses are written wherever precedence
 /// alone would build a different tree.

@@ -1,6 +1,6 @@
 import TSyncModel
 
-/// A parsed OData v3 `$filter` (DESIGN §4): the one representation that both the client's local
+/// A parsed OData v3 `$filter` (docs/DESIGN.md §4): the one representation that both the client's local
 /// queries and the server's table reads render to SQL, so a filter means the same on both ends.
 public indirect enum FilterExpression: Sendable, Equatable {
     case literal(FilterLiteral)

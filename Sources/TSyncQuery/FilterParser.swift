@@ -1,6 +1,6 @@
 import TSyncModel
 
-/// Recursive-descent (precedence-climbing) parser for the `$filter` subset of DESIGN §4.
+/// Recursive-descent (precedence-climbing) parser for the `$filter` subset of docs/DESIGN.md §4.
 ///
 /// Every node is type-checked as it is built, so a filter that could never be translated is
 /// reported with the position of the operator or function at fault, before any SQL exists.

@@ -1,6 +1,6 @@
 import TSyncModel
 
-/// The query options of a table read: `$filter`, `$orderby` and `$select` (DESIGN §4).
+/// The query options of a table read: `$filter`, `$orderby` and `$select` (docs/DESIGN.md §4).
 ///
 /// Keywords, operators and function names are lowercase, as OData v3 writes them; `AND` or
 /// `StartsWith` are errors that name the lowercase spelling. Every error is

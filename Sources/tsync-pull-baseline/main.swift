@@ -1,5 +1,5 @@
 // The benchmark baseline of scripts/bench-sync.sh, kept out of the product: a pull done the way the
-// original SDKs did it (DESIGN §2.5) — pages of 50 read one after the other, and one SQLite
+// original SDKs did it (docs/DESIGN.md §2.5) — pages of 50 read one after the other, and one SQLite
 // transaction per record — through tsync's own public engine API, so the comparison measures only
 // those two choices.
 //

@@ -13,7 +13,7 @@ extension JournaledCommand {
     var isJournaled: Bool { true }
 }
 
-/// The `tsync log` entry of the running command (DESIGN §9.3): begun when the command opens its
+/// The `tsync log` entry of the running command (docs/DESIGN.md §9.3): begun when the command opens its
 /// store, filled from what the command and its sync session report, and finished by `TSync.main`
 /// with the exit code. A command killed before it ends leaves its entry unfinished, never half
 /// written (each step is one transaction of the store).

@@ -6,7 +6,7 @@
 import Foundation
 import TSyncModel
 
-/// Where output goes: data to stdout, messages to stderr (DESIGN §3), colour only on a terminal
+/// Where output goes: data to stdout, messages to stderr (docs/DESIGN.md §3), colour only on a terminal
 /// and never with NO_COLOR (or TERM=dumb).
 enum Console {
     /// Writes `text` to stdout as it is (callers end lines themselves). One system call for a whole

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TSyncModel
 
-/// The exit codes of DESIGN §3 — the ONE place where error kinds become process exit codes.
+/// The exit codes of docs/DESIGN.md §3 — the ONE place where error kinds become process exit codes.
 /// The man page (root command discussion) prints `ExitStatus.table`, so the two cannot drift.
 enum ExitStatus {
     static let success: Int32 = 0

@@ -142,7 +142,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             Console.error("interrupted: \(line); \(StatusFormat.count(left, "operation")) still queued — run `tsync push` to send them")
             throw ExitCode(code)
         }
-        // Exit 2 while the error table holds errors of these tables, new or old (DESIGN §3).
+        // Exit 2 while the error table holds errors of these tables, new or old (docs/DESIGN.md §3).
         if summary.failed > 0 || summary.heldBack > 0 { throw output.operationsFailed(line) }
         if !output.quiet { Console.note(line) }
     }

@@ -6,7 +6,7 @@ import TSyncModel
 /// `insert --csv` reads what `query --csv` writes, cell for cell: generated cells full of commas,
 /// quotes, line breaks of every kind, spaces at both ends and non-ASCII text must come back
 /// exactly (the reader is tsync's own: SwiftCSV trimmed spaces and made records of blank lines,
-/// CSV.swift reads a misplaced quote to the end of the input without a word; see DESIGN §12).
+/// CSV.swift reads a misplaced quote to the end of the input without a word; see docs/DESIGN.md §12).
 @Suite struct CSVRoundTripTests {
     /// A small seeded generator (xorshift64*): the same cases on every run, so a failure repeats.
     struct Seeded: RandomNumberGenerator {

@@ -3,7 +3,7 @@ import TSyncModel
 
 @testable import TSyncEngine
 
-/// The collapse table of DESIGN §1, row by row, on the pure rule.
+/// The collapse table of docs/DESIGN.md §1, row by row, on the pure rule.
 @Suite struct QueueCollapseTests {
     private func outcome(_ newest: OperationKind?, inFlight: Bool = false, _ new: OperationKind) throws
         -> QueueCollapse.Outcome

@@ -10,7 +10,7 @@ import TSyncModel
 @Suite struct SyncRulesTests {
     /// A lost answer: what was sent stays in flight (it may have been applied), a later edit queues
     /// behind it instead of collapsing into it, and the next push re-sends exactly what was sent,
-    /// which the server's 409 with that same item shows to be already applied (DESIGN §2.4).
+    /// which the server's 409 with that same item shows to be already applied (docs/DESIGN.md §2.4).
     @Test(arguments: [nil, 10] as [Int?])
     func aLostAnswerKeepsTheOperationInFlightAndTheNextPushRecognisesIt(batchLimit: Int?) async throws {
         let temporary = try TemporaryStore()

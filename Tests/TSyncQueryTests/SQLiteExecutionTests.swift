@@ -341,7 +341,7 @@ private let texts = SQLiteTable.textIDs
         FilterCase("updatedAt gt '2026-01-05'", ["f", "g", "h"]),
         FilterCase("startswith(createdAt, '2026-01-0')", all.subtracting(["e"])),
         FilterCase("updatedAt eq createdAt", ["f", "g", "h"]),
-        // The incremental-pull checkpoint of DESIGN §2.1.
+        // The incremental-pull checkpoint of docs/DESIGN.md §2.1.
         FilterCase(
             "updatedAt gt datetime'2026-01-03T00:00:00.000Z' or (updatedAt eq datetime'2026-01-03T00:00:00.000Z' and id gt 'a')",
             ["b", "c", "d", "f", "g", "h"]),

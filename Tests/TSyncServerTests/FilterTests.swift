@@ -2,7 +2,7 @@ import Testing
 import TSyncModel
 @testable import TSyncServer
 
-/// Every `$filter` operator and function of DESIGN §4 through the server, against known rows.
+/// Every `$filter` operator and function of docs/DESIGN.md §4 through the server, against known rows.
 /// The translation itself belongs to TSyncQuery; these tests pin what a client gets back.
 @Suite struct FilterTests {
     static let rows: [JSONValue] = [
@@ -86,7 +86,7 @@ import TSyncModel
         }
     }
 
-    /// The incremental pull of DESIGN §2.1: (updatedAt, id) checkpoints fetch every record once.
+    /// The incremental pull of docs/DESIGN.md §2.1: (updatedAt, id) checkpoints fetch every record once.
     @Test func checkpointFilterWalksEveryRecordOnce() async throws {
         try await withTestServer(clock: { Timestamp(millisecondsSinceEpoch: 1_800_000_000_000) }) { http in
             for index in 0..<12 { try await http.insert("items", ["id": .string("k\(index % 4)-\(index)")]) }

@@ -5,7 +5,7 @@ import NIOPosix
 import NIOHTTP1
 import TSyncModel
 
-/// Speaks the Mobile Apps v2 table protocol (DESIGN §4) to one server.
+/// Speaks the Mobile Apps v2 table protocol (docs/DESIGN.md §4) to one server.
 ///
 /// It knows nothing of the local store: push and pull decide what to send and what an answer means
 /// for the queue. A rejected operation (409, 412, 404, 5xx…) is an answer, not an error, so push can
@@ -225,7 +225,7 @@ public struct RemoteClient: Sendable {
     /// Turns an HTTP answer into a `RemoteAnswer`; accepts what other Mobile Apps servers do
     /// (204 with no body, `version` only in the `ETag`). A success whose body is not JSON at all
     /// (an HTML page from a captive portal or a proxy) is not an answer of a sync server: it is
-    /// thrown as `.unreachable`, so the operation stays queued (DESIGN §2.4, issue 9.5).
+    /// thrown as `.unreachable`, so the operation stays queued (docs/DESIGN.md §2.4, issue 9.5).
     private func answer(_ response: HTTPAnswer) throws(TSyncError) -> RemoteAnswer {
         if (200..<300).contains(response.status), response.json == nil, response.hasBody, !response.isJSON {
             throw notASyncServer(response)

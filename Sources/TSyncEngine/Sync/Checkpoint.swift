@@ -4,7 +4,7 @@ import TSyncModel
 /// The checkpoint of an incremental pull as a position in the server's `updatedAt, id` order.
 ///
 /// The SDKs kept only `updatedAt` and asked for `updatedAt ge T`, which re-downloads the last
-/// records every time and loops forever on more than a page of equal timestamps (DESIGN §2.1). The
+/// records every time and loops forever on more than a page of equal timestamps (docs/DESIGN.md §2.1). The
 /// pair is a total order (ties broken by id, as the server orders), so "after the checkpoint" names
 /// each record exactly once.
 extension Checkpoint: Comparable {

@@ -1,6 +1,6 @@
 import TSyncModel
 
-/// How `push --on-conflict` settles a conflict inside the push (DESIGN §9.1): the CI job's
+/// How `push --on-conflict` settles a conflict inside the push (docs/DESIGN.md §9.1): the CI job's
 /// `push; resolve --all --ours; push` loop as one command.
 public enum ConflictPolicy: String, Sendable, CaseIterable {
     /// Leave every failure in the error table (exit 2): the behaviour of a plain push.

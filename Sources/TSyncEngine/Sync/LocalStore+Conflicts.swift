@@ -2,7 +2,7 @@ import GRDB
 import TSyncModel
 
 /// One entry of the error table with what is needed to understand and settle it
-/// (`tsync conflicts`, DESIGN §2.6): the error, and base / ours / theirs.
+/// (`tsync conflicts`, docs/DESIGN.md §2.6): the error, and base / ours / theirs.
 public struct ConflictDetails: Sendable, Equatable {
     public var error: OperationError
     /// The last server copy the client saw before its change (nil for a new item).
@@ -47,7 +47,7 @@ extension LocalStore {
             let base = try StoreRows.fetchBase(db, table: error.table, id: error.itemID).map { try TSyncModel.Record(wire: $0) }
             let ours = error.kind == .delete ? nil : try StoreRows.fetchRecord(db, table: error.table, id: error.itemID)
             var theirs = try error.serverItem.map { try TSyncModel.Record(wire: $0) }
-            // A pull after the failure may have skipped a newer copy (DESIGN §8): theirs is the
+            // A pull after the failure may have skipped a newer copy (docs/DESIGN.md §8): theirs is the
             // newest copy the store has seen.
             if let skipped = try StoreRows.skippedCopy(db, table: error.table, id: error.itemID),
                 theirs.map({ isNewer(skipped, than: $0) }) ?? (error.httpStatus != 404 && error.httpStatus != 410)

@@ -36,7 +36,7 @@ public struct PullCounts: Sendable, Equatable {
 }
 
 extension LocalStore {
-    /// Applies one page of a pull in ONE transaction (DESIGN §2.5): records are upserted, records
+    /// Applies one page of a pull in ONE transaction (docs/DESIGN.md §2.5): records are upserted, records
     /// marked deleted are removed, and items with a pending local operation are left alone (their
     /// base too: the next push must still be checked against the version the user changed). When
     /// `checkpoint` is given it is saved in the same transaction, so the checkpoint never runs ahead

@@ -61,7 +61,7 @@ public struct OutgoingOperation: Sendable, Equatable {
 extension LocalStore {
     /// Operations push would send now, in queue order, skipping every operation of an item whose
     /// earlier (or own) operation has an unresolved error: an error holds back only its own item
-    /// (DESIGN §2.3), and an item's operations are never reordered.
+    /// (docs/DESIGN.md §2.3), and an item's operations are never reordered.
     public func pushableOperations(tables: [String]?) throws(TSyncError) -> [OutgoingOperation] {
         try read { db in try Self.selectPushable(db, tables: tables, limit: nil) }
     }

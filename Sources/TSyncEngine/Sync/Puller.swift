@@ -40,7 +40,7 @@ public struct PullSummary: Sendable, Equatable {
     public var interrupted = false
 }
 
-/// Reads a table from the server page by page into the store (DESIGN §1 Pull, §2.1, §2.5).
+/// Reads a table from the server page by page into the store (docs/DESIGN.md §1 Pull, §2.1, §2.5).
 ///
 /// With a query id the pull is incremental and pages by key, not by offset: every request asks for
 /// the records after the checkpoint of the last stored page, ordered by `updatedAt, id`. So records

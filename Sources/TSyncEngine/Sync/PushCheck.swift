@@ -38,7 +38,7 @@ public struct PushPrediction: Sendable, Equatable {
 }
 
 /// Predicts, without writing anything anywhere, what a push would do with each queued operation
-/// (DESIGN §9.2): the server's current copy of every item is read with GET requests (a filter on
+/// (docs/DESIGN.md §9.2): the server's current copy of every item is read with GET requests (a filter on
 /// a list of ids, deleted items included), and each operation is judged by the rules the server
 /// applies to a write, by the ones `PushVerdict` applies to its answer, and by the conflict
 /// policies the push would apply.

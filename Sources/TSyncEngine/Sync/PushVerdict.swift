@@ -4,7 +4,7 @@ import TSyncModel
 ///
 /// Push sends each operation at least once: a response lost to a dropped connection or a killed
 /// process means the operation is sent again, and the server may already have applied it. The
-/// SDKs then failed forever (DESIGN §2.4). These rules recognise an answer that only says "already
+/// SDKs then failed forever (docs/DESIGN.md §2.4). These rules recognise an answer that only says "already
 /// done" and count it as success:
 ///
 /// - insert answered 409 whose server item has the same user fields as the item sent: the earlier

@@ -58,7 +58,7 @@ public struct PushSummary: Sendable, Equatable {
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).
 public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 
-/// Sends pending operations in queue order (DESIGN §1 Push).
+/// Sends pending operations in queue order (docs/DESIGN.md §1 Push).
 ///
 /// Operations are claimed in rounds of distinct items (marked in flight in one transaction), sent,
 /// and their answers applied in one transaction per round. Against a server with the batch route
@@ -259,7 +259,7 @@ public struct Pusher: Sendable {
     /// without an answer (lost connection, timeout, dead server) may have been applied, so it
     /// stays in flight; a later local change queues after it instead of collapsing into it, and
     /// the next push re-sends exactly what was sent, which `PushVerdict` then recognises as
-    /// already applied (DESIGN §2.4).
+    /// already applied (docs/DESIGN.md §2.4).
     private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) {
         try store.completeOperations(round.answered)
         for (outgoing, verdict) in round.answered {

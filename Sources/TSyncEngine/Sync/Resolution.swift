@@ -1,7 +1,7 @@
 import GRDB
 import TSyncModel
 
-/// How to settle a failed operation (`tsync resolve`, DESIGN §3).
+/// How to settle a failed operation (`tsync resolve`, docs/DESIGN.md §9).
 public enum Resolution: String, Sendable, CaseIterable {
     /// Client wins: keep the operation, based on the server's current version, to be sent again.
     case ours
@@ -10,7 +10,7 @@ public enum Resolution: String, Sendable, CaseIterable {
     /// Neither: clear the error; the operation stays pending, unchanged.
     case cancel
     /// Drop the local change: the item goes back to its base (removed if it has none), or to the
-    /// newer copy a later pull skipped (DESIGN §8).
+    /// newer copy a later pull skipped (docs/DESIGN.md §8).
     case discard
     /// Field-level three-way merge of base / ours / theirs; refused when a field conflicts.
     case merge

@@ -59,7 +59,7 @@ public struct ResolveReport: Sendable, Equatable {
     public var settledCount: Int { entries.count - refused.count }
 }
 
-/// Settles errors with one `Resolution` (DESIGN §3). Each error is settled in its own transaction,
+/// Settles errors with one `Resolution` (docs/DESIGN.md §9). Each error is settled in its own transaction,
 /// independently: a refused merge of one leaves the others settled.
 ///
 /// The server's copy ("theirs") is read from the server when settling (`serverCopies`): the copy

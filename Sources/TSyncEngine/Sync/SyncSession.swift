@@ -109,7 +109,7 @@ public struct SyncSession: Sendable {
         return summary
     }
 
-    /// A push, then the conflict policies (DESIGN §9.1): every conflict of the pushed tables
+    /// A push, then the conflict policies (docs/DESIGN.md §9.1): every conflict of the pushed tables
     /// (those left by earlier pushes too) whose table's policy is not `fail` is settled as
     /// `resolve` would settle it, and the operations still to send are pushed again. When that
     /// push meets conflicts again (someone wrote in between), it goes round again, `retries` times
@@ -172,7 +172,7 @@ public struct SyncSession: Sendable {
     /// Pushes the table's pending operations (settling conflicts by `policies`, as `push` does),
     /// then reads it from the server. Operations that fail stay in the error table and the pull
     /// goes on, as in `sync`: items with a queued change are never overwritten, and the copies it
-    /// skips are kept for `resolve` (DESIGN §8).
+    /// skips are kept for `resolve` (docs/DESIGN.md §8).
     public func pull(_ request: PullRequest, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
         -> PullSummary
     {

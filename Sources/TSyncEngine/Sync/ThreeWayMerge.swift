@@ -1,6 +1,6 @@
 import TSyncModel
 
-/// Field-level three-way merge of base / ours / theirs (DESIGN §2.6, `resolve --merge`).
+/// Field-level three-way merge of base / ours / theirs (docs/DESIGN.md §2.6, `resolve --merge`).
 ///
 /// The SDKs only offered "client wins" or "server wins" for a whole record, so two people editing
 /// different fields of one item had to throw one edit away. With the base (the last server copy the

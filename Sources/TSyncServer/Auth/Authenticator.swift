@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import TSyncModel
 
-/// Login, token checks and logout (DESIGN §4).
+/// Login, token checks and logout (docs/DESIGN.md §4).
 ///
 /// Tokens are 256 random bits from the system CSPRNG; only their SHA-256 is stored, so a copy of the
 /// database does not hand out sessions. Failed logins are counted per account and per client address

@@ -1,7 +1,7 @@
 import Hummingbird
 
 /// `ZUMO-API-VERSION` (header, or query parameter as older clients send it): absent means 2.0.0;
-/// any major version other than 2 is refused with 400 (DESIGN §4).
+/// any major version other than 2 is refused with 400 (docs/DESIGN.md §4).
 struct APIVersionMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
 

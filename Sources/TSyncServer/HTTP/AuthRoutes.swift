@@ -1,7 +1,7 @@
 import Hummingbird
 import TSyncModel
 
-/// `POST /.auth/login/custom` and `POST /.auth/logout` (DESIGN §4).
+/// `POST /.auth/login/custom` and `POST /.auth/logout` (docs/DESIGN.md §4).
 struct AuthRoutes: Sendable {
     let authenticator: Authenticator
     let configuration: ServerConfiguration

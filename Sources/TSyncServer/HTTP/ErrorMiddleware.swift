@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 import TSyncModel
 
-/// Turns every error into `{"error": "message"}` with the right status (DESIGN §4).
+/// Turns every error into `{"error": "message"}` with the right status (docs/DESIGN.md §4).
 ///
 /// Messages of client mistakes go back as they are; anything unexpected (a database failure, a bug)
 /// is logged here and answered with a bare 500, so no SQL, stack trace or path reaches a client.

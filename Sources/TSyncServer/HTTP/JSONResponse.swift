@@ -15,7 +15,7 @@ enum JSONResponse {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    /// One record with its `ETag` (the quoted version, DESIGN §4).
+    /// One record with its `ETag` (the quoted version, docs/DESIGN.md §4).
     static func item(_ status: HTTPResponse.Status, _ record: Record, headers: HTTPFields = [:]) -> Response {
         var headers = headers
         if let version = record.system.version { headers[.eTag] = EntityTag.quoted(version) }

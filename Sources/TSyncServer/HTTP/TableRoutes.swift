@@ -3,7 +3,7 @@ import Hummingbird
 import TSyncModel
 import TSyncQuery
 
-/// The Mobile Apps v2 table endpoints (DESIGN §4) over a `ServerStorage`.
+/// The Mobile Apps v2 table endpoints (docs/DESIGN.md §4) over a `ServerStorage`.
 struct TableRoutes: Sendable {
     let storage: any ServerStorage
     let configuration: ServerConfiguration

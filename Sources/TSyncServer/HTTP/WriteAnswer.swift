@@ -5,7 +5,7 @@ import TSyncModel
 /// A write as the protocol states it — method, table, id, body, precondition — turned into a
 /// `RecordWrite`, and the storage's outcome turned back into what the protocol answers. The single
 /// routes and the batch route both go through here, so a write means the same and answers the same
-/// whichever way it comes (DESIGN §4).
+/// whichever way it comes (docs/DESIGN.md §4).
 struct WriteRequest {
     var write: RecordWrite
     /// 412 when the precondition came as `If-Match`, 409 when only as `version` in the body.

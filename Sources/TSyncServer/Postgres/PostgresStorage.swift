@@ -4,14 +4,14 @@ import TSyncModel
 import TSyncQuery
 
 /// `ServerStorage` on PostgreSQL: the backend for several `tsync serve` instances behind a load
-/// balancer, all sharing one database (DESIGN §4). Nothing lives in the instance: records,
+/// balancer, all sharing one database (docs/DESIGN.md §4). Nothing lives in the instance: records,
 /// accounts, tokens and login counters are all in the database.
 ///
 /// Writes to one sync table are serialized across instances by its row in `tsync_table_clocks`:
 /// every write transaction first locks that row (an upsert, which also creates it on the first
 /// write), reads the last `updatedAt` given out, and stores the next one with the record. The lock
 /// is held until commit, and a commit is visible before its locks are released, so commit order
-/// and `updatedAt` order agree and `updatedAt` only grows (DESIGN §2.2). The version check reads
+/// and `updatedAt` order agree and `updatedAt` only grows (docs/DESIGN.md §2.2). The version check reads
 /// the record after the lock is taken, so it sees every earlier commit: no lost update.
 public final class PostgresStorage: ServerStorage {
     let database: PostgresDatabase

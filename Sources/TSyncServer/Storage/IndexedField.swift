@@ -3,7 +3,7 @@ import TSyncQuery
 
 /// A user field of a table that the server keeps an index on (`tsync serve --index TABLE.FIELD`),
 /// so that filters comparing it with a literal, `startswith` on it and `$orderby` on it read the
-/// index's range instead of the whole table (DESIGN §6). The index holds the field's value as the
+/// index's range instead of the whole table (docs/DESIGN.md §6.4). The index holds the field's value as the
 /// renderer reads it (`SQLSchema.indexExpression`); it is created when the server starts and when
 /// the table first appears, and never dropped.
 public struct IndexedField: Sendable, Hashable, CustomStringConvertible {

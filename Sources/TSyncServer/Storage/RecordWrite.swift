@@ -32,7 +32,7 @@ public struct RecordWrite: Sendable {
 /// What one write of a batch did.
 public enum WriteOutcome: Sendable, Equatable {
     case inserted(Record)
-    /// The id exists. The existing record is given only when the caller may see it (DESIGN §4:
+    /// The id exists. The existing record is given only when the caller may see it (docs/DESIGN.md §4:
     /// a per-user record never leaves through a 409 body to another user).
     case exists(Record?)
     case modified(Record)

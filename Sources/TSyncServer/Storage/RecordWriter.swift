@@ -5,7 +5,7 @@ import TSyncModel
 enum RecordWriter {
     /// The `updatedAt` of the next write to a table, given the last one assigned to it.
     ///
-    /// Strictly increasing per table (DESIGN §2.1, §2.2): clients checkpoint on (`updatedAt`, `id`),
+    /// Strictly increasing per table (docs/DESIGN.md §2.1, §2.2): clients checkpoint on (`updatedAt`, `id`),
     /// so a later commit must never carry an earlier or equal time, even when the wall clock
     /// stalls or steps back. Called inside the write transaction that commits the record.
     static func nextUpdatedAt(now: Timestamp, lastAssigned: Timestamp?) -> Timestamp {

@@ -9,7 +9,7 @@ private typealias Record = TSyncModel.Record
 ///
 /// Writes run in IMMEDIATE transactions, so they are serialized across connections and processes;
 /// `updatedAt` is taken from the table's clock inside that transaction, which makes commit order and
-/// `updatedAt` order agree (DESIGN §2.2).
+/// `updatedAt` order agree (docs/DESIGN.md §2.2).
 public final class SQLiteStorage: ServerStorage {
     let pool: DatabasePool
     private let clock: @Sendable () -> Timestamp

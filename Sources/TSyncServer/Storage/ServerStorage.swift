@@ -3,9 +3,9 @@ import TSyncQuery
 
 /// Everything the server keeps: records of every table, accounts, tokens and login-failure counters.
 ///
-/// The server itself holds no state, so several instances can share one database (DESIGN §4). Every
+/// The server itself holds no state, so several instances can share one database (docs/DESIGN.md §4). Every
 /// method is one atomic step on the database: the version check of a write and the write happen in
-/// the same transaction, and so does the assignment of `updatedAt` (DESIGN §2.2). A backend
+/// the same transaction, and so does the assignment of `updatedAt` (docs/DESIGN.md §2.2). A backend
 /// (SQLite now, PostgreSQL later) implements this protocol and nothing in the routes changes.
 ///
 /// Table names arrive validated (`Identifiers.validateTableName`) and ids validated
@@ -22,7 +22,7 @@ public protocol ServerStorage: Sendable {
     /// Applies `writes` in order in ONE transaction and returns one outcome per write. A write that
     /// fails (409, 404, 412…) does not stop the others; with `atomic`, any failure rolls the whole
     /// batch back and every write that had succeeded answers `.notApplied`. Each touched table's
-    /// clock is taken once, so `updatedAt` grows strictly in commit order (DESIGN §2.2). The single
+    /// clock is taken once, so `updatedAt` grows strictly in commit order (docs/DESIGN.md §2.2). The single
     /// routes' `insert` and `modify` are batches of one (see `RecordWrite`).
     func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome]
 
@@ -91,7 +91,7 @@ public struct RecordPage: Sendable {
 
 /// One record of a page, as the storage read it. SQLite keeps the fields as the JSON text tsync
 /// wrote and the timestamps as ISO text: a page is answered from that text as it is, with no parse
-/// and no serialization of what is sent unchanged (DESIGN §6.4). PostgreSQL's jsonb comes back in
+/// and no serialization of what is sent unchanged (docs/DESIGN.md §6.2). PostgreSQL's jsonb comes back in
 /// its own form, so its records are parsed.
 public enum PageRecord: Sendable {
     case parsed(Record)
@@ -173,7 +173,7 @@ public enum ExpectedVersion: Sendable, Equatable {
 
 public enum InsertOutcome: Sendable {
     case inserted(Record)
-    /// The id exists. The existing record is given only when the caller may see it (DESIGN §4:
+    /// The id exists. The existing record is given only when the caller may see it (docs/DESIGN.md §4:
     /// a per-user record never leaves through a 409 body to another user).
     case exists(Record?)
 }

@@ -6,12 +6,12 @@ import TSyncModel
 
 @testable import TSyncServer
 
-/// Several `tsync serve` instances on one PostgreSQL database (DESIGN §4): two in-process servers,
+/// Several `tsync serve` instances on one PostgreSQL database (docs/DESIGN.md §4): two in-process servers,
 /// each with its own connection pool, on two ports.
 // Needs a PostgreSQL server: TSYNC_TEST_POSTGRES_URL (scripts/test.sh starts one).
 @Suite(.enabled(if: PostgresTestDatabase.isConfigured, "TSYNC_TEST_POSTGRES_URL is not set: no PostgreSQL to test against"))
 struct PostgresInstancesTests {
-    /// DESIGN §2.2: writers on both instances, a reader pulling incrementally with the
+    /// docs/DESIGN.md §2.2: writers on both instances, a reader pulling incrementally with the
     /// (updatedAt, id) checkpoint while they write. If a write could commit with an updatedAt
     /// below a checkpoint the reader already holds, the reader would never see it and its copy
     /// would differ from the server's at the end.
@@ -247,7 +247,7 @@ struct PostgresInstancesTests {
     }
 }
 
-/// A client's incremental pull (DESIGN §2.1): pages ordered by (updatedAt, id) after a checkpoint.
+/// A client's incremental pull (docs/DESIGN.md §2.1): pages ordered by (updatedAt, id) after a checkpoint.
 struct IncrementalReader {
     let table: String
     var checkpoint: (updatedAt: String, id: String)?
