@@ -105,14 +105,8 @@ import TSyncModel
         let pull = try JSONOutput.object(pulled.stdout)
         #expect(JSONOutput.int(pull["skipped"]) == 1, "the item with the failed change is left alone: \(pull)")
 
-        let settle = try b.run(command)
-        #expect(settle.status == 0, "\(settle)")
-        let x = try #require(try await server.record("todo", "x"))
+        let x = try await settleInStep(b, command, server: server)
         let ours = command.contains("--ours") || command.contains("ours")
-        #expect(x["text"] == .string(ours ? "from b" : "from a, again"), "\(x)")
-        let local = try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))
-        #expect(local["text"] == x["text"] && local["version"] == x["version"], "the store holds the server's copy: \(local)")
-        #expect(try b.ok(["status", "--porcelain"]).isEmpty)
         let again = try JSONOutput.object(try b.ok(["pull", "todo", "--query-id", "all", "--json"]))
         #expect(JSONOutput.int(again["received"]) == (ours ? 1 : 0), "\(again)")
         #expect(try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))["version"] == x["version"])
@@ -134,14 +128,22 @@ import TSyncModel
             let check = try b.run(["push", "--check", "--json"] + command.dropFirst())
             #expect(check.status == 0, "\(check)")
         }
-        let settle = try b.run(command + ["--json"])
+        _ = try await settleInStep(b, command + ["--json"], server: server)
+    }
+
+    /// Runs a settling command after the race: it exits 0, the server holds what its side wins
+    /// (B's text for ours, A's latest for theirs and discard), and B holds the server's copy,
+    /// version included, with nothing pending. Returns the server's copy.
+    private func settleInStep(_ b: TSyncSandbox, _ command: [String], server: SyncServer) async throws -> [String: JSONValue] {
+        let settle = try b.run(command)
         #expect(settle.status == 0, "\(settle)")
         let x = try #require(try await server.record("todo", "x"))
-        let ours = command.contains("ours") || command.contains("--ours")
+        let ours = command.contains("--ours") || command.contains("ours")
         #expect(x["text"] == .string(ours ? "from b" : "from a, again"), "\(x)")
         let local = try JSONOutput.object(try b.ok(["get", "todo", "x", "--json"]))
-        #expect(local["version"] == x["version"] && local["text"] == x["text"], "\(local)")
+        #expect(local["text"] == x["text"] && local["version"] == x["version"], "the store holds the server's copy: \(local)")
         #expect(try b.ok(["status", "--porcelain"]).isEmpty)
+        return x
     }
 
     /// The push a pull starts with settles conflicts the way `push` does: by the store's setting,

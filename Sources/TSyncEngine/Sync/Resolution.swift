@@ -93,17 +93,11 @@ extension LocalStore {
             return .settled(pending: true)
         }
         // A pull that came after the error skipped a newer copy of the item (its change was
-        // queued) and moved its checkpoint past it: that copy is the server's now, and no pull
-        // would bring it again.
-        var theirs = theirs
+        // queued) and moved its checkpoint past it, so no pull would bring it again. Theirs
+        // already is that copy where it is the newest (`conflictDetails`, or read from the server
+        // by `Resolver`); `--discard` goes back to it rather than to the older base.
         var base = details.base
         if let skipped = try StoreRows.skippedCopy(db, table: rows.table, id: rows.id) {
-            switch theirs {
-            case nil: theirs = .record(skipped)
-            case .record(let recorded)? where Self.isNewer(skipped, than: recorded): theirs = .record(skipped)
-            default: break  // a server that answered it has no copy at all is not second-guessed
-            }
-            // `--discard` goes back to it rather than to the older base: no pull would bring it.
             if base.map({ Self.isNewer(skipped, than: $0) }) ?? true { base = skipped }
             try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id)
         }
