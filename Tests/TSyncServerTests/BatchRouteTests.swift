@@ -36,6 +36,27 @@ import TSyncModel
         return "\(status) \(JSONSerializer.string(.object(fields)))"
     }
 
+    /// Each result names its operation (`index`, `id`), so a client can pair them (issue 18.2).
+    @Test func eachResultNamesItsOperation() async throws {
+        try await withTestServer { http in
+            _ = try await seed(http)
+            let operations: [JSONValue] = [
+                ["method": "POST", "table": "todo", "item": ["id": "new", "text": "fresh"]],
+                ["method": "DELETE", "table": "notes", "id": "missing"],
+                ["method": "GET", "table": "todo", "id": "a"],
+                ["method": "PATCH", "table": "todo", "id": "a", "item": ["text": "changed"]],
+            ]
+            let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+            guard case .array(let results)? = reply.object["results"] else {
+                Issue.record("no results: \(reply.text)")
+                return
+            }
+            #expect(results.map { $0.objectValue?["index"] } == [0, 1, 2, 3])
+            #expect(results.map { $0.objectValue?["id"] } == ["new", "missing", "a", "a"])
+            #expect(results.map { $0.objectValue?["status"] } == [201, 404, 400, 200])
+        }
+    }
+
     @Test func aBatchAnswersWhatTheSingleRoutesAnswer() async throws {
         let single = try await withTestServer { http in
             let version = try await seed(http)

@@ -95,6 +95,9 @@ public struct RemoteClient: Sendable {
     public func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         let response = try await send(.GET, url, body: nil)
+        if response.status == 200, response.json == nil, response.hasBody, !response.isJSON {
+            throw notASyncServer(response, what: "a page of records")
+        }
         guard response.status == 200 else {
             throw .failure(
                 "pulling \(request.table) failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
@@ -194,30 +197,24 @@ public struct RemoteClient: Sendable {
         body.append(contentsOf: Array("]}".utf8))
         let response = try await send(.POST, endpoint.url(path: ["tables", "/$batch"]), bytes: body)
         if response.status == 413 { return .tooLarge(response.errorMessage ?? "the batch is too large") }
-        guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"],
-            results.count == operations.count
-        else {
-            if (200..<300).contains(response.status) {
-                // The server may have applied the batch; its answer is unreadable. The operations
-                // stay in flight and the next push learns their fate.
-                if !response.isJSON && response.hasBody { throw notASyncServer(response) }
-                throw TSyncError(
-                    .unreachable,
-                    "\(endpoint) answered the batch with HTTP \(response.status) but no readable results; nothing was lost, push again")
-            }
-            // The batch as a whole failed: every operation gets that answer, as if sent alone.
-            let message = response.errorMessage ?? "HTTP \(response.status)"
-            return .answers(operations.map { _ in .rejected(status: response.status, message: message, serverRecord: nil) })
+        guard (200..<300).contains(response.status) else {
+            // A failure of the batch as a whole (a proxy that does not route it answers 404) is
+            // never an operation's answer: handing it to each operation made a 404 "deleted on
+            // the server", which `--on-conflict theirs` then settled by dropping the user's work
+            // (issue 18.1). The operations stay in flight.
+            throw endpoint.unexplained(
+                "it answered the batch with HTTP \(response.status) (\(response.errorMessage ?? "no sync server's error body"))",
+                operations: operations.count)
         }
-        return .answers(
-            results.map { result in
-                let object = result.objectValue ?? [:]
-                var status = 500
-                if case .int(let code)? = object["status"] { status = Int(code) }
-                let record = object["item"]?.objectValue.flatMap { try? Record(wire: $0) }
-                if (200..<300).contains(status) { return .accepted(status: status, record: record) }
-                return .rejected(status: status, message: object["error"]?.stringValue ?? "HTTP \(status)", serverRecord: record)
-            })
+        guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"] else {
+            // The server may have applied the batch; its answer is unreadable. The operations
+            // stay in flight and the next push learns their fate.
+            if !response.isJSON && response.hasBody { throw notASyncServer(response) }
+            throw TSyncError(
+                .unreachable,
+                "\(endpoint) answered the batch with HTTP \(response.status) but no readable results; nothing was lost, push again")
+        }
+        return .answers(try BatchResults.match(results, to: operations, endpoint: endpoint))
     }
 
     // MARK: - Transport
@@ -227,6 +224,8 @@ public struct RemoteClient: Sendable {
     /// (an HTML page from a captive portal or a proxy) is not an answer of a sync server: it is
     /// thrown as `.unreachable`, so the operation stays queued (docs/DESIGN.md §2.4, issue 9.5).
     private func answer(_ response: HTTPAnswer) throws(TSyncError) -> RemoteAnswer {
+        // A body labelled JSON that does not parse (damaged, or HTML labelled JSON) is read back
+        // instead: the read-back tells whether the write was applied (`Pusher.verified`).
         if (200..<300).contains(response.status), response.json == nil, response.hasBody, !response.isJSON {
             throw notASyncServer(response)
         }
@@ -302,12 +301,25 @@ public struct RemoteClient: Sendable {
         }
         let status = Int(response.status.code)
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
-        // as failed; what was sent stays in flight (a 504 may still have been applied).
-        if [502, 503, 504].contains(status) {
+        // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is
+        // "not now" too (issue 18.8), and says the request was refused, so nothing was applied;
+        // the login route words its own 429 (too many failed logins).
+        if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
             let retry = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
+            let why = status == 429 ? "too many requests" : "it cannot serve now"
             throw TSyncError(
                 .unreachable,
-                "the server at \(endpoint) answered HTTP \(status): it cannot serve now\(retry); nothing was lost, try again later")
+                "the server at \(endpoint) answered HTTP \(status): \(why)\(retry); nothing was lost, try again later",
+                requestNeverSent: status == 429)
+        }
+        // A sync server never redirects (and redirects are not followed): a captive portal or a
+        // login page of a proxy is in the way (issue 18.12).
+        if (300..<400).contains(status) {
+            let target = response.headers.first(name: "Location").map { " to \($0)" } ?? ""
+            throw TSyncError(
+                .unreachable,
+                "\(endpoint) did not answer as a sync server does: it redirected \(method.rawValue) \(Self.path(of: url))\(target) (a captive portal or a proxy?); nothing was lost, the operations stay queued"
+            )
         }
         if status == 401 && authenticated {
             throw TSyncError(
@@ -324,12 +336,18 @@ public struct RemoteClient: Sendable {
     }
 
     /// A success answer that no sync server gives: the request reached something else.
-    private func notASyncServer(_ response: HTTPAnswer) -> TSyncError {
+    private func notASyncServer(_ response: HTTPAnswer, what: String = "a JSON record") -> TSyncError {
         let type = response.headers.first(name: "Content-Type") ?? "no content type"
         return TSyncError(
             .unreachable,
-            "\(endpoint) answered HTTP \(response.status) with \(type) instead of a JSON record: it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
+            "\(endpoint) answered HTTP \(response.status) with \(type) that is not JSON instead of \(what): it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
         )
+    }
+
+    /// The path of a URL, for messages (the query may be long).
+    private static func path(of url: String) -> String {
+        guard let components = URLComponents(string: url) else { return url }
+        return components.percentEncodedPath
     }
 
     /// The largest answer read into memory (a page of a pull, mostly).

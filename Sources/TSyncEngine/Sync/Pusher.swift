@@ -216,17 +216,28 @@ public struct Pusher: Sendable {
             }
             var round = Round()
             var notApplied: [OutgoingOperation] = []
+            var written = 0
             for (outgoing, answer) in zip(claimed, answers) {
                 if case .rejected(424, _, _) = answer {
                     notApplied.append(outgoing)
                 } else {
-                    round.answered.append((outgoing, Self.verdict(outgoing, answer)))
+                    // An answer that cannot be verified leaves every operation in flight.
+                    let verified = try await Self.verified(answer, of: outgoing, remote: remote)
+                    if case .accepted = verified { written += 1 }
+                    round.answered.append((outgoing, Self.verdict(outgoing, verified)))
                 }
             }
-            let realFailure = round.answered.contains { if case .failed = $0.1 { true } else { false } }
-            round.unapplied = realFailure ? notApplied : []
+            let failures = round.answered.filter { if case .failed = $0.1 { true } else { false } }.count
+            round.unapplied = failures > 0 ? notApplied : []
             try finish(round, into: &summary)
-            claimed = realFailure ? [] : notApplied
+            if failures > 0, written > 0 {
+                // All or nothing was promised, and the server wrote some: what it wrote and what
+                // it refused are recorded as it answered them, and the command says so (issue 18.5).
+                throw .failure(
+                    "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table (`tsync conflicts`)"
+                )
+            }
+            claimed = failures > 0 ? [] : notApplied
         }
         try store.releaseOperations(claimed)
         progress?(summary.pushed + summary.failed, pending.count)
@@ -327,12 +338,12 @@ public struct Pusher: Sendable {
                 case .answers(let answers):
                     for (outgoing, answer) in zip(chunk, answers) {
                         do throws(TSyncError) {
-                            let confirmed = try await Self.confirmed(answer, of: outgoing, remote: remote)
-                            round.answered.append((outgoing, Self.verdict(outgoing, confirmed)))
+                            let verified = try await Self.verified(answer, of: outgoing, remote: remote)
+                            round.answered.append((outgoing, Self.verdict(outgoing, verified)))
                         } catch {
-                            // The batch reached the server: what is left of it stays in flight.
+                            // The batch reached the server: an answer that cannot be verified
+                            // leaves its operation in flight; the others' answers still count.
                             round.failed(TSyncError(error.kind, error.message), for: [])
-                            break
                         }
                     }
                 case .tooLarge(let message) where chunk.count == 1:
@@ -415,30 +426,101 @@ public struct Pusher: Sendable {
         case .delete:
             answer = try await remote.delete(table: operation.table, id: operation.itemID, version: outgoing.version)
         }
-        return verdict(outgoing, try await confirmed(answer, of: outgoing, remote: remote))
+        return verdict(outgoing, try await verified(answer, of: outgoing, remote: remote))
     }
 
-    /// A success to an insert or update must bring the stored record with its version: the local
-    /// copy takes it, and the next change is checked against it. When the answer has none (a
-    /// truncated or damaged body, a server that answers 204), the record is read back; when that
-    /// fails too, the push stops and the operation stays in flight, so the next push re-sends it
-    /// and learns what the server holds — never "pushed" with a stale version (issue 9.5).
-    static func confirmed(_ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: any SyncRemote) async throws(TSyncError)
+    /// Checks an answer against what the server can be asked, before it settles anything (issue
+    /// 18): an answer tsync cannot explain is thrown as `RemoteEndpoint.unexplained` (exit 3), and
+    /// its operation stays in flight, exactly as for a lost answer (docs/DESIGN.md §7).
+    ///
+    /// - A success to an insert or update must bring the stored record (this item's, with its
+    ///   version): the local copy takes it, and the next change is checked against it. When the
+    ///   answer has none (an empty or damaged body, a 204, another item's record), the record is
+    ///   read back, and the read-back counts only when it shows the write applied: the fields sent,
+    ///   and a version other than the one sent in `If-Match` (the old copy means "not applied").
+    /// - A success to a delete must bring the item marked deleted, else the server is asked, with
+    ///   deleted copies included, whether it still has it live.
+    /// - A 404/410 is "deleted on the server" only when the server says so for that item: its
+    ///   table answers a read of the item (deleted copies included) without it, or with it
+    ///   deleted. A 404 of the route or the table (a proxy, `{"error": "table not found"}`) is
+    ///   not; an insert's 404 never is.
+    /// - A 409/412 must carry this item's record, if any; a 5xx may have been applied, so it is
+    ///   not a failure of the operation.
+    static func verified(_ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: any SyncRemote) async throws(TSyncError)
         -> RemoteAnswer
     {
         let operation = outgoing.operation
-        guard case .accepted(let status, let record) = answer, operation.kind != .delete,
-            record?.system.version == nil || record?.id.utf8.elementsEqual(operation.itemID.utf8) == false
-        else { return answer }
-        if case .accepted(_, let stored?) = try await remote.read(table: operation.table, id: operation.itemID),
-            stored.system.version != nil
-        {
+        let name = "\(operation.table)/\(operation.itemID)"
+        func isItem(_ record: Record?) -> Bool { record?.id.utf8.elementsEqual(operation.itemID.utf8) == true }
+        switch answer {
+        case .accepted(let status, let record) where operation.kind == .delete:
+            if isItem(record), record?.system.deleted == true { return answer }
+            let copy = try await serverCopy(of: outgoing, remote: remote, after: "accepted the delete of \(name) without the deleted copy")
+            if let copy, !copy.system.deleted {
+                throw remote.endpoint.unexplained("it accepted the delete of \(name) but still has it")
+            }
+            return .accepted(status: status, record: copy)
+        case .accepted(let status, let record):
+            if isItem(record), record?.system.version != nil { return answer }
+            let stored: Record?
+            do {
+                if case .accepted(_, let copy?) = try await remote.read(table: operation.table, id: operation.itemID) {
+                    stored = copy
+                } else {
+                    stored = nil
+                }
+            } catch  where error.kind == .unauthorized {
+                throw error
+            } catch {
+                stored = nil
+            }
+            guard let stored, isItem(stored), let version = stored.system.version else {
+                throw remote.endpoint.unexplained(
+                    "it accepted the \(operation.kind.rawValue) of \(name) without sending back the record, and reading it back failed")
+            }
+            guard version != outgoing.version, ThreeWayMerge.sameFields(outgoing.item, stored.fields) else {
+                throw remote.endpoint.unexplained(
+                    "it accepted the \(operation.kind.rawValue) of \(name) without sending back the record, and reading it back shows the write not applied"
+                )
+            }
             return .accepted(status: status, record: stored)
+        case .rejected(let status, _, _) where status >= 500:
+            throw remote.endpoint.unexplained(
+                "it answered the \(operation.kind.rawValue) of \(name) with HTTP \(status), so it may or may not have applied it")
+        case .rejected(let status, _, let record?) where !isItem(record):
+            throw remote.endpoint.unexplained(
+                "it answered the \(operation.kind.rawValue) of \(name) with HTTP \(status) and the record of \(record.id)")
+        case .rejected(let status, _, _) where status == 404 || status == 410:
+            guard operation.kind != .insert else {
+                throw remote.endpoint.unexplained(
+                    "it answered the insert of \(name) with HTTP \(status) (is there a table \(operation.table) on the server?)")
+            }
+            let copy = try await serverCopy(
+                of: outgoing, remote: remote, after: "answered the \(operation.kind.rawValue) of \(name) with HTTP \(status)")
+            if let copy, !copy.system.deleted {
+                throw remote.endpoint.unexplained(
+                    "it answered the \(operation.kind.rawValue) of \(name) with HTTP \(status) but has the item")
+            }
+            return answer
+        case .rejected:
+            return answer
         }
-        throw TSyncError(
-            .unreachable,
-            "\(remote.endpoint) accepted the \(operation.kind.rawValue) of \(operation.table)/\(operation.itemID) but sent back no record, and reading it back failed; nothing was lost, push again"
-        )
+    }
+
+    /// The server's copy of the operation's item, deleted copies included, nil when its table
+    /// answers without it; `.unexplained` when the table cannot be read (the answer that asked for
+    /// this check then cannot be verified).
+    private static func serverCopy(of outgoing: OutgoingOperation, remote: any SyncRemote, after what: String) async throws(TSyncError)
+        -> Record?
+    {
+        let key = ItemKey(table: outgoing.operation.table, id: outgoing.operation.itemID)
+        do {
+            return try await ServerCopies.read([key], from: remote)[key]
+        } catch  where error.kind == .unauthorized || error.kind == .unreachable {
+            throw error
+        } catch {
+            throw remote.endpoint.unexplained("it \(what), and reading the item back failed (\(error.message))")
+        }
     }
 }
 

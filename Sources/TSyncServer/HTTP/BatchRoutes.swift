@@ -10,8 +10,9 @@ import TSyncModel
 ///
 /// Request: `{"atomic": false, "operations": [{"method": "POST"|"PATCH"|"DELETE", "table", "id"?,
 /// "item"?, "ifMatch"?}, …]}` — `POST` without `id` inserts `item`, `POST` with `id` undeletes,
-/// `ifMatch` is an `If-Match` header value. Answer: `{"results": [{"status", "item"} |
-/// {"status", "error"}, …]}`, one per operation, in order. With `"atomic": true` nothing is written
+/// `ifMatch` is an `If-Match` header value. Answer: `{"results": [{"index", "id", "status", "item"} |
+/// {"index", "id", "status", "error"}, …]}`, one per operation, in order; `index` and `id` name the
+/// operation (an addition a plain client ignores, and a client pairs results by). With `"atomic": true` nothing is written
 /// unless every operation succeeds; the others then answer 424.
 struct BatchRoutes: Sendable {
     let storage: any ServerStorage
@@ -77,13 +78,19 @@ struct BatchRoutes: Sendable {
             if index > 0 { results.append(UInt8(ascii: ",")) }
             switch entry {
             case .success(let write):
-                WriteAnswer(next.next() ?? .notApplied, for: write).write(to: &results)
+                WriteAnswer(next.next() ?? .notApplied, for: write).write(to: &results, index: index, id: write.write.id)
             case .failure(let error):
-                WriteAnswer(error).write(to: &results)
+                WriteAnswer(error).write(to: &results, index: index, id: Self.itemID(operations[index]))
             }
         }
         results.append(contentsOf: "]}".utf8)
         return JSONResponse.make(.ok, bytes: results)
+    }
+
+    /// The item id an operation names (`id`, or its item's for an insert), if it is text.
+    private static func itemID(_ operation: JSONValue) -> String? {
+        guard let object = operation.objectValue else { return nil }
+        return object["id"]?.stringValue ?? object["item"]?.objectValue?["id"]?.stringValue
     }
 
     private func writeRequest(_ operation: JSONValue, context: ServerRequestContext) throws(APIError) -> WriteRequest {

@@ -119,17 +119,27 @@ struct WriteAnswer {
         return JSONResponse.item(status, item)
     }
 
-    /// Appends one entry of the batch route's `results`: `{"item", "status"}` or
-    /// `{"error", "status"}` (keys in the serializer's order).
-    func write(to output: inout [UInt8]) {
+    /// Appends one entry of the batch route's `results`: `{"id", "index", "item", "status"}` or
+    /// `{"error", "id", "index", "status"}` (keys in the serializer's order). `index` (the
+    /// operation's position in the request) and `id` (its item's, when it named one) let a client
+    /// pair each result with its operation and refuse an answer that does not pair (issue 18.2);
+    /// a plain client ignores them.
+    func write(to output: inout [UInt8], index: Int, id: String?) {
         output.append(UInt8(ascii: "{"))
+        if item == nil, let message {
+            output.append(contentsOf: #""error":"#.utf8)
+            JSONSerializer.writeString(message, to: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        if let id {
+            output.append(contentsOf: #""id":"#.utf8)
+            JSONSerializer.writeString(id, to: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        output.append(contentsOf: #""index":\#(index),"#.utf8)
         if let item {
             output.append(contentsOf: #""item":"#.utf8)
             JSONSerializer.writeRecord(item, to: &output)
-            output.append(UInt8(ascii: ","))
-        } else if let message {
-            output.append(contentsOf: #""error":"#.utf8)
-            JSONSerializer.writeString(message, to: &output)
             output.append(UInt8(ascii: ","))
         }
         output.append(contentsOf: #""status":\#(status.code)}"#.utf8)

@@ -57,10 +57,12 @@ final class LossyProxy: @unchecked Sendable {
     /// the server's answer; `forward` decides whether the server gets the request at all.
     func replace(
         _ method: String, _ pathPrefix: String, status: Int, contentType: String, body: String, forward: Bool,
-        count: Int = 1
+        count: Int = 1, headers: [(String, String)] = []
     ) {
+        let extra = headers.map { "\($0.0): \($0.1)\r\n" }.joined()
         let response = Array(
-            "HTTP/1.1 \(status) Whatever\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+            "HTTP/1.1 \(status) Whatever\r\nContent-Type: \(contentType)\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                .utf8)
         lock.withLock {
             rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .replace(response: response, forward: forward)), count))
         }
