@@ -418,7 +418,7 @@ public struct Pusher: Sendable {
                     // Someone else undeleted (or changed) it, or a retry of ours already did: a
                     // 412 whose copy equals what we send counts as done, anything else is a
                     // conflict against that live copy, to resolve again.
-                    return PushVerdict.classify(kind: .update, sent: outgoing.item, answer: refused)
+                    return verdict(outgoing, try await verified(refused, of: outgoing, remote: remote))
                 }
             }
             answer = try await remote.update(
