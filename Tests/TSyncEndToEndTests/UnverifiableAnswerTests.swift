@@ -219,6 +219,29 @@ import TSyncModel
         try await expectNothingLost(server, store)
     }
 
+    /// 18.5: a batch that claims an update done with the version the item already had (the one
+    /// sent in If-Match) did not do it: read back, found unchanged, kept queued.
+    @Test func aSuccessWithTheVersionSentIsNotApplied() async throws {
+        let server = try await SyncServer()
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try TSyncSandbox(remote: proxy.url)
+        try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+        try store.ok(["push"])
+        let old = try JSONOutput.object(try store.ok(["get", "todo", "a", "--json"]))
+        let version = try #require(old["version"]?.stringValue)
+        let updatedAt = try #require(old["updatedAt"]?.stringValue)
+        try store.ok(["update", "todo", "a", "--set", "text=new a"])
+        let claimed =
+            #"{"results": [{"index": 0, "id": "a", "status": 200, "item": {"id": "a", "text": "new a", "version": "\#(version)", "updatedAt": "\#(updatedAt)", "createdAt": "\#(updatedAt)", "deleted": false}}]}"#
+        proxy.replace("POST", "/tables/$batch", status: 200, contentType: "application/json", body: claimed, forward: false)
+        let push = try store.run(["push"])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("not applied"), "\(push.stderr)")
+        #expect(try store.ok(["status", "--porcelain"]) == "M\ttodo\ta\n")
+        #expect(try store.run(["push"]).status == 0)
+        #expect(try await server.record("todo", "a")?["text"] == "new a")
+    }
+
     /// 18.5: an atomic batch the server applied in part breaks its promise, and the command says so.
     @Test func anAtomicBatchAppliedInPartSaysThePromiseWasBroken() async throws {
         let server = try await SyncServer()

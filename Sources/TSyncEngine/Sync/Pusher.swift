@@ -433,9 +433,10 @@ public struct Pusher: Sendable {
     /// 18): an answer tsync cannot explain is thrown as `RemoteEndpoint.unexplained` (exit 3), and
     /// its operation stays in flight, exactly as for a lost answer (docs/DESIGN.md §7).
     ///
-    /// - A success to an insert or update must bring the stored record (this item's, with its
+    /// - A success to an insert or update must bring the stored record (this item's, with a new
     ///   version): the local copy takes it, and the next change is checked against it. When the
-    ///   answer has none (an empty or damaged body, a 204, another item's record), the record is
+    ///   answer has none (an empty or damaged body, a 204, another item's record, the version sent
+    ///   in `If-Match` as if the write changed nothing), the record is
     ///   read back, and the read-back counts only when it shows the write applied: the fields sent,
     ///   and a version other than the one sent in `If-Match` (the old copy means "not applied").
     /// - A success to a delete must bring the item marked deleted, else the server is asked, with
@@ -461,7 +462,8 @@ public struct Pusher: Sendable {
             }
             return .accepted(status: status, record: copy)
         case .accepted(let status, let record):
-            if isItem(record), record?.system.version != nil { return answer }
+            // A version that did not move is a success the server did not do (issue 18.5).
+            if isItem(record), let version = record?.system.version, version != outgoing.version { return answer }
             let stored: Record?
             do {
                 if case .accepted(_, let copy?) = try await remote.read(table: operation.table, id: operation.itemID) {
