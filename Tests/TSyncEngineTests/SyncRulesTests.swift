@@ -103,4 +103,48 @@ import TSyncModel
         #expect(ids.allSatisfy { remote.records("todo")[$0]?.fields["n"] == 1 })
         #expect(try store.pendingOperations().isEmpty)
     }
+
+    /// A 5xx the server had in fact applied is no failure of the operation (issue 18.7): it stays in
+    /// flight, nothing is recorded, and a later edit queues behind it instead of merging into it.
+    @Test(arguments: [nil, 10] as [Int?])
+    func aServerErrorKeepsTheOperationInFlight(batchLimit: Int?) async throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert("todo", ["id": "a", "text": "first"])
+        let remote = try ScriptedRemote(batchLimit: batchLimit)
+        remote.fail(call: 1, with: .applyThenAnswer(.rejected(status: 500, message: "internal error", serverRecord: nil)))
+
+        await #expect(throws: TSyncError.self) { try await Pusher(store: store, remote: remote, concurrency: 1).push(tables: nil) }
+        #expect(try store.operationErrors().isEmpty)
+        #expect(try store.queue("todo", "a") == ["insert(inflight)"])
+        _ = try store.update(table: "todo", id: "a", fields: ["text": "second"])
+        #expect(try store.queue("todo", "a") == ["insert(inflight)", "update"])
+
+        let summary = try await Pusher(store: store, remote: remote, concurrency: 1).push(tables: nil)
+        #expect(summary.pushed == 2 && summary.failed == 0)
+        #expect(remote.records("todo")["a"]?.fields["text"] == "second")
+    }
+
+    /// A 404 the server does not confirm for the item (its table still has it live) is no answer
+    /// (issue 18.1): the update stays in flight, nothing is recorded as "missing", the edit stays.
+    @Test(arguments: [nil, 10] as [Int?])
+    func anUnconfirmedNotFoundSettlesNothing(batchLimit: Int?) async throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert("todo", ["id": "a", "text": "first"])
+        let remote = try ScriptedRemote(batchLimit: batchLimit)
+        _ = try await Pusher(store: store, remote: remote, concurrency: 1).push(tables: nil)
+        _ = try store.update(table: "todo", id: "a", fields: ["text": "second"])
+        remote.fail(call: 2, with: .answer(.rejected(status: 404, message: "table not found", serverRecord: nil)))
+
+        await #expect(throws: TSyncError.self) { try await Pusher(store: store, remote: remote, concurrency: 1).push(tables: nil) }
+        #expect(try store.operationErrors().isEmpty)
+        #expect(try store.queue("todo", "a") == ["update(inflight)"])
+        #expect(try store.record(table: "todo", id: "a")?.fields["text"] == "second")
+        #expect(remote.records("todo")["a"]?.fields["text"] == "first")
+
+        let summary = try await Pusher(store: store, remote: remote, concurrency: 1).push(tables: nil)
+        #expect(summary.pushed == 1 && summary.failed == 0)
+        #expect(remote.records("todo")["a"]?.fields["text"] == "second")
+    }
 }

@@ -12,6 +12,11 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
         case loseAnswer
         /// The token was revoked: `.unauthorized` for this call and every later write; nothing applied.
         case revokeToken
+        /// Something in the server's place answers this (to every operation of a batch); nothing
+        /// applied (issue 18).
+        case answer(RemoteAnswer)
+        /// The write is applied, then this is answered instead (a 500 after the commit).
+        case applyThenAnswer(RemoteAnswer)
     }
 
     let endpoint: RemoteEndpoint
@@ -20,6 +25,8 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     private var clock: Int64 = 1_700_000_000_000
     private var writeCalls = 0
     private var faults: [Int: Fault] = [:]
+    /// The fault of the write call under way (set by `writeCall`).
+    private var current: Fault?
     private var revoked = false
     private var applied: [(kind: OperationKind, id: String)] = []
     private let batchLimit: Int?
@@ -99,14 +106,25 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
         lock.lock()
         defer { lock.unlock() }
         writeCalls += 1
-        if faults[writeCalls] == .revokeToken { revoked = true }
+        current = faults[writeCalls]
+        defer { current = nil }
+        if case .revokeToken? = current { revoked = true }
         if revoked { throw TSyncError(.unauthorized, "the token was revoked") }
         let answer = body()
-        if faults[writeCalls] == .loseAnswer { throw TSyncError(.unreachable, "the connection dropped before the answer") }
+        if case .loseAnswer? = current { throw TSyncError(.unreachable, "the connection dropped before the answer") }
         return answer
     }
 
     private func apply(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?) -> RemoteAnswer {
+        if case .answer(let answer)? = current { return answer }
+        let real = applyForReal(kind, table: table, id: id, item: item, version: version)
+        if case .applyThenAnswer(let answer)? = current { return answer }
+        return real
+    }
+
+    private func applyForReal(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?)
+        -> RemoteAnswer
+    {
         applied.append((kind, id))
         let current = tables[table]?[id]
         if kind == .insert, let current { return .rejected(status: 409, message: "exists", serverRecord: current) }
