@@ -71,7 +71,7 @@ function __tsync_parse_tokens -S
         case 'log'
             __tsync_parse_subcommand 0 'C/store=' 'n=' 'json' 'h/help'
         case 'serve'
-            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'max-top=' 'max-batch=' 'max-connections=' 'header-timeout=' 'idle-timeout=' 'trusted-proxy=+' 'token-ttl=' 'h/help'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'max-top=' 'max-batch=' 'max-connections=' 'header-timeout=' 'idle-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'h/help'
         case 'user'
             __tsync_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
@@ -319,6 +319,8 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" header-timeout' -l 'header-timeout' -d 'Seconds a request\'s head may take to arrive, from its first byte.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" idle-timeout' -l 'idle-timeout' -d 'Seconds a connection may stay open with no request under way.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'trusted-proxy' -d 'Address of a reverse proxy whose X-Forwarded-For names the client (repeatable).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" tls-cert' -l 'tls-cert' -d 'Serve HTTPS with this PEM certificate (chain: the server\'s first, then intermediates).' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" tls-key' -l 'tls-key' -d 'The PEM private key of --tls-cert.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" token-ttl' -l 'token-ttl' -d 'Lifetime of a login token, in seconds.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user" h help' -s 'h' -l 'help' -d 'Show help information.'

@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench]
 # (jq: the README's CI job script, which a test runs.)
 set -euo pipefail
-packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3)
+packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3 openssl)
 for arg in "$@"; do
     case "$arg" in
         --with-postgres) packages+=(postgresql) ;;

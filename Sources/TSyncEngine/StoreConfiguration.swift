@@ -61,7 +61,7 @@ public struct StoreConfiguration: Sendable, Equatable {
                 settings.tables[table, default: .init()].onConflict = try key.parse(text, as: ConflictPolicy.self)
             case .tablePrefer(let table):
                 settings.tables[table, default: .init()].prefer = try key.parse(text, as: MergePreference.self)
-            case .remoteURL, .logMaxEntries: break
+            case .remoteURL, .logMaxEntries, .httpCAFile: break
             }
         }
         return settings
@@ -125,10 +125,14 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     case tableOnConflict(String)
     case tablePrefer(String)
     case logMaxEntries
+    /// `http.caFile`: a PEM file of CA certificates trusted for an https remote, besides the
+    /// system's (git's `http.sslCAInfo`); stored as an absolute path.
+    case httpCAFile
 
     /// The keys, as `tsync config` lists them when refusing one.
     public static let names = [
         "remote.url", "push.onConflict", "push.prefer", "table.NAME.onConflict", "table.NAME.prefer", "log.maxEntries",
+        "http.caFile",
     ]
 
     /// Parses a key; an unknown one is a usage error that lists the valid keys.
@@ -147,6 +151,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         case "push.onConflict": self = .pushOnConflict
         case "push.prefer": self = .pushPrefer
         case "log.maxEntries": self = .logMaxEntries
+        case "http.caFile": self = .httpCAFile
         default:
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 3, parts[0] == "table" else { return nil }
@@ -168,6 +173,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         case .tableOnConflict(let table): "table.\(table).onConflict"
         case .tablePrefer(let table): "table.\(table).prefer"
         case .logMaxEntries: "log.maxEntries"
+        case .httpCAFile: "http.caFile"
         }
     }
 
@@ -189,6 +195,16 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
                 throw .usage("invalid value \(Identifiers.quoted(text)) for log.maxEntries: expected a whole number of 1 or more")
             }
             return .int(Int64(number))
+        case .httpCAFile:
+            // Absolute, so the setting means the same file from any directory of the store.
+            let path = URL(fileURLWithPath: text).standardizedFileURL.path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                FileManager.default.isReadableFile(atPath: path)
+            else {
+                throw .usage("http.caFile: \(Identifiers.quoted(text)) is not a readable file (a PEM file of CA certificates)")
+            }
+            return .string(path)
         }
     }
 

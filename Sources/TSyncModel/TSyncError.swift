@@ -17,6 +17,12 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         /// No tsync store where the command needs one (exit 66): not inside one, or its database
         /// is missing. Told apart from failures so that scripts can, e.g. `status --exit-code`.
         case noStore
+        /// A file the command was told to read is missing or unreadable (exit 66, EX_NOINPUT):
+        /// `serve --tls-cert`/`--tls-key`.
+        case fileMissing
+        /// A file the command was told to read is not what it should be (exit 78, EX_CONFIG):
+        /// a TLS certificate or key that does not parse or does not match.
+        case invalidConfiguration
         /// Anything else (exit 1): a missing store, a busy store, an unexpected server answer.
         case failure
     }
@@ -39,6 +45,8 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case anotherPort
         /// The server wants a (valid) token: log in.
         case logIn
+        /// The server's certificate is not signed by a CA this machine trusts: trust that CA.
+        case trustCertificateAuthority
     }
 
     public var kind: Kind
@@ -75,6 +83,7 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .checkDatabaseLocation: "check the database location (serving and adding a user create it)"
         case .anotherPort: "choose another port (0 picks a free one)"
         case .logIn: "log in"
+        case .trustCertificateAuthority: "if the server is yours, trust the certificate authority that signed its certificate"
         }
     }
 

@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: Set<String>
     /// User fields to keep an index on (`--index TABLE.FIELD`); see `IndexedField`.
     public var indexes: [IndexedField]
+    /// Serve HTTPS with this certificate and key (`--tls-cert`, `--tls-key`); nil is plain HTTP.
+    public var tls: ServerTLS?
 
     /// `indexes`, each marked per-user when its table is.
     public var indexedFields: [IndexedField] {

@@ -5,6 +5,7 @@
 #endif
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import TSyncModel
@@ -53,18 +54,24 @@ public struct SyncServer: Sendable {
 
         let host = configuration.host
         let logger = logger
+        let tls = configuration.tls
+        let scheme = tls == nil ? "http" : "https"
         let limits = ConnectionLimits(
             maximumConnections: configuration.maximumConnections,
             headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
         return Application(
             router: router,
-            server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, limits: limits) },
+            server: HTTPServerBuilder { responder in
+                let channel = GuardedHTTP1Channel(responder: responder, limits: limits)
+                guard let tls else { return channel }
+                return try TLSChannel(channel, tlsConfiguration: tls.configuration)
+            },
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "tsync"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-                logger.info("listening on http://\(shownHost):\(port)")
+                logger.info("listening on \(scheme)://\(shownHost):\(port)")
                 onListening(port)
             },
             logger: logger

@@ -21,6 +21,8 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
               table.NAME.prefer       the same for one table, over push.prefer
               log.maxEntries          how many entries `tsync log` keeps (default 1000; the \
             oldest go first)
+              http.caFile             a PEM file of CA certificates trusted for an https remote \
+            besides the system's (and SSL_CERT_FILE/SSL_CERT_DIR); stored as an absolute path
 
             A flag on the command line (--on-conflict, --prefer) overrides both. An unknown key \
             or an invalid value is refused with exit 64 and the valid ones.
@@ -32,6 +34,7 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
               tsync config push.onConflict merge
               tsync config table.audit.onConflict fail
               tsync config --unset push.prefer
+              tsync config http.caFile ./ca.pem
               tsync config --list
             """)
 

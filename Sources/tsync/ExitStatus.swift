@@ -18,6 +18,10 @@ enum ExitStatus {
     static let invalidInput: Int32 = 65
     /// No tsync store here (EX_NOINPUT).
     static let noStore: Int32 = 66
+    /// A file the command was told to read is missing or unreadable (EX_NOINPUT, as `noStore`).
+    static let fileMissing: Int32 = 66
+    /// A configuration file is invalid (EX_CONFIG): `serve`'s TLS certificate or key.
+    static let invalidConfiguration: Int32 = 78
 
     static func code(for kind: TSyncError.Kind) -> Int32 {
         switch kind {
@@ -28,6 +32,8 @@ enum ExitStatus {
         case .usage: usage
         case .invalidInput: invalidInput
         case .noStore: noStore
+        case .fileMissing: fileMissing
+        case .invalidConfiguration: invalidConfiguration
         }
     }
 
@@ -41,7 +47,9 @@ enum ExitStatus {
           4   authentication missing or rejected
           64  usage error (unknown option, missing or invalid argument)
           65  bad input data (invalid JSON, id or filter; unknown table or id)
-          66  no tsync store here (not inside one, or its database is missing)
+          66  no tsync store here (not inside one, or its database is missing);
+              serve: the --tls-cert or --tls-key file is missing or unreadable
+          78  serve: the --tls-cert or --tls-key file is not a valid PEM certificate or key
           130 push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
         """
 }
@@ -59,6 +67,9 @@ extension TSyncError {
         case .pullWithoutQueryID: words = "pull without --query-id"
         case .checkDatabaseLocation: words = "check --db (`tsync serve` and `tsync user add` create it)"
         case .anotherPort: words = "choose another with --port (--port 0 picks a free one)"
+        case .trustCertificateAuthority:
+            words =
+                "if the server is yours, trust the CA that signed its certificate: SSL_CERT_FILE=CA.pem (or SSL_CERT_DIR=DIR) for one command, or `tsync config http.caFile CA.pem` for this store"
         case .logIn:
             let variable = RemoteAccess.tokenVariable
             words =

@@ -14,6 +14,10 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
             it came from) and never printed. The TSYNC_TOKEN environment variable, when set, is \
             used instead of the saved token.
 
+            Over plain http:// to a host other than this machine it warns first that the password \
+            travels in clear text: anyone on the way can read it (serve with --tls-cert, or \
+            behind a reverse proxy that speaks https).
+
             EXAMPLES
               tsync login --user alice                 # asks for the password on the terminal
               printf '%s\\n' "$PASSWORD" | tsync login --user alice --password-stdin
@@ -35,6 +39,11 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
     func run() async throws {
         let session = try RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose)
         let endpoint = try session.endpoint()
+        if endpoint.sendsInClear {
+            Console.warning(
+                "\(endpoint) is plain http:// to another machine: the password and the token travel in clear text, readable by anyone on the way; use an https:// remote"
+            )
+        }
         let password = try PasswordInput.read(fromStdin: passwordStdin, prompt: "password for \(user): ", confirm: false)
         let userID = try await session.login(user: user, password: password)
         Console.note("logged in to \(endpoint) as \(userID)")

@@ -10,6 +10,26 @@ enum RemoteAccess {
     /// Seconds one HTTP exchange may take, body included (default 30).
     static let timeoutVariable = "TSYNC_TIMEOUT"
 
+    /// CA certificates trusted for https remotes instead of the system's, as OpenSSL, curl and git
+    /// read them: a PEM bundle, and a directory of hashed certificates (`openssl rehash`).
+    static let certificateFileVariable = "SSL_CERT_FILE"
+    static let certificateDirectoryVariable = "SSL_CERT_DIR"
+
+    /// The CAs the environment says to trust; a variable naming nothing readable is a usage error
+    /// here rather than a failed handshake later.
+    static func trust(_ environment: [String: String]) throws(TSyncError) -> CertificateTrust {
+        let trust = CertificateTrust(file: environment[certificateFileVariable], directory: environment[certificateDirectoryVariable])
+        for (variable, path) in [(certificateFileVariable, trust.file), (certificateDirectoryVariable, trust.directory)] {
+            guard let path else { continue }
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw .usage(
+                    "\(variable)=\(path) names nothing readable: point it to a PEM file of CA certificates (SSL_CERT_FILE) or a directory of them (SSL_CERT_DIR)"
+                )
+            }
+        }
+        return trust
+    }
+
     static func session(
         _ store: LocalStore, verbose: Bool = false, stopRequest: StopRequest? = nil,
         events: (@Sendable (SyncSession.Event) -> Void)? = nil
@@ -32,7 +52,8 @@ enum RemoteAccess {
             events?(event)
         }
         var session = try SyncSession(
-            store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout, events: journaled)
+            store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout,
+            trust: try trust(environment), events: journaled)
         if verbose { session.exchanges = { Console.note(describe($0)) } }
         return session
     }

@@ -11,7 +11,13 @@ struct ServeCommand: AsyncParsableCommand {
             Serves every table of the database over HTTP until SIGINT or SIGTERM, then finishes the \
             requests in flight and exits 0. Accounts are required unless --no-auth: create them with \
             `tsync user add NAME`. Logs one line per request on stderr; the first lines tell the \
-            address it listens on ("listening on http://HOST:PORT").
+            address it listens on ("listening on http://HOST:PORT", or https:// with --tls-cert).
+
+            With --tls-cert and --tls-key it speaks HTTPS only, with the same routes. Both files are \
+            read at start-up: a missing or unreadable one exits 66, one that is not a PEM \
+            certificate or key (or a key of another certificate) exits 78, and the message names \
+            the file. Behind a reverse proxy that terminates TLS, serve plain HTTP on loopback and \
+            give the proxy's address with --trusted-proxy instead.
 
             Besides the v2 table routes it offers POST /tables/$batch, a tsync extension: many \
             inserts, updates and deletes of any tables in one request, applied in order in one \
@@ -22,6 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
 
             EXAMPLES
               tsync serve --db sqlite:server.db --port 8080
+              tsync serve --db sqlite:server.db --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem
               tsync serve --db postgres://tsync@127.0.0.1/tsync --index todo.owner --per-user notes
             """
     )
@@ -105,11 +112,24 @@ struct ServeCommand: AsyncParsableCommand {
     var trustedProxy: [String] = []
 
     @Option(
+        name: .customLong("tls-cert"),
+        help: ArgumentHelp(
+            "Serve HTTPS with this PEM certificate (chain: the server's first, then intermediates).", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(
+        name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(
         name: .customLong("token-ttl"), parsing: .unconditional,
         help: ArgumentHelp("Lifetime of a login token, in seconds.", valueName: "seconds"))
     var tokenTTL = 24 * 3600
 
     func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together: give the certificate and its private key")
+        }
         guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second (got \(tokenTTL))") }
         guard maxTop >= 1 else { throw ValidationError("--max-top must be at least 1 (got \(maxTop))") }
         guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more (got \(maxBatch))") }
@@ -148,7 +168,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         LoggingSystem.bootstrap { _ in ServerLog() }
-        let configuration = self.configuration
+        var settings = self.configuration
+        if let tlsCert, let tlsKey {
+            settings.tls = try ServerTLS(certificatePath: tlsCert, keyPath: tlsKey)
+        }
+        let configuration = settings
         try configuration.validate()
         try await database.location().withStorage(logger: Logger(label: "tsync.storage")) { storage in
             try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()

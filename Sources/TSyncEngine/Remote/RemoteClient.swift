@@ -35,11 +35,13 @@ public struct RemoteClient: Sendable {
         token: String?,
         timeout: Duration = .seconds(30),
         observer: RemoteExchange.Observer? = nil,
+        trust: CertificateTrust = CertificateTrust(),
         _ body: (RemoteClient) async throws(TSyncError) -> Result
     ) async throws(TSyncError) -> Result {
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(Int64(timeout.components.seconds)))
         configuration.redirectConfiguration = .disallow
+        configuration.tlsConfiguration = trust.tlsConfiguration
         configuration.decompression = .enabled(limit: .ratio(50))
         // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
         // connect timeout, so an offline push returns immediately.
@@ -295,6 +297,7 @@ public struct RemoteClient: Sendable {
         } catch let error as TSyncError {
             throw error
         } catch {
+            if let failure = ConnectionFailure.error(error, endpoint: endpoint) { throw failure }
             throw TSyncError(
                 .unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later",
                 requestNeverSent: Self.failedToConnect(error))
@@ -354,7 +357,7 @@ public struct RemoteClient: Sendable {
     static let maximumAnswerBytes = 256 << 20
 
     /// Whether the exchange failed before a connection existed, so no byte of the request was sent.
-    private static func failedToConnect(_ error: any Error) -> Bool {
+    static func failedToConnect(_ error: any Error) -> Bool {
         if let error = error as? HTTPClientError, error == .connectTimeout { return true }
         if error is NIOConnectionError { return true }
         if let error = error as? IOError {
@@ -382,11 +385,7 @@ public struct RemoteClient: Sendable {
             ioErrors = []
         }
         if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused" }
-        let text = String(describing: error)
-        if text.contains("SSL") || text.contains("TLS") || text.contains("handshake") {
-            return "the TLS handshake failed: check that the server really speaks https at that port (or use http://)"
-        }
-        return text
+        return String(describing: error)
     }
 }
 

@@ -25,6 +25,21 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { base }
 
+    /// The host name or address, for messages.
+    public var host: String { URLComponents(string: base)?.host ?? base }
+
+    /// Whether what is sent travels unencrypted over a network: plain `http://` to a host that is
+    /// not this machine (`localhost`, 127.0.0.0/8, `::1`).
+    public var sendsInClear: Bool {
+        guard base.lowercased().hasPrefix("http://") else { return false }
+        var name = host.lowercased()
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" { return false }
+        let octets = name.split(separator: ".", omittingEmptySubsequences: false)
+        if octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }), octets[0] == "127" { return false }
+        return true
+    }
+
     /// `scheme://host[:port]`, without any path prefix.
     var origin: String {
         let afterScheme = base.range(of: "://").map { base[$0.upperBound...] } ?? Substring(base)

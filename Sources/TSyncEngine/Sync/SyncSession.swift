@@ -1,3 +1,4 @@
+import Foundation
 import TSyncModel
 
 /// The sync workflows of one store and its remote — push, pull, sync, resolve, login, logout —
@@ -31,11 +32,14 @@ public struct SyncSession: Sendable {
     public var events: (@Sendable (Event) -> Void)?
     /// Sees every HTTP exchange with the server (`tsync -v`).
     public var exchanges: RemoteExchange.Observer?
+    /// The CAs trusted for an https remote (the command line passes `SSL_CERT_FILE`/`SSL_CERT_DIR`);
+    /// the store's `http.caFile` is added to them.
+    public var trust: CertificateTrust
 
     public init(
         store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
         pushConcurrency: Int = Pusher.defaultConcurrency, timeout: Duration = defaultTimeout,
-        events: (@Sendable (Event) -> Void)? = nil
+        trust: CertificateTrust = CertificateTrust(), events: (@Sendable (Event) -> Void)? = nil
     ) throws(TSyncError) {
         guard pushConcurrency >= 1 else { throw .usage("push concurrency must be at least 1 (got \(pushConcurrency))") }
         guard timeout >= .seconds(1) else { throw .usage("the request timeout must be at least 1 second") }
@@ -45,6 +49,22 @@ public struct SyncSession: Sendable {
         self.stopRequest = stopRequest
         self.pushConcurrency = pushConcurrency
         self.events = events
+        self.trust = trust
+    }
+
+    /// `trust` plus the store's `http.caFile`, which must still be there: a CA file that vanished
+    /// would otherwise fail every handshake with a message that does not name it.
+    func effectiveTrust() throws(TSyncError) -> CertificateTrust {
+        var trust = self.trust
+        if let file = try store.configuration().value(.httpCAFile) {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw .failure(
+                    "the store's setting http.caFile names \(file), which cannot be read: fix it with `tsync config http.caFile PATH` or remove it with `tsync config --unset http.caFile`"
+                )
+            }
+            trust.additionalFiles.append(file)
+        }
+        return trust
     }
 
     // MARK: - The remote
@@ -69,7 +89,7 @@ public struct SyncSession: Sendable {
         var token = tokenOverride
         if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
         return try await RemoteClient.withRemoteClient(
-            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, body)
+            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, trust: try effectiveTrust(), body)
     }
 
     private func pusher(_ remote: RemoteClient) -> Pusher {
@@ -263,7 +283,7 @@ public struct SyncSession: Sendable {
     public func login(user: String, password: String) async throws(TSyncError) -> String {
         let endpoint = try endpoint()
         let (token, userID) = try await RemoteClient.withRemoteClient(
-            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges
+            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges, trust: try effectiveTrust()
         ) {
             remote throws(TSyncError) in
             try await remote.login(username: user, password: password)
@@ -287,7 +307,9 @@ public struct SyncSession: Sendable {
         var notRevoked: String?
         do throws(TSyncError) {
             let endpoint = try RemoteEndpoint(saved.remote)
-            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges) {
+            try await RemoteClient.withRemoteClient(
+                endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges, trust: try effectiveTrust()
+            ) {
                 remote throws(TSyncError) in
                 try await remote.logout()
             }

@@ -22,7 +22,7 @@ struct ErrorMiddleware: RouterMiddleware {
                 return JSONResponse.error(.badRequest, error.message)
             case .unauthorized:
                 return JSONResponse.error(.unauthorized, error.message)
-            case .failure, .operationsFailed, .unreachable, .noStore:
+            case .failure, .operationsFailed, .unreachable, .noStore, .fileMissing, .invalidConfiguration:
                 return internalError(error, context: context)
             }
         } catch is NIOTooManyBytesError {

@@ -124,11 +124,11 @@ final class ServerProcess: @unchecked Sendable {
 
     var log: String { String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self) }
 
-    /// `http://HOST:PORT` from the "listening on" log line, within 30 s.
+    /// `http://HOST:PORT` (or `https://`) from the "listening on" log line, within 30 s.
     func waitForAddress() async throws -> String {
         for _ in 0..<600 {
             let log = self.log
-            if let range = log.range(of: "listening on http://") {
+            if let range = log.range(of: "listening on http") {
                 let rest = log[range.lowerBound...].dropFirst("listening on ".count)
                 let address = rest.prefix { !$0.isWhitespace }
                 if rest.contains(where: \.isNewline) { return String(address) }

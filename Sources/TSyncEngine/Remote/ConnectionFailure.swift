@@ -1,0 +1,90 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import TSyncModel
+
+/// What went wrong before a server answered, in words a user can act on: the one place that reads
+/// the transport's error types (swift-nio, swift-nio-ssl, AsyncHTTPClient), so no internal type
+/// name reaches a message. A failure it does not know is nil, and `RemoteClient` words it.
+enum ConnectionFailure {
+    /// The error for a failed exchange with `endpoint`, or nil when the cause is not one of these.
+    static func error(_ error: any Error, endpoint: RemoteEndpoint) -> TSyncError? {
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                return TSyncError(
+                    .unreachable,
+                    "cannot resolve host \(error.host) (no such name, or no DNS answer) for \(endpoint): check the remote URL (`tsync remote`); nothing was lost",
+                    requestNeverSent: true)
+            }
+        }
+        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
+            return TSyncError(
+                .unreachable,
+                "the certificate of \(endpoint) is not valid for the name \(endpoint.host) (name mismatch): use the host name the certificate was issued for, or have it reissued for this one; nothing was sent, nothing was lost",
+                requestNeverSent: true)
+        }
+        if let error = error as? NIOSSLError {
+            if case .handshakeFailed(let cause) = error {
+                let text = String(describing: cause)
+                if text.contains("CERTIFICATE_VERIFY_FAILED") {
+                    return TSyncError(
+                        .unreachable,
+                        "the certificate of \(endpoint) is not trusted: it is not signed by a certificate authority this machine trusts, or it has expired or is not yet valid; nothing was sent, nothing was lost",
+                        remedy: .trustCertificateAuthority
+                    ).neverSent
+                }
+                return TSyncError(
+                    .unreachable,
+                    "the TLS handshake with \(endpoint) failed (\(text)); does the server speak https at that port? nothing was sent, nothing was lost",
+                    requestNeverSent: true)
+            }
+            if case .failedToLoadCertificate = error {
+                return TSyncError(
+                    .failure, "a CA certificate file given to trust cannot be loaded (is it PEM?); nothing was sent, nothing was lost",
+                    requestNeverSent: true)
+            }
+        }
+        if let words = transportWords(error) {
+            return TSyncError(
+                .unreachable, "cannot reach the server at \(endpoint) (\(words)); nothing was lost, try again later",
+                requestNeverSent: RemoteClient.failedToConnect(error))
+        }
+        return nil
+    }
+
+    /// A refused connection, a timeout or a reset, in words.
+    private static func transportWords(_ error: any Error) -> String? {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout: return "connection timed out: nothing answered at that address"
+            case .remoteConnectionClosed: return "the server closed the connection"
+            case .readTimeout, .deadlineExceeded: return "no answer in time"
+            default: return nil
+            }
+        }
+        let ioErrors: [IOError]
+        if let error = error as? NIOConnectionError {
+            ioErrors = error.connectionErrors.compactMap { $0.error as? IOError }
+        } else if let error = error as? IOError {
+            ioErrors = [error]
+        } else {
+            ioErrors = []
+        }
+        if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused: nothing listens at that port" }
+        if ioErrors.contains(where: { $0.errnoCode == ECONNRESET }) { return "the connection was reset" }
+        if ioErrors.contains(where: { $0.errnoCode == ETIMEDOUT }) { return "connection timed out" }
+        if ioErrors.contains(where: { [ENETUNREACH, EHOSTUNREACH].contains($0.errnoCode) }) { return "no route to the host" }
+        return nil
+    }
+}
+
+extension TSyncError {
+    /// The same error, marked as sent nowhere (a failed handshake precedes any request byte).
+    fileprivate var neverSent: TSyncError {
+        var error = self
+        error.requestNeverSent = true
+        return error
+    }
+}

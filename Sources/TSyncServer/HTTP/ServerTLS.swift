@@ -1,0 +1,59 @@
+import Foundation
+import HummingbirdTLS
+import NIOSSL
+import TSyncModel
+
+/// The certificate chain and private key `tsync serve --tls-cert --tls-key` answers HTTPS with.
+///
+/// Both files are read and checked once, before anything listens, so a wrong file is a start-up
+/// error that names it (a missing or unreadable file `.fileMissing`, one that is not a PEM
+/// certificate or key, or a key that does not belong to the certificate, `.invalidConfiguration`)
+/// rather than a failure of every handshake later.
+public struct ServerTLS: Sendable {
+    let configuration: TLSConfiguration
+    /// The certificate file, for the log.
+    public let certificatePath: String
+
+    public init(certificatePath: String, keyPath: String) throws(TSyncError) {
+        let certificateBytes = try Self.read(certificatePath, what: "TLS certificate")
+        let keyBytes = try Self.read(keyPath, what: "TLS private key")
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMBytes(certificateBytes)
+        } catch {
+            throw TSyncError(.invalidConfiguration, "the TLS certificate \(certificatePath) is not a PEM certificate (\(error))")
+        }
+        guard !chain.isEmpty else {
+            throw TSyncError(.invalidConfiguration, "the TLS certificate \(certificatePath) holds no PEM certificate")
+        }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem)
+        } catch {
+            throw TSyncError(.invalidConfiguration, "the TLS private key \(keyPath) is not a PEM private key (\(error))")
+        }
+        let configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        // Building the context checks that the key belongs to the first certificate.
+        do {
+            _ = try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw TSyncError(
+                .invalidConfiguration,
+                "the TLS private key \(keyPath) does not belong to the certificate \(certificatePath) (\(error))")
+        }
+        self.configuration = configuration
+        self.certificatePath = certificatePath
+    }
+
+    private static func read(_ path: String, what: String) throws(TSyncError) -> [UInt8] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw TSyncError(.fileMissing, "the \(what) \(path) does not exist")
+        }
+        guard !isDirectory.boolValue, let data = FileManager.default.contents(atPath: path) else {
+            throw TSyncError(.fileMissing, "the \(what) \(path) cannot be read (a directory, or no permission)")
+        }
+        return Array(data)
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import TSyncModel
+import Testing
+
+/// tsync on a real network (issue 21): `tsync serve` over TLS with a certificate from a private CA
+/// made here with `openssl`, the client's ways to trust that CA, and the words for a name that does
+/// not resolve, a refused connection and a password about to travel in clear. All on loopback; the
+/// unresolvable name is under `.invalid` (RFC 6761), which never resolves, so nothing leaves.
+@Suite("Network", .serialized)
+struct NetworkTests {
+    /// No CA of the test's own: `SSL_CERT_FILE` and `SSL_CERT_DIR` as this machine may set them are
+    /// replaced by the system bundle (or emptied, which tsync reads as unset).
+    static let systemTrust: [String: String] = [
+        "SSL_CERT_FILE": FileManager.default.fileExists(atPath: "/etc/ssl/certs/ca-certificates.crt")
+            ? "/etc/ssl/certs/ca-certificates.crt" : "",
+        "SSL_CERT_DIR": "",
+    ]
+
+    // MARK: - serve --tls-cert --tls-key
+
+    @Test func serveRefusesAMissingOrInvalidCertificateAtStartUp() throws {
+        let authority = try CertificateAuthority()
+        let database = "sqlite:" + (authority.directory.path as NSString).appendingPathComponent("server.db")
+        let missing = try TSyncProcess.run(
+            ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", "nowhere.pem", "--tls-key", authority.serverKey],
+            in: authority.directory.path)
+        #expect(missing.status == 66, "\(missing)")
+        #expect(missing.stderr.contains("nowhere.pem") && missing.stderr.contains("does not exist"), "\(missing)")
+
+        let notPEM = try authority.directory.write("not.pem", "hello\n")
+        let invalid = try TSyncProcess.run(
+            ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", notPEM, "--tls-key", authority.serverKey],
+            in: authority.directory.path)
+        #expect(invalid.status == 78, "\(invalid)")
+        #expect(invalid.stderr.contains("not.pem") && invalid.stderr.contains("not a PEM certificate"), "\(invalid)")
+
+        let wrongKey = try TSyncProcess.run(
+            ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", authority.serverCertificate, "--tls-key", authority.key],
+            in: authority.directory.path)
+        #expect(wrongKey.status == 78, "\(wrongKey)")
+        #expect(wrongKey.stderr.contains("does not belong to the certificate"), "\(wrongKey)")
+
+        let alone = try TSyncProcess.run(
+            ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", authority.serverCertificate],
+            in: authority.directory.path)
+        #expect(alone.status == 64, "\(alone)")
+    }
+
+    // MARK: - Trust
+
+    @Test func anUntrustedCertificateIsExit3AndEachWayToTrustTheCAWorks() async throws {
+        let authority = try CertificateAuthority()
+        let server = try await authority.serve(certificate: authority.serverCertificate)
+        defer { server.stop() }
+        let url = try await server.waitForAddress()
+        #expect(url.hasPrefix("https://127.0.0.1:"))
+
+        let sandbox = try TSyncSandbox(remote: url)
+        try sandbox.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
+        let before = try sandbox.snapshot()
+        let untrusted = try sandbox.run(["push"], environment: Self.systemTrust)
+        #expect(untrusted.status == 3, "\(untrusted)")
+        #expect(untrusted.stderr.contains("is not trusted"), "\(untrusted)")
+        #expect(untrusted.stderr.contains("SSL_CERT_FILE") && untrusted.stderr.contains("tsync config http.caFile"), "\(untrusted)")
+        #expect(!untrusted.stderr.contains("http://"), "never a hint to drop to plain HTTP: \(untrusted)")
+        #expect(try sandbox.snapshot() == before, "nothing queued is touched")
+        #expect(try sandbox.ok(["status", "--porcelain"]).contains("todo"))
+
+        // 1. SSL_CERT_FILE: a PEM bundle holding the CA.
+        var environment = Self.systemTrust
+        environment["SSL_CERT_FILE"] = authority.certificate
+        let viaFile = try sandbox.run(["push"], environment: environment)
+        #expect(viaFile.status == 0, "\(viaFile)")
+
+        // 2. SSL_CERT_DIR: a directory of hashed CA certificates (`openssl rehash`).
+        try sandbox.ok(["insert", "todo", #"{"id":"b","title":"two"}"#])
+        environment = Self.systemTrust
+        environment["SSL_CERT_DIR"] = try authority.hashedDirectory()
+        environment["SSL_CERT_FILE"] = ""
+        let viaDirectory = try sandbox.run(["push"], environment: environment)
+        #expect(viaDirectory.status == 0, "\(viaDirectory)")
+
+        // 3. The store's http.caFile, besides the system's CAs.
+        try sandbox.ok(["insert", "todo", #"{"id":"c","title":"three"}"#])
+        try sandbox.ok(["config", "http.caFile", authority.certificate])
+        let viaSetting = try sandbox.run(["sync"], environment: Self.systemTrust)
+        #expect(viaSetting.status == 0, "\(viaSetting)")
+        #expect(try await Self.ids(sandbox) == ["a", "b", "c"])
+        #expect(try sandbox.ok(["status", "--porcelain"]).isEmpty)
+
+        // A setting that names no file is refused when set.
+        let wrongSetting = try sandbox.run(["config", "http.caFile", "/nowhere/ca.pem"])
+        #expect(wrongSetting.status == 64, "\(wrongSetting)")
+    }
+
+    @Test func aCertificateForAnotherNameSaysNameMismatch() async throws {
+        let authority = try CertificateAuthority()
+        let server = try await authority.serve(certificate: authority.otherNameCertificate)
+        defer { server.stop() }
+        let url = try await server.waitForAddress()
+        let sandbox = try TSyncSandbox(remote: url)
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        var environment = Self.systemTrust
+        environment["SSL_CERT_FILE"] = authority.certificate
+        let result = try sandbox.run(["push"], environment: environment)
+        #expect(result.status == 3, "\(result)")
+        #expect(result.stderr.contains("name mismatch") && result.stderr.contains("127.0.0.1"), "\(result)")
+        #expect(!result.stderr.contains("is not trusted"), "\(result)")
+        #expect(try sandbox.ok(["status", "--porcelain"]).contains("todo"))
+    }
+
+    // MARK: - Names and addresses
+
+    @Test func anUnknownHostSaysCannotResolveIt() throws {
+        let sandbox = try TSyncSandbox(remote: "http://tsync-test.invalid:8080")
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        for command in [["push"], ["pull", "todo"]] {
+            let result = try sandbox.run(command)
+            #expect(result.status == 3, "\(result)")
+            #expect(result.stderr.contains("cannot resolve host tsync-test.invalid"), "\(result)")
+            #expect(!result.stderr.contains("SocketAddressError") && !result.stderr.contains("error -2"), "\(result)")
+        }
+        #expect(try sandbox.ok(["status", "--porcelain"]).contains("todo"))
+    }
+
+    @Test func aClosedPortSaysConnectionRefused() throws {
+        let port = try LoopbackListener.freePort()
+        let sandbox = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let result = try sandbox.run(["push"])
+        #expect(result.status == 3, "\(result)")
+        #expect(result.stderr.contains("connection refused: nothing listens at that port"), "\(result)")
+    }
+
+    // MARK: - login in clear
+
+    @Test func loginOverPlainHTTPToAnotherHostWarnsFirst() throws {
+        let remote = try TSyncSandbox(remote: "http://tsync-test.invalid")
+        let far = try remote.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
+        #expect(far.status == 3, "\(far)")
+        let warning = far.stderr.range(of: "warning: http://tsync-test.invalid is plain http:// to another machine")
+        let failure = far.stderr.range(of: "cannot resolve host")
+        #expect(warning != nil && failure != nil, "\(far)")
+        if let warning, let failure { #expect(warning.lowerBound < failure.lowerBound, "the warning comes first: \(far)") }
+
+        let port = try LoopbackListener.freePort()
+        let near = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let local = try near.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
+        #expect(local.status == 3, "\(local)")
+        #expect(!local.stderr.contains("warning:"), "\(local)")
+    }
+
+    @Test func loginOverHTTPSWithATrustedCAWorks() async throws {
+        let authority = try CertificateAuthority()
+        let add = try TSyncProcess.run(
+            ["user", "add", "alice", "--password-stdin", "--db", authority.database], in: authority.directory.path,
+            stdin: "correct horse battery staple\n")
+        #expect(add.status == 0, "\(add)")
+        let server = try await authority.serve(certificate: authority.serverCertificate, authenticated: true)
+        defer { server.stop() }
+        let url = try await server.waitForAddress()
+        let sandbox = try TSyncSandbox(remote: url.replacingOccurrences(of: "127.0.0.1", with: "localhost"))
+        try sandbox.ok(["config", "http.caFile", authority.certificate])
+        let login = try sandbox.run(
+            ["login", "--user", "alice", "--password-stdin"], stdin: "correct horse battery staple\n", environment: Self.systemTrust)
+        #expect(login.status == 0, "\(login)")
+        #expect(!login.stderr.contains("warning:"), "\(login)")
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let push = try sandbox.run(["push"], environment: Self.systemTrust)
+        #expect(push.status == 0, "\(push)")
+    }
+
+    private static func ids(_ sandbox: TSyncSandbox) async throws -> [String] {
+        try sandbox.ok(["query", "todo", "--json"]).components(separatedBy: "\"id\":\"").dropFirst()
+            .map { String($0.prefix { $0 != "\"" }) }.sorted()
+    }
+}
+
+/// A private CA and server certificates made with `openssl` in a temporary directory: one for
+/// 127.0.0.1 and localhost, one for another name only.
+final class CertificateAuthority {
+    let directory: TemporaryDirectory
+    var certificate: String { path("ca.pem") }
+    var key: String { path("ca.key") }
+    var serverCertificate: String { path("server.pem") }
+    var serverKey: String { path("server.key") }
+    var otherNameCertificate: String { path("other.pem") }
+    var database: String { "sqlite:" + path("server.db") }
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        try openssl([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2", "-subj",
+            "/CN=tsync test CA",
+        ])
+        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", serverKey, "-out", path("server.csr"), "-subj", "/CN=localhost"])
+        for (name, names) in [("server.pem", "IP:127.0.0.1,DNS:localhost"), ("other.pem", "DNS:other.example")] {
+            let extensions = try directory.write(name + ".ext", "subjectAltName=\(names)\n")
+            try openssl([
+                "x509", "-req", "-in", path("server.csr"), "-CA", certificate, "-CAkey", key, "-CAcreateserial", "-out", path(name),
+                "-days", "2", "-extfile", extensions,
+            ])
+        }
+    }
+
+    /// A directory holding the CA certificate under its `openssl rehash` name.
+    func hashedDirectory() throws -> String {
+        let hashed = try directory.subdirectory("hashed")
+        try FileManager.default.copyItem(atPath: certificate, toPath: (hashed as NSString).appendingPathComponent("ca.pem"))
+        try openssl(["rehash", hashed])
+        return hashed
+    }
+
+    /// `tsync serve` over TLS with `certificate` (and the server key).
+    func serve(certificate: String, authenticated: Bool = false) async throws -> ServerProcess {
+        var arguments = ["serve", "--db", database, "--port", "0", "--tls-cert", certificate, "--tls-key", serverKey]
+        if !authenticated { arguments.append("--no-auth") }
+        return try ServerProcess(arguments: arguments, log: directory.path)
+    }
+
+    private func path(_ name: String) -> String { (directory.path as NSString).appendingPathComponent(name) }
+
+    private func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TSyncError.failure("openssl \(arguments.joined(separator: " ")) failed: \(message)")
+        }
+    }
+}
