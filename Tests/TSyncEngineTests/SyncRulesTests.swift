@@ -101,11 +101,12 @@ import TSyncModel
     @Test func aServerThatTruncatesItsTimestampsNeitherWedgesNorSkips() async throws {
         let base: Int64 = 1_800_000_000_000_000
         // (microseconds, id): five-record runs inside one millisecond with ids against the order of
-        // the microseconds, a 25-record run in one millisecond, and a lone record.
+        // the microseconds, a 25-record run in one millisecond, and a lone record past its
+        // millisecond (sent again after itself: the walk of that run ends on an empty page).
         var stored: [(Int64, String)] = []
         for index in 0..<20 { stored.append((base + Int64(index) * 200, "a\(99 - index)")) }
         for index in 0..<25 { stored.append((base + 7_000 + Int64(index), "b\(99 - index)")) }
-        stored.append((base + 9_000, "c"))
+        stored.append((base + 9_300, "c"))
         let records = Locked(stored)
         let remote = try ScriptedRemote()
         let requests = Locked(0)
@@ -130,7 +131,7 @@ import TSyncModel
         #expect(requests.value < 20, "it ended: \(requests.value) requests")
 
         // Later writes, one inside the last run's millisecond and one after it.
-        records.update { $0 += [(base + 9_500, "a0"), (base + 12_000, "z")] }
+        records.update { $0 += [(base + 9_500, "a0"), (base + 12_400, "z")] }
         requests.update { $0 = 0 }
         _ = try await Puller(store: temporary.store, remote: remote).pull(request)
         let ids = Set(try temporary.store.query(table: "todo").map(\.id))

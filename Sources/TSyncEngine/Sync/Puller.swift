@@ -121,7 +121,7 @@ public struct Puller: Sendable {
             // records are known to be complete.
             do throws(TSyncError) {
                 let next = try Checkpoint.position(after: page.records, from: position)
-                if next.skip > 0 {
+                if next.skip > 0, !page.records.isEmpty {
                     if position.skip == 0 { run.removeAll() }
                     let before = run.count
                     for record in page.records { run.insert(Self.fingerprint([record])) }
