@@ -12,9 +12,20 @@ part-way. Then the job is finished and checked against an independent model of w
 - the pulling store ends equal to the server, records and versions;
 - the killed insert is all or nothing.
 
+With --faults a run is a fault run instead (issue 18): a misbehaving proxy (scripts/faultproxy.py)
+sits between tsync and the real `tsync serve` and answers wrongly in one mode picked at random per
+run (or the one --mode names): a whole-batch 404, bare 404s to writes, shuffled batch results, 200
+with an empty or HTML body, another id's record, a 5xx after applying, 429/503 with Retry-After, a
+captive portal, short pages without Link, truncated timestamps, an ignored $skip. A push (with a
+random conflict policy) and pulls (incremental and by offset) go through it; then the proxy turns
+honest, the job is finished, and the server, the pushing store and the pulling store are checked
+against the model: records lost, reverted (an older value) or ghost (never made, or deleted by the
+user), and errors left that only a person could settle. Goal: 0, 0, 0 and none stuck.
+
 Usage: scripts/soak.py --bin PATH [--runs N] [--seed S] [--db sqlite|URL] [--seconds LIMIT]
+                       [--faults [--mode MODE]]
 Prints one line per run and ends with "N passed, M failed"; exits 1 when a run failed. The seed of
-a failing run reproduces it: scripts/soak.py --bin PATH --runs 1 --seed SEED.
+a failing run reproduces it: scripts/soak.py --bin PATH --runs 1 --seed SEED [--faults].
 """
 
 import argparse
@@ -31,9 +42,14 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from faultproxy import MODES, FaultProxy  # noqa: E402
+
 
 class Failure(Exception):
-    pass
+    def __init__(self, message, outcome=None):
+        super().__init__(message)
+        self.outcome = outcome
 
 
 def free_port():
@@ -115,8 +131,11 @@ class Store:
     def command(self, args):
         return [self.binary, "-C", self.path] + list(args)
 
-    def run(self, *args, stdin=None, allowed=(0,)):
-        result = subprocess.run(self.command(args), input=stdin, capture_output=True, text=True, timeout=300)
+    def run(self, *args, stdin=None, allowed=(0,), timeout=300):
+        try:
+            result = subprocess.run(self.command(args), input=stdin, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise Failure(f"tsync {' '.join(args)} did not end within {timeout} s")
         if result.returncode not in allowed:
             raise Failure(f"tsync {' '.join(args)}: exit {result.returncode}: {result.stderr.strip()}")
         return result
@@ -295,6 +314,90 @@ class Campaign:
         # An NDJSON insert killed part-way is all or nothing.
         self.killed_insert(server)
 
+    # -- fault runs (--faults) ---------------------------------------------------------------------
+
+    def run_faults(self, mode):
+        # Through the batch route, or one request per operation (where a PATCH's read-back and
+        # single-route answers are what the fault meets).
+        batching = self.random.choice([[], ["--max-batch", "0"]])
+        self.log(f"  mode {mode}, server options: {batching or 'default'}")
+        server = Server(self.binary, self.db_for_run(), self.workdir, batching)
+        server.start()
+        proxy = FaultProxy(server.url, seed=self.seed)
+        try:
+            return self.fault_job(server, proxy, mode)
+        finally:
+            proxy.close()
+            server.stop()
+
+    def fault_job(self, server, proxy, mode):
+        a = Store(self.binary, os.path.join(self.workdir, "a"), proxy.url)
+        b = Store(self.binary, os.path.join(self.workdir, "b"), proxy.url)
+        any_exit = tuple(range(256))
+        # Records the server has, so that updates and deletes meet server copies.
+        self.insert_many(a, self.random.randrange(30, 120))
+        a.run("push")
+        self.edit(a, self.random.randrange(15, 40))
+
+        proxy.mode = mode
+        policy = self.random.choice(["fail", "theirs", "ours"])
+        seen = []
+        incomplete = []
+        for args in (["push", "--on-conflict", policy],
+                     ["pull", self.table, "--query-id", "all", "--page-size", "7"],
+                     ["pull", self.table, "--page-size", "7"]):
+            store = a if args[0] == "push" else b
+            result = store.run(*args, allowed=any_exit, timeout=120)
+            first = (result.stderr.strip().splitlines() or [""])[0][:160]
+            seen.append(f"{' '.join(args[:2])}: exit {result.returncode}" + (f" ({first})" if first else ""))
+            if args[0] == "pull":
+                # A pull that says it is done has everything; against a server that can be read
+                # (pages capped, timestamps truncated) it must be done.
+                if result.returncode == 0:
+                    truth = server.records(self.table)
+                    local = b.query(self.table)
+                    missed = sorted(rid for rid in truth if rid not in local or user_fields(local[rid]) != user_fields(truth[rid]))
+                    if missed:
+                        incomplete.append(f"{' '.join(args[:4])} exit 0 without {missed[:3]} ({len(missed)})")
+                elif mode in ("short-page", "truncated-us"):
+                    incomplete.append(f"{' '.join(args[:4])} refused a readable server: exit {result.returncode} ({first})")
+        self.log("  with the fault: " + "; ".join(seen))
+        faults = proxy.faults
+
+        proxy.mode = None
+        push = a.run("push", "--json", allowed=(0, 2, 3))
+        errors = json.loads(a.run("conflicts", "--json").stdout)
+        pending = a.run("status", "--porcelain").stdout.splitlines()
+        b.run("pull", self.table, "--query-id", "all")
+        on_server = server.records(self.table)
+
+        counts = {"lost": 0, "reverted": 0, "ghost": 0}
+        details = []
+
+        def check(name, records, expected):
+            lost = sorted(set(expected) - set(records))
+            ghost = sorted(set(records) - set(expected))
+            reverted = sorted(rid for rid in set(expected) & set(records) if user_fields(records[rid]) != expected[rid])
+            counts["lost"] += len(lost)
+            counts["ghost"] += len(ghost)
+            counts["reverted"] += len(reverted)
+            if lost or ghost or reverted:
+                details.append(f"{name}: lost {lost[:3]} ({len(lost)}), reverted {reverted[:3]} ({len(reverted)}), "
+                               f"ghost {ghost[:3]} ({len(ghost)})")
+
+        # What the user sees locally must be what they did; the server must hold it too unless
+        # operations are stuck in the error table (then they are stuck, not lost).
+        stuck = len(errors) + (len(pending) if not errors else 0)
+        check("store a", a.query(self.table), self.model)
+        if not stuck:
+            check("server", on_server, self.model)
+        check("store b", b.query(self.table), {rid: user_fields(r) for rid, r in on_server.items()})
+        outcome = dict(counts, stuck=stuck, faults=faults, final_push=push.returncode, incomplete_pulls=len(incomplete))
+        if push.returncode != 0 or stuck or any(counts.values()) or incomplete:
+            raise Failure(f"mode {mode}: {outcome}; " + "; ".join(details + incomplete)
+                          + (f"; errors left: {[e.get('class') for e in errors][:5]}" if errors else ""), outcome)
+        return outcome
+
     def compare(self, store, on_server, name):
         local = store.query(self.table)
         if set(local) != set(on_server):
@@ -333,8 +436,15 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="seed of the first run (default: random)")
     parser.add_argument("--db", default="sqlite", help="sqlite (a new file per run) or a postgres:// URL")
     parser.add_argument("--seconds", type=float, default=3600, help="stop starting runs after this long")
+    parser.add_argument("--faults", action="store_true", help="fault runs through a misbehaving proxy (issue 18)")
+    parser.add_argument("--mode", choices=sorted(MODES), action="append",
+                        help="with --faults: only these modes (repeatable; default: all, one at random per run)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    if args.faults:
+        # Bounded exchanges: a fault may leave an answer hanging.
+        os.environ.setdefault("TSYNC_TIMEOUT", "20")
+    by_mode = {}
 
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     started = time.time()
@@ -349,19 +459,39 @@ def main():
         campaign = Campaign(os.path.abspath(args.bin), args.db, seed, workdir,
                             log=(print if args.verbose else lines.append))
         run_started = time.time()
+        mode = random.Random(seed).choice(args.mode or sorted(MODES)) if args.faults else None
+        tally = by_mode.setdefault(mode, {"runs": 0, "failed": 0, "faults": 0, "lost": 0, "reverted": 0, "ghost": 0,
+                                          "stuck": 0})
+        tally["runs"] += 1
         try:
-            campaign.run()
+            if args.faults:
+                outcome = campaign.run_faults(mode)
+                tally["faults"] += outcome["faults"]
+                label = f"mode {mode}: ok ({outcome['faults']} faults, "
+            else:
+                campaign.run()
+                label = "ok ("
             passed += 1
-            print(f"run {index + 1} seed {seed}: ok ({len(campaign.model)} records, {time.time() - run_started:.1f} s)",
+            print(f"run {index + 1} seed {seed}: {label}{len(campaign.model)} records, {time.time() - run_started:.1f} s)",
                   flush=True)
             shutil.rmtree(workdir, ignore_errors=True)
         except Failure as failure:
             failed += 1
+            tally["failed"] += 1
+            for key in ("faults", "lost", "reverted", "ghost", "stuck"):
+                tally[key] += (failure.outcome or {}).get(key, 0)
             print(f"run {index + 1} seed {seed}: FAILED: {failure}", flush=True)
             for line in lines:
                 print(line)
-            print(f"  kept {workdir}; reproduce: scripts/soak.py --bin {args.bin} --db {args.db} --runs 1 --seed {seed}",
-                  flush=True)
+            faults = f" --faults --mode {mode}" if args.faults else ""
+            print(f"  kept {workdir}; reproduce: scripts/soak.py --bin {args.bin} --db {args.db} --runs 1 --seed {seed}"
+                  f"{faults}", flush=True)
+    if args.faults:
+        for mode, tally in sorted(by_mode.items()):
+            print(f"mode {mode}: {tally['runs']} runs, {tally['failed']} failed, {tally['faults']} faults applied, "
+                  f"lost {tally['lost']}, reverted {tally['reverted']}, ghost {tally['ghost']}, stuck {tally['stuck']}")
+        print(f"soak --faults: {passed} passed, {failed} failed")
+        sys.exit(1 if failed else 0)
     hits = Campaign.hits
     print(f"faults that struck a running command: {hits['client']} tsync push/pull killed, "
           f"{hits['server']} server kills during push/pull, {hits['insert']} inserts killed")

@@ -23,6 +23,8 @@ swift test --skip-build "$@"
 scripts/fuzz.sh 5
 bin="$(swift build --show-bin-path)/tsync"
 python3 scripts/soak.py --bin "$bin" --runs 3
+# The fault campaign's pull modes (scripts/soak.sh --faults runs them all).
+python3 scripts/soak.py --bin "$bin" --faults --runs 3 --mode short-page --mode truncated-us --mode ignored-skip
 if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
     python3 scripts/soak.py --bin "$bin" --db "$TSYNC_TEST_POSTGRES_URL" --runs 2
 fi

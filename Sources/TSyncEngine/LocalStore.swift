@@ -77,9 +77,7 @@ public final class LocalStore: Sendable {
             try pool.read { db in
                 if pageCheck {
                     let result = try String.fetchAll(db, sql: "PRAGMA quick_check")
-                    guard result == ["ok"] else {
-                        throw TSyncError.failure("\(damaged): \(result.prefix(3).joined(separator: "; "))")
-                    }
+                    guard result == ["ok"] else { throw TSyncError.failure(damagedPages(result, location: location)) }
                 }
                 guard try !StoreSchema.migrator.appliedIdentifiers(db).isEmpty else {
                     throw TSyncError.failure("\(damaged): it has none of tsync's tables")
@@ -88,6 +86,19 @@ public final class LocalStore: Sendable {
         } catch {
             throw StoreFailure.map(error, location: location)
         }
+    }
+
+    /// One line for a failed page check: where the store is, what is wrong (how many problems,
+    /// the first one), and what to do. SQLite's own report runs to a hundred lines, its first row
+    /// several lines long (issue 18.13).
+    static func damagedPages(_ report: [String], location: StoreLocation) -> String {
+        let problems = report.flatMap { $0.split(whereSeparator: \.isNewline) }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("***") }
+        let first = problems.first.map { ", the first: \(Identifiers.quoted(String($0.prefix(120))))" } ?? ""
+        let count = problems.count >= 100 ? "100 or more problems" : problems.count == 1 ? "1 problem" : "\(problems.count) problems"
+        return
+            "the store database \(location.databasePath) is damaged: SQLite's page check found \(count)\(first); restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
     }
 
     /// Creates `location` (and its parent directories) if needed, the database and the

@@ -1,4 +1,8 @@
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Testing
 import TSyncModel
 
@@ -39,9 +43,92 @@ import TSyncModel
         let ignoresSkip = try ScriptedServer { _, _ in .json(200, twoRecords) }
         let skipStore = try TSyncSandbox(remote: ignoresSkip.url)
         let skipped = try skipStore.run(["pull", "todo", "--page-size", "2"])
-        #expect(skipped.status == 1 && skipped.stderr.contains("same page twice"), "\(skipped)")
+        #expect(skipped.status == 1 && skipped.stderr.contains("records it had sent before"), "\(skipped)")
         #expect(ignoresSkip.requests.count <= 4, "it stopped at once: \(ignoresSkip.requests)")
         #expect(try skipStore.ok(["query", "todo"]).split(separator: "\n").count == 2, "what came is kept")
+    }
+
+    /// A server that ignores `$skip` and shuffles its order (issue 18.11): no two pages are the
+    /// same, but after the first one none brings a record not seen before. The pull stops there
+    /// (exit 1, saying so) and keeps what came; it used to read the same ten records for ever (the
+    /// script ends the loop after 200 pages so that the old behaviour fails instead of hanging).
+    @Test func aPullStopsWhenAPageBringsNothingNew() throws {
+        let records = (0..<10).map { Self.record("r\($0)", at: Int64($0)) }
+        let pages = ScriptedCounter()
+        let server = try ScriptedServer { _, _ in
+            guard pages.next() <= 200 else { return .json(200, "[]") }
+            return .json(200, "[" + records.shuffled().joined(separator: ",") + "]")
+        }
+        let store = try TSyncSandbox(remote: server.url)
+        let pull = try store.run(["pull", "todo", "--page-size", "10"])
+        #expect(pull.status == 1, "\(pull)")
+        #expect(pull.stderr.contains("records it had sent before") && pull.stderr.contains("which may not be all"), "\(pull.stderr)")
+        #expect(server.requests.count <= 4, "it stopped at once: \(server.requests.count) requests")
+        #expect(try store.ok(["query", "todo"]).split(separator: "\n").count == 10, "what came is kept")
+    }
+
+    /// A short page without `Link` is not the end, end to end (issue 18.9): a server that caps
+    /// `$top` at 5 and leaves out `Link`, in front of 12 records; incremental and by offset.
+    @Test(arguments: [["--query-id", "all"], []])
+    func aShortPageIsNotTheEnd(flags: [String]) throws {
+        let records = (0..<12).map { Self.record("r\(10 + $0)", at: Int64($0)) }
+        let server = try ScriptedServer { _, target in
+            let query = URLComponents(string: target)?.queryItems ?? []
+            let skip = query.first { $0.name == "$skip" }?.value.flatMap(Int.init) ?? 0
+            var rest = records
+            if let filter = query.first(where: { $0.name == "$filter" })?.value,
+                let id = filter.firstMatch(of: /id gt '([^']*)'/)?.1
+            {
+                rest = records.filter { $0.contains("\"updatedAt\"") && ($0.split(separator: "\"")[3] > id) }
+            }
+            return .json(200, "[" + rest.dropFirst(skip).prefix(5).joined(separator: ",") + "]")
+        }
+        let store = try TSyncSandbox(remote: server.url)
+        let pull = try store.run(["pull", "todo", "--page-size", "10"] + flags)
+        #expect(pull.status == 0, "\(pull)")
+        #expect(try store.ok(["query", "todo"]).split(separator: "\n").count == 12, "\(server.requests)")
+    }
+
+    /// `resolve` reads the server's copies; a table the server does not have answers 404. The
+    /// message names the reading, not a pull the user never asked for (issue 18.14).
+    @Test func resolveAgainstATableThatAnswers404DoesNotSayPulling() throws {
+        let server = try ScriptedServer { method, _ in
+            if method == "GET" { return .json(404, #"{"error": "table not found"}"#) }
+            return .json(400, #"{"error": "refused"}"#)
+        }
+        let store = try TSyncSandbox(remote: server.url)
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        #expect(try store.run(["push"]).status == 2, "the refusal is recorded")
+        let resolve = try store.run(["resolve", "--all", "--theirs"])
+        #expect(resolve.status == 1, "\(resolve)")
+        #expect(!resolve.stderr.contains("pulling"), "\(resolve.stderr)")
+        #expect(resolve.stderr.contains("reading table todo") && resolve.stderr.contains("HTTP 404: table not found"), "\(resolve.stderr)")
+    }
+
+    /// A connection the server resets: said in words, without the networking library's
+    /// description of its system call (issue 18.14).
+    @Test func aConnectionResetIsSaidInWords() throws {
+        let (listener, port) = try LoopbackListener.open()
+        defer { LoopbackListener.close(listener) }
+        Thread.detachNewThread {
+            while true {
+                let client = accept(listener, nil, nil)
+                if client < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &buffer, buffer.count)
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                Glibc.close(client)
+            }
+        }
+        let store = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let pull = try store.run(["pull", "todo"])
+        #expect(pull.status == 3, "\(pull)")
+        #expect(pull.stderr.contains("cannot reach the server"), "\(pull.stderr)")
+        #expect(pull.stderr.contains("the connection was reset") || pull.stderr.contains("the connection was closed"), "\(pull.stderr)")
+        for internals in ["errno", "descriptor", "IOError", "NIO", "read("] {
+            #expect(!pull.stderr.contains(internals), "\(pull.stderr)")
+        }
     }
 
     /// Headers at once, then a byte every second: the request's deadline covers the body (issue 9.8).
@@ -106,5 +193,16 @@ import TSyncModel
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("TLS handshake failed"), "\(push.stderr)")
         #expect(!push.stderr.contains("BoringSSL") && !push.stderr.contains("NIOSSL"))
+    }
+}
+
+/// A counter a script closure can share across the server's threads.
+final class ScriptedCounter: @unchecked Sendable {  // `lock` guards `count`
+    private let lock = NSLock()
+    private var count = 0
+    func next() -> Int {
+        lock.withLock {
+            count += 1; return count
+        }
     }
 }

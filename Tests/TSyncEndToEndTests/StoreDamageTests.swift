@@ -59,6 +59,30 @@ import Testing
         try expectDamaged(store, "damaged")
     }
 
+    /// Broken cell pointers in a b-tree page: SQLite's page check reports each one (its report
+    /// ran to 51 lines on the terminal). The message is one line: where, what, and what to do
+    /// (issue 18.13).
+    @Test func aDamagedStoreIsOneLine() throws {
+        let (store, database) = try storeWithQueue()
+        let checkpoint = Process()
+        checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        checkpoint.arguments = [database, "PRAGMA wal_checkpoint(TRUNCATE)"]
+        checkpoint.standardOutput = FileHandle.nullDevice
+        try checkpoint.run()
+        checkpoint.waitUntilExit()
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
+        try handle.seek(toOffset: 5 * 4096 + 100)
+        try handle.write(contentsOf: Data([UInt8](repeating: 0, count: 100).enumerated().map { $0.offset % 2 == 0 ? 0 : 7 }))
+        try handle.close()
+        for arguments in [["status"], ["query", "todo"]] {
+            let result = try store.run(arguments)
+            #expect(result.status == 1, "\(arguments): \(result)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("\(database) is damaged: SQLite's page check found"), "\(result.stderr)")
+            #expect(result.stderr.contains("restore it from a backup"), "\(result.stderr)")
+        }
+    }
+
     /// A store nobody may write (as root, the commands run as `nobody`, since root writes anyway).
     @Test func aReadOnlyStoreCanStillBeRead() throws {
         let (store, database) = try storeWithQueue()

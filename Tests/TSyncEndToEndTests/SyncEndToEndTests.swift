@@ -241,8 +241,8 @@ import TSyncModel
         #expect(JSONOutput.int(reset["received"]) == 31)
     }
 
-    /// More than a page of records with the same `updatedAt`: the server assigns strictly
-    /// increasing timestamps, so the test writes such rows straight into its SQLite file (table
+    /// More than a page of records with the same `updatedAt` (as one batch's writes have), written
+    /// straight into the server's SQLite file with a fixed timestamp (table
     /// `t_<name>`, the server's storage layout). Every record must arrive exactly once, without
     /// looping, and a second pull must find nothing new.
     @Test func pageBoundaryInsideEqualTimestampsNeitherLoopsNorSkips() async throws {

@@ -186,19 +186,38 @@ import TSyncModel
 
     /// A page of an incremental pull is checked before its checkpoint is trusted (issue 9.6).
     @Test func aPageOutOfOrderIsRefused() throws {
-        let start = Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "b")
+        let start = PullPosition(checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "b"))
         let ordered = [
             LocalStore.serverRecord("c", [:], version: "1", at: 5), LocalStore.serverRecord("a", [:], version: "1", at: 6),
         ]
-        #expect(try Checkpoint.end(of: ordered, after: start) == Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 6), id: "a"))
-        #expect(try Checkpoint.end(of: [], after: start) == nil)
+        #expect(
+            try Checkpoint.position(after: ordered, from: start)
+                == PullPosition(checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 6), id: "a")))
+        #expect(try Checkpoint.position(after: [], from: start) == start)
         // Sorted by id instead of (updatedAt, id): the checkpoint would jump past unsent records.
         let byID = [LocalStore.serverRecord("c", [:], version: "1", at: 9), LocalStore.serverRecord("d", [:], version: "1", at: 6)]
-        #expect(throws: TSyncError.self) { try Checkpoint.end(of: byID, after: start) }
-        // A record at or before the checkpoint: the server ignored the filter.
-        #expect(throws: TSyncError.self) { try Checkpoint.end(of: [LocalStore.serverRecord("b", [:], version: "1", at: 5)], after: start) }
+        #expect(throws: TSyncError.self) { try Checkpoint.position(after: byID, from: start) }
+        // A record before the checkpoint's timestamp: the server ignored the filter.
+        #expect(throws: TSyncError.self) {
+            try Checkpoint.position(after: [LocalStore.serverRecord("a", [:], version: "1", at: 4)], from: start)
+        }
         var undated = LocalStore.serverRecord("x", [:], version: "1", at: 9)
         undated.system.updatedAt = nil
-        #expect(throws: TSyncError.self) { try Checkpoint.end(of: [undated], after: nil) }
+        #expect(throws: TSyncError.self) { try Checkpoint.position(after: [undated], from: PullPosition(checkpoint: nil)) }
+    }
+
+    /// Truncated timestamps (issue 18.10): a record again at the checkpoint's own timestamp, or a
+    /// run out of id order, is no error; a page inside the run walks it by offset, a page past it
+    /// moves the checkpoint.
+    @Test func aRunAtOneTimestampIsWalkedNotRefused() throws {
+        let start = PullPosition(checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "m"))
+        let inside = [LocalStore.serverRecord("z", [:], version: "1", at: 5), LocalStore.serverRecord("a", [:], version: "1", at: 5)]
+        let walked = try Checkpoint.position(after: inside, from: start)
+        #expect(walked == PullPosition(checkpoint: start.checkpoint, skip: 2))
+        #expect(try Checkpoint.position(after: inside, from: walked).skip == 4)
+        let past = inside + [LocalStore.serverRecord("b", [:], version: "1", at: 7)]
+        #expect(
+            try Checkpoint.position(after: past, from: walked)
+                == PullPosition(checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 7), id: "b")))
     }
 }

@@ -76,6 +76,70 @@ import TSyncModel
         #expect(try store.savedQuery(table: "todo", queryID: "all")?.checkpoint == checkpoint)
     }
 
+    /// A server that caps `$top` below the page size and sends no `Link` (as the Azure servers
+    /// do): a page shorter than asked is not the end; only an empty page is (issue 18.9).
+    @Test(arguments: ["all", nil] as [String?])
+    func aShortPageWithoutLinkIsNotTheEnd(queryID: String?) async throws {
+        let writer = try TemporaryStore()
+        for index in 0..<23 { try writer.store.insert("todo", ["id": .string("r\(100 + index)")]) }
+        let remote = try ScriptedRemote()
+        _ = try await Pusher(store: writer.store, remote: remote).push(tables: nil)
+        remote.scriptedPage = { [remote] request in remote.storedPage(request, maxTop: 5) }
+
+        let temporary = try TemporaryStore()
+        let summary = try await Puller(store: temporary.store, remote: remote).pull(
+            PullRequest(table: "todo", queryID: queryID, pageSize: 10))
+        #expect(summary.counts.received == 23, "\(summary.counts)")
+        #expect(try temporary.store.query(table: "todo").count == 23)
+    }
+
+    /// A server that keeps microseconds but sends milliseconds (issue 18.10): runs of records at
+    /// one sent timestamp come in the order of the hidden digits, not of their ids, and "after (T,
+    /// id)" brings the whole run at T again. The pull tolerates both, walks a run longer than a
+    /// page by offset, skips nothing, ends, and the next pull still works (the query id is never
+    /// wedged).
+    @Test func aServerThatTruncatesItsTimestampsNeitherWedgesNorSkips() async throws {
+        let base: Int64 = 1_800_000_000_000_000
+        // (microseconds, id): five-record runs inside one millisecond with ids against the order of
+        // the microseconds, a 25-record run in one millisecond, and a lone record past its
+        // millisecond (sent again after itself: the walk of that run ends on an empty page).
+        var stored: [(Int64, String)] = []
+        for index in 0..<20 { stored.append((base + Int64(index) * 200, "a\(99 - index)")) }
+        for index in 0..<25 { stored.append((base + 7_000 + Int64(index), "b\(99 - index)")) }
+        stored.append((base + 9_300, "c"))
+        let records = Locked(stored)
+        let remote = try ScriptedRemote()
+        let requests = Locked(0)
+        remote.scriptedPage = { request in
+            requests.update { $0 += 1 }
+            let after = ScriptedRemote.checkpoint(in: request.filter)
+            let afterMicros = after.map { $0.updatedAt.millisecondsSinceEpoch * 1000 }
+            let rows = records.value.sorted { $0.0 < $1.0 || ($0.0 == $1.0 && $0.1.utf8.lexicographicallyPrecedes($1.1.utf8)) }
+                .filter { row in
+                    guard let after, let afterMicros else { return true }
+                    return row.0 > afterMicros || (row.0 == afterMicros && after.id.utf8.lexicographicallyPrecedes(row.1.utf8))
+                }
+            let page = rows.dropFirst(request.skip ?? 0).prefix(request.top ?? 50).map { row in
+                LocalStore.serverRecord(row.1, ["n": .string(String(row.0))], version: "v\(row.0)", at: row.0 / 1000)
+            }
+            return Page(records: Array(page), nextLink: nil)
+        }
+        let temporary = try TemporaryStore()
+        let request = PullRequest(table: "todo", queryID: "all", pageSize: 10)
+        _ = try await Puller(store: temporary.store, remote: remote).pull(request)
+        #expect(Set(try temporary.store.query(table: "todo").map(\.id)) == Set(stored.map(\.1)))
+        #expect(requests.value < 20, "it ended: \(requests.value) requests")
+
+        // Later writes, one inside the last run's millisecond and one after it.
+        records.update { $0 += [(base + 9_500, "a0"), (base + 12_400, "z")] }
+        requests.update { $0 = 0 }
+        _ = try await Puller(store: temporary.store, remote: remote).pull(request)
+        let ids = Set(try temporary.store.query(table: "todo").map(\.id))
+        #expect(ids.isSuperset(of: ["a0", "z"]) && ids.count == stored.count + 2)
+        #expect(requests.value < 10, "it ended: \(requests.value) requests")
+        #expect(try temporary.store.savedQuery(table: "todo", queryID: "all")?.checkpoint?.id == "z")
+    }
+
     /// Rounds of a batched push overlap (the next is claimed while one is on its way), yet an
     /// item's operations reach the server in queue order: an update waiting behind an insert left
     /// in flight goes in a later round than that insert.
@@ -147,4 +211,13 @@ import TSyncModel
         #expect(summary.pushed == 1 && summary.failed == 0)
         #expect(remote.records("todo")["a"]?.fields["text"] == "second")
     }
+}
+
+/// A value shared with a `@Sendable` closure of a test.
+final class Locked<Value>: @unchecked Sendable {  // `lock` guards `stored`
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
 }

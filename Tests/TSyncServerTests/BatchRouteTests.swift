@@ -131,15 +131,46 @@ import TSyncModel
         }
     }
 
-    @Test func updatedAtGrowsInOrderWithinABatch() async throws {
+    /// One `updatedAt` per transaction and table (issue 19.6): a batch's writes share it (a
+    /// reader sees all of them or none, ties broken by id), and the next batch comes strictly
+    /// later, so commit order is still (updatedAt, id) order.
+    @Test func aBatchSharesOneUpdatedAtAndTheNextComesLater() async throws {
         try await withTestServer { http in
-            let operations: [JSONValue] = (0..<50).map { ["method": "POST", "table": "t", "item": ["id": .string("r\($0)")]] }
-            let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
-            guard case .array(let results)? = reply.object["results"] else { return }
-            let stamps = results.compactMap { $0.objectValue?["item"]?.objectValue?["updatedAt"]?.stringValue }
-                .compactMap(Timestamp.init(iso8601:))
-            #expect(stamps.count == 50)
-            #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing in commit order")
+            var batches: [[Timestamp]] = []
+            for batch in 0..<3 {
+                let operations: [JSONValue] = (0..<50).map { ["method": "POST", "table": "t", "item": ["id": .string("b\(batch)-\($0)")]] }
+                let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+                guard case .array(let results)? = reply.object["results"] else { return }
+                batches.append(
+                    results.compactMap { $0.objectValue?["item"]?.objectValue?["updatedAt"]?.stringValue }.compactMap(
+                        Timestamp.init(iso8601:)))
+            }
+            #expect(batches.allSatisfy { $0.count == 50 && Set($0).count == 1 }, "one time per transaction")
+            #expect(zip(batches, batches.dropFirst()).allSatisfy { $0[0] < $1[0] }, "strictly increasing from one commit to the next")
+            let read = try await http.get("/tables/t?$orderby=updatedAt,id&$top=200").array.compactMap {
+                $0.objectValue?["id"]?.stringValue
+            }
+            let committed = (0..<3).flatMap { batch in (0..<50).map { "b\(batch)-\($0)" }.sorted() }
+            #expect(read == committed, "(updatedAt, id) order is commit order")
+        }
+    }
+
+    /// A batched push of thousands of records keeps `updatedAt` at the wall clock (issue 19.6):
+    /// one millisecond a write put 5,000 writes five seconds in the future.
+    @Test func thousandsOfBatchedWritesKeepUpdatedAtAtTheClock() async throws {
+        try await withTestServer { http in
+            for batch in 0..<5 {
+                let operations: [JSONValue] = (0..<1000).map {
+                    ["method": "POST", "table": "bulk", "item": ["id": .string("r\(batch)-\($0)")]]
+                }
+                let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+                #expect(reply.status == 200)
+            }
+            let now = Timestamp.now()
+            let newest = try await http.get("/tables/bulk?$orderby=updatedAt%20desc&$top=1").array.first?.objectValue?["updatedAt"]?
+                .stringValue
+            let stamp = try #require(newest.flatMap(Timestamp.init(iso8601:)))
+            #expect(stamp.millisecondsSinceEpoch - now.millisecondsSinceEpoch < 1000, "\(stamp) is more than a second after \(now)")
         }
     }
 

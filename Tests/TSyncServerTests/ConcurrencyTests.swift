@@ -2,7 +2,7 @@ import Testing
 import TSyncModel
 @testable import TSyncServer
 
-/// docs/DESIGN.md §2.2: concurrent writers, one winner per version, and `updatedAt` that never ties or goes back.
+/// docs/DESIGN.md §2.2: concurrent writers, one winner per version, and `updatedAt` that never ties across transactions or goes back.
 @Suite struct ConcurrencyTests {
     @Test func twentyConcurrentPatchesWithOneIfMatchHaveOneWinner() async throws {
         try await withTestServer { http in

@@ -101,8 +101,11 @@ public struct RemoteClient: Sendable {
             throw notASyncServer(response, what: "a page of records")
         }
         guard response.status == 200 else {
+            // Pulls, settling and `push --check` all read pages: the words name the reading, not
+            // one of its callers (issue 18.14).
             throw .failure(
-                "pulling \(request.table) failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
+                "reading table \(request.table) from \(endpoint) failed with HTTP \(response.status): \(response.errorMessage ?? "no message")"
+            )
         }
         let items: [JSONValue]
         var totalCount: Int?
@@ -385,7 +388,18 @@ public struct RemoteClient: Sendable {
             ioErrors = []
         }
         if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused" }
-        return String(describing: error)
+        // In words, never the networking library's own description (issue 18.14).
+        if let code = ioErrors.first?.errnoCode {
+            switch code {
+            case ECONNRESET: return "the connection was reset"
+            case EPIPE: return "the connection was closed"
+            case ETIMEDOUT: return "connection timed out"
+            case ENETUNREACH, EHOSTUNREACH: return "no route to the server"
+            default: return "network error: " + String(cString: strerror(code)).lowercased()
+            }
+        }
+        if error is HTTPClientError { return "the HTTP exchange failed" }
+        return "the connection failed"
     }
 }
 

@@ -20,26 +20,43 @@ extension Checkpoint: Comparable {
         lhs.updatedAt == rhs.updatedAt && lhs.id.utf8.elementsEqual(rhs.id.utf8)
     }
 
-    /// The position of the last record of a page of an incremental pull, after checking that the
-    /// page is what was asked for: every record has `updatedAt`, each comes strictly after the one
-    /// before, and the first after `previous`. A server that ignores `$orderby` or the filter
+    /// Where an incremental pull stands after `records`, a page asked for after `position`, once
+    /// the page is checked: every record has `updatedAt`, none is older than the checkpoint, and
+    /// timestamps never go back within the page. A server that ignores `$orderby` or the filter
     /// would otherwise move the checkpoint past records it has not sent yet, which later pulls
-    /// would then never fetch (issue 9.6). Nil for an empty page.
-    public static func end(of records: [Record], after previous: Checkpoint?) throws(TSyncError) -> Checkpoint? {
-        var last = previous
+    /// would then never fetch (issue 9.6).
+    ///
+    /// Ties at one timestamp are tolerated out of id order, and so are records again at the
+    /// checkpoint's own timestamp: a server that keeps finer timestamps than it sends (microseconds
+    /// stored, milliseconds sent) orders a run of equal sent timestamps by the hidden digits and
+    /// answers "after (T, id)" with the whole run at T again (issue 18.10). Such a page moves the
+    /// checkpoint to its last record when it reaches past the checkpoint's timestamp; a page that
+    /// stays inside the run keeps the checkpoint and walks the run by offset (`skip`), so a run
+    /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8).
+    public static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
+        var last = position.checkpoint
+        var strict = position.skip == 0
         for record in records {
             guard let updatedAt = record.system.updatedAt else {
                 throw .failure("the server sent \(Identifiers.quoted(record.id)) without updatedAt, so no position can be kept")
             }
-            let position = Checkpoint(updatedAt: updatedAt, id: record.id)
-            if let last, !(last < position) {
-                throw .failure(
-                    "the server does not return the records after the checkpoint in (updatedAt, id) order (\(Identifiers.quoted(record.id)) came after \(Identifiers.quoted(last.id))), so an incremental pull could skip records"
-                )
+            let current = Checkpoint(updatedAt: updatedAt, id: record.id)
+            if let last {
+                if current.updatedAt < last.updatedAt {
+                    throw .failure(
+                        "the server does not return the records after the checkpoint in (updatedAt, id) order (\(Identifiers.quoted(record.id)) came after \(Identifiers.quoted(last.id))), so an incremental pull could skip records"
+                    )
+                }
+                if !(last < current) { strict = false }
             }
-            last = position
+            last = current
         }
-        return records.isEmpty ? nil : last
+        guard let last, !records.isEmpty else { return position }
+        if strict { return PullPosition(checkpoint: last) }
+        if let checkpoint = position.checkpoint, last.updatedAt == checkpoint.updatedAt {
+            return PullPosition(checkpoint: checkpoint, skip: position.skip + records.count)
+        }
+        return PullPosition(checkpoint: last)
     }
 
     /// `updatedAt ge T and ((updatedAt gt T) or (updatedAt eq T and id gt 'I'))`.
@@ -71,5 +88,19 @@ extension Checkpoint: Comparable {
     /// An OData string literal: single quotes, an embedded quote doubled.
     static func odataString(_ text: String) -> String {
         "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+    }
+}
+
+/// How far an incremental pull got: its checkpoint, and inside a run of records that all carry
+/// the checkpoint's timestamp but come out of id order (a server that truncates its timestamps),
+/// how many records of "after the checkpoint" were already read. Only the checkpoint is saved: a
+/// pull stopped inside such a run reads the run again, which rewrites the same records.
+public struct PullPosition: Sendable, Equatable {
+    public var checkpoint: Checkpoint?
+    public var skip: Int
+
+    public init(checkpoint: Checkpoint?, skip: Int = 0) {
+        self.checkpoint = checkpoint
+        self.skip = skip
     }
 }

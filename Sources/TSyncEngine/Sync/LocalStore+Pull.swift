@@ -21,7 +21,8 @@ public struct PullCounts: Sendable, Equatable {
     public var deleted = 0
     /// Records left alone because the item has a pending local operation.
     public var skipped = 0
-    /// Pages read.
+    /// Pages read that brought records (or the one empty page of a pull that found nothing): the
+    /// empty page that ends a pull (docs/DESIGN.md §8) is not counted.
     public var pages = 0
 
     public init() {}
@@ -31,7 +32,7 @@ public struct PullCounts: Sendable, Equatable {
         upserted += result.upserted
         deleted += result.removed
         skipped += result.skipped
-        pages += 1
+        if received > 0 || pages == 0 { pages += 1 }
     }
 }
 

@@ -100,32 +100,47 @@ public struct Puller: Sendable {
             }
             if request.reset { checkpoint = nil }
         }
-        func pageRequest(after checkpoint: Checkpoint?) -> PageRequest {
+        func pageRequest(at position: PullPosition) -> PageRequest {
             PageRequest(
-                table: request.table, filter: Checkpoint.filter(user: filter, after: checkpoint),
-                orderBy: Checkpoint.orderBy, top: request.pageSize)
+                table: request.table, filter: Checkpoint.filter(user: filter, after: position.checkpoint),
+                orderBy: Checkpoint.orderBy, top: request.pageSize, skip: position.skip > 0 ? position.skip : nil)
         }
-        var first = pageRequest(after: checkpoint)
+        var position = PullPosition(checkpoint: checkpoint)
+        var first = pageRequest(at: position)
         first.inlineCount = true  // the total, for the progress line
         var fetching: PageFetch? = PageFetch(remote, first)
         var total: Int?
+        // The ids read while walking a run of equal timestamps by offset: a page of the walk that
+        // brings none new means the server ignores $skip there, which would loop forever.
+        var run = Set<Int>()
         defer { fetching?.cancel() }
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
             // Refused before anything of the page is written: the checkpoint stays where the
             // records are known to be complete.
-            do {
-                if let end = try Checkpoint.end(of: page.records, after: checkpoint) { checkpoint = end }
+            do throws(TSyncError) {
+                let next = try Checkpoint.position(after: page.records, from: position)
+                if next.skip > 0, !page.records.isEmpty {
+                    if position.skip == 0 { run.removeAll() }
+                    let before = run.count
+                    for record in page.records { run.insert(Self.fingerprint([record])) }
+                    if run.count == before {
+                        throw TSyncError.failure(
+                            "the server sent the same records again inside a run of equal updatedAt values (it ignores $skip there), so the pull cannot get past them"
+                        )
+                    }
+                }
+                position = next
             } catch {
                 throw TSyncError(
                     .failure, "pulling \(request.table) from \(remote.endpoint): \(error.message)", remedy: .pullWithoutQueryID)
             }
-            let more = !(page.records.isEmpty || (page.records.count < request.pageSize && page.nextLink == nil))
-            // The next page is already on its way while this one is written.
-            if more { fetching = PageFetch(remote, pageRequest(after: checkpoint)) }
+            // A page shorter than asked is not the end (a server may cap $top without a Link, as
+            // the Azure servers do): only an empty page is (issue 18.9).
+            if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position)) }
             let query = SavedQuery(
-                table: request.table, queryID: queryID, filter: filter, checkpoint: checkpoint, lastPullAt: Timestamp.now())
+                table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
             let result = try store.applyServerPage(table: request.table, records: page.records, saving: query)
             summary.counts.add(page: result, received: page.records.count)
             summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
@@ -136,7 +151,7 @@ public struct Puller: Sendable {
                 break
             }
         }
-        summary.checkpoint = checkpoint
+        summary.checkpoint = position.checkpoint
     }
 
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
@@ -147,10 +162,12 @@ public struct Puller: Sendable {
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
-        // same pages forever (issue 9.7): a link followed twice, or a page seen before, stops the
-        // pull with an error instead.
+        // same records forever, in the same order (issue 9.7) or shuffled (issue 18.11): a link
+        // followed twice, or a page that brings no record not seen before, stops the pull with an
+        // error (exit 1: the server misbehaves, and what came may not be all). An id is kept as
+        // an eight-byte hash, however large the pull.
         var links = Set<String>()
-        var pages = Set<Int>()
+        var seen = Set<Int>()
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
@@ -159,14 +176,17 @@ public struct Puller: Sendable {
                     "pulling \(request.table) from \(remote.endpoint): the server's next-page links go round in a circle; stopped after \(summary.counts.received) records, which may not be all"
                 )
             }
-            if !page.records.isEmpty, !pages.insert(Self.fingerprint(page.records)).inserted {
+            var new = 0
+            for record in page.records where seen.insert(Self.fingerprint([record])).inserted { new += 1 }
+            if !page.records.isEmpty, new == 0 {
                 throw .failure(
-                    "pulling \(request.table) from \(remote.endpoint): the server sent the same page twice (it ignores $skip, or its pages overlap); stopped after \(summary.counts.received) records, which may not be all"
+                    "pulling \(request.table) from \(remote.endpoint): the server sent a page of records it had sent before (it ignores $skip, or its pages overlap); stopped after \(summary.counts.received) records, which may not be all"
                 )
             }
             skip += page.records.count
-            let more = page.nextLink != nil ? !page.records.isEmpty : page.records.count >= request.pageSize
-            if more {
+            // A page shorter than asked is not the end unless the server says so with an empty
+            // page (issue 18.9); a link is followed while it brings records.
+            if !page.records.isEmpty {
                 fetching = PageFetch(
                     remote,
                     PageRequest(
@@ -188,7 +208,7 @@ public struct Puller: Sendable {
 
 extension Puller {
     /// A hash of the ids of a page (bytes, in order): an equal one means the server sent the same
-    /// records again. Eight bytes a page, however large the pull.
+    /// records again. Eight bytes, however many records.
     static func fingerprint(_ records: [Record]) -> Int {
         var hasher = Hasher()
         for record in records {

@@ -140,6 +140,7 @@ public final class PostgresStorage: ServerStorage {
                 // Lock each touched table's clock once, before reading its records, so the reads
                 // see every earlier commit; then read all the batch's records of it at once.
                 var clocks: [String: Timestamp] = [:]
+                var stamps: [String: Timestamp] = [:]
                 // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
                 var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
                 for (key, ids) in Self.idsByTable(writes) {
@@ -158,8 +159,10 @@ public final class PostgresStorage: ServerStorage {
                     let current = found[key]?[Array(write.id.utf8)]
                     let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false)
                     {
+                        // One time per table and transaction (`RecordWriter.nextUpdatedAt`).
+                        if let assigned = stamps[key] { return assigned }
                         let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: clocks[key])
-                        clocks[key] = next
+                        stamps[key] = next
                         return next
                     }
                     switch step {

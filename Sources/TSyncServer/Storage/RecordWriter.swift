@@ -3,11 +3,16 @@ import TSyncModel
 /// The dialect-free part of a write, shared by every storage backend so that they agree on what a
 /// write means: how `updatedAt` advances, how versions are made, and how a change applies.
 enum RecordWriter {
-    /// The `updatedAt` of the next write to a table, given the last one assigned to it.
+    /// The `updatedAt` of the next transaction that writes a table, given the last one assigned
+    /// to it. Every write of the table in that transaction carries it.
     ///
-    /// Strictly increasing per table (docs/DESIGN.md §2.1, §2.2): clients checkpoint on (`updatedAt`, `id`),
-    /// so a later commit must never carry an earlier or equal time, even when the wall clock
-    /// stalls or steps back. Called inside the write transaction that commits the record.
+    /// Strictly increasing per table from one transaction to the next (docs/DESIGN.md §2.1, §2.2,
+    /// §10): clients checkpoint on (`updatedAt`, `id`), so a later commit must never carry an
+    /// earlier or equal time, even when the wall clock stalls or steps back. Within one
+    /// transaction the writes may share it: a reader sees all of them or none, and their ids
+    /// order them. One step a transaction, not a write, is what keeps `updatedAt` at the wall
+    /// clock: a batch of 1,000 writes used to move it a whole second ahead (issue 19.6). Called
+    /// inside the write transaction that commits the records.
     static func nextUpdatedAt(now: Timestamp, lastAssigned: Timestamp?) -> Timestamp {
         guard let lastAssigned, lastAssigned >= now else { return now }
         return Timestamp(millisecondsSinceEpoch: lastAssigned.millisecondsSinceEpoch + 1)

@@ -229,8 +229,9 @@ public final class SQLiteStorage: ServerStorage {
         var outcomes: [WriteOutcome]
     }
 
-    /// The clocks of the tables a batch writes: each is read once, advanced in memory for every
-    /// write, and saved once at the end, all inside the batch's transaction.
+    /// The clocks of the tables a batch writes: each is read once and advanced once (every write
+    /// of the table in the transaction shares the new time, `RecordWriter.nextUpdatedAt`), and
+    /// saved once at the end, all inside the batch's transaction.
     private struct TableClocks {
         let now: Timestamp
         var last: [String: Timestamp] = [:]
@@ -238,14 +239,10 @@ public final class SQLiteStorage: ServerStorage {
         init(now: Timestamp) { self.now = now }
 
         mutating func next(_ db: Database, clockKey: String) throws -> Timestamp {
-            let previous: Timestamp?
-            if let known = last[clockKey] {
-                previous = known
-            } else {
-                previous = try Int64.fetchOne(
-                    db, sql: "SELECT last_updated_at FROM tsync_table_clocks WHERE table_name = ?", arguments: [clockKey]
-                ).map(Timestamp.init(millisecondsSinceEpoch:))
-            }
+            if let known = last[clockKey] { return known }
+            let previous = try Int64.fetchOne(
+                db, sql: "SELECT last_updated_at FROM tsync_table_clocks WHERE table_name = ?", arguments: [clockKey]
+            ).map(Timestamp.init(millisecondsSinceEpoch:))
             let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: previous)
             last[clockKey] = next
             return next

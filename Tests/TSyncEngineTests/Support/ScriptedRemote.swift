@@ -51,12 +51,31 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
 
     func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         if let scriptedPage { return scriptedPage(request) }
+        return storedPage(request)
+    }
+
+    /// A page of the stored records as a v2 server answers it: after the checkpoint of the
+    /// request's filter (the only filter tsync sends here), in (updatedAt, id) order, `$skip`
+    /// and `$top` applied (`$top` capped at `maxTop`), and no `Link`.
+    func storedPage(_ request: PageRequest, maxTop: Int = .max) -> Page {
+        let after = Self.checkpoint(in: request.filter)
         let records = lock.withLock {
-            (tables[request.table] ?? [:]).values.sorted {
-                ($0.system.updatedAt?.millisecondsSinceEpoch ?? 0, $0.id) < ($1.system.updatedAt?.millisecondsSinceEpoch ?? 0, $1.id)
+            (tables[request.table] ?? [:]).values.map {
+                ($0, Checkpoint(updatedAt: $0.system.updatedAt ?? Timestamp(millisecondsSinceEpoch: 0), id: $0.id))
             }
+            .filter { after == nil || after! < $0.1 }
+            .sorted { $0.1 < $1.1 }
+            .map(\.0)
         }
-        return Page(records: records, nextLink: nil)
+        return Page(records: Array(records.dropFirst(request.skip ?? 0).prefix(min(request.top ?? 50, maxTop))), nextLink: nil)
+    }
+
+    /// The checkpoint `Checkpoint.filterAfter` wrote into a filter, if any.
+    static func checkpoint(in filter: String?) -> Checkpoint? {
+        guard let filter, let time = filter.firstMatch(of: /datetimeoffset'([^']*)'/)?.1,
+            let timestamp = Timestamp(iso8601: String(time)), let id = filter.firstMatch(of: /id gt '((?:[^']|'')*)'/)?.1
+        else { return nil }
+        return Checkpoint(updatedAt: timestamp, id: id.replacingOccurrences(of: "''", with: "'"))
     }
 
     func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
