@@ -35,9 +35,12 @@ enum ConnectionFailure {
                         remedy: .trustCertificateAuthority
                     ).neverSent
                 }
+                let why =
+                    text.contains("WRONG_VERSION_NUMBER")
+                    ? "what answered at that port does not speak TLS (a plain HTTP port?)"
+                    : "the server and this client share no TLS version or cipher, or the server closed the connection"
                 return TSyncError(
-                    .unreachable,
-                    "the TLS handshake with \(endpoint) failed (\(text)); does the server speak https at that port? nothing was sent, nothing was lost",
+                    .unreachable, "the TLS handshake failed with \(endpoint): \(why); nothing was sent, nothing was lost",
                     requestNeverSent: true)
             }
             if case .failedToLoadCertificate = error {
