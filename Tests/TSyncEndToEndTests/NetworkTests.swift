@@ -210,6 +210,47 @@ struct NetworkTests {
         #expect(try await server.records("todo")["a"] != nil)
     }
 
+    // MARK: - Tokens for machines
+
+    @Test func aMintedTokenWorksUntilThePasswordChangesAndWhoamiSaysWhose() async throws {
+        let server = try await SyncServer(authenticated: true)
+        let database = "sqlite:" + server.databasePath
+        let mint = try TSyncProcess.run(["user", "token", "alice", "--ttl", "90m", "--db", database], in: server.directory.path)
+        #expect(mint.status == 0, "\(mint)")
+        let token = mint.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!token.isEmpty && !token.contains(" ") && mint.lines.count == 1, "one token on stdout: \(mint)")
+        let stored = ["", "-wal"].compactMap { FileManager.default.contents(atPath: server.databasePath + $0) }
+            .map { String(decoding: $0, as: UTF8.self) }.joined()
+        #expect(!stored.isEmpty && !stored.contains(token), "stored hashed only")
+
+        let sandbox = try TSyncSandbox(remote: server.url)
+        let whoami = try sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        #expect(whoami.status == 0, "\(whoami)")
+        #expect(whoami.stdout == "alice at \(server.url)\n", "\(whoami)")
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let push = try sandbox.run(["push"], environment: ["TSYNC_TOKEN": token])
+        #expect(push.status == 0, "\(push)")
+
+        let nobody = try sandbox.run(["whoami"])
+        #expect(nobody.status == 4, "no credentials: \(nobody)")
+
+        let passwd = try TSyncProcess.run(
+            ["user", "passwd", "alice", "--password-stdin", "--db", database], in: server.directory.path, stdin: "another long password\n")
+        #expect(passwd.status == 0, "\(passwd)")
+        let revoked = try sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        #expect(revoked.status == 4, "a password change revokes it: \(revoked)")
+
+        let badTTL = try TSyncProcess.run(["user", "token", "alice", "--ttl", "5x", "--db", database], in: server.directory.path)
+        #expect(badTTL.status == 64, "\(badTTL)")
+        let unknown = try TSyncProcess.run(["user", "token", "bob", "--db", database], in: server.directory.path)
+        #expect(unknown.status == 65, "\(unknown)")
+
+        let port = try LoopbackListener.freePort()
+        let far = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let unreachable = try far.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        #expect(unreachable.status == 3, "\(unreachable)")
+    }
+
     private static func ids(_ sandbox: TSyncSandbox) async throws -> [String] {
         try sandbox.ok(["query", "todo", "--json"]).components(separatedBy: "\"id\":\"").dropFirst()
             .map { String($0.prefix { $0 != "\"" }) }.sorted()

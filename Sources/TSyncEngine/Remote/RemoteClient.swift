@@ -90,6 +90,17 @@ public struct RemoteClient: Sendable {
         }
     }
 
+    /// `GET /.auth/me` (a tsync extension): the account the token belongs to, nil on a server
+    /// without accounts. A server without the route (a plain v2 server) is a failure that says so.
+    public func whoami() async throws(TSyncError) -> String? {
+        let response = try await send(.GET, endpoint.url(path: ["/.auth", "me"]), body: nil)
+        guard response.status == 200, let object = response.json?.objectValue, let user = object["user"] else {
+            throw .failure(
+                "\(endpoint) answered HTTP \(response.status) to GET /.auth/me: it does not tell whose a token is (not a tsync server?)")
+        }
+        return user.objectValue?["userId"]?.stringValue
+    }
+
     // MARK: - Tables
 
     /// Reads one page of a table. `next` (from a previous page's `Link`) wins over the other
