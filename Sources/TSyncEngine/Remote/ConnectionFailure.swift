@@ -15,7 +15,7 @@ enum ConnectionFailure {
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
                 return TSyncError(
                     .unreachable,
-                    "cannot resolve host \(error.host) (no such name, or no DNS answer) for \(endpoint): check the remote URL (`tsync remote`); nothing was lost",
+                    "cannot resolve host \(error.host) (no such name, or no DNS answer) for \(endpoint): check the host name of the remote URL; nothing was lost",
                     requestNeverSent: true)
             }
         }
