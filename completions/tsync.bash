@@ -181,13 +181,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
+    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|whoami|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout whoami push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -464,6 +464,22 @@ _tsync_login() {
 }
 
 _tsync_logout() {
+    repeating_flags=()
+    non_repeating_flags=(--verbose -v -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+}
+
+_tsync_whoami() {
     repeating_flags=()
     non_repeating_flags=(--verbose -v -h --help)
     repeating_options=()
@@ -806,13 +822,13 @@ _tsync_user() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|remove|list|passwd)
+    add|remove|list|passwd|token)
         # Offer subcommand argument completions
         "_tsync_user_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add remove list passwd' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add remove list passwd token' -- "${cur}"))
         ;;
     esac
 }
@@ -871,6 +887,24 @@ _tsync_user_passwd() {
 
     # Offer option value completions
     case "${prev}" in
+    '--db')
+        return
+        ;;
+    esac
+}
+
+_tsync_user_token() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--ttl --db)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--ttl')
+        return
+        ;;
     '--db')
         return
         ;;

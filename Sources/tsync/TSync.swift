@@ -44,6 +44,7 @@ struct TSync: AsyncParsableCommand {
             PurgeCommand.self,
             LoginCommand.self,
             LogoutCommand.self,
+            WhoamiCommand.self,
             PushCommand.self,
             PullCommand.self,
             SyncCommand.self,

@@ -19,7 +19,7 @@ struct UserCommand: AsyncParsableCommand {
               tsync user list --db sqlite:server.db
               tsync user passwd alice --db postgres://tsync@127.0.0.1/tsync
             """,
-        subcommands: [Add.self, Remove.self, List.self, Passwd.self]
+        subcommands: [Add.self, Remove.self, List.self, Passwd.self, UserTokenCommand.self]
     )
 
     struct Add: AsyncParsableCommand {

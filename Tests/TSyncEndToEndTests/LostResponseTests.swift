@@ -134,7 +134,7 @@ import TSyncModel
         proxy.replace("POST", "/tables/", status: 200, contentType: "text/html", body: page, forward: false, count: 5)
         let push = try store.run(["push"])
         #expect(push.status == 3, "\(push)")
-        #expect(push.stderr.contains("not a tsync or Mobile Apps server"), "\(push.stderr)")
+        #expect(push.stderr.contains("does not look like a tsync or Mobile Apps v2 server"), "\(push.stderr)")
         #expect(!push.stderr.contains("pushed 1"))
         #expect(try await server.records("todo").isEmpty)
         #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n", "the insert is still queued")

@@ -170,6 +170,87 @@ struct NetworkTests {
         #expect(push.status == 0, "\(push)")
     }
 
+    // MARK: - Not a sync server
+
+    /// A static web server (Python's http.server, as a mistyped URL might reach) is no sync
+    /// server: push, pull, sync and login say so and exit 3, and nothing goes into the error table.
+    @Test func aStaticWebServerIsNotASyncServer() async throws {
+        let web = try await StaticWebServer()
+        defer { web.stop() }
+        let sandbox = try TSyncSandbox(remote: web.url)
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        for command in [["push"], ["pull", "todo"], ["sync"], ["login", "--user", "alice", "--password-stdin"]] {
+            let result = try sandbox.run(command, stdin: "secret\n")
+            #expect(result.status == 3, "\(command): \(result)")
+            #expect(result.stderr.contains("does not look like a tsync or Mobile Apps v2 server"), "\(command): \(result)")
+            #expect(result.stderr.contains("text/html"), "it says what it answered: \(result)")
+            #expect(result.stderr.contains("HTTP 501") || result.stderr.contains("HTTP 404"), "\(result)")
+            let status = try sandbox.ok(["status", "--json"])
+            #expect(status.contains(#""errors":0"#), "nothing in the error table after \(command): \(status)")
+        }
+    }
+
+    /// The real server under a wrong path prefix answers its own "no such endpoint" 404: not a
+    /// per-operation 404, so nothing is recorded as missing.
+    @Test func aWrongPathPrefixIsNotASyncServer() async throws {
+        let server = try await SyncServer()
+        let sandbox = try TSyncSandbox(remote: server.url + "/api")
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        for command in [["push"], ["pull", "todo"], ["sync"], ["login", "--user", "alice", "--password-stdin"]] {
+            let result = try sandbox.run(command, stdin: "secret\n")
+            #expect(result.status == 3, "\(command): \(result)")
+            #expect(result.stderr.contains("does not look like a tsync or Mobile Apps v2 server"), "\(command): \(result)")
+            #expect(result.stderr.contains("/api/"), "it names the path it tried: \(result)")
+            let status = try sandbox.ok(["status", "--json"])
+            #expect(status.contains(#""errors":0"#), "nothing in the error table after \(command): \(status)")
+        }
+        // At the right URL the same store pushes: the write that reached nothing stays to be sent.
+        try sandbox.ok(["remote", server.url])
+        try sandbox.ok(["push"])
+        #expect(try await server.records("todo")["a"] != nil)
+    }
+
+    // MARK: - Tokens for machines
+
+    @Test func aMintedTokenWorksUntilThePasswordChangesAndWhoamiSaysWhose() async throws {
+        let server = try await SyncServer(authenticated: true)
+        let database = "sqlite:" + server.databasePath
+        let mint = try TSyncProcess.run(["user", "token", "alice", "--ttl", "90m", "--db", database], in: server.directory.path)
+        #expect(mint.status == 0, "\(mint)")
+        let token = mint.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!token.isEmpty && !token.contains(" ") && mint.lines.count == 1, "one token on stdout: \(mint)")
+        let stored = ["", "-wal"].compactMap { FileManager.default.contents(atPath: server.databasePath + $0) }
+            .map { String(decoding: $0, as: UTF8.self) }.joined()
+        #expect(!stored.isEmpty && !stored.contains(token), "stored hashed only")
+
+        let sandbox = try TSyncSandbox(remote: server.url)
+        let whoami = try sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        #expect(whoami.status == 0, "\(whoami)")
+        #expect(whoami.stdout == "alice at \(server.url)\n", "\(whoami)")
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let push = try sandbox.run(["push"], environment: ["TSYNC_TOKEN": token])
+        #expect(push.status == 0, "\(push)")
+
+        let nobody = try sandbox.run(["whoami"])
+        #expect(nobody.status == 4, "no credentials: \(nobody)")
+
+        let passwd = try TSyncProcess.run(
+            ["user", "passwd", "alice", "--password-stdin", "--db", database], in: server.directory.path, stdin: "another long password\n")
+        #expect(passwd.status == 0, "\(passwd)")
+        let revoked = try sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        #expect(revoked.status == 4, "a password change revokes it: \(revoked)")
+
+        let badTTL = try TSyncProcess.run(["user", "token", "alice", "--ttl", "5x", "--db", database], in: server.directory.path)
+        #expect(badTTL.status == 64, "\(badTTL)")
+        let unknown = try TSyncProcess.run(["user", "token", "bob", "--db", database], in: server.directory.path)
+        #expect(unknown.status == 65, "\(unknown)")
+
+        let port = try LoopbackListener.freePort()
+        let far = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let unreachable = try far.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        #expect(unreachable.status == 3, "\(unreachable)")
+    }
+
     private static func ids(_ sandbox: TSyncSandbox) async throws -> [String] {
         try sandbox.ok(["query", "todo", "--json"]).components(separatedBy: "\"id\":\"").dropFirst()
             .map { String($0.prefix { $0 != "\"" }) }.sorted()
@@ -235,4 +316,40 @@ final class CertificateAuthority {
             throw TSyncError.failure("openssl \(arguments.joined(separator: " ")) failed: \(message)")
         }
     }
+}
+
+/// `python3 -m http.server` on a free loopback port, serving a directory with one HTML page.
+final class StaticWebServer {
+    let directory: TemporaryDirectory
+    let process = Process()
+    let url: String
+
+    init() async throws {
+        directory = try TemporaryDirectory()
+        _ = try directory.write("index.html", "<html><body>Welcome to nginx!</body></html>\n")
+        let port = try LoopbackListener.freePort()
+        url = "http://127.0.0.1:\(port)"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, String(port)]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            if let socket = try? RawSocket(port: port, timeout: 1) {
+                socket.close()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TSyncError.failure("python3 -m http.server did not start on port \(port)")
+    }
+
+    /// SIGKILL: the test runner may ignore SIGTERM, and a child inherits that.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
 }

@@ -18,7 +18,7 @@ import TSyncModel
         let offline = try store.run(["push"])
         #expect(offline.status == 3, "\(offline)")
         #expect(offline.stderr.contains("nothing was lost"))
-        #expect(offline.stderr.contains("(connection refused)"), "\(offline.stderr)")
+        #expect(offline.stderr.contains("(connection refused: nothing listens at that port)"), "\(offline.stderr)")
         #expect(try store.ok(["status", "--porcelain"]) == "A\ttodoitem\tmilk\nA\ttodoitem\tbread\n")
 
         try store.ok(["remote", server.url])

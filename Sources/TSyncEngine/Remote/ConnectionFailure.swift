@@ -15,7 +15,7 @@ enum ConnectionFailure {
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
                 return TSyncError(
                     .unreachable,
-                    "cannot resolve host \(error.host) (no such name, or no DNS answer) for \(endpoint): check the remote URL (`tsync remote`); nothing was lost",
+                    "cannot resolve host \(error.host) (no such name, or no DNS answer) for \(endpoint): check the host name of the remote URL; nothing was lost",
                     requestNeverSent: true)
             }
         }
@@ -35,9 +35,12 @@ enum ConnectionFailure {
                         remedy: .trustCertificateAuthority
                     ).neverSent
                 }
+                let why =
+                    text.contains("WRONG_VERSION_NUMBER")
+                    ? "what answered at that port does not speak TLS (a plain HTTP port?)"
+                    : "the server and this client share no TLS version or cipher, or the server closed the connection"
                 return TSyncError(
-                    .unreachable,
-                    "the TLS handshake with \(endpoint) failed (\(text)); does the server speak https at that port? nothing was sent, nothing was lost",
+                    .unreachable, "the TLS handshake failed with \(endpoint): \(why); nothing was sent, nothing was lost",
                     requestNeverSent: true)
             }
             if case .failedToLoadCertificate = error {

@@ -90,6 +90,17 @@ public struct RemoteClient: Sendable {
         }
     }
 
+    /// `GET /.auth/me` (a tsync extension): the account the token belongs to, nil on a server
+    /// without accounts. A server without the route (a plain v2 server) is a failure that says so.
+    public func whoami() async throws(TSyncError) -> String? {
+        let response = try await send(.GET, endpoint.url(path: ["/.auth", "me"]), body: nil)
+        guard response.status == 200, let object = response.json?.objectValue, let user = object["user"] else {
+            throw .failure(
+                "\(endpoint) answered HTTP \(response.status) to GET /.auth/me: it does not tell whose a token is (not a tsync server?)")
+        }
+        return user.objectValue?["userId"]?.stringValue
+    }
+
     // MARK: - Tables
 
     /// Reads one page of a table. `next` (from a previous page's `Link`) wins over the other
@@ -178,7 +189,9 @@ public struct RemoteClient: Sendable {
     /// What `GET /tables/$batch` says of the server's batch route; nil when the server has none (a
     /// plain v2 server answers 404, an older tsync 400, either way not this shape).
     public func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
-        let response = try await send(.GET, endpoint.url(path: ["tables", "/$batch"]), body: nil)
+        // Discovery: a plain v2 server may answer an HTML 404 here (no such route), which says
+        // nothing against it; only tsync's own "no such endpoint" does (a wrong path prefix).
+        let response = try await send(.GET, endpoint.url(path: ["tables", "/$batch"]), body: nil, discovering: true)
         guard response.status == 200, let object = response.json?.objectValue,
             case .int(let operations)? = object["maxOperations"], operations >= 1,
             case .int(let bytes)? = object["maxBytes"], bytes >= 1
@@ -251,13 +264,17 @@ public struct RemoteClient: Sendable {
     }
 
     private func send(
-        _ method: HTTPMethod, _ url: String, body: JSONValue?, ifMatch: String? = nil, authenticated: Bool = true
+        _ method: HTTPMethod, _ url: String, body: JSONValue?, ifMatch: String? = nil, authenticated: Bool = true,
+        discovering: Bool = false
     ) async throws(TSyncError) -> HTTPAnswer {
-        try await send(method, url, bytes: body.map { JSONSerializer.bytes($0) }, ifMatch: ifMatch, authenticated: authenticated)
+        try await send(
+            method, url, bytes: body.map { JSONSerializer.bytes($0) }, ifMatch: ifMatch, authenticated: authenticated,
+            discovering: discovering)
     }
 
     private func send(
-        _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true
+        _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true,
+        discovering: Bool = false
     ) async throws(TSyncError) -> HTTPAnswer {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -338,7 +355,29 @@ public struct RemoteClient: Sendable {
         let data = Array(bytes.readableBytesView)
         var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
         answer.hasBody = !data.isEmpty
+        if let failure = notTheProtocol(answer, body: data, method: method, url: url, discovering: discovering) { throw failure }
         return answer
+    }
+
+    /// An answer that says no v2 route is at this URL, so the remote is not a sync server (or not
+    /// at that path): tsync's own "no such endpoint" 404, or a 404, 405 or 501 whose body is not
+    /// JSON (a static web server's page). Thrown as `.unreachable`, before any answer is taken for
+    /// an operation's: nothing goes into the error table, what was sent stays in flight. A v2
+    /// server's own 404 for an item carries JSON or nothing, and stays an answer.
+    private func notTheProtocol(
+        _ answer: HTTPAnswer, body: [UInt8], method: HTTPMethod, url: String, discovering: Bool
+    ) -> TSyncError? {
+        let noSuchEndpoint = answer.status == 404 && answer.errorMessage?.hasPrefix("no such endpoint") == true
+        let foreignPage = [404, 405, 501].contains(answer.status) && answer.hasBody && !answer.isJSON && !discovering
+        guard noSuchEndpoint || foreignPage else { return nil }
+        let type = answer.headers.first(name: "Content-Type").map { ", \($0)" } ?? ""
+        var excerpt = String(decoding: body.prefix(160), as: UTF8.self)
+            .split(whereSeparator: { $0.isNewline }).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        if excerpt.count > 80 { excerpt = String(excerpt.prefix(80)) + "…" }
+        return TSyncError(
+            .unreachable,
+            "\(endpoint) did not answer as a sync server does: it does not look like a tsync or Mobile Apps v2 server (it answered \(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type): \(Identifiers.quoted(excerpt))); check the remote URL and its path; nothing was lost, the operations stay queued"
+        )
     }
 
     /// A success answer that no sync server gives: the request reached something else.
@@ -346,7 +385,7 @@ public struct RemoteClient: Sendable {
         let type = response.headers.first(name: "Content-Type") ?? "no content type"
         return TSyncError(
             .unreachable,
-            "\(endpoint) answered HTTP \(response.status) with \(type) that is not JSON instead of \(what): it is not a tsync or Mobile Apps server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
+            "\(endpoint) answered HTTP \(response.status) with \(type) that is not JSON instead of \(what): it does not look like a tsync or Mobile Apps v2 server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
         )
     }
 

@@ -292,6 +292,12 @@ public struct SyncSession: Sendable {
         return userID
     }
 
+    /// The account the current credentials (the override or the saved token) reach on the
+    /// remote: nil on a server without accounts; `.unauthorized` when it refuses them.
+    public func whoami() async throws(TSyncError) -> String? {
+        try await withRemote { remote throws(TSyncError) in try await remote.whoami() }
+    }
+
     /// What `logout` did: the remote the token was for, and why it could not be revoked there.
     public struct LogoutResult: Sendable, Equatable {
         public var remote: String

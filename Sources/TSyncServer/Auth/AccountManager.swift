@@ -33,6 +33,19 @@ public struct AccountManager: Sendable {
         guard try await storage.removeAccount(name: name) else { throw Self.noSuchAccount(name) }
     }
 
+    /// A new token for the account (`tsync user token`, for a CI secret store), valid for
+    /// `lifetime`; stored only as its hash, like a login's, so `changePassword` and `remove`
+    /// revoke it. The token is returned once and kept nowhere.
+    public func mintToken(name: String, lifetime: Duration) async throws -> String {
+        guard lifetime >= .seconds(60) else { throw TSyncError.usage("a token must live at least one minute") }
+        guard try await storage.account(name: name) != nil else { throw Self.noSuchAccount(name) }
+        let token = Authenticator.newToken()
+        let now = Timestamp.now()
+        let expiresAt = Timestamp(millisecondsSinceEpoch: now.millisecondsSinceEpoch + lifetime.milliseconds)
+        try await storage.storeToken(hash: Authenticator.tokenHash(token), accountName: name, expiresAt: expiresAt)
+        return token
+    }
+
     public func list() async throws -> [Account] {
         try await storage.accounts()
     }

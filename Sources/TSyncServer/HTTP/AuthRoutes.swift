@@ -1,7 +1,7 @@
 import Hummingbird
 import TSyncModel
 
-/// `POST /.auth/login/custom` and `POST /.auth/logout` (docs/DESIGN.md §4).
+/// `POST /.auth/login/custom`, `POST /.auth/logout` and `GET /.auth/me` (docs/DESIGN.md §4).
 struct AuthRoutes: Sendable {
     let authenticator: Authenticator
     let configuration: ServerConfiguration
@@ -9,6 +9,18 @@ struct AuthRoutes: Sendable {
     func register(on group: RouterGroup<ServerRequestContext>) {
         group.post("login/custom", use: login)
         group.post("logout", use: logout)
+        group.get("me", use: me)
+    }
+
+    /// Whose the presented token is (`tsync whoami`, a tsync extension): `{"user": {"userId"}}`; a
+    /// missing or invalid token is 401, except on a server without accounts, which answers
+    /// `{"user": null}` (anyone may use it).
+    @Sendable func me(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        if let token = AuthMiddleware.token(in: request), let name = try await authenticator.accountName(forToken: token) {
+            return JSONResponse.make(.ok, ["user": ["userId": .string(name)]])
+        }
+        guard configuration.requiresAuthentication else { return JSONResponse.make(.ok, ["user": .null]) }
+        throw APIError.unauthorized
     }
 
     @Sendable func login(_ request: Request, context: ServerRequestContext) async throws -> Response {

@@ -1,0 +1,29 @@
+import ArgumentParser
+import TSyncEngine
+
+/// `tsync whoami`: whom the current credentials reach, and where.
+struct WhoamiCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "whoami",
+        abstract: "Print the account the current credentials reach on the remote.",
+        discussion: """
+            Asks the remote (GET /.auth/me, a tsync extension) whose the saved token, or \
+            TSYNC_TOKEN when set, is, and prints "NAME at REMOTE" on stdout ("anonymous at REMOTE" \
+            on a server without accounts). Exit 4 when the server refuses the credentials (or \
+            there are none), 3 when it cannot be reached.
+
+            EXAMPLES
+              tsync whoami
+              TSYNC_TOKEN="$(cat ci-bot.token)" tsync whoami
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var verbosity: VerboseOption
+
+    func run() async throws {
+        let session = try RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose)
+        let endpoint = try session.endpoint()
+        let name = try await session.whoami()
+        Console.write("\(name ?? "anonymous") at \(endpoint)\n")
+    }
+}
