@@ -744,7 +744,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --token-ttl)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --body-timeout --query-timeout --token-ttl)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -777,6 +777,12 @@ _tsync_serve() {
         return
         ;;
     '--idle-timeout')
+        return
+        ;;
+    '--body-timeout')
+        return
+        ;;
+    '--query-timeout')
         return
         ;;
     '--trusted-proxy')

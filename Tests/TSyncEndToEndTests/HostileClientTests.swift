@@ -29,6 +29,143 @@ import TSyncModel
     }
 }
 
+/// Issue 19: clients that would stall the server, or make it believe them.
+@Suite(.serialized) struct HostileRequestTests {
+    private func port(_ server: SyncServer) throws -> Int {
+        try #require(URLComponents(string: server.url)?.port)
+    }
+
+    /// A body that trickles in is cut off at `--body-timeout` with 408, though bytes keep coming
+    /// (which resets the idle timeout) and the head was quick (so the header timeout is over).
+    @Test func aBodyThatTricklesIsAnswered408() async throws {
+        let server = try await SyncServer(options: ["--body-timeout", "2", "--header-timeout", "1", "--idle-timeout", "30"])
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        let start = ContinuousClock.now
+        for _ in 0..<5 {
+            try await Task.sleep(for: .milliseconds(500))
+            socket.write(" ")
+        }
+        let answer = socket.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(200))")
+        #expect(answer.contains("did not arrive in time"))
+        #expect(ContinuousClock.now - start < .seconds(6))
+        #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
+    }
+
+    @Test func expect100ContinueIsAnswered() async throws {
+        let server = try await SyncServer()
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        let body = #"{"id": "a"}"#
+        socket.write(
+            "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(300))
+        socket.write(body)
+        let answer = socket.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201"), "\(answer.prefix(200))")
+    }
+
+    @Test func putIs405WithAllow() async throws {
+        let server = try await SyncServer()
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write(
+            "PUT /tables/todo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+        let answer = socket.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 405"), "\(answer.prefix(200))")
+        #expect(answer.lowercased().contains("allow: get, patch, delete, post"))
+    }
+
+    /// `Link` is built from `X-Forwarded-Proto` only when a `--trusted-proxy` sent it.
+    @Test(arguments: [false, true])
+    func forwardedProtoIsBelievedOnlyFromATrustedProxy(trusted: Bool) async throws {
+        let server = try await SyncServer(options: trusted ? ["--trusted-proxy", "127.0.0.1"] : [])
+        for id in ["a", "b"] { #expect(try await HTTP.send("POST", server.url + "/tables/todo", body: #"{"id": "\#(id)"}"#).status == 201) }
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
+        let answer = socket.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+        #expect(answer.lowercased().contains(trusted ? "link: <https://example.org/" : "link: <http://example.org/"), "\(answer)")
+    }
+
+    /// Strangers who lock alice's account do not lock out her store: `tsync login` sends the device
+    /// token the server gave it the first time (its address is forgotten here, so only the token
+    /// can tell it; the file is what makes the difference).
+    @Test func aStoreThatLoggedInBeforeStillGetsIn() async throws {
+        let server = try await SyncServer(authenticated: true)
+        let store = try TSyncSandbox(remote: server.url)
+        let first = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        #expect(first.status == 0, "\(first)")
+        let device = (store.path as NSString).appendingPathComponent(".tsync/device")
+        let permissions = try FileManager.default.attributesOfItem(atPath: device)[.posixPermissions] as? NSNumber
+        #expect(permissions?.intValue == 0o600)
+        try store.ok(["logout"])
+        #expect(FileManager.default.fileExists(atPath: device), "logout keeps the device token")
+
+        try server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
+        for guess in 0..<6 {
+            _ = try await HTTP.send(
+                "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "guess \#(guess)"}"#)
+        }
+        let stranger = try await HTTP.send(
+            "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "\#(SyncServer.password)"}"#)
+        #expect(stranger.status == 429, "the account is locked for strangers")
+
+        let again = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        #expect(again.status == 0, "the store that logged in before gets in: \(again)")
+        try FileManager.default.removeItem(atPath: device)
+        try server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
+        let withoutToken = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        #expect(withoutToken.status == 4, "\(withoutToken)")
+    }
+
+    /// Records whose filter below takes seconds: 300 of 4 KB, written straight into the database.
+    private func slowTable(_ server: SyncServer) async throws {
+        #expect(try await HTTP.send("POST", server.url + "/tables/slow", body: #"{"id": "seed"}"#).status == 201)
+        try server.sql(
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+            INSERT INTO t_slow (id, created_at, updated_at, version, deleted, owner, body)
+            SELECT 'r' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'v', 0, NULL,
+                json_object('s', replace(printf('%4000s', ''), ' ', 'x')) FROM n;
+            """)
+    }
+
+    private static let slowFilter: String = {
+        let forty = String(repeating: "x", count: 40)
+        return "length(replace(replace(s,'x','\(forty)'),'x','\(forty)'))%20eq%201"
+    }()
+
+    @Test func aQueryPastTheTimeoutIsAnswered503AndStops() async throws {
+        let server = try await SyncServer(options: ["--query-timeout", "1"])
+        try await slowTable(server)
+        let start = ContinuousClock.now
+        let reply = try await HTTP.send("GET", server.url + "/tables/slow?$filter=" + Self.slowFilter)
+        #expect(reply.status == 503, "\(reply.status) \(reply.body.prefix(200))")
+        #expect(reply.body.contains("took longer than the server allows (1 s)"))
+        #expect(ContinuousClock.now - start < .seconds(4))
+    }
+
+    /// A client that leaves while its query runs: the work stops (the log shows 499 at once, not
+    /// after the query would have finished).
+    @Test func workForAClientThatLeftStops() async throws {
+        let server = try await SyncServer(options: ["--query-timeout", "120"])
+        try await slowTable(server)
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(500))
+        socket.close()
+        let closed = ContinuousClock.now
+        var logged = false
+        while !logged, ContinuousClock.now - closed < .seconds(3) {
+            try await Task.sleep(for: .milliseconds(100))
+            logged = server.server?.log.contains("/tables/slow?$filter") == true
+        }
+        #expect(logged, "the request ended soon after the client left")
+        #expect(server.server?.log.contains(" 499 ") == true, "\(server.server?.log ?? "")")
+    }
+}
+
 /// Connections that would hold the server (issue 9.4): idle ones, ones that send a byte a second,
 /// and more than the server takes. The server keeps answering everyone else, then closes them.
 @Suite(.serialized) struct ConnectionLimitTests {

@@ -25,6 +25,11 @@ struct ErrorMiddleware: RouterMiddleware {
             case .failure, .operationsFailed, .unreachable, .noStore:
                 return internalError(error, context: context)
             }
+        } catch let error as QueryTimedOut {
+            return JSONResponse.error(.serviceUnavailable, error.message)
+        } catch is ClientGone {
+            return JSONResponse.error(
+                HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), "the client closed the connection")
         } catch is NIOTooManyBytesError {
             return JSONResponse.error(.contentTooLarge, "the request body is too large")
         } catch let error as HTTPError {
