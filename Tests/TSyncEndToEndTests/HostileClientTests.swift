@@ -88,6 +88,42 @@ import TSyncModel
         #expect(answer.lowercased().contains(trusted ? "link: <https://example.org/" : "link: <http://example.org/"), "\(answer)")
     }
 
+    /// Bodies the HTTP parser cannot read are the client's fault (400, or 501 for a transfer
+    /// coding the server does not know), and an upload the client abandons is logged as 499: none
+    /// is a 500.
+    @Test func unreadableAndAbandonedBodiesAreNot500() async throws {
+        let server = try await SyncServer()
+        let head = "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        let unknown = try RawSocket(port: try port(server), timeout: 5)
+        unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
+        let unknownAnswer = unknown.readToEnd()
+        #expect(unknownAnswer.hasPrefix("HTTP/1.1 501"), "\(unknownAnswer.prefix(200))")
+        let overflow = try RawSocket(port: try port(server), timeout: 5)
+        overflow.write(head + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{\"a\":\r\n0\r\n\r\n")
+        let overflowAnswer = overflow.readToEnd()
+        #expect(overflowAnswer.hasPrefix("HTTP/1.1 400"), "\(overflowAnswer.prefix(200))")
+        let abandoned = try RawSocket(port: try port(server), timeout: 5)
+        abandoned.write(head + "Content-Length: 100\r\n\r\n{\"id\":")
+        try await Task.sleep(for: .milliseconds(300))
+        abandoned.close()
+        try await Task.sleep(for: .milliseconds(500))
+        let log = server.server?.log ?? ""
+        #expect(!log.contains(" 500 "), "\(log)")
+        #expect(log.contains("POST /tables/todo 499"), "\(log)")
+    }
+
+    /// HTTP/1.0 without keep-alive: the connection closes after the answer, which says so.
+    @Test func http10WithoutKeepAliveIsClosedAfterTheAnswer() async throws {
+        let server = try await SyncServer(options: ["--idle-timeout", "30"])
+        let socket = try RawSocket(port: try port(server), timeout: 5)
+        socket.write("GET /health HTTP/1.0\r\n\r\n")
+        let start = ContinuousClock.now
+        let answer = socket.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+        #expect(answer.lowercased().contains("connection: close"))
+        #expect(ContinuousClock.now - start < .seconds(3), "closed at once, not at the idle or read timeout")
+    }
+
     /// Strangers who lock alice's account do not lock out her store: `tsync login` sends the device
     /// token the server gave it the first time (its address is forgotten here, so only the token
     /// can tell it; the file is what makes the difference).

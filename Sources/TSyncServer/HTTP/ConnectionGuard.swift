@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 
 /// HTTP/1.1 connections with the limits a server facing the internet needs (issue 9.4):
@@ -33,6 +34,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(ConnectionGuard(limits: limits), position: .first)
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
+        }.flatMapThrowing { value in
+            // Where the HTTP version is still known (NIOHTTP1's parts, before HTTP types).
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(CloseUnlessKeepAlive(), position: .after(decoder))
+            return value
         }
     }
 
@@ -252,5 +258,38 @@ final class RequestHeadSignal: ChannelDuplexHandler, RemovableChannelHandler {
         case .body: break
         }
         context.write(data, promise: promise)
+    }
+}
+
+/// Closes a connection after its answer when the request did not ask to keep it (HTTP/1.0 without
+/// `Connection: keep-alive`, or `Connection: close`), saying so in the answer: Hummingbird only
+/// looks at `Connection: close`, and would keep an HTTP/1.0 client's connection open.
+final class CloseUnlessKeepAlive: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var closeAfterAnswer = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let head) = unwrapInboundIn(data) { closeAfterAnswer = !head.isKeepAlive }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where closeAfterAnswer:
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end where closeAfterAnswer:
+            let written = context.eventLoop.makePromise(of: Void.self)
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+            written.futureResult.cascade(to: promise)
+            context.writeAndFlush(data, promise: written)
+        default:
+            context.write(data, promise: promise)
+        }
     }
 }
