@@ -49,7 +49,8 @@ import TSyncModel
         let answer = socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(200))")
         #expect(answer.contains("did not arrive in time"))
-        #expect(ContinuousClock.now - start < .seconds(6))
+        // Generous: a loaded machine delays the event loop; without the limit no answer comes at all.
+        #expect(ContinuousClock.now - start < .seconds(20))
         #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
     }
 
@@ -179,7 +180,7 @@ import TSyncModel
         let reply = try await HTTP.send("GET", server.url + "/tables/slow?$filter=" + Self.slowFilter)
         #expect(reply.status == 503, "\(reply.status) \(reply.body.prefix(200))")
         #expect(reply.body.contains("took longer than the server allows (1 s)"))
-        #expect(ContinuousClock.now - start < .seconds(4))
+        #expect(ContinuousClock.now - start < .seconds(20), "stopped at the deadline, not at the query's end")
     }
 
     /// A client that leaves while its query runs: the work stops (the log shows 499 at once, not
