@@ -46,7 +46,7 @@ import TSyncModel
             try await Task.sleep(for: .milliseconds(500))
             socket.write(" ")
         }
-        let answer = socket.readToEnd()
+        let answer = await socket.readToEndOffThePool()
         #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(200))")
         #expect(answer.contains("did not arrive in time"))
         // Generous: a loaded machine delays the event loop; without the limit no answer comes at all.
@@ -63,7 +63,7 @@ import TSyncModel
                 + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
         try await Task.sleep(for: .milliseconds(300))
         socket.write(body)
-        let answer = socket.readToEnd()
+        let answer = await socket.readToEndOffThePool()
         #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201"), "\(answer.prefix(200))")
     }
 
@@ -72,7 +72,7 @@ import TSyncModel
         let socket = try RawSocket(port: try port(server), timeout: 10)
         socket.write(
             "PUT /tables/todo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
-        let answer = socket.readToEnd()
+        let answer = await socket.readToEndOffThePool()
         #expect(answer.hasPrefix("HTTP/1.1 405"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains("allow: get, patch, delete, post"))
     }
@@ -84,7 +84,7 @@ import TSyncModel
         for id in ["a", "b"] { #expect(try await HTTP.send("POST", server.url + "/tables/todo", body: #"{"id": "\#(id)"}"#).status == 201) }
         let socket = try RawSocket(port: try port(server), timeout: 10)
         socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
-        let answer = socket.readToEnd()
+        let answer = await socket.readToEndOffThePool()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains(trusted ? "link: <https://example.org/" : "link: <http://example.org/"), "\(answer)")
     }
@@ -97,11 +97,11 @@ import TSyncModel
         let head = "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         let unknown = try RawSocket(port: try port(server), timeout: 5)
         unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
-        let unknownAnswer = unknown.readToEnd()
+        let unknownAnswer = await unknown.readToEndOffThePool()
         #expect(unknownAnswer.hasPrefix("HTTP/1.1 501"), "\(unknownAnswer.prefix(200))")
         let overflow = try RawSocket(port: try port(server), timeout: 5)
         overflow.write(head + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{\"a\":\r\n0\r\n\r\n")
-        let overflowAnswer = overflow.readToEnd()
+        let overflowAnswer = await overflow.readToEndOffThePool()
         #expect(overflowAnswer.hasPrefix("HTTP/1.1 400"), "\(overflowAnswer.prefix(200))")
         let abandoned = try RawSocket(port: try port(server), timeout: 5)
         abandoned.write(head + "Content-Length: 100\r\n\r\n{\"id\":")
@@ -119,7 +119,7 @@ import TSyncModel
         let socket = try RawSocket(port: try port(server), timeout: 5)
         socket.write("GET /health HTTP/1.0\r\n\r\n")
         let start = ContinuousClock.now
-        let answer = socket.readToEnd()
+        let answer = await socket.readToEndOffThePool()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains("connection: close"))
         #expect(ContinuousClock.now - start < .seconds(3), "closed at once, not at the idle or read timeout")
@@ -285,5 +285,16 @@ extension String {
         #expect(try await stopping.value == 0)
         let log = server.log
         #expect(log.contains("POST /tables/todo 201"), "\(log)")
+    }
+}
+
+extension RawSocket {
+    /// `readToEnd` on a thread of its own: a blocking read on one of the few cooperative threads
+    /// would stall every other test's server in this process while it waits.
+    fileprivate func readToEndOffThePool() async -> String {
+        nonisolated(unsafe) let socket = self
+        return await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: socket.readToEnd()) }.start()
+        }
     }
 }
