@@ -760,7 +760,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --tls-cert --tls-key --token-ttl)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -793,6 +793,12 @@ _tsync_serve() {
         return
         ;;
     '--idle-timeout')
+        return
+        ;;
+    '--body-timeout')
+        return
+        ;;
+    '--query-timeout')
         return
         ;;
     '--trusted-proxy')

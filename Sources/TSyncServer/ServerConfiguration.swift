@@ -28,11 +28,21 @@ public struct ServerConfiguration: Sendable {
     public var headerTimeoutSeconds: Int
     /// Seconds a connection may stay open with no request under way (`--idle-timeout`).
     public var idleTimeoutSeconds: Int
+    /// Seconds a request's body may take to arrive, from its head (`--body-timeout`); past it the
+    /// request is answered 408 and the connection closed.
+    public var bodyTimeoutSeconds: Int
+    /// Seconds a read's database work may take (`--query-timeout`); past it the work is stopped and
+    /// the request answered 503.
+    public var queryTimeoutSeconds: Int
+    /// `$orderby` fields a read may name; more is 400 (ASP.NET OData's `MaxOrderByNodeCount` is 5
+    /// too). Each field is a sort key SQLite or PostgreSQL must build for every matching record.
+    public var maximumOrderByFields: Int
     /// `$filter` texts longer than this are 400: a hostile filter should not cost the parser or SQLite much.
     public var maximumFilterLength: Int
     public var authentication: Authenticator.Policy
     /// Reverse proxies (exact IP addresses, `--trusted-proxy`) whose `X-Forwarded-For` names the
-    /// client for login throttling and the request log; from any other peer the header is ignored.
+    /// client for login throttling and the request log, and whose `X-Forwarded-Proto` or
+    /// `Forwarded: proto=` the scheme of `Link`; from any other peer these headers are ignored.
     public var trustedProxies: Set<String>
     /// User fields to keep an index on (`--index TABLE.FIELD`); see `IndexedField`.
     public var indexes: [IndexedField]
@@ -54,8 +64,11 @@ public struct ServerConfiguration: Sendable {
         maximumBodyBytes: Int = 1 << 20, maximumBatchOperations: Int = 1000, maximumBatchBytes: Int = 16 << 20,
         maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = [],
         maximumConnections: Int = 1024, headerTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 60,
-        indexes: [IndexedField] = []
+        indexes: [IndexedField] = [], bodyTimeoutSeconds: Int = 60, queryTimeoutSeconds: Int = 10, maximumOrderByFields: Int = 5
     ) {
+        self.bodyTimeoutSeconds = bodyTimeoutSeconds
+        self.queryTimeoutSeconds = queryTimeoutSeconds
+        self.maximumOrderByFields = maximumOrderByFields
         self.indexes = indexes
         self.maximumConnections = maximumConnections
         self.headerTimeoutSeconds = headerTimeoutSeconds
@@ -85,6 +98,10 @@ public struct ServerConfiguration: Sendable {
         guard headerTimeoutSeconds >= 1, idleTimeoutSeconds >= 1 else {
             throw .usage("the header and idle timeouts must be at least 1 second")
         }
+        guard bodyTimeoutSeconds >= 1, queryTimeoutSeconds >= 1 else {
+            throw .usage("the body and query timeouts must be at least 1 second")
+        }
+        guard maximumOrderByFields >= 2 else { throw .usage("the $orderby limit must be at least 2 (updatedAt and id)") }
         for table in perUserTables { try Identifiers.validateTableName(table) }
         if let proxy = invalidTrustedProxy {
             throw .usage(

@@ -59,6 +59,7 @@ public struct SyncServer: Sendable {
         let limits = ConnectionLimits(
             maximumConnections: configuration.maximumConnections,
             headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
+            bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
         return Application(
             router: router,

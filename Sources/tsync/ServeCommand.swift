@@ -97,14 +97,28 @@ struct ServeCommand: AsyncParsableCommand {
     var idleTimeout = 60
 
     @Option(
+        name: .customLong("body-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds a request's body may take to arrive, from its head; past it the answer is 408.", valueName: "seconds"))
+    var bodyTimeout = 60
+
+    @Option(
+        name: .customLong("query-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds a read may spend in the database; past it the query is stopped and the answer is 503.",
+            valueName: "seconds"))
+    var queryTimeout = 10
+
+    @Option(
         name: .customLong("trusted-proxy"),
         help: ArgumentHelp(
-            "Address of a reverse proxy whose X-Forwarded-For names the client (repeatable).",
+            "Address of a reverse proxy whose X-Forwarded-* headers are believed (repeatable).",
             discussion: """
                 Failed logins are limited per client address. Behind a proxy every request comes from \
                 the proxy's address, so give that exact IPv4 or IPv6 address here: requests from it are \
                 counted under the rightmost X-Forwarded-For address that is not a trusted proxy. From \
-                any other address the header is ignored.
+                any other address the header is ignored, and so are X-Forwarded-Proto and Forwarded \
+                (which set the scheme of the Link to the next page).
                 """,
             valueName: "address"
         )
@@ -136,6 +150,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1 (got \(maxConnections))") }
         guard headerTimeout >= 1 else { throw ValidationError("--header-timeout must be at least 1 second (got \(headerTimeout))") }
         guard idleTimeout >= 1 else { throw ValidationError("--idle-timeout must be at least 1 second (got \(idleTimeout))") }
+        guard bodyTimeout >= 1 else { throw ValidationError("--body-timeout must be at least 1 second (got \(bodyTimeout))") }
+        guard queryTimeout >= 1 else { throw ValidationError("--query-timeout must be at least 1 second (got \(queryTimeout))") }
         if let proxy = configuration.invalidTrustedProxy {
             throw ValidationError(
                 "--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
@@ -162,7 +178,8 @@ struct ServeCommand: AsyncParsableCommand {
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
             maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
             trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
-            idleTimeoutSeconds: idleTimeout, indexes: index.compactMap { try? IndexedField(parsing: $0) }
+            idleTimeoutSeconds: idleTimeout, indexes: index.compactMap { try? IndexedField(parsing: $0) }, bodyTimeoutSeconds: bodyTimeout,
+            queryTimeoutSeconds: queryTimeout
         )
     }
 
@@ -174,7 +191,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let configuration = settings
         try configuration.validate()
-        try await database.location().withStorage(logger: Logger(label: "tsync.storage")) { storage in
+        try await database.location().withStorage(
+            logger: Logger(label: "tsync.storage"), queryTimeoutSeconds: configuration.queryTimeoutSeconds
+        ) { storage in
             try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
         }
     }

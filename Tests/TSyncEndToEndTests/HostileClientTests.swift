@@ -29,6 +29,180 @@ import TSyncModel
     }
 }
 
+/// Issue 19: clients that would stall the server, or make it believe them.
+@Suite(.serialized) struct HostileRequestTests {
+    private func port(_ server: SyncServer) throws -> Int {
+        try #require(URLComponents(string: server.url)?.port)
+    }
+
+    /// A body that trickles in is cut off at `--body-timeout` with 408, though bytes keep coming
+    /// (which resets the idle timeout) and the head was quick (so the header timeout is over).
+    @Test func aBodyThatTricklesIsAnswered408() async throws {
+        let server = try await SyncServer(options: ["--body-timeout", "2", "--header-timeout", "1", "--idle-timeout", "30"])
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        let start = ContinuousClock.now
+        for _ in 0..<5 {
+            try await Task.sleep(for: .milliseconds(500))
+            socket.write(" ")
+        }
+        let answer = await socket.readToEndOffThePool()
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(200))")
+        #expect(answer.contains("did not arrive in time"))
+        // Generous: a loaded machine delays the event loop; without the limit no answer comes at all.
+        #expect(ContinuousClock.now - start < .seconds(20))
+        #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
+    }
+
+    @Test func expect100ContinueIsAnswered() async throws {
+        let server = try await SyncServer()
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        let body = #"{"id": "a"}"#
+        socket.write(
+            "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(300))
+        socket.write(body)
+        let answer = await socket.readToEndOffThePool()
+        #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201"), "\(answer.prefix(200))")
+    }
+
+    @Test func putIs405WithAllow() async throws {
+        let server = try await SyncServer()
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write(
+            "PUT /tables/todo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+        let answer = await socket.readToEndOffThePool()
+        #expect(answer.hasPrefix("HTTP/1.1 405"), "\(answer.prefix(200))")
+        #expect(answer.lowercased().contains("allow: get, patch, delete, post"))
+    }
+
+    /// `Link` is built from `X-Forwarded-Proto` only when a `--trusted-proxy` sent it.
+    @Test(arguments: [false, true])
+    func forwardedProtoIsBelievedOnlyFromATrustedProxy(trusted: Bool) async throws {
+        let server = try await SyncServer(options: trusted ? ["--trusted-proxy", "127.0.0.1"] : [])
+        for id in ["a", "b"] { #expect(try await HTTP.send("POST", server.url + "/tables/todo", body: #"{"id": "\#(id)"}"#).status == 201) }
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
+        let answer = await socket.readToEndOffThePool()
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+        #expect(answer.lowercased().contains(trusted ? "link: <https://example.org/" : "link: <http://example.org/"), "\(answer)")
+    }
+
+    /// Bodies the HTTP parser cannot read are the client's fault (400, or 501 for a transfer
+    /// coding the server does not know), and an upload the client abandons is logged as 499: none
+    /// is a 500.
+    @Test func unreadableAndAbandonedBodiesAreNot500() async throws {
+        let server = try await SyncServer()
+        let head = "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        let unknown = try RawSocket(port: try port(server), timeout: 5)
+        unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
+        let unknownAnswer = await unknown.readToEndOffThePool()
+        #expect(unknownAnswer.hasPrefix("HTTP/1.1 501"), "\(unknownAnswer.prefix(200))")
+        let overflow = try RawSocket(port: try port(server), timeout: 5)
+        overflow.write(head + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{\"a\":\r\n0\r\n\r\n")
+        let overflowAnswer = await overflow.readToEndOffThePool()
+        #expect(overflowAnswer.hasPrefix("HTTP/1.1 400"), "\(overflowAnswer.prefix(200))")
+        let abandoned = try RawSocket(port: try port(server), timeout: 5)
+        abandoned.write(head + "Content-Length: 100\r\n\r\n{\"id\":")
+        try await Task.sleep(for: .milliseconds(300))
+        abandoned.close()
+        try await Task.sleep(for: .milliseconds(500))
+        let log = server.server?.log ?? ""
+        #expect(!log.contains(" 500 "), "\(log)")
+        #expect(log.contains("POST /tables/todo 499"), "\(log)")
+    }
+
+    /// HTTP/1.0 without keep-alive: the connection closes after the answer, which says so.
+    @Test func http10WithoutKeepAliveIsClosedAfterTheAnswer() async throws {
+        let server = try await SyncServer(options: ["--idle-timeout", "30"])
+        let socket = try RawSocket(port: try port(server), timeout: 5)
+        socket.write("GET /health HTTP/1.0\r\n\r\n")
+        let start = ContinuousClock.now
+        let answer = await socket.readToEndOffThePool()
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+        #expect(answer.lowercased().contains("connection: close"))
+        #expect(ContinuousClock.now - start < .seconds(3), "closed at once, not at the idle or read timeout")
+    }
+
+    /// Strangers who lock alice's account do not lock out her store: `tsync login` sends the device
+    /// token the server gave it the first time (its address is forgotten here, so only the token
+    /// can tell it; the file is what makes the difference).
+    @Test func aStoreThatLoggedInBeforeStillGetsIn() async throws {
+        let server = try await SyncServer(authenticated: true)
+        let store = try TSyncSandbox(remote: server.url)
+        let first = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        #expect(first.status == 0, "\(first)")
+        let device = (store.path as NSString).appendingPathComponent(".tsync/device")
+        let permissions = try FileManager.default.attributesOfItem(atPath: device)[.posixPermissions] as? NSNumber
+        #expect(permissions?.intValue == 0o600)
+        try store.ok(["logout"])
+        #expect(FileManager.default.fileExists(atPath: device), "logout keeps the device token")
+
+        try server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
+        for guess in 0..<6 {
+            _ = try await HTTP.send(
+                "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "guess \#(guess)"}"#)
+        }
+        let stranger = try await HTTP.send(
+            "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "\#(SyncServer.password)"}"#)
+        #expect(stranger.status == 429, "the account is locked for strangers")
+
+        let again = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        #expect(again.status == 0, "the store that logged in before gets in: \(again)")
+        try FileManager.default.removeItem(atPath: device)
+        try server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
+        let withoutToken = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        #expect(withoutToken.status == 4, "\(withoutToken)")
+    }
+
+    /// Records whose filter below takes seconds: 300 of 4 KB, written straight into the database.
+    private func slowTable(_ server: SyncServer) async throws {
+        #expect(try await HTTP.send("POST", server.url + "/tables/slow", body: #"{"id": "seed"}"#).status == 201)
+        try server.sql(
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+            INSERT INTO t_slow (id, created_at, updated_at, version, deleted, owner, body)
+            SELECT 'r' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'v', 0, NULL,
+                json_object('s', replace(printf('%4000s', ''), ' ', 'x')) FROM n;
+            """)
+    }
+
+    private static let slowFilter: String = {
+        let forty = String(repeating: "x", count: 40)
+        return "length(replace(replace(s,'x','\(forty)'),'x','\(forty)'))%20eq%201"
+    }()
+
+    @Test func aQueryPastTheTimeoutIsAnswered503AndStops() async throws {
+        let server = try await SyncServer(options: ["--query-timeout", "1"])
+        try await slowTable(server)
+        let start = ContinuousClock.now
+        let reply = try await HTTP.send("GET", server.url + "/tables/slow?$filter=" + Self.slowFilter)
+        #expect(reply.status == 503, "\(reply.status) \(reply.body.prefix(200))")
+        #expect(reply.body.contains("took longer than the server allows (1 s)"))
+        #expect(ContinuousClock.now - start < .seconds(20), "stopped at the deadline, not at the query's end")
+    }
+
+    /// A client that leaves while its query runs: the work stops (the log shows 499 at once, not
+    /// after the query would have finished).
+    @Test func workForAClientThatLeftStops() async throws {
+        let server = try await SyncServer(options: ["--query-timeout", "120"])
+        try await slowTable(server)
+        let socket = try RawSocket(port: try port(server), timeout: 10)
+        socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(500))
+        socket.close()
+        let closed = ContinuousClock.now
+        var logged = false
+        while !logged, ContinuousClock.now - closed < .seconds(3) {
+            try await Task.sleep(for: .milliseconds(100))
+            logged = server.server?.log.contains("/tables/slow?$filter") == true
+        }
+        #expect(logged, "the request ended soon after the client left")
+        #expect(server.server?.log.contains(" 499 ") == true, "\(server.server?.log ?? "")")
+    }
+}
+
 /// Connections that would hold the server (issue 9.4): idle ones, ones that send a byte a second,
 /// and more than the server takes. The server keeps answering everyone else, then closes them.
 @Suite(.serialized) struct ConnectionLimitTests {
@@ -111,5 +285,16 @@ extension String {
         #expect(try await stopping.value == 0)
         let log = server.log
         #expect(log.contains("POST /tables/todo 201"), "\(log)")
+    }
+}
+
+extension RawSocket {
+    /// `readToEnd` on a thread of its own: a blocking read on one of the few cooperative threads
+    /// would stall every other test's server in this process while it waits.
+    fileprivate func readToEndOffThePool() async -> String {
+        nonisolated(unsafe) let socket = self
+        return await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: socket.readToEnd()) }.start()
+        }
     }
 }

@@ -214,4 +214,134 @@ import TSyncModel
             #expect(!lines.contains { $0.contains("correct horse") })
         }
     }
+
+    // MARK: - Issue 19: hostile clients
+
+    /// A name longer than any account's is refused before anything is written: 200 logins with
+    /// 1 MB names grew the database by 400 MB.
+    @Test func aLongUserNameIsRefusedBeforeAnythingIsWritten() async throws {
+        try await withTestServer(ServerConfiguration(), accounts: [Self.alice]) { http in
+            let long = String(repeating: "n", count: AccountRules.maximumNameLength + 1)
+            let reply = try await http.post("/.auth/login/custom", ["username": .string(long), "password": "whatever1"])
+            #expect(reply.status == 400)
+            #expect(reply.error?.contains("longer than 64 bytes") == true, "\(reply.text)")
+            let huge = String(repeating: "n", count: 500_000)
+            #expect(try await http.post("/.auth/login/custom", ["username": .string(huge), "password": "whatever1"]).status == 400)
+            #expect(try await http.storedCount("tsync_login_attempts") == 0, "nothing written")
+        }
+    }
+
+    /// Names that are no account share a fixed set of counters: guesses at made-up names cannot
+    /// grow the table.
+    @Test func countersOfNamesThatAreNoAccountStayBounded() async throws {
+        var configuration = ServerConfiguration(trustedProxies: ["127.0.0.1"])
+        configuration.authentication.unknownNameCounters = 4
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            for index in 0..<30 {
+                _ = try await http.post(
+                    "/.auth/login/custom", ["username": .string("made-up-\(index)"), "password": "guess123"],
+                    headers: ["X-Forwarded-For": "10.0.0.\(index)"])
+            }
+            let keys = try await http.storedStrings("SELECT key FROM tsync_login_attempts WHERE key NOT LIKE 'address:%'")
+            #expect(keys.count <= 4, "\(keys)")
+            #expect(keys.allSatisfy { $0.hasPrefix("unknown:") })
+        }
+    }
+
+    /// Strangers guessing alice's password (from any number of addresses) are refused most of
+    /// their guesses, but alice, from a store or an address she logged in from before, gets in.
+    @Test func strangersCannotLockOutAKnownClient() async throws {
+        var configuration = ServerConfiguration(trustedProxies: ["127.0.0.1"])
+        configuration.authentication.maximumFailures = 5
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            func login(_ password: String, from address: String, device: String? = nil) async throws -> Reply {
+                var body: [String: JSONValue] = ["username": "alice", "password": .string(password)]
+                if let device { body["deviceToken"] = .string(device) }
+                return try await http.post("/.auth/login/custom", .object(body), headers: ["X-Forwarded-For": address])
+            }
+            let first = try await login("correct horse", from: "10.0.0.1")
+            #expect(first.status == 200)
+            let device = try #require(first.object["deviceToken"]?.stringValue)
+            #expect(device.utf8.count >= 43)
+
+            // A guesser rotating addresses: past the account's 5, every guess is refused.
+            var statuses: [Int] = []
+            for index in 0..<20 { statuses.append(try await login("guess \(index)", from: "203.0.113.\(index)").status) }
+            #expect(statuses.filter { $0 == 401 }.count == 5, "\(statuses)")
+            #expect(statuses.filter { $0 == 429 }.count == 15)
+            // A stranger with the right password is refused too: the account is locked for strangers.
+            #expect(try await login("correct horse", from: "203.0.113.99").status == 429)
+
+            // Alice, from a new address but with her store's device token, gets in; so does her
+            // known address without it.
+            let fromDevice = try await login("correct horse", from: "198.51.100.7", device: device)
+            #expect(fromDevice.status == 200, "\(fromDevice.text)")
+            #expect(fromDevice.object["deviceToken"]?.stringValue == device, "a valid device token is kept")
+            #expect(try await login("correct horse", from: "10.0.0.1").status == 200)
+
+            // A stolen device token gets its own 5 guesses, no more.
+            var deviceStatuses: [Int] = []
+            for index in 0..<8 { deviceStatuses.append(try await login("guess \(index)", from: "203.0.113.50", device: device).status) }
+            #expect(deviceStatuses.filter { $0 == 401 }.count == 5, "\(deviceStatuses)")
+            #expect(deviceStatuses.suffix(3).allSatisfy { $0 == 429 })
+            // A token of another account counts for nothing.
+            #expect(try await login("correct horse", from: "203.0.113.51", device: "forged").status == 429)
+        }
+    }
+
+    @Test func knownClientsAreBoundedPerAccount() async throws {
+        var configuration = ServerConfiguration(trustedProxies: ["127.0.0.1"])
+        configuration.authentication.knownClientsPerAccount = 3
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            var statuses: [Int] = []
+            for index in 0..<10 {
+                let reply = try await http.post(
+                    "/.auth/login/custom", ["username": "alice", "password": "correct horse"],
+                    headers: ["X-Forwarded-For": "10.0.1.\(index)"])
+                statuses.append(reply.status)
+            }
+            #expect(statuses == Array(repeating: 200, count: 10))
+            let kept = try await http.storedCount("tsync_known_clients")
+            #expect(kept == 3, "newest 3 of 10 addresses and 10 device tokens")
+        }
+    }
+
+    /// `alice`, `Alice` and `ALICE` are one account; names with anything but ASCII letters, digits
+    /// and `.` `_` `-` `@` (look-alikes, other normalization forms, zero-width or control
+    /// characters, `/`) are refused.
+    @Test func namesThatReadAlikeAreOneAccount() async throws {
+        try await withTestServer(ServerConfiguration(), accounts: [Self.alice]) { http in
+            let manager = AccountManager(storage: http.storage, hasher: cheapHasher)
+            for name in ["Alice", "ALICE"] {
+                do {
+                    try await manager.add(name: name, password: "long enough")
+                    Issue.record("\(name) was added beside alice")
+                } catch let error as TSyncError {
+                    #expect(error.kind == .invalidInput)
+                    #expect(error.message.contains("differ only in case"), "\(error.message)")
+                }
+            }
+            for name in ["al\u{200B}ice", "al/ice", "ali\u{0007}ce", "caf\u{00E9}", "cafe\u{0301}", "\u{0430}lice"] {
+                await #expect(throws: TSyncError.self, "\(name)") { try await manager.add(name: name, password: "long enough") }
+            }
+            #expect(try await manager.list().map(\.name) == ["alice"])
+            let login = try await http.post("/.auth/login/custom", ["username": "ALICE", "password": "correct horse"])
+            #expect(login.status == 200)
+            #expect(login.object["user"]?.objectValue?["userId"] == "alice", "the account's own spelling")
+        }
+    }
+
+    /// A database made before names were compared without case may hold `bob` and `Bob`: it
+    /// opens, each logs in by its exact spelling, and a third spelling denotes neither.
+    @Test func olderDatabasesWithNamesDifferingInCaseStillWork() async throws {
+        try await withTestServer(ServerConfiguration()) { http in
+            try await http.storage.createAccount(name: "bob", passwordHash: try await cheapHasher.hash("lower case"), createdAt: .now())
+            try await http.storage.createAccount(name: "Bob", passwordHash: try await cheapHasher.hash("upper case"), createdAt: .now())
+            let lower = try await http.post("/.auth/login/custom", ["username": "bob", "password": "lower case"])
+            #expect(lower.object["user"]?.objectValue?["userId"] == "bob")
+            let upper = try await http.post("/.auth/login/custom", ["username": "Bob", "password": "upper case"])
+            #expect(upper.object["user"]?.objectValue?["userId"] == "Bob")
+            #expect(try await http.post("/.auth/login/custom", ["username": "BOB", "password": "upper case"]).status == 401)
+        }
+    }
 }

@@ -103,4 +103,25 @@ import TSyncModel
         #expect(throws: TSyncError.self) { try ServerConfiguration(trustedProxies: ["proxy.example.com"]).validate() }
         #expect(throws: TSyncError.self) { try ServerConfiguration(trustedProxies: ["10.0.0.0/8"]).validate() }
     }
+
+    /// `Link` takes its scheme from `X-Forwarded-Proto` / `Forwarded` only from a trusted proxy, and
+    /// carries only the parameters a read understands.
+    @Test func linkBelievesForwardedHeadersOnlyFromTrustedProxies() async throws {
+        for trusted in [false, true] {
+            var configuration = ServerConfiguration(requiresAuthentication: false)
+            if trusted { configuration.trustedProxies = ["127.0.0.1"] }
+            try await withTestServer(configuration) { http in
+                try await http.insert("t", ["id": "a"])
+                try await http.insert("t", ["id": "b"])
+                let junk = String(repeating: "j", count: 3000)
+                for header in [["X-Forwarded-Proto": "https"], ["Forwarded": "for=10.0.0.1;proto=https"]] {
+                    let reply = try await http.get("/tables/t?$top=1&junk=\(junk)", headers: header)
+                    let link = try #require(reply.headers[.link])
+                    #expect(link.hasPrefix(trusted ? "<https://" : "<http://"), "\(header) trusted \(trusted): \(link)")
+                    #expect(!link.contains("junk"), "only the read's own parameters go into Link")
+                    #expect(link.contains("$top=1") || link.contains("%24top=1"))
+                }
+            }
+        }
+    }
 }

@@ -23,6 +23,7 @@ import TSyncQuery
             for record in Self.records {
                 _ = try await sqlite.insert(table: "todo", record: record, scope: .shared)
                 _ = try await sqlite.insert(table: "mine", record: record, scope: .owner(record.id.hasSuffix("7") ? "ann" : "bob"))
+                _ = try await sqlite.insert(table: "ours", record: record, scope: .owner(record.id.hasSuffix("7") ? "ann" : "bob"))
             }
             func plan(_ table: String, _ filter: String?, order: [SortKey] = [], scope: OwnerScope = .shared) async throws -> String {
                 let query = RecordQuery(
@@ -43,6 +44,10 @@ import TSyncQuery
             #expect(descending.contains("t_todo_ix_n_") && !descending.contains("TEMP B-TREE FOR ORDER BY"), "\(descending)")
             let perUser = try await plan("mine", "n gt 5", scope: .owner("ann"))
             #expect(perUser.contains("USING INDEX t_mine_ix_n_") && perUser.contains("owner=?"), "the owner leads the index: \(perUser)")
+
+            // Issue 19: a per-user read of a table without indexed fields walks the owner's records only.
+            let ownRecords = try await plan("ours", "x gt 5", scope: .owner("ann"))
+            #expect(ownRecords.contains("USING INDEX t_ours_by_owner (owner=?)") && !ownRecords.contains("SCAN t_ours"), "\(ownRecords)")
 
             let unindexed = try await plan("todo", "x gt 5")
             #expect(unindexed.contains("SCAN t_todo"), "without an index the table is scanned: \(unindexed)")

@@ -20,7 +20,10 @@ import TSyncModel
                 #expect(reply.status == 404, "\(uri)")
                 #expect(reply.error != nil, "\(uri): \(reply.text)")
             }
-            #expect(try await http.send(.put, "/tables/t/a", json: [:]).status == 404)
+            let put = try await http.send(.put, "/tables/t/a", json: [:])
+            #expect(put.status == 405, "PUT is a method the path does not have, not a missing path")
+            #expect(put.headers[.allow] == "GET, PATCH, DELETE, POST")
+            #expect(put.error?.contains("PATCH") == true)
         }
     }
 
@@ -121,6 +124,77 @@ import TSyncModel
                     #expect(!message.contains(leak), "\(message)")
                 }
             }
+        }
+    }
+
+    // MARK: - Issue 19
+
+    @Test func orderByIsLimitedToFiveFields() async throws {
+        try await withTestServer { http in
+            let five = try await http.get("/tables/t?$orderby=a,b,c,d,updatedAt")
+            #expect(five.status == 200, "\(five.text)")
+            let many = (0..<800).map { "f\($0)" }.joined(separator: ",")
+            let reply = try await http.get("/tables/t?$orderby=\(many)")
+            #expect(reply.status == 400)
+            #expect(reply.error?.contains("at most 5") == true, "\(reply.text)")
+            #expect(try await http.get("/tables/t?$orderby=a,b,c,d,e,f").status == 400)
+        }
+    }
+
+    @Test func aLongSelectIsRefused() async throws {
+        try await withTestServer { http in
+            let many = (0..<1000).map { "field\($0)" }.joined(separator: ",")
+            let reply = try await http.get("/tables/t?$select=\(many)")
+            #expect(reply.status == 400)
+            #expect(reply.error?.contains("$select is longer") == true, "\(reply.text)")
+        }
+    }
+
+    /// One `replace` over a 1 MB field made SQLite build a 40 MB string per record: no string a
+    /// statement builds may pass `SQLiteStorage.maximumValueBytes`.
+    @Test func stringFunctionsCannotAllocateWithoutBound() async throws {
+        try await withTestServer(backends: [.sqlite]) { http in
+            let big = String(repeating: "x", count: 1_000_000)
+            #expect(try await http.post("/tables/t", ["id": "big", "s": .string(big)]).status == 201)
+            let forty = String(repeating: "x", count: 40)
+            let reply = try await http.get("/tables/t?$filter=length(replace(s,'x','\(forty)')) eq 1")
+            #expect(reply.status == 400, "\(reply.status) \(reply.text.prefix(200))")
+            #expect(reply.error?.contains("cannot be evaluated") == true)
+            #expect(try await http.get("/tables/t?$filter=length(s) eq 1000000").array.count == 1)
+        }
+    }
+
+    /// A query past `queryTimeoutSeconds` is stopped and answered 503 with a message that says so.
+    @Test func aQueryPastTheTimeoutIsStopped() async throws {
+        var configuration = ServerConfiguration(requiresAuthentication: false)
+        configuration.queryTimeoutSeconds = 1
+        try await withTestServer(configuration, queryTimeoutSeconds: 1) { http in
+            let text = String(repeating: "x", count: 4000)
+            var operations: [JSONValue] = []
+            for index in 0..<300 {
+                operations.append(["method": "POST", "table": "t", "item": ["id": .string("r\(index)"), "s": .string(text)]])
+            }
+            #expect(try await http.post("/tables/$batch", ["operations": .array(operations)]).status == 200)
+            let forty = String(repeating: "x", count: 40)
+            let start = ContinuousClock.now
+            let reply = try await http.get(
+                "/tables/t?$filter=length(replace(replace(s,'x','\(forty)'),'x','\(forty)')) eq 1")
+            let elapsed = ContinuousClock.now - start
+            #expect(reply.status == 503, "\(reply.status) \(reply.text.prefix(200))")
+            #expect(reply.error?.contains("took longer than the server allows (1 s)") == true, "\(reply.text)")
+            #expect(elapsed < .seconds(20), "stopped at the deadline: \(elapsed)")
+            #expect(try await http.get("/tables/t?$top=1").status == 200, "the server goes on")
+        }
+    }
+
+    @Test func ifNoneMatchStarOnPatchIsHonoured() async throws {
+        try await withTestServer { http in
+            try await http.insert("t", ["id": "a", "n": 1])
+            let reply = try await http.patch("/tables/t/a", ["n": 2], headers: ["If-None-Match": "*"])
+            #expect(reply.status == 412)
+            #expect(reply.object["n"] == 1, "the current item comes back")
+            #expect(try await http.get("/tables/t/a").object["n"] == 1, "nothing was written")
+            #expect(try await http.patch("/tables/t/missing", ["n": 2], headers: ["If-None-Match": "*"]).status == 404)
         }
     }
 }

@@ -61,9 +61,13 @@ public struct RemoteClient: Sendable {
 
     // MARK: - Accounts
 
-    /// `POST /.auth/login/custom`; returns the token and the user id.
-    public func login(username: String, password: String) async throws(TSyncError) -> (token: String, userID: String) {
-        let body: JSONValue = ["username": .string(username), "password": .string(password)]
+    /// `POST /.auth/login/custom`; returns the token, the user id and, from `tsync serve`, a device
+    /// token to send with later logins (docs/DESIGN.md §11; other servers ignore the field).
+    public func login(username: String, password: String, deviceToken: String? = nil) async throws(TSyncError) -> (
+        token: String, userID: String, deviceToken: String?
+    ) {
+        var body: JSONValue = ["username": .string(username), "password": .string(password)]
+        if let deviceToken { body = ["username": .string(username), "password": .string(password), "deviceToken": .string(deviceToken)] }
         let response = try await send(.POST, endpoint.url(path: ["/.auth", "login", "custom"]), body: body, authenticated: false)
         switch response.status {
         case 200, 201:
@@ -71,7 +75,7 @@ public struct RemoteClient: Sendable {
                 throw .failure("the server answered the login without a token; is \(endpoint) a tsync or Mobile Apps server?")
             }
             let userID = object["user"]?.objectValue?["userId"]?.stringValue ?? username
-            return (token, userID)
+            return (token, userID, object["deviceToken"]?.stringValue)
         case 401, 403:
             throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "wrong user name or password")")
         case 429:

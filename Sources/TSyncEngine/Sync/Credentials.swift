@@ -45,10 +45,30 @@ public struct Credentials: Sendable, Equatable {
     /// the token is never readable by others, not even for a moment, and a crash leaves either the
     /// old file or the new one.
     public func save(storeDirectory: String) throws(TSyncError) {
-        let path = Self.filePath(storeDirectory)
-        let temporary = path + ".tmp"
         let object: JSONValue = ["remote": .string(remote), "user": .string(user), "token": .string(token)]
-        let bytes = JSONSerializer.bytes(object) + [0x0A]
+        try Self.writePrivately(JSONSerializer.bytes(object) + [0x0A], path: Self.filePath(storeDirectory))
+    }
+
+    /// The device token `tsync serve` gave at the last login to `remote` (docs/DESIGN.md §11), in
+    /// the file `device`: it outlives `logout`, since it only says this store logged in before.
+    public static func deviceToken(storeDirectory: String, remote: RemoteEndpoint) -> String? {
+        let path = (storeDirectory as NSString).appendingPathComponent(deviceFileName)
+        guard let data = FileManager.default.contents(atPath: path),
+            let object = try? JSONParser.parse(bytes: Array(data)).objectValue, object["remote"]?.stringValue == remote.base
+        else { return nil }
+        return object["token"]?.stringValue
+    }
+
+    public static func saveDeviceToken(_ token: String, storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) {
+        let object: JSONValue = ["remote": .string(remote.base), "token": .string(token)]
+        try writePrivately(
+            JSONSerializer.bytes(object) + [0x0A], path: (storeDirectory as NSString).appendingPathComponent(deviceFileName))
+    }
+
+    public static let deviceFileName = "device"
+
+    private static func writePrivately(_ bytes: [UInt8], path: String) throws(TSyncError) {
+        let temporary = path + ".tmp"
         unlink(temporary)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0o600)
         guard descriptor >= 0 else {

@@ -282,13 +282,19 @@ public struct SyncSession: Sendable {
     /// Returns the user id the server reports.
     public func login(user: String, password: String) async throws(TSyncError) -> String {
         let endpoint = try endpoint()
-        let (token, userID) = try await RemoteClient.withRemoteClient(
+        let directory = store.location.directory
+        let device = Credentials.deviceToken(storeDirectory: directory, remote: endpoint)
+        let (token, userID, newDevice) = try await RemoteClient.withRemoteClient(
             endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges, trust: try effectiveTrust()
         ) {
             remote throws(TSyncError) in
-            try await remote.login(username: user, password: password)
+            try await remote.login(username: user, password: password, deviceToken: device)
         }
-        try Credentials(remote: endpoint.base, user: user, token: token).save(storeDirectory: store.location.directory)
+        try Credentials(remote: endpoint.base, user: user, token: token).save(storeDirectory: directory)
+        if let newDevice, newDevice != device {
+            // Best effort: without it the next login is only a stranger's, as before.
+            try? Credentials.saveDeviceToken(newDevice, storeDirectory: directory, remote: endpoint)
+        }
         return userID
     }
 

@@ -13,9 +13,14 @@ public struct AccountManager: Sendable {
     public func add(name: String, password: String) async throws {
         try AccountRules.validateName(name)
         try AccountRules.validatePassword(password)
-        if try await storage.account(name: name) != nil {
+        // `account(name:)` finds names that differ only in case: they are one account.
+        if let existing = try await storage.account(name: name) {
+            let sameSpelling = existing.name == name
             throw TSyncError.invalidInput(
-                "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+                sameSpelling
+                    ? "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password"
+                    : "an account named \(Identifiers.quoted(existing.name)) already exists, and names that differ only in case are one account: choose another name, or use `tsync user passwd \(existing.name)`"
+            )
         }
         try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: Timestamp.now())
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOCore
 import TSyncModel
 
 /// Login, token checks and logout (docs/DESIGN.md §4).
@@ -14,16 +15,30 @@ public struct Authenticator: Sendable {
         /// Failed logins allowed per account and per address within `failureWindow`; one more is 429.
         public var maximumFailures: Int
         public var failureWindow: Duration
+        /// How long a client that logged in stays known (its device token, its address).
+        public var knownClientLifetime: Duration
+        /// Known clients kept per account (the newest): a bound on what logins can make the server keep.
+        public var knownClientsPerAccount: Int
+        /// Names that are not accounts share this many failure counters (by a hash of the name), so
+        /// guesses at made-up names cannot grow the counter table.
+        public var unknownNameCounters: Int
 
-        public init(tokenLifetime: Duration = .seconds(24 * 3600), maximumFailures: Int = 5, failureWindow: Duration = .seconds(15 * 60)) {
+        public init(
+            tokenLifetime: Duration = .seconds(24 * 3600), maximumFailures: Int = 5, failureWindow: Duration = .seconds(15 * 60),
+            knownClientLifetime: Duration = .seconds(30 * 24 * 3600), knownClientsPerAccount: Int = 20, unknownNameCounters: Int = 1024
+        ) {
             self.tokenLifetime = tokenLifetime
             self.maximumFailures = maximumFailures
             self.failureWindow = failureWindow
+            self.knownClientLifetime = knownClientLifetime
+            self.knownClientsPerAccount = knownClientsPerAccount
+            self.unknownNameCounters = unknownNameCounters
         }
     }
 
     public enum LoginResult: Sendable, Equatable {
-        case success(token: String, accountName: String)
+        /// `deviceToken`: what the client sends with its later logins to be known (docs/DESIGN.md §11).
+        case success(token: String, accountName: String, deviceToken: String)
         case invalidCredentials
         /// Too many failures: try again in this many seconds (the `Retry-After` value).
         case throttled(retryAfterSeconds: Int)
@@ -47,10 +62,32 @@ public struct Authenticator: Sendable {
         self.clock = clock
     }
 
-    public func login(username: String, password: String, clientAddress: String?) async throws -> LoginResult {
+    /// One login (docs/DESIGN.md §11). Sizes are checked before anything is written (400). A
+    /// client the account knows (its device token, or an address it logged in from) is counted on
+    /// its own key only, so strangers' failures do not lock it out; any other client is counted on
+    /// the account (or, for a name that is no account, on one of a fixed set of shared counters)
+    /// and on its address.
+    public func login(username: String, password: String, clientAddress: String?, deviceToken: String? = nil) async throws
+        -> LoginResult
+    {
+        try AccountRules.checkLoginSizes(username: username, password: password)
         let now = clock()
-        let accountKey = "account:" + username
-        let keys = [accountKey] + (clientAddress.map { ["address:" + $0] } ?? [])
+        let account = try await storage.account(name: username)
+        let addressKey = clientAddress.map { "address:" + Self.throttlingAddress($0) }
+        var knownKey: String?
+        if let account {
+            let canonical = AccountRules.canonicalName(account.name)
+            if let deviceToken, !deviceToken.isEmpty, deviceToken.utf8.count <= 512,
+                try await storage.knownClient(key: Self.deviceKey(deviceToken), now: now) == account.name
+            {
+                knownKey = Self.deviceKey(deviceToken)
+            } else if let addressKey, try await storage.knownClient(key: "known:" + canonical + " " + addressKey, now: now) == account.name
+            {
+                knownKey = "known:" + canonical + " " + addressKey
+            }
+        }
+        let accountKey = account.map { "account:" + AccountRules.canonicalName($0.name) } ?? unknownNameKey(username)
+        let keys = knownKey.map { [$0] } ?? [accountKey] + (addressKey.map { [$0] } ?? [])
         var blockedUntil: Timestamp?
         for key in keys {
             let attempts = try await storage.countLoginAttempt(key: key, windowMilliseconds: policy.failureWindow.milliseconds, now: now)
@@ -61,24 +98,57 @@ public struct Authenticator: Sendable {
             return .throttled(retryAfterSeconds: Int(max(1, (remaining + 999) / 1000)))
         }
 
-        let account = try await storage.account(name: username)
         let encoded: String
         if let account { encoded = account.passwordHash } else { encoded = try await decoy() }
-        var verified = false
-        if password.utf8.count <= AccountRules.maximumPasswordLength {
-            verified = await hasher.verify(password, against: encoded)
-        }
+        let verified = await hasher.verify(password, against: encoded)
         guard let account, verified else { return .invalidCredentials }
 
-        // A success is not a failure: it wipes the account's count and takes back its own attempt
-        // from the address's count (other failures from that address still count).
-        try await storage.clearLoginAttempts(key: accountKey)
+        // A success is not a failure: it wipes the count of the key it was counted on (the known
+        // client's, or the account's) and takes back its own attempt from the address's count
+        // (other failures from that address still count).
+        try await storage.clearLoginAttempts(key: keys[0])
         for key in keys.dropFirst() { try await storage.forgiveLoginAttempt(key: key) }
         try await storage.purgeExpiredTokens(now: now)
         let token = Self.newToken()
         let expiresAt = Timestamp(millisecondsSinceEpoch: now.millisecondsSinceEpoch + policy.tokenLifetime.milliseconds)
         try await storage.storeToken(hash: Self.tokenHash(token), accountName: account.name, expiresAt: expiresAt)
-        return .success(token: token, accountName: account.name)
+
+        // Known from now on: this device token (the one sent, when it was valid; else a new one)
+        // and this address.
+        var device = Self.newToken()
+        if let deviceToken, knownKey == Self.deviceKey(deviceToken) { device = deviceToken }
+        let knownUntil = Timestamp(millisecondsSinceEpoch: now.millisecondsSinceEpoch + policy.knownClientLifetime.milliseconds)
+        var known = [Self.deviceKey(device)]
+        if let addressKey { known.append("known:" + AccountRules.canonicalName(account.name) + " " + addressKey) }
+        for key in known {
+            try await storage.rememberClient(
+                key: key, accountName: account.name, expiresAt: knownUntil, now: now, keepPerAccount: policy.knownClientsPerAccount)
+        }
+        return .success(token: token, accountName: account.name, deviceToken: device)
+    }
+
+    /// The key a device token is remembered by: its hash, as for session tokens.
+    static func deviceKey(_ deviceToken: String) -> String { "device:" + tokenHash(deviceToken) }
+
+    /// The counter of a name that is no account: one of `unknownNameCounters`, by a hash of the
+    /// name as accounts compare it.
+    private func unknownNameKey(_ name: String) -> String {
+        let digest = SHA256.hash(data: Array(AccountRules.canonicalName(name).utf8))
+        let number = digest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return "unknown:" + String(Int(number) % max(1, policy.unknownNameCounters))
+    }
+
+    /// The part of an address that names one client: an IPv4 address, or an IPv6 /64 (a host
+    /// usually has a whole /64 to pick addresses from, so each one alone would count nothing).
+    static func throttlingAddress(_ address: String) -> String {
+        guard address.contains(":"), let parsed = try? SocketAddress(ipAddress: address, port: 0),
+            case .v6(let v6) = parsed
+        else { return address }
+        var bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        if bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] { return address }  // IPv4-mapped
+        for index in 8..<16 { bytes[index] = 0 }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
     }
 
     /// The account a presented token belongs to, or nil when it is unknown, revoked or expired.

@@ -28,9 +28,14 @@ struct AuthRoutes: Sendable {
         guard case .string(let username)? = body["username"], case .string(let password)? = body["password"] else {
             throw APIError.badRequest("send {\"username\": \"…\", \"password\": \"…\"}, both strings")
         }
-        switch try await authenticator.login(username: username, password: password, clientAddress: context.clientAddress) {
-        case .success(let token, let accountName):
-            return JSONResponse.make(.ok, ["authenticationToken": .string(token), "user": ["userId": .string(accountName)]])
+        // A tsync extension (docs/DESIGN.md §11): the device token of an earlier login, if any.
+        let deviceToken = body["deviceToken"]?.stringValue
+        switch try await authenticator.login(
+            username: username, password: password, clientAddress: context.clientAddress, deviceToken: deviceToken)
+        {
+        case .success(let token, let accountName, let device):
+            return JSONResponse.make(
+                .ok, ["authenticationToken": .string(token), "user": ["userId": .string(accountName)], "deviceToken": .string(device)])
         case .invalidCredentials:
             throw APIError(.unauthorized, "wrong user name or password")
         case .throttled(let seconds):

@@ -14,6 +14,7 @@ struct ClientAddressMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
+        context.fromTrustedProxy = context.peerAddress.map { trusted.contains(ClientAddress.canonical($0) ?? $0) } ?? false
         context.clientAddress = ClientAddress.resolve(
             peer: context.peerAddress, forwardedFor: request.headers[values: .forwardedFor], trusted: trusted)
         return try await next(request, context)

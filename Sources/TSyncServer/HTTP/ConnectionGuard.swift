@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 
 /// HTTP/1.1 connections with the limits a server facing the internet needs (issue 9.4):
@@ -9,7 +10,12 @@ import NIOHTTPTypes
 /// - at most `maximumConnections` open at once: one more is answered 503 and closed at once;
 /// - a request's head must arrive within `headerTimeout` of its first byte (or of the connection
 ///   opening), so a client sending a byte a second cannot hold a connection;
-/// - a connection with no request under way is closed after `idleTimeout` (Hummingbird's own).
+/// - a request's body must arrive within `bodyTimeout` of its head, else 408 and the connection
+///   is closed, so a body trickling a byte every few seconds cannot hold it either;
+/// - a connection with no request under way is closed after `idleTimeout` (Hummingbird's own);
+/// - `Expect: 100-continue` is answered `100 Continue` when the head arrives;
+/// - a client that closes its side while its request is under way has gone: the connection is
+///   closed, so the work for it stops (`QueryDeadline`).
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -28,6 +34,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             try channel.pipeline.syncOperations.addHandler(ConnectionGuard(limits: limits), position: .first)
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
+        }.flatMapThrowing { value in
+            // Where the HTTP version is still known (NIOHTTP1's parts, before HTTP types).
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandler(CloseUnlessKeepAlive(), position: .after(decoder))
+            return value
         }
     }
 
@@ -40,12 +51,18 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 final class ConnectionLimits: Sendable {
     let maximumConnections: Int
     let headerTimeout: TimeAmount
+    let bodyTimeout: TimeAmount
     let idleTimeout: TimeAmount
+    /// How long a refused connection is kept, reading and dropping what the client sends, after
+    /// its 503: closing at once would make the kernel answer the client's request with a reset,
+    /// which can destroy the 503 before the client reads it.
+    static let refusalLinger = TimeAmount.seconds(2)
     private let open = LockedValue(0)
 
-    init(maximumConnections: Int, headerTimeout: TimeAmount, idleTimeout: TimeAmount) {
+    init(maximumConnections: Int, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60), idleTimeout: TimeAmount) {
         self.maximumConnections = maximumConnections
         self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
     }
 
@@ -74,16 +91,29 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let limits: ConnectionLimits
     private var counted = false
+    /// Refused (over the connection limit): answered 503, input read and dropped until it closes.
+    private var refused = false
     /// Waiting for the head of the next request (true between a response and the next head).
     private var awaitingHead = true
+    /// A request's head has arrived and its end not yet.
+    private var awaitingBody = false
+    /// The response to the current request has begun (its head was written).
+    private var responding = false
     private var deadline: Scheduled<Void>?
+    private var bodyDeadline: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
 
     init(limits: ConnectionLimits) {
         self.limits = limits
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         if context.channel.isActive { admit(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -97,10 +127,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             let body = #"{"error":"the server has too many open connections; try again later"}"#
             let answer =
                 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
+            refused = true
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
-                loopBound.value.close(promise: nil)
+                loopBound.value.close(mode: .output, promise: nil)
             }
+            context.eventLoop.scheduleTask(in: ConnectionLimits.refusalLinger) { loopBound.value.close(promise: nil) }
             return
         }
         counted = true
@@ -110,6 +142,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
+        bodyDeadline?.cancel()
+        bodyDeadline = nil
         if counted {
             counted = false
             limits.release()
@@ -118,20 +152,70 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if refused { return }
         if awaitingHead, deadline == nil { arm(context) }
         context.fireChannelRead(data)
     }
 
-    /// The decoder delivered a request head: its time limit no longer applies.
-    func headArrived() {
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed, refused || !awaitingHead {
+            // Refused and done sending; or gone while its request is under way (an HTTP/1.1
+            // client does not half-close and then wait for its answer).
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// The decoder delivered a request head: its time limit no longer applies, the body's starts.
+    /// `Expect: 100-continue` is answered here, before the route reads the body.
+    func headArrived(expectsContinue: Bool) {
         awaitingHead = false
+        awaitingBody = true
+        responding = false
         deadline?.cancel()
         deadline = nil
+        guard let context, counted else { return }
+        if expectsContinue {
+            context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n"))), promise: nil)
+        }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        bodyDeadline = context.eventLoop.scheduleTask(in: limits.bodyTimeout) { loopBound.value.bodyTimedOut() }
+    }
+
+    /// The request's body has all arrived.
+    func bodyArrived() {
+        awaitingBody = false
+        bodyDeadline?.cancel()
+        bodyDeadline = nil
+    }
+
+    func responseStarted() {
+        responding = true
     }
 
     /// A response ended: the next request's head is timed from its first byte.
     func responseEnded() {
         awaitingHead = true
+        responding = false
+    }
+
+    /// The body did not arrive in time: 408 when no answer has begun, then the connection closes.
+    private func bodyTimedOut() {
+        bodyDeadline = nil
+        guard let context, awaitingBody else { return }
+        guard !responding else {
+            context.close(promise: nil)
+            return
+        }
+        responding = true
+        let body = #"{"error":"the request body did not arrive in time"}"#
+        let answer =
+            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
+            loopBound.value.close(promise: nil)
+        }
     }
 
     private func arm(_ context: ChannelHandlerContext) {
@@ -143,8 +227,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// After the HTTP decoder: tells `ConnectionGuard` when a request head arrives and when the
-/// response to it has been written.
+/// After the HTTP decoder: tells `ConnectionGuard` when a request head and its end arrive, and
+/// when the response to it begins and ends.
 final class RequestHeadSignal: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -158,12 +242,54 @@ final class RequestHeadSignal: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) { guardHandler?.headArrived() }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            guardHandler?.headArrived(expectsContinue: head.headerFields[.expect]?.lowercased() == "100-continue")
+        case .end: guardHandler?.bodyArrived()
+        case .body: break
+        }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { guardHandler?.responseEnded() }
+        switch unwrapOutboundIn(data) {
+        case .head: guardHandler?.responseStarted()
+        case .end: guardHandler?.responseEnded()
+        case .body: break
+        }
         context.write(data, promise: promise)
+    }
+}
+
+/// Closes a connection after its answer when the request did not ask to keep it (HTTP/1.0 without
+/// `Connection: keep-alive`, or `Connection: close`), saying so in the answer: Hummingbird only
+/// looks at `Connection: close`, and would keep an HTTP/1.0 client's connection open.
+final class CloseUnlessKeepAlive: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var closeAfterAnswer = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let head) = unwrapInboundIn(data) { closeAfterAnswer = !head.isKeepAlive }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where closeAfterAnswer:
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end where closeAfterAnswer:
+            let written = context.eventLoop.makePromise(of: Void.self)
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+            written.futureResult.cascade(to: promise)
+            context.writeAndFlush(data, promise: written)
+        default:
+            context.write(data, promise: promise)
+        }
     }
 }

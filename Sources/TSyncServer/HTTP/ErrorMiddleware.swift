@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NIOHTTP1
 import TSyncModel
 
 /// Turns every error into `{"error": "message"}` with the right status (docs/DESIGN.md §4).
@@ -25,6 +26,21 @@ struct ErrorMiddleware: RouterMiddleware {
             case .failure, .operationsFailed, .unreachable, .noStore, .fileMissing, .invalidConfiguration:
                 return internalError(error, context: context)
             }
+        } catch let error as QueryTimedOut {
+            return JSONResponse.error(.serviceUnavailable, error.message)
+        } catch is ClientGone {
+            return JSONResponse.error(
+                HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), "the client closed the connection")
+        } catch let error as HTTPParserError {
+            // The body could not be read as HTTP: the client's fault, or the client has gone.
+            if error == .invalidEOFState || error == .closedConnection {
+                return JSONResponse.error(Self.clientClosed, "the client closed the connection before its body ended")
+            }
+            let encoding = request.headers[.transferEncoding]?.lowercased()
+            if let encoding, encoding != "chunked" {
+                return JSONResponse.error(.notImplemented, "Transfer-Encoding \(encoding) is not supported: send chunked or Content-Length")
+            }
+            return JSONResponse.error(.badRequest, "the request body is not valid HTTP/1.1 (\(error))", headers: [.connection: "close"])
         } catch is NIOTooManyBytesError {
             return JSONResponse.error(.contentTooLarge, "the request body is too large")
         } catch let error as HTTPError {
@@ -39,6 +55,9 @@ struct ErrorMiddleware: RouterMiddleware {
             return internalError(error, context: context)
         }
     }
+
+    /// nginx's "client closed request": logged for work that stopped because its client left.
+    static let clientClosed = HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request")
 
     private func internalError(_ error: any Error, context: Context) -> Response {
         context.logger.error("request failed: \(String(reflecting: error))")

@@ -7,4 +7,5 @@ extension HTTPField.Name {
     static let link = HTTPField.Name("Link")!
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let forwarded = HTTPField.Name("Forwarded")!
 }

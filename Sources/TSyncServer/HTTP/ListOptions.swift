@@ -7,6 +7,10 @@ import TSyncQuery
 struct ListOptions {
     var query: RecordQuery
 
+    /// The parameters a read understands: the only ones copied into the `Link` to the next page,
+    /// each bounded here, so a client cannot make the server echo an unbounded header.
+    static let parameterNames: Set<String> = ["$filter", "$orderby", "$top", "$skip", "$select", "$inlinecount", "__includeDeleted"]
+
     init(_ parameters: QueryString, configuration: ServerConfiguration) throws {
         query = RecordQuery()
         if let filter = try parameters.single("$filter"), !filter.trimmingSpaces().isEmpty {
@@ -20,9 +24,19 @@ struct ListOptions {
             guard orderBy.count <= configuration.maximumFilterLength else {
                 throw APIError.badRequest("$orderby is longer than \(configuration.maximumFilterLength) characters")
             }
+            // Counted before parsing: each field costs a sort key per matching record.
+            let fields = orderBy.split(separator: ",", omittingEmptySubsequences: false).count
+            guard fields <= configuration.maximumOrderByFields else {
+                throw APIError.badRequest(
+                    "$orderby names \(fields) fields; at most \(configuration.maximumOrderByFields) are allowed (ties are always broken by id)"
+                )
+            }
             query.orderBy = try ODataParser.parseOrderBy(orderBy)
         }
         if let select = try parameters.single("$select"), !select.trimmingSpaces().isEmpty {
+            guard select.count <= configuration.maximumFilterLength else {
+                throw APIError.badRequest("$select is longer than \(configuration.maximumFilterLength) characters")
+            }
             query.select = try ODataParser.parseSelect(select)
         }
         let top = try Self.count("$top", try parameters.single("$top"))

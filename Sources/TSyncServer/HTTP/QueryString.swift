@@ -26,8 +26,9 @@ struct QueryString {
 
     /// The same parameters with `name` set to `value` (replacing any), each encoded anew, so the
     /// result has no raw `,` or `;` that would break a `Link` header.
-    func replacing(_ name: String, with value: String) -> String {
-        var result = items.filter { $0.name != name }
+    /// With `keeping`, only those parameters are kept (and `name`).
+    func replacing(_ name: String, with value: String, keeping: Set<String>? = nil) -> String {
+        var result = items.filter { $0.name != name && keeping?.contains($0.name) != false }
         result.append((name, value))
         return result.map { Self.encode($0.name) + "=" + Self.encode($0.value) }.joined(separator: "&")
     }

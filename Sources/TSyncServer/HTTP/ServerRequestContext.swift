@@ -11,9 +11,14 @@ struct ServerRequestContext: RequestContext {
     /// The client as far as it can be trusted: the peer, or for a trusted proxy the address it
     /// forwarded for (set by `ClientAddressMiddleware`).
     var clientAddress: String?
+    /// The peer is a `--trusted-proxy`: its `X-Forwarded-*` and `Forwarded` headers are believed.
+    var fromTrustedProxy = false
+    /// The connection, so that work for a client that has gone can stop (`QueryDeadline`).
+    let channel: any Channel
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        channel = source.channel
         peerAddress = source.channel.remoteAddress?.ipAddress
         clientAddress = peerAddress
     }

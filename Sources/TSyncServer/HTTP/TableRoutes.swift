@@ -15,6 +15,17 @@ struct TableRoutes: Sendable {
         group.patch(":table/:id", use: update)
         group.delete(":table/:id", use: delete)
         group.post(":table/:id", use: undelete)
+        group.put(":table", use: methodNotAllowed("GET, POST"))
+        group.put(":table/:id", use: methodNotAllowed("GET, PATCH, DELETE, POST"))
+    }
+
+    /// 405 with the methods the path has (`PUT` is not in the protocol: PATCH updates).
+    private func methodNotAllowed(_ allowed: String) -> @Sendable (Request, ServerRequestContext) async throws -> Response {
+        { request, _ in
+            var error = APIError(.methodNotAllowed, "\(request.method) is not allowed here: use \(allowed)")
+            error.headers[.allow] = allowed
+            throw error
+        }
     }
 
     // MARK: - Reads
@@ -23,11 +34,15 @@ struct TableRoutes: Sendable {
         let table = try tableName(context)
         let parameters = try QueryString(request.uri.query)
         let options = try ListOptions(parameters, configuration: configuration)
-        let page = try await storage.query(table: table, options.query, scope: try scope(table, context))
+        let scope = try scope(table, context)
+        let storage = storage
+        let page = try await QueryDeadline.run(seconds: configuration.queryTimeoutSeconds, channel: context.channel) {
+            try await storage.query(table: table, options.query, scope: scope)
+        }
 
         var headers: HTTPFields = [:]
         if let top = options.query.top, top > 0, page.items.count == top {
-            let next = nextPageURL(request, parameters: parameters, skip: (options.query.skip ?? 0) + top)
+            let next = nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top)
             headers[.link] = "<\(next)>; rel=next"
         }
         // Written straight to bytes, in the serializer's key order: `{"count", "results"}`.
@@ -50,7 +65,12 @@ struct TableRoutes: Sendable {
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (table, id) = try tableAndID(context)
-        guard let record = try await storage.record(table: table, id: id, scope: try scope(table, context)),
+        let scope = try scope(table, context)
+        let storage = storage
+        guard
+            let record = try await QueryDeadline.run(
+                seconds: configuration.queryTimeoutSeconds, channel: context.channel,
+                { try await storage.record(table: table, id: id, scope: scope) }),
             !record.system.deleted
         else { throw APIError.notFound(table: table, id: id) }
         return JSONResponse.item(.ok, record)
@@ -67,6 +87,13 @@ struct TableRoutes: Sendable {
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (table, id) = try tableAndID(context)
         let body = try await request.jsonObject(limit: configuration.maximumBodyBytes)
+        // `If-None-Match: *` asks for the write only where there is no item (RFC 9110 §13.1.2),
+        // which an update can never have: an item that is there answers 412 with it.
+        if request.headers[.ifNoneMatch]?.trimmingCharacters(in: .whitespaces) == "*",
+            let current = try await storage.record(table: table, id: id, scope: try scope(table, context)), !current.system.deleted
+        {
+            throw APIError(.preconditionFailed, "If-None-Match: * and the item exists", item: current)
+        }
         return try await write(.patch, table: table, id: id, body: body, request, context)
     }
 
@@ -113,10 +140,17 @@ struct TableRoutes: Sendable {
         return .owner(account)
     }
 
-    /// The same request with `$skip` advanced, as an absolute URL for `Link: <…>; rel=next`.
-    private func nextPageURL(_ request: Request, parameters: QueryString, skip: Int) -> String {
-        let scheme = request.headers[.forwardedProto] == "https" ? "https" : "http"
+    /// The same request with `$skip` advanced, as an absolute URL for `Link: <…>; rel=next`: with
+    /// only the parameters a read understands (each bounded), and `https` only when a trusted
+    /// proxy says the client used it (`X-Forwarded-Proto`, or `proto=` in `Forwarded`).
+    private func nextPageURL(_ request: Request, _ context: ServerRequestContext, parameters: QueryString, skip: Int) -> String {
+        var scheme = "http"
+        if context.fromTrustedProxy {
+            let forwarded = request.headers[.forwarded]?.lowercased() ?? ""
+            if request.headers[.forwardedProto]?.lowercased() == "https" || forwarded.contains("proto=https") { scheme = "https" }
+        }
         let authority = request.head.authority ?? "\(configuration.host):\(configuration.port)"
-        return "\(scheme)://\(authority)\(request.uri.path)?\(parameters.replacing("$skip", with: String(skip)))"
+        let query = parameters.replacing("$skip", with: String(skip), keeping: ListOptions.parameterNames)
+        return "\(scheme)://\(authority)\(request.uri.path)?\(query)"
     }
 }

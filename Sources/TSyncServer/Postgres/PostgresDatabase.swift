@@ -11,11 +11,14 @@ final class PostgresDatabase: Sendable {
     let url: PostgresURL
     private let client: PostgresClient
     let logger: Logger
+    /// Every statement's limit (`statement_timeout`, set when each connection opens); nil for none.
+    let statementTimeoutSeconds: Int?
 
-    private init(url: PostgresURL, client: PostgresClient, logger: Logger) {
+    private init(url: PostgresURL, client: PostgresClient, logger: Logger, statementTimeoutSeconds: Int?) {
         self.url = url
         self.client = client
         self.logger = logger
+        self.statementTimeoutSeconds = statementTimeoutSeconds
     }
 
     /// Connects, creates or upgrades the schema (`migrations`, normally `PostgresSchema.migrations`;
@@ -23,12 +26,16 @@ final class PostgresDatabase: Sendable {
     @discardableResult
     static func withDatabase<Result: Sendable>(
         url: PostgresURL, maximumConnections: Int = 20, migrations: [PostgresMigration]? = PostgresSchema.migrations,
-        logger: Logger = Logger(label: "tsync.postgres"),
+        statementTimeoutSeconds: Int? = nil, logger: Logger = Logger(label: "tsync.postgres"),
         _ body: @Sendable (PostgresDatabase) async throws -> Result
     ) async throws -> Result {
-        let client = PostgresClient(
-            configuration: url.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
-        let database = PostgresDatabase(url: url, client: client, logger: logger)
+        var configuration = url.clientConfiguration(maximumConnections: maximumConnections)
+        if let statementTimeoutSeconds {
+            // Stops a query the server would otherwise finish for nobody (docs/DESIGN.md §10).
+            configuration.options.additionalStartupParameters.append(("statement_timeout", "\(statementTimeoutSeconds * 1000)"))
+        }
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let database = PostgresDatabase(url: url, client: client, logger: logger, statementTimeoutSeconds: statementTimeoutSeconds)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
@@ -106,6 +113,8 @@ final class PostgresDatabase: Sendable {
         if error.code == .server, let sqlState = error.serverInfo?[.sqlState] {
             let message = error.serverInfo?[.message] ?? "error \(sqlState)"
             switch sqlState {
+            case "57014":  // query_canceled: statement_timeout
+                return QueryTimedOut(seconds: statementTimeoutSeconds)
             case "3D000":
                 return TSyncError.failure("PostgreSQL at \(url): \(message): create it first (createdb \(url.database))")
             case _ where sqlState.hasPrefix("28"):

@@ -73,7 +73,23 @@ enum PostgresSchema {
                 """,
                 "CREATE INDEX tsync_login_attempts_by_end ON tsync_login_attempts (window_end)",
             ]
-        )
+        ),
+        PostgresMigration(
+            version: 2, name: "known clients",
+            statements: [
+                """
+                CREATE TABLE tsync_known_clients (
+                    key text PRIMARY KEY,
+                    account_name text NOT NULL,
+                    expires_at bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX tsync_known_clients_by_account ON tsync_known_clients (account_name, expires_at)",
+                "CREATE INDEX tsync_known_clients_by_expiry ON tsync_known_clients (expires_at)",
+                // A per-user read walks its own user's records only (docs/DESIGN.md §10).
+                "CREATE INDEX tsync_records_by_owner ON tsync_records (table_name, owner, updated_at, id)",
+            ]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
@@ -94,6 +110,7 @@ enum PostgresSchema {
     static func migrate(_ database: PostgresDatabase, migrations: [PostgresMigration]) async throws {
         let known = migrations.map(\.version).max() ?? 0
         try await database.transaction { transaction in
+            try await transaction.execute(PostgresStatement("SET LOCAL statement_timeout = 0"))
             var lock = PostgresStatement("SELECT pg_advisory_xact_lock(")
             lock.append(lock.bind(migrationLockKey) + ")")
             try await transaction.execute(lock)

@@ -33,14 +33,17 @@ extension PostgresStorage {
             delete.append(delete.bind(name) + " RETURNING name")
             guard try await !transaction.rows(delete).isEmpty else { return .rollback(false) }
             try await transaction.execute(Self.deletingTokens(of: name))
+            var forget = PostgresStatement("DELETE FROM tsync_known_clients WHERE account_name = ")
+            forget.append(forget.bind(name))
+            try await transaction.execute(forget)
             return .commit(true)
         }
     }
 
     public func account(name: String) async throws -> Account? {
-        var select = PostgresStatement("SELECT name, password_hash, created_at FROM tsync_accounts WHERE name = ")
-        select.append(select.bind(name))
-        return try await database.rows(select).first.map(Self.decodeAccount)
+        var select = PostgresStatement("SELECT name, password_hash, created_at FROM tsync_accounts WHERE lower(name) = lower(")
+        select.append(select.bind(name) + ") ORDER BY name = " + select.bind(name) + " DESC LIMIT 2")
+        return Account.denoted(by: name, among: try await database.rows(select).map(Self.decodeAccount))
     }
 
     public func accounts() async throws -> [Account] {
@@ -124,5 +127,32 @@ extension PostgresStorage {
         var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE key = ")
         delete.append(delete.bind(key))
         try await database.rows(delete)
+    }
+
+    // MARK: - Known clients
+
+    public func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {
+        try await database.transaction { transaction in
+            var purge = PostgresStatement("DELETE FROM tsync_known_clients WHERE expires_at <= ")
+            purge.append(purge.bind(now.millisecondsSinceEpoch))
+            try await transaction.execute(purge)
+            var upsert = PostgresStatement("INSERT INTO tsync_known_clients (key, account_name, expires_at) VALUES (")
+            upsert.append(
+                [upsert.bind(key), upsert.bind(accountName), upsert.bind(expiresAt.millisecondsSinceEpoch)].joined(separator: ", "))
+            upsert.append(") ON CONFLICT (key) DO UPDATE SET account_name = excluded.account_name, expires_at = excluded.expires_at")
+            try await transaction.execute(upsert)
+            var trim = PostgresStatement("DELETE FROM tsync_known_clients WHERE account_name = ")
+            let account = trim.bind(accountName)
+            trim.append(account + " AND key NOT IN (SELECT key FROM tsync_known_clients WHERE account_name = " + account)
+            trim.append(" ORDER BY expires_at DESC LIMIT " + trim.bind(Int64(keepPerAccount)) + ")")
+            try await transaction.execute(trim)
+            return .commit(())
+        }
+    }
+
+    public func knownClient(key: String, now: Timestamp) async throws -> String? {
+        var select = PostgresStatement("SELECT account_name FROM tsync_known_clients WHERE key = ")
+        select.append(select.bind(key) + " AND expires_at > " + select.bind(now.millisecondsSinceEpoch))
+        return try await database.rows(select).first?.decode(String.self)
     }
 }

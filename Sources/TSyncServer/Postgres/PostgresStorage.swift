@@ -30,10 +30,12 @@ public final class PostgresStorage: ServerStorage {
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public static func withStorage<Result: Sendable>(
         url: PostgresURL, maximumConnections: Int = 20, clock: @escaping @Sendable () -> Timestamp = Timestamp.now,
-        logger: Logger = Logger(label: "tsync.postgres"),
+        logger: Logger = Logger(label: "tsync.postgres"), statementTimeoutSeconds: Int? = nil,
         _ body: @Sendable (PostgresStorage) async throws -> Result
     ) async throws -> Result {
-        try await PostgresDatabase.withDatabase(url: url, maximumConnections: maximumConnections, logger: logger) { database in
+        try await PostgresDatabase.withDatabase(
+            url: url, maximumConnections: maximumConnections, statementTimeoutSeconds: statementTimeoutSeconds, logger: logger
+        ) { database in
             try await body(PostgresStorage(database: database, clock: clock))
         }
     }
@@ -100,6 +102,8 @@ public final class PostgresStorage: ServerStorage {
     public func declareIndexes(_ fields: [IndexedField]) async throws -> [String] {
         indexes.withLock { $0 = Dictionary(grouping: fields, by: \.table) }
         return try await database.transaction { transaction in
+            // Building an index on a large table may rightly take longer than any query may.
+            try await transaction.execute(PostgresStatement("SET LOCAL statement_timeout = 0"))
             try await transaction.execute(PostgresStatement("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLockKey))"))
             let present = Set(
                 try await transaction.rows(

@@ -34,8 +34,11 @@ public enum DatabaseLocation: Sendable, Equatable {
     /// With `mustExist`, a SQLite file that is not there is an error rather than a new empty
     /// database (a typo in `--db` should not go unnoticed). A PostgreSQL database must always
     /// exist already: tsync creates its tables, not the database.
+    ///
+    /// `queryTimeoutSeconds` bounds every statement on PostgreSQL (`statement_timeout`); SQLite's
+    /// reads are stopped by the server's deadline instead (`QueryDeadline`).
     public func withStorage<Result: Sendable>(
-        mustExist: Bool = false, logger: Logger = Logger(label: "tsync.storage"),
+        mustExist: Bool = false, logger: Logger = Logger(label: "tsync.storage"), queryTimeoutSeconds: Int? = nil,
         _ body: @Sendable (any ServerStorage) async throws -> Result
     ) async throws -> Result {
         switch self {
@@ -45,7 +48,9 @@ public enum DatabaseLocation: Sendable, Equatable {
             }
             return try await body(try SQLiteStorage(path: path))
         case .postgres(let url):
-            return try await PostgresStorage.withStorage(url: url, logger: logger) { storage in try await body(storage) }
+            return try await PostgresStorage.withStorage(url: url, logger: logger, statementTimeoutSeconds: queryTimeoutSeconds) {
+                storage in try await body(storage)
+            }
         }
     }
 }

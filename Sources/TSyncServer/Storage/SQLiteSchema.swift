@@ -38,6 +38,19 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v2: known clients") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE tsync_known_clients (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        account_name TEXT NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX tsync_known_clients_by_account ON tsync_known_clients(account_name, expires_at);
+                    CREATE INDEX tsync_known_clients_by_expiry ON tsync_known_clients(expires_at);
+                    """
+            )
+        }
         return migrator
     }()
 
@@ -62,6 +75,14 @@ enum SQLiteSchema {
                 CREATE INDEX IF NOT EXISTS "\(sqlName)_by_updated" ON "\(sqlName)"(updated_at, id);
                 """
         )
+        try createOwnerIndex(db, sqlName: sqlName)
+    }
+
+    /// `(owner, updated_at, id)`: a per-user read walks its own user's records only, so what it
+    /// costs (and how long it takes) says nothing about how much other users keep. Made for every
+    /// table, since a table becomes per-user by a flag at start-up.
+    static func createOwnerIndex(_ db: Database, sqlName: String) throws {
+        try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(sqlName)_by_owner\" ON \"\(sqlName)\"(owner, updated_at, id)")
     }
 
     /// The index of an indexed field: on its value, then `id` (the `$orderby` tie-break); for a

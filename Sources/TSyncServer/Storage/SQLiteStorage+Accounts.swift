@@ -31,15 +31,23 @@ extension SQLiteStorage {
             try db.execute(sql: "DELETE FROM tsync_accounts WHERE name = ?", arguments: [name])
             guard db.changesCount > 0 else { return false }
             try db.execute(sql: "DELETE FROM tsync_tokens WHERE account_name = ?", arguments: [name])
+            try db.execute(sql: "DELETE FROM tsync_known_clients WHERE account_name = ?", arguments: [name])
             return true
         }
     }
 
     public func account(name: String) async throws -> Account? {
-        try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT name, password_hash, created_at FROM tsync_accounts WHERE name = ?", arguments: [name])
-                .map(Self.decodeAccount)
+        let found = try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, password_hash, created_at FROM tsync_accounts WHERE lower(name) = lower(?)
+                    ORDER BY name = ? DESC LIMIT 2
+                    """,
+                arguments: [name, name]
+            ).map(Self.decodeAccount)
         }
+        return Account.denoted(by: name, among: found)
     }
 
     public func accounts() async throws -> [Account] {
@@ -119,6 +127,34 @@ extension SQLiteStorage {
     public func clearLoginAttempts(key: String) async throws {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM tsync_login_attempts WHERE key = ?", arguments: [key])
+        }
+    }
+
+    // MARK: - Known clients
+
+    public func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM tsync_known_clients WHERE expires_at <= ?", arguments: [now.millisecondsSinceEpoch])
+            try db.execute(
+                sql: """
+                    INSERT INTO tsync_known_clients (key, account_name, expires_at) VALUES (?, ?, ?)
+                    ON CONFLICT(key) DO UPDATE SET account_name = excluded.account_name, expires_at = excluded.expires_at
+                    """,
+                arguments: [key, accountName, expiresAt.millisecondsSinceEpoch])
+            try db.execute(
+                sql: """
+                    DELETE FROM tsync_known_clients WHERE account_name = ? AND key NOT IN (
+                        SELECT key FROM tsync_known_clients WHERE account_name = ? ORDER BY expires_at DESC LIMIT ?)
+                    """,
+                arguments: [accountName, accountName, keepPerAccount])
+        }
+    }
+
+    public func knownClient(key: String, now: Timestamp) async throws -> String? {
+        try await pool.read { db in
+            try String.fetchOne(
+                db, sql: "SELECT account_name FROM tsync_known_clients WHERE key = ? AND expires_at > ?",
+                arguments: [key, now.millisecondsSinceEpoch])
         }
     }
 }

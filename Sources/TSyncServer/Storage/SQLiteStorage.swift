@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 import TSyncModel
 import TSyncQuery
 
@@ -19,6 +20,10 @@ public final class SQLiteStorage: ServerStorage {
     /// The declared indexed fields, by SQL table name (`declareIndexes`).
     private let indexes = LockedValue<[String: [IndexedField]]>([:])
 
+    /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
+    /// request body, the largest thing stored.
+    static let maximumValueBytes = 8 << 20
+
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public init(path: String, clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws {
@@ -26,6 +31,11 @@ public final class SQLiteStorage: ServerStorage {
         // Another instance (or `tsync user`) may hold the write lock for a moment.
         configuration.busyMode = .timeout(10)
         configuration.label = "tsync-server"
+        configuration.prepareDatabase { db in
+            // A string or blob SQLite builds may not exceed this: a `replace` in a client's
+            // $filter cannot make SQLite allocate gigabytes (docs/DESIGN.md §10).
+            sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
+        }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try SQLiteSchema.migrator.migrate(pool)
@@ -216,6 +226,8 @@ public final class SQLiteStorage: ServerStorage {
             let tables = try String.fetchAll(
                 db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
             for sqlName in tables.sorted() {
+                // Tables made before the owner index existed get it here, at start-up.
+                try SQLiteSchema.createOwnerIndex(db, sqlName: sqlName)
                 for name in try SQLiteSchema.fieldIndexes(db, sqlName: sqlName) where !declared.contains(name) {
                     lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
                 }

@@ -40,6 +40,10 @@ public protocol ServerStorage: Sendable {
     func setPasswordHash(name: String, passwordHash: String) async throws -> Bool
     /// Removes the account and its tokens; false when there is no such account. Records stay.
     func removeAccount(name: String) async throws -> Bool
+    /// The account `name` denotes: the one spelled exactly so, else the one account whose name
+    /// differs from it only in case (`AccountRules.canonicalName`). Nil when there is none, or
+    /// when several differ only in case and none is spelled exactly so (a database made before
+    /// names were compared that way: docs/DESIGN.md §11).
     func account(name: String) async throws -> Account?
     func accounts() async throws -> [Account]
 
@@ -62,6 +66,15 @@ public protocol ServerStorage: Sendable {
     /// Takes back one counted attempt: the login it counted succeeded.
     func forgiveLoginAttempt(key: String) async throws
     func clearLoginAttempts(key: String) async throws
+
+    // MARK: Known clients (docs/DESIGN.md §11: who logged in before is not locked out by strangers)
+
+    /// Remembers that the client `key` (a device token's hash, or an account and an address) logged
+    /// in to `accountName`, until `expiresAt`. Drops every entry expired at `now` and keeps the
+    /// newest `keepPerAccount` of the account, so the table stays bounded.
+    func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws
+    /// The account the client `key` logged in to before, when that is remembered at `now`.
+    func knownClient(key: String, now: Timestamp) async throws -> String?
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
@@ -206,5 +219,16 @@ public struct Account: Sendable, Hashable {
         self.name = name
         self.passwordHash = passwordHash
         self.createdAt = createdAt
+    }
+}
+
+extension Account {
+    /// Of the accounts whose names equal `name` but for case (the exact spelling first), the one
+    /// `name` denotes: the exact spelling, else the only one. Several without the exact spelling
+    /// (possible only in a database made before case was folded) denote none: guessing which
+    /// would let one person log in to another's account.
+    static func denoted(by name: String, among candidates: [Account]) -> Account? {
+        if let first = candidates.first, first.name == name { return first }
+        return candidates.count == 1 ? candidates.first : nil
     }
 }

@@ -16,7 +16,7 @@ enum TestBackend: String, Sendable, CaseIterable, CustomStringConvertible {
     /// Runs `body` with a storage of this backend on a fresh, empty database, removed afterwards.
     /// PostgreSQL pools stay small: many tests run at once against one server.
     func withFreshStorage<Result: Sendable>(
-        clock: @escaping @Sendable () -> Timestamp = Timestamp.now, maximumConnections: Int = 4,
+        clock: @escaping @Sendable () -> Timestamp = Timestamp.now, maximumConnections: Int = 4, queryTimeoutSeconds: Int? = nil,
         _ body: @Sendable (any ServerStorage) async throws -> Result
     ) async throws -> Result {
         switch self {
@@ -26,7 +26,10 @@ enum TestBackend: String, Sendable, CaseIterable, CustomStringConvertible {
             return try await body(try database.open(clock: clock))
         case .postgres:
             return try await PostgresTestDatabase.withFreshDatabase { url in
-                try await PostgresStorage.withStorage(url: url, maximumConnections: maximumConnections, clock: clock, logger: quietLogger) {
+                try await PostgresStorage.withStorage(
+                    url: url, maximumConnections: maximumConnections, clock: clock, logger: quietLogger,
+                    statementTimeoutSeconds: queryTimeoutSeconds
+                ) {
                     storage in try await body(storage)
                 }
             }

@@ -40,12 +40,13 @@ func withTestServer<T: Sendable>(
     logger: Logger = Logger(label: "tsync.test", factory: { _ in SwiftLogNoOpLogHandler() }),
     clock: @escaping @Sendable () -> Timestamp = Timestamp.now,
     backends: [TestBackend] = TestBackend.available,
+    queryTimeoutSeconds: Int? = nil,
     _ body: @Sendable (TestHTTP) async throws -> T
 ) async throws -> T {
     var result: T?
     for backend in backends {
         do {
-            result = try await backend.withFreshStorage(clock: clock) { storage in
+            result = try await backend.withFreshStorage(clock: clock, queryTimeoutSeconds: queryTimeoutSeconds) { storage in
                 let manager = AccountManager(storage: storage, hasher: cheapHasher)
                 for (name, password) in accounts { try await manager.add(name: name, password: password) }
                 let server = try SyncServer(
