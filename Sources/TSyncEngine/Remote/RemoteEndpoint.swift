@@ -32,6 +32,17 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
         return String(base[..<host.endIndex])
     }
 
+    /// Whether the remote is spoken to over TLS.
+    public var isHTTPS: Bool { base.lowercased().hasPrefix("https://") }
+
+    /// The host name or address (an IPv6 address in brackets), without port or user.
+    public var host: String {
+        var authority = origin.drop(while: { $0 != "/" }).dropFirst(2)
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") { return String(authority[...close]) }
+        return String(authority.prefix { $0 != ":" })
+    }
+
     /// The absolute URL of a `Link` target: a relative target (`/tables/x?...`) is resolved against
     /// the origin. A target on another origin is refused (nil), so a misbehaving server cannot make
     /// the client send its token elsewhere.

@@ -31,6 +31,8 @@ public struct SyncSession: Sendable {
     public var events: (@Sendable (Event) -> Void)?
     /// Sees every HTTP exchange with the server (`tsync -v`).
     public var exchanges: RemoteExchange.Observer?
+    /// The proxies to reach the remote through (the command line reads them from the environment).
+    public var proxies = ProxySettings.direct
 
     public init(
         store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
@@ -69,7 +71,7 @@ public struct SyncSession: Sendable {
         var token = tokenOverride
         if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
         return try await RemoteClient.withRemoteClient(
-            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, body)
+            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, proxy: proxies.proxy(for: endpoint), body)
     }
 
     private func pusher(_ remote: RemoteClient) -> Pusher {
@@ -263,7 +265,7 @@ public struct SyncSession: Sendable {
     public func login(user: String, password: String) async throws(TSyncError) -> String {
         let endpoint = try endpoint()
         let (token, userID) = try await RemoteClient.withRemoteClient(
-            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges
+            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges, proxy: proxies.proxy(for: endpoint)
         ) {
             remote throws(TSyncError) in
             try await remote.login(username: user, password: password)
@@ -287,7 +289,9 @@ public struct SyncSession: Sendable {
         var notRevoked: String?
         do throws(TSyncError) {
             let endpoint = try RemoteEndpoint(saved.remote)
-            try await RemoteClient.withRemoteClient(endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges) {
+            try await RemoteClient.withRemoteClient(
+                endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges, proxy: proxies.proxy(for: endpoint)
+            ) {
                 remote throws(TSyncError) in
                 try await remote.logout()
             }
