@@ -98,6 +98,19 @@ import Testing
         #expect(try await server.record("todo", "a") != nil)
     }
 
+    @Test func aRefusedTunnelIsExit3NamingTheProxy() async throws {
+        let server = try await SyncServer()
+        let proxy = try ForwardProxy()  // tunnels to 127.0.0.1 only, so "localhost" is refused (403)
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let store = try TSyncSandbox(remote: "http://localhost:\(port)")
+        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try store.run(["push"], environment: ["http_proxy": proxy.address])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("the proxy \(proxy.address) refused to open a tunnel to http://localhost:\(port)"), "\(push.stderr)")
+        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try await server.record("todo", "a") == nil)
+    }
+
     @Test func anUnsupportedProxyIsAUsageError() throws {
         let store = try TSyncSandbox(remote: "http://127.0.0.1:9")
         try store.ok(["insert", "todo", #"{"id": "a"}"#])
