@@ -54,18 +54,20 @@ enum RemoteAccess {
         var session = try SyncSession(
             store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout,
             trust: try trust(environment), events: journaled)
+        session.proxies = try ProxySettings(environment: environment)
         if verbose { session.exchanges = { Console.note(describe($0)) } }
         return session
     }
 
-    /// `-v`: "GET http://…/tables/todo?… -> 200 (12 ms, 3.4 kB)". Headers and bodies are never
-    /// shown, so neither is a token or a password.
+    /// `-v`: "GET http://…/tables/todo?… [via proxy HOST:PORT] -> 200 (12 ms, 3.4 kB)". Headers
+    /// and bodies are never shown, so neither is a token or a password (nor the proxy's).
     static func describe(_ exchange: RemoteExchange) -> String {
         let milliseconds = exchange.duration.components.seconds * 1000 + exchange.duration.components.attoseconds / 1_000_000_000_000_000
         let answer = exchange.status.map(String.init) ?? "no answer"
         var sizes: [String] = ["\(milliseconds) ms"]
         if exchange.bytesSent > 0 { sizes.append("sent \(exchange.bytesSent) B") }
         sizes.append("received \(exchange.bytesReceived) B")
-        return "\(exchange.method) \(exchange.url) -> \(answer) (\(sizes.joined(separator: ", ")))"
+        let via = exchange.proxy.map { " via proxy \($0)" } ?? ""
+        return "\(exchange.method) \(exchange.url)\(via) -> \(answer) (\(sizes.joined(separator: ", ")))"
     }
 }

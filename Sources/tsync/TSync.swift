@@ -23,6 +23,11 @@ struct TSync: AsyncParsableCommand {
 
             Errors are one line on stderr, "tsync: error: ...", usage errors followed by the usage.
 
+            Proxies come from the environment as curl reads them: https_proxy for https:// remotes, \
+            http_proxy (or HTTP_PROXY) for http:// ones, all_proxy for either, and no_proxy (host \
+            names, .domain suffixes, addresses, ADDRESS/BITS, or *); loopback goes through the \
+            proxy unless no_proxy lists it.
+
             EXAMPLES
               tsync init phone --remote http://127.0.0.1:8080
               tsync -C phone push --on-conflict merge

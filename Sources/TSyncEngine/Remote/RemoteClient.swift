@@ -20,9 +20,15 @@ public struct RemoteClient: Sendable {
     private let http: HTTPClient
     private let timeout: TimeAmount
     private let observer: RemoteExchange.Observer?
+    /// The proxy every exchange goes through, nil when direct.
+    let proxy: RemoteProxy?
 
-    init(endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount, observer: RemoteExchange.Observer?) {
+    init(
+        endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount, observer: RemoteExchange.Observer?,
+        proxy: RemoteProxy? = nil
+    ) {
         self.endpoint = endpoint
+        self.proxy = proxy
         self.token = token
         self.http = http
         self.timeout = timeout
@@ -36,6 +42,7 @@ public struct RemoteClient: Sendable {
         timeout: Duration = .seconds(30),
         observer: RemoteExchange.Observer? = nil,
         trust: CertificateTrust = CertificateTrust(),
+        proxy: RemoteProxy? = nil,
         _ body: (RemoteClient) async throws(TSyncError) -> Result
     ) async throws(TSyncError) -> Result {
         var configuration = HTTPClient.Configuration()
@@ -46,9 +53,15 @@ public struct RemoteClient: Sendable {
         // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
         // connect timeout, so an offline push returns immediately.
         configuration.connectionPool.retryConnectionEstablishment = false
+        if let proxy {
+            configuration.proxy = .server(
+                host: proxy.host, port: proxy.port,
+                authorization: proxy.username.map { .basic(username: $0, password: proxy.password ?? "") })
+        }
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let client = RemoteClient(
-            endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)), observer: observer)
+            endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)), observer: observer,
+            proxy: proxy)
         let outcome: Swift.Result<Result, TSyncError>
         do {
             outcome = .success(try await body(client))
@@ -304,7 +317,7 @@ public struct RemoteClient: Sendable {
         defer {
             observer?(
                 RemoteExchange(
-                    method: method.rawValue, url: url, status: answered, bytesSent: body?.count ?? 0,
+                    method: method.rawValue, url: url, proxy: proxy?.description, status: answered, bytesSent: body?.count ?? 0,
                     bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
         }
         do {
@@ -321,6 +334,7 @@ public struct RemoteClient: Sendable {
         } catch let error as TSyncError {
             throw error
         } catch {
+            if let proxy, let failure = Self.proxyFailure(error, proxy: proxy, endpoint: endpoint) { throw failure }
             if let failure = ConnectionFailure.error(error, endpoint: endpoint) { throw failure }
             throw TSyncError(
                 .unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later",
@@ -397,6 +411,24 @@ public struct RemoteClient: Sendable {
     private static func path(of url: String) -> String {
         guard let components = URLComponents(string: url) else { return url }
         return components.percentEncodedPath
+    }
+
+    /// A failed exchange that the proxy, not the server, is the cause of: the proxy cannot be
+    /// reached, wants credentials or will not open the tunnel. The request never reached the server.
+    private static func proxyFailure(_ error: any Error, proxy: RemoteProxy, endpoint: RemoteEndpoint) -> TSyncError? {
+        let what: String
+        if failedToConnect(error) {
+            what = "cannot reach the proxy \(proxy) (\(describe(error)))"
+        } else if let error = error as? HTTPClientError, error == .proxyAuthenticationRequired {
+            what = "the proxy \(proxy) asks for credentials (HTTP 407)\(proxy.username == nil ? "" : " and refused the ones given")"
+        } else if let error = error as? HTTPClientError, error == .invalidProxyResponse {
+            what = "the proxy \(proxy) refused to open a tunnel to \(endpoint.origin) (some proxies tunnel only to port 443)"
+        } else if let error = error as? HTTPClientError, error == .httpProxyHandshakeTimeout {
+            what = "the proxy \(proxy) did not open a tunnel to \(endpoint.origin) in time"
+        } else {
+            return nil
+        }
+        return TSyncError(.unreachable, what + "; nothing was lost, try again later", requestNeverSent: true)
     }
 
     /// The largest answer read into memory (a page of a pull, mostly).

@@ -25,8 +25,6 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { base }
 
-    /// The host name or address, for messages.
-    public var host: String { URLComponents(string: base)?.host ?? base }
 
     /// Whether what is sent travels unencrypted over a network: plain `http://` to a host that is
     /// not this machine (`localhost`, 127.0.0.0/8, `::1`).
@@ -45,6 +43,17 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
         let afterScheme = base.range(of: "://").map { base[$0.upperBound...] } ?? Substring(base)
         let host = afterScheme.prefix { $0 != "/" }
         return String(base[..<host.endIndex])
+    }
+
+    /// Whether the remote is spoken to over TLS.
+    public var isHTTPS: Bool { base.lowercased().hasPrefix("https://") }
+
+    /// The host name or address (an IPv6 address in brackets), without port or user.
+    public var host: String {
+        var authority = origin.drop(while: { $0 != "/" }).dropFirst(2)
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") { return String(authority[...close]) }
+        return String(authority.prefix { $0 != ":" })
     }
 
     /// The absolute URL of a `Link` target: a relative target (`/tables/x?...`) is resolved against

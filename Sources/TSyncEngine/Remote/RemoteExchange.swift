@@ -5,6 +5,8 @@ public struct RemoteExchange: Sendable {
 
     public var method: String
     public var url: String
+    /// `HOST:PORT` of the proxy it went through; nil when direct.
+    public var proxy: String?
     /// Nil when no answer came (refused connection, timeout).
     public var status: Int?
     public var bytesSent: Int

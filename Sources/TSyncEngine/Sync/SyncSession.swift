@@ -35,6 +35,8 @@ public struct SyncSession: Sendable {
     /// The CAs trusted for an https remote (the command line passes `SSL_CERT_FILE`/`SSL_CERT_DIR`);
     /// the store's `http.caFile` is added to them.
     public var trust: CertificateTrust
+    /// The proxies to reach the remote through (the command line reads them from the environment).
+    public var proxies = ProxySettings.direct
 
     public init(
         store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
@@ -89,7 +91,8 @@ public struct SyncSession: Sendable {
         var token = tokenOverride
         if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
         return try await RemoteClient.withRemoteClient(
-            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, trust: try effectiveTrust(), body)
+            endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, trust: try effectiveTrust(),
+            proxy: proxies.proxy(for: endpoint), body)
     }
 
     private func pusher(_ remote: RemoteClient) -> Pusher {
@@ -285,7 +288,8 @@ public struct SyncSession: Sendable {
         let directory = store.location.directory
         let device = Credentials.deviceToken(storeDirectory: directory, remote: endpoint)
         let (token, userID, newDevice) = try await RemoteClient.withRemoteClient(
-            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges, trust: try effectiveTrust()
+            endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges, trust: try effectiveTrust(),
+            proxy: proxies.proxy(for: endpoint)
         ) {
             remote throws(TSyncError) in
             try await remote.login(username: user, password: password, deviceToken: device)
@@ -320,7 +324,8 @@ public struct SyncSession: Sendable {
         do throws(TSyncError) {
             let endpoint = try RemoteEndpoint(saved.remote)
             try await RemoteClient.withRemoteClient(
-                endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges, trust: try effectiveTrust()
+                endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges, trust: try effectiveTrust(),
+                proxy: proxies.proxy(for: endpoint)
             ) {
                 remote throws(TSyncError) in
                 try await remote.logout()

@@ -69,7 +69,8 @@ final class TSyncProcess {
     /// Starts `tsync arguments...` (or another `executable`) in `directory`.
     /// - Parameters:
     ///   - stdin: bytes for standard input; nil gives an empty stdin (/dev/null), which is not a terminal.
-    ///   - environment: added to a clean environment (TSYNC_DIR and TSYNC_TOKEN removed, NO_COLOR unset).
+    ///   - environment: added to a clean environment (TSYNC_DIR, TSYNC_TOKEN and the proxy variables
+    ///     removed, NO_COLOR unset).
     init(
         _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:],
         executable: String = TSyncBinary.path
@@ -79,7 +80,10 @@ final class TSyncProcess {
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var childEnvironment = ProcessInfo.processInfo.environment
-        for name in ["TSYNC_DIR", "TSYNC_TOKEN", "NO_COLOR"] { childEnvironment.removeValue(forKey: name) }
+        // The proxy variables too: every test talks to loopback, and tsync would send even that
+        // through a proxy the machine running the tests has set.
+        let proxies = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]
+        for name in ["TSYNC_DIR", "TSYNC_TOKEN", "NO_COLOR"] + proxies { childEnvironment.removeValue(forKey: name) }
         childEnvironment.merge(environment) { _, new in new }
         process.environment = childEnvironment
         let inputPath = try output.write("stdin", stdin ?? "")
