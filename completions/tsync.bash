@@ -395,7 +395,7 @@ _tsync_status() {
 
 _tsync_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --ndjson -h --help)
+    non_repeating_flags=(--json --ndjson --no-pager -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -623,7 +623,7 @@ _tsync_conflicts() {
 
 _tsync_conflicts_list() {
     repeating_flags=()
-    non_repeating_flags=(--json --ndjson -h --help)
+    non_repeating_flags=(--json --ndjson --no-pager -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --table)
     __tsync_offer_flags_options 0
@@ -723,7 +723,7 @@ _tsync_config() {
 
 _tsync_log() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --no-pager -h --help)
     repeating_options=()
     non_repeating_options=(--store -C -n)
     __tsync_offer_flags_options 0

@@ -61,7 +61,7 @@ public struct StoreConfiguration: Sendable, Equatable {
                 settings.tables[table, default: .init()].onConflict = try key.parse(text, as: ConflictPolicy.self)
             case .tablePrefer(let table):
                 settings.tables[table, default: .init()].prefer = try key.parse(text, as: MergePreference.self)
-            case .remoteURL, .logMaxEntries: break
+            case .remoteURL, .logMaxEntries, .corePager: break
             }
         }
         return settings
@@ -125,10 +125,13 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     case tableOnConflict(String)
     case tablePrefer(String)
     case logMaxEntries
+    /// `core.pager`: the pager for long output on a terminal (any shell command; empty turns it off).
+    case corePager
 
     /// The keys, as `tsync config` lists them when refusing one.
     public static let names = [
         "remote.url", "push.onConflict", "push.prefer", "table.NAME.onConflict", "table.NAME.prefer", "log.maxEntries",
+        "core.pager",
     ]
 
     /// Parses a key; an unknown one is a usage error that lists the valid keys.
@@ -147,6 +150,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         case "push.onConflict": self = .pushOnConflict
         case "push.prefer": self = .pushPrefer
         case "log.maxEntries": self = .logMaxEntries
+        case "core.pager": self = .corePager
         default:
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 3, parts[0] == "table" else { return nil }
@@ -168,6 +172,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         case .tableOnConflict(let table): "table.\(table).onConflict"
         case .tablePrefer(let table): "table.\(table).prefer"
         case .logMaxEntries: "log.maxEntries"
+        case .corePager: "core.pager"
         }
     }
 
@@ -189,6 +194,8 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
                 throw .usage("invalid value \(Identifiers.quoted(text)) for log.maxEntries: expected a whole number of 1 or more")
             }
             return .int(Int64(number))
+        case .corePager:
+            return .string(text)
         }
     }
 

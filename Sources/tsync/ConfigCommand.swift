@@ -21,6 +21,8 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
               table.NAME.prefer       the same for one table, over push.prefer
               log.maxEntries          how many entries `tsync log` keeps (default 1000; the \
             oldest go first)
+              core.pager              the pager for diff, conflicts and log on a terminal (a \
+            shell command; empty: none); $TSYNC_PAGER overrides it, it overrides $PAGER
 
             A flag on the command line (--on-conflict, --prefer) overrides both. An unknown key \
             or an invalid value is refused with exit 64 and the valid ones.
