@@ -181,13 +181,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
+    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|purge|login|logout|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff purge login logout push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -249,9 +249,9 @@ _tsync_insert() {
 
 _tsync_update() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--dry-run --verbose -v --json -h --help)
     repeating_options=(--set)
-    non_repeating_options=(--store -C)
+    non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 3
 
     # Offer option value completions
@@ -261,6 +261,9 @@ _tsync_update() {
         return
         ;;
     '--set')
+        return
+        ;;
+    '--filter')
         return
         ;;
     esac
@@ -274,17 +277,44 @@ _tsync_update() {
     esac
 }
 
-_tsync_delete() {
+_tsync_upsert() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run -h --help)
+    non_repeating_flags=(--csv --quiet -q --verbose -v --json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion upsert -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tsync_delete() {
+    repeating_flags=()
+    non_repeating_flags=(--dry-run --verbose -v --json -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
         __tsync_add_completions -d
+        return
+        ;;
+    '--filter')
         return
         ;;
     esac
