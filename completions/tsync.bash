@@ -740,7 +740,7 @@ _tsync_config() {
     non_repeating_flags=(--unset --list --json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
-    __tsync_offer_flags_options 2
+    __tsync_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
@@ -858,7 +858,7 @@ _tsync_user_add() {
 
 _tsync_user_remove() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--yes -y --dry-run -h --help)
     repeating_options=()
     non_repeating_options=(--db)
     __tsync_offer_flags_options 1

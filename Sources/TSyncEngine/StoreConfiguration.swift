@@ -137,27 +137,29 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     /// Parses a key; an unknown one is a usage error that lists the valid keys.
     public init(_ text: String) throws(TSyncError) {
         // `remote` is how config.json spells remote.url, not a key of the command line.
-        if text != "remote", let key = ConfigKey(storageName: text) {
+        if text.lowercased() != "remote", let key = ConfigKey(storageName: text) {
             self = key
             return
         }
         throw .usage("unknown key \(Identifiers.quoted(text)); the keys are \(Self.names.joined(separator: ", "))")
     }
 
+    /// Section and key names are case-insensitive, as git's are (`PUSH.ONCONFLICT` is
+    /// `push.onConflict`); the table name of `table.NAME.key` keeps its case, as a git subsection does.
     init?(storageName name: String) {
-        switch name {
+        switch name.lowercased() {
         case "remote", "remote.url": self = .remoteURL
-        case "push.onConflict": self = .pushOnConflict
+        case "push.onconflict": self = .pushOnConflict
         case "push.prefer": self = .pushPrefer
-        case "log.maxEntries": self = .logMaxEntries
+        case "log.maxentries": self = .logMaxEntries
         case "core.pager": self = .corePager
         default:
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, parts[0] == "table" else { return nil }
+            guard parts.count == 3, parts[0].lowercased() == "table" else { return nil }
             let table = String(parts[1])
             guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
-            switch parts[2] {
-            case "onConflict": self = .tableOnConflict(table)
+            switch parts[2].lowercased() {
+            case "onconflict": self = .tableOnConflict(table)
             case "prefer": self = .tablePrefer(table)
             default: return nil
             }
