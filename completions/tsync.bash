@@ -449,7 +449,7 @@ _tsync_diff() {
 
 _tsync_purge() {
     repeating_flags=()
-    non_repeating_flags=(--force --yes -y --dry-run -h --help)
+    non_repeating_flags=(--force --forget-queries --yes -y --dry-run -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 1
