@@ -181,13 +181,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|delete|get|query|tables|status|diff|purge|login|logout|whoami|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
+    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|purge|login|logout|whoami|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update delete get query tables status diff purge login logout whoami push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff purge login logout whoami push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -249,9 +249,9 @@ _tsync_insert() {
 
 _tsync_update() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--dry-run --verbose -v --json -h --help)
     repeating_options=(--set)
-    non_repeating_options=(--store -C)
+    non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 3
 
     # Offer option value completions
@@ -261,6 +261,9 @@ _tsync_update() {
         return
         ;;
     '--set')
+        return
+        ;;
+    '--filter')
         return
         ;;
     esac
@@ -274,17 +277,44 @@ _tsync_update() {
     esac
 }
 
-_tsync_delete() {
+_tsync_upsert() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run -h --help)
+    non_repeating_flags=(--csv --quiet -q --verbose -v --json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion upsert -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tsync_delete() {
+    repeating_flags=()
+    non_repeating_flags=(--dry-run --verbose -v --json -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
     '--store'|'-C')
         __tsync_add_completions -d
+        return
+        ;;
+    '--filter')
         return
         ;;
     esac
@@ -395,7 +425,7 @@ _tsync_status() {
 
 _tsync_diff() {
     repeating_flags=()
-    non_repeating_flags=(--json --ndjson -h --help)
+    non_repeating_flags=(--json --ndjson --no-pager -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 2
@@ -419,7 +449,7 @@ _tsync_diff() {
 
 _tsync_purge() {
     repeating_flags=()
-    non_repeating_flags=(--force --yes -y --dry-run -h --help)
+    non_repeating_flags=(--force --forget-queries --yes -y --dry-run -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 1
@@ -639,7 +669,7 @@ _tsync_conflicts() {
 
 _tsync_conflicts_list() {
     repeating_flags=()
-    non_repeating_flags=(--json --ndjson -h --help)
+    non_repeating_flags=(--json --ndjson --no-pager -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --table)
     __tsync_offer_flags_options 0
@@ -726,7 +756,7 @@ _tsync_config() {
     non_repeating_flags=(--unset --list --json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
-    __tsync_offer_flags_options 2
+    __tsync_offer_flags_options -1
 
     # Offer option value completions
     case "${prev}" in
@@ -739,7 +769,7 @@ _tsync_config() {
 
 _tsync_log() {
     repeating_flags=()
-    non_repeating_flags=(--json -h --help)
+    non_repeating_flags=(--json --no-pager -h --help)
     repeating_options=()
     non_repeating_options=(--store -C -n)
     __tsync_offer_flags_options 0
@@ -856,7 +886,7 @@ _tsync_user_add() {
 
 _tsync_user_remove() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--yes -y --dry-run -h --help)
     repeating_options=()
     non_repeating_options=(--db)
     __tsync_offer_flags_options 1

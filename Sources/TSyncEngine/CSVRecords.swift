@@ -3,21 +3,25 @@ import TSyncModel
 /// Records as CSV, for `insert --csv` and `query --csv` (sqlite-utils users expect it): a header
 /// row of field names, then one row per record.
 ///
-/// Reading (RFC 4180: cells separated by commas, rows by CRLF or LF; a cell in double quotes may
-/// hold commas, line breaks and quotes written twice), each cell is taken byte for byte (white
-/// space included: no trimming) and becomes a JSON value by these rules, the same for every
-/// column: an empty cell leaves the field out; `true` and `false` are booleans; `null` is null; a
-/// number written as JSON writes one (`12`, `-3.5`, `1e3`, but not `007` or `+1`, which stay
-/// text) is a number; anything else is text. The `id` column is always text. Blank lines are
-/// skipped, never a record. Writing, text is written as it is, numbers and booleans as JSON writes
-/// them, null and an absent field as an empty cell, and objects and arrays as their JSON text.
+/// The rule, PostgreSQL COPY's: **a quoted cell is always text**, and only an unquoted cell is read
+/// as something else, so every record tsync can hold comes back exactly (`query --csv | insert
+/// --csv` changes nothing; docs/DESIGN.md §12). Reading (RFC 4180: cells separated by commas, rows
+/// by CRLF or LF; a cell in double quotes may hold commas, line breaks and quotes written twice),
+/// each cell is taken byte for byte (white space included: no trimming): a quoted cell is text
+/// (`""` the empty text); an unquoted empty cell leaves the field out; unquoted `true` and `false`
+/// are booleans, `null` is null, a number as JSON writes one (`12`, `-3.5`, `1e3`, but not `007` or
+/// `+1`) is a number, and a cell that starts with `{` or `[` and is one whole JSON object or array
+/// is that value (its commas and quotes belong to it, as in `{"x":[1,2]}`); any other unquoted
+/// cell is text. The `id` column is always text. Blank lines are skipped, never a record.
+/// Writing is the inverse: every text quoted, numbers and booleans as JSON writes them, null as
+/// `null`, objects and arrays as their JSON text unquoted, and an absent field as an empty cell.
 public enum CSVRecords {
     /// The records of CSV text: the first row names the fields. No text, no records.
     public static func objects(from text: String) throws(TSyncError) -> [[String: JSONValue]] {
         var reader = CSVReader(text)
         var rows = try reader.rows()[...]
         guard let first = rows.popFirst() else { return [] }
-        let header = first.cells
+        let header = first.cells.map(\.text)
         guard header.allSatisfy({ !$0.isEmpty }) else {
             throw .invalidInput("the CSV's first row must name every column (a header row of field names)")
         }
@@ -34,26 +38,37 @@ public enum CSVRecords {
                 )
             }
             var object: [String: JSONValue] = [:]
-            for (name, cell) in zip(header, row.cells) where !cell.isEmpty {
-                object[name] = name == "id" ? .string(cell) : value(of: cell)
+            for (name, cell) in zip(header, row.cells) {
+                if name == "id" {
+                    if cell.quoted || !cell.text.isEmpty { object[name] = .string(cell.text) }
+                } else if let value = value(of: cell) {
+                    object[name] = value
+                }
             }
             objects.append(object)
         }
         return objects
     }
 
-    /// The JSON value a cell stands for (see the type's rules).
-    static func value(of cell: String) -> JSONValue {
-        switch cell {
+    /// The JSON value a cell stands for (see the type's rules); nil for an absent field.
+    static func value(of cell: CSVReader.Cell) -> JSONValue? {
+        if cell.quoted { return .string(cell.text) }
+        switch cell.text {
+        case "": return nil
         case "true": return .bool(true)
         case "false": return .bool(false)
         case "null": return .null
         default: break
         }
-        if looksLikeJSONNumber(cell), let number = try? JSONParser.parse(cell) {
+        if looksLikeJSONNumber(cell.text), let number = try? JSONParser.parse(cell.text) {
             return number
         }
-        return .string(cell)
+        if let first = cell.text.utf8.first, first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
+            let value = try? JSONParser.parse(cell.text)
+        {
+            return value
+        }
+        return .string(cell.text)
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: JSON's number syntax exactly.
@@ -88,7 +103,7 @@ public enum CSVRecords {
         let columns = columns ?? defaultColumns(objects)
         var text = columns.map(quoted).joined(separator: ",") + "\r\n"
         for object in objects {
-            text += columns.map { quoted(cell(object[$0])) }.joined(separator: ",")
+            text += columns.map { cell(object[$0]) }.joined(separator: ",")
             text += "\r\n"
         }
         return text
@@ -101,15 +116,16 @@ public enum CSVRecords {
         return ["id"] + names.sorted()
     }
 
+    /// One cell as the reading rules read it back: text always quoted, anything else unquoted.
     private static func cell(_ value: JSONValue?) -> String {
         switch value {
-        case nil, .null?: ""
-        case .string(let text)?: text
+        case nil: ""
+        case .string(let text)?: "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         case let other?: JSONSerializer.string(other)
         }
     }
 
-    /// A cell quoted when it holds a comma, a quote, or a line break (RFC 4180).
+    /// A header cell quoted when it holds a comma, a quote, or a line break (RFC 4180).
     private static func quoted(_ cell: String) -> String {
         guard cell.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) else { return cell }
         return "\"" + cell.replacingOccurrences(of: "\"", with: "\"\"") + "\""
@@ -120,9 +136,15 @@ public enum CSVRecords {
 /// a cell and after a closing quote, and makes a record of a blank line, with no option to do
 /// otherwise; a cell's text must reach the record as it was written.
 struct CSVReader {
+    /// One cell's text, and whether it was written in quotes (then it is text, whatever it holds).
+    struct Cell: Equatable {
+        var text: String
+        var quoted: Bool
+    }
+
     /// The cells of one row, and the line it starts on (1-based; a quoted cell can span lines).
     struct Row {
-        var cells: [String]
+        var cells: [Cell]
         var line: Int
     }
 
@@ -155,7 +177,7 @@ struct CSVReader {
                 continue
             }
             let start = line
-            var cells: [String] = []
+            var cells: [Cell] = []
             while true {
                 cells.append(try cell())
                 guard index < bytes.count, bytes[index] == Self.comma else { break }
@@ -168,8 +190,12 @@ struct CSVReader {
     }
 
     /// The cell at `index`, which is left at the comma, line end or end of input after it.
-    private mutating func cell() throws(TSyncError) -> String {
+    private mutating func cell() throws(TSyncError) -> Cell {
         let start = index
+        if let end = jsonEnd(from: index) {
+            index = end
+            return Cell(text: String(decoding: bytes[start..<end], as: UTF8.self), quoted: false)
+        }
         guard index < bytes.count, bytes[index] == Self.quote else {
             while index < bytes.count, bytes[index] != Self.comma, !isLineEnd(bytes[index]) {
                 if bytes[index] == Self.quote {
@@ -179,7 +205,7 @@ struct CSVReader {
                 }
                 index += 1
             }
-            return String(decoding: bytes[start..<index], as: UTF8.self)
+            return Cell(text: String(decoding: bytes[start..<index], as: UTF8.self), quoted: false)
         }
         let (openLine, openColumn) = (line, column(at: index))
         index += 1
@@ -211,7 +237,44 @@ struct CSVReader {
                 "text after the closing quote of a cell; a quote inside a quoted cell is written twice (\"say \"\"hi\"\"\")"
             )
         }
-        return String(decoding: text, as: UTF8.self)
+        return Cell(text: String(decoding: text, as: UTF8.self), quoted: true)
+    }
+
+    /// Where an unquoted JSON object or array starting at `start` ends, when it is the whole cell
+    /// (a comma, a line end or the end of the input follows) and valid JSON; nil otherwise, and the
+    /// cell is read as any other. Strings inside are skipped with their escapes, so their commas,
+    /// quotes and brackets belong to the value; JSON text holds no raw line break.
+    private func jsonEnd(from start: Int) -> Int? {
+        guard start < bytes.count, bytes[start] == UInt8(ascii: "{") || bytes[start] == UInt8(ascii: "[") else { return nil }
+        var depth = 0
+        var offset = start
+        var inString = false
+        while offset < bytes.count {
+            let current = bytes[offset]
+            if inString {
+                if current == UInt8(ascii: "\\") {
+                    offset += 1
+                } else if current == Self.quote {
+                    inString = false
+                } else if isLineEnd(current) {
+                    return nil
+                }
+            } else {
+                switch current {
+                case Self.quote: inString = true
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+                case Self.carriageReturn, Self.lineFeed: return nil
+                default: break
+                }
+            }
+            offset += 1
+            if depth == 0 && !inString { break }
+        }
+        guard depth == 0, !inString else { return nil }
+        if let next = byte(at: offset), next != Self.comma, !isLineEnd(next) { return nil }
+        guard (try? JSONParser.parse(bytes: Array(bytes[start..<offset]))) != nil else { return nil }
+        return offset
     }
 
     private func byte(at offset: Int) -> UInt8? { offset < bytes.count ? bytes[offset] : nil }

@@ -119,7 +119,7 @@ extension LocalStore {
     static let insertChunkSize = 64
 
     /// Inserts new records and their insert operations, several rows per statement.
-    private func insertRows(
+    func insertRows(
         _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String
     ) throws {
         let placeholders = Array(repeating: "(?, ?, ?)", count: rows.count).joined(separator: ", ")
@@ -146,7 +146,7 @@ extension LocalStore {
 
     /// Queues `kind` for an item whose record is `current` (before the change), collapsing into the
     /// item's pending operation where docs/DESIGN.md §1 says so.
-    private func enqueue(_ db: Database, _ kind: OperationKind, table: String, current: TSyncModel.Record) throws {
+    func enqueue(_ db: Database, _ kind: OperationKind, table: String, current: TSyncModel.Record) throws {
         let newest = try StoreRows.newestOperation(db, table: table, id: current.id)
         let outcome = try QueueCollapse.outcome(
             newest: newest?.kind, inFlight: newest?.state == .inflight, new: kind, table: table, id: current.id)

@@ -18,12 +18,16 @@ extension LocalStore {
     ///
     /// Refused while an item to purge has pending operations (without a filter: while the table
     /// has any), unless `force`: then those operations, their errors and bases are dropped too.
-    /// Operations of items the filter keeps are never touched. The table's saved queries are always
-    /// dropped, because their checkpoints would otherwise stop the next pull from fetching the
-    /// purged records again. With `dryRun` the transaction is rolled back: the result is what the
+    /// Operations of items the filter keeps are never touched. A whole table purged forgets its
+    /// saved queries (the table is gone). A filtered purge keeps them unless `forgetQueries`: a
+    /// checkpoint only says how far the server's changes have been read, and that stays true of
+    /// every record kept, so keeping it is safe; the purged records come back when they change on
+    /// the server, instead of the next pull downloading the whole table again. With `dryRun` the transaction is rolled back: the result is what the
     /// purge would drop, and nothing changes.
     @discardableResult
-    public func purge(table: String, filter: String? = nil, force: Bool = false, dryRun: Bool = false) throws(TSyncError)
+    public func purge(
+        table: String, filter: String? = nil, force: Bool = false, forgetQueries: Bool = false, dryRun: Bool = false
+    ) throws(TSyncError)
         -> PurgeResult
     {
         try Identifiers.validateTableName(table)
@@ -42,7 +46,8 @@ extension LocalStore {
             var result = PurgeResult()
             try db.inSavepoint {
                 result = try Self.purge(
-                    db, table: table, force: force, matching: (matching, matchingArguments), items: (itemCondition, itemArguments))
+                    db, table: table, force: force, forgetQueries: filter == nil || forgetQueries,
+                    matching: (matching, matchingArguments), items: (itemCondition, itemArguments))
                 // A whole table purged is forgotten: `query` then calls it unknown, as it was before.
                 if filter == nil {
                     try db.execute(
@@ -56,7 +61,7 @@ extension LocalStore {
     }
 
     private static func purge(
-        _ db: Database, table: String, force: Bool, matching: (sql: String, arguments: [DatabaseValue]),
+        _ db: Database, table: String, force: Bool, forgetQueries: Bool, matching: (sql: String, arguments: [DatabaseValue]),
         items: (condition: String, arguments: StatementArguments)
     ) throws -> PurgeResult {
         let (itemCondition, itemArguments) = items
@@ -85,8 +90,10 @@ extension LocalStore {
             db, sql: "DELETE FROM records WHERE tbl = ? AND id IN (\(matching)) RETURNING id",
             arguments: StatementArguments([table.databaseValue] + matchingArguments))
         result.records = result.ids.count
-        try db.execute(sql: "DELETE FROM queries WHERE tbl = ?", arguments: [table])
-        result.queries = db.changesCount
+        if forgetQueries {
+            try db.execute(sql: "DELETE FROM queries WHERE tbl = ?", arguments: [table])
+            result.queries = db.changesCount
+        }
         return result
     }
 }

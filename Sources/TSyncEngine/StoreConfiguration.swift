@@ -61,7 +61,7 @@ public struct StoreConfiguration: Sendable, Equatable {
                 settings.tables[table, default: .init()].onConflict = try key.parse(text, as: ConflictPolicy.self)
             case .tablePrefer(let table):
                 settings.tables[table, default: .init()].prefer = try key.parse(text, as: MergePreference.self)
-            case .remoteURL, .logMaxEntries, .httpCAFile: break
+            case .remoteURL, .logMaxEntries, .httpCAFile, .corePager: break
             }
         }
         return settings
@@ -128,37 +128,42 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     /// `http.caFile`: a PEM file of CA certificates trusted for an https remote, besides the
     /// system's (git's `http.sslCAInfo`); stored as an absolute path.
     case httpCAFile
+    /// `core.pager`: the pager for long output on a terminal (any shell command; empty turns it off).
+    case corePager
 
     /// The keys, as `tsync config` lists them when refusing one.
     public static let names = [
         "remote.url", "push.onConflict", "push.prefer", "table.NAME.onConflict", "table.NAME.prefer", "log.maxEntries",
-        "http.caFile",
+        "http.caFile", "core.pager",
     ]
 
     /// Parses a key; an unknown one is a usage error that lists the valid keys.
     public init(_ text: String) throws(TSyncError) {
         // `remote` is how config.json spells remote.url, not a key of the command line.
-        if text != "remote", let key = ConfigKey(storageName: text) {
+        if text.lowercased() != "remote", let key = ConfigKey(storageName: text) {
             self = key
             return
         }
         throw .usage("unknown key \(Identifiers.quoted(text)); the keys are \(Self.names.joined(separator: ", "))")
     }
 
+    /// Section and key names are case-insensitive, as git's are (`PUSH.ONCONFLICT` is
+    /// `push.onConflict`); the table name of `table.NAME.key` keeps its case, as a git subsection does.
     init?(storageName name: String) {
-        switch name {
+        switch name.lowercased() {
         case "remote", "remote.url": self = .remoteURL
-        case "push.onConflict": self = .pushOnConflict
+        case "push.onconflict": self = .pushOnConflict
         case "push.prefer": self = .pushPrefer
-        case "log.maxEntries": self = .logMaxEntries
-        case "http.caFile": self = .httpCAFile
+        case "log.maxentries": self = .logMaxEntries
+        case "http.cafile": self = .httpCAFile
+        case "core.pager": self = .corePager
         default:
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, parts[0] == "table" else { return nil }
+            guard parts.count == 3, parts[0].lowercased() == "table" else { return nil }
             let table = String(parts[1])
             guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
-            switch parts[2] {
-            case "onConflict": self = .tableOnConflict(table)
+            switch parts[2].lowercased() {
+            case "onconflict": self = .tableOnConflict(table)
             case "prefer": self = .tablePrefer(table)
             default: return nil
             }
@@ -174,6 +179,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         case .tablePrefer(let table): "table.\(table).prefer"
         case .logMaxEntries: "log.maxEntries"
         case .httpCAFile: "http.caFile"
+        case .corePager: "core.pager"
         }
     }
 
@@ -205,6 +211,8 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
                 throw .usage("http.caFile: \(Identifiers.quoted(text)) is not a readable file (a PEM file of CA certificates)")
             }
             return .string(path)
+        case .corePager:
+            return .string(text)
         }
     }
 

@@ -9,7 +9,9 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
         discussion: """
             Like `git config`: `tsync config KEY` prints a value (exit 1 when it is not set), \
             `tsync config KEY VALUE` sets it, `--unset KEY` removes it, `--list` prints every \
-            setting as KEY=VALUE. The settings live in .tsync/config.json.
+            setting as KEY=VALUE. The settings live in .tsync/config.json. Section and key names \
+            are case-insensitive as git's are (a table NAME is not); `--unset` of a key that is not \
+            set exits 5, as git does.
 
             Keys:
               remote.url              the server (what `tsync remote URL` sets)
@@ -23,6 +25,8 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
             oldest go first)
               http.caFile             a PEM file of CA certificates trusted for an https remote \
             besides the system's (and SSL_CERT_FILE/SSL_CERT_DIR); stored as an absolute path
+              core.pager              the pager for diff, conflicts and log on a terminal (a \
+            shell command; empty: none); $TSYNC_PAGER overrides it, it overrides $PAGER
 
             A flag on the command line (--on-conflict, --prefer) overrides both. An unknown key \
             or an invalid value is refused with exit 64 and the valid ones.
@@ -43,8 +47,12 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
     @Argument(help: "The key (section.name, or table.NAME.name).")
     var key: String?
 
-    @Argument(help: "The value to set.")
-    var value: String?
+    /// The value to set. Taken as it is even when it starts with a dash (`log.maxEntries -5` is
+    /// a value, refused as one), as git takes it; so the words not parsed as options land here.
+    @Argument(parsing: .allUnrecognized, help: "The value to set.")
+    var values: [String] = []
+
+    var value: String? { values.first }
 
     @Flag(help: "Remove the key.")
     var unset = false
@@ -57,6 +65,9 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
     var isJournaled: Bool { value != nil || unset }
 
     func validate() throws {
+        if key == nil, let word = values.first { throw ValidationError("unknown option '\(word)'") }
+        if key?.hasPrefix("-") == true { throw ValidationError("unknown option '\(key ?? "")'") }
+        if values.count > 1 { throw ValidationError("one value, please: quote a value with spaces (got \(values.count) words)") }
         if list, key != nil { throw ValidationError("--list takes no key") }
         if unset, key == nil { throw ValidationError("--unset needs the KEY to remove") }
         if unset, value != nil { throw ValidationError("--unset takes a KEY, not a value") }
@@ -77,7 +88,11 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
             return
         }
         if unset {
-            guard configuration.unset(key) else { throw TSyncError.failure("\(key) is not set") }
+            guard configuration.unset(key) else {
+                // Like git config --unset: exit 5 for a key that is not set.
+                Console.error("\(key) is not set")
+                throw ExitCode(ExitStatus.unsetKeyMissing)
+            }
             try store.saveConfiguration(configuration)
             return
         }

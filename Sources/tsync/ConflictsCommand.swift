@@ -17,7 +17,8 @@ struct ConflictsCommand: ParsableCommand {
             on insert), missing (404), rejected (other 4xx) or server-error (5xx); "base" (the last \
             server copy seen), "ours" (the local record now), "theirs" (the server's copy) and \
             "sent" are wire objects or null; the last three are lists of user field names. \
-            --ndjson prints the same objects, one per line.
+            --ndjson prints the same objects, one per line. On a terminal, a long list goes \
+            through the pager, as `tsync diff --help` says (--no-pager: never).
 
             EXAMPLES
               tsync conflicts
@@ -47,9 +48,11 @@ struct ConflictsCommand: ParsableCommand {
         var table: String?
 
         @OptionGroup var output: JSONLinesOptions
+        @OptionGroup var pager: PagerOption
 
         func run() throws {
-            let conflicts = try storeOptions.open().conflictDetails(table: table)
+            let store = try storeOptions.open()
+            let conflicts = try store.conflictDetails(table: table)
             if output.json {
                 Console.write(JSONReports.line(.array(conflicts.map(SyncReports.conflict))))
                 return
@@ -59,8 +62,10 @@ struct ConflictsCommand: ParsableCommand {
                 return
             }
             let style = Style(enabled: Console.colorOnStdout)
-            Console.write(conflicts.map { ConflictFormat.summary($0, style: style) }.joined())
-            if !conflicts.isEmpty {
+            pager.write(conflicts.map { ConflictFormat.summary($0, style: style) }.joined(), store: store)
+            if conflicts.isEmpty, Console.stdoutIsTerminal {
+                Console.note("no errors: the error table is empty")
+            } else if !conflicts.isEmpty {
                 Console.note(
                     "\(StatusFormat.count(conflicts.count, "error")): `tsync conflicts show ID` for details, `tsync resolve ID --ours|--theirs|--merge|--cancel|--discard` to settle"
                 )

@@ -3,7 +3,9 @@
 #elseif canImport(Darwin)
     import Darwin
 #endif
+import ArgumentParser
 import Foundation
+import TSyncEngine
 import TSyncModel
 
 /// Where output goes: data to stdout, messages to stderr (docs/DESIGN.md §3), colour only on a terminal
@@ -89,42 +91,122 @@ struct Style {
     }
 }
 
-/// A pager for long output on a terminal, as git pages `git diff`: `$TSYNC_PAGER`, else `$PAGER`,
-/// else `less -FRX` (quits when the text fits, keeps colours). Never when stdout is not a
-/// terminal; an empty `TSYNC_PAGER` turns it off.
+/// A pager for long output on a terminal, run as git runs its pager: `$TSYNC_PAGER`, else the
+/// store's `core.pager`, else `$PAGER`, else `less` (with `LESS=FRX` unless set: quits when the
+/// text fits, keeps colours, leaves the screen as it is). Never when stdout is not a terminal; an
+/// empty setting or `cat` turns it off, and so does `--no-pager`.
+///
+/// The pager is spawned with `posix_spawn` in tsync's own process group, which is the terminal's
+/// foreground group: `Foundation.Process` puts its child in a group of its own, where `less` is
+/// stopped (SIGTTOU) as soon as it sets up the terminal and the command hangs on a blank screen.
+/// tsync writes the text into a pipe and waits for the pager to exit; a pager that quits early
+/// (`q`) closes the pipe, which ends the writing (EPIPE, SIGPIPE ignored) and is no error.
 enum Pager {
-    static func write(_ text: String) {
-        guard Console.stdoutIsTerminal, let command = command, text.utf8.count > 0, lines(text) > terminalRows else {
+    /// Writes `text` to stdout, through the pager when stdout is a terminal and the text is longer
+    /// than the screen. `configured` is the store's `core.pager`; `enabled` is false for `--no-pager`.
+    static func write(_ text: String, configured: String? = nil, enabled: Bool = true) {
+        let environment = ProcessInfo.processInfo.environment
+        guard enabled, Console.stdoutIsTerminal, let command = command(environment, configured: configured),
+            lines(text) > terminalRows
+        else {
             Console.write(text)
             return
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        var environment = ProcessInfo.processInfo.environment
-        if environment["LESS"] == nil { environment["LESS"] = "FRX" }
-        process.environment = environment
-        let input = Pipe()
-        process.standardInput = input
-        do {
-            try process.run()
-        } catch {
+        guard page(text, through: command, environment: environment) else {
             Console.write(text)
             return
         }
-        // The pager may quit before reading it all (q): a broken pipe is not an error here.
-        signal(SIGPIPE, SIG_IGN)
-        try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
     }
 
-    private static var command: String? {
-        let environment = ProcessInfo.processInfo.environment
-        if let pager = environment["TSYNC_PAGER"] { return pager.isEmpty ? nil : pager }
-        if let pager = environment["PAGER"], !pager.isEmpty { return pager }
-        let less = ["/usr/bin/less", "/bin/less"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        return less
+    /// The pager's shell command, nil when paging is off (docs/DESIGN.md §3).
+    static func command(_ environment: [String: String], configured: String?) -> String? {
+        let chosen =
+            environment["TSYNC_PAGER"] ?? configured ?? environment["PAGER"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ["/usr/bin/less", "/bin/less"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let chosen else { return nil }
+        let trimmed = chosen.trimmingCharacters(in: .whitespaces)
+        return trimmed.isEmpty || trimmed == "cat" ? nil : chosen
+    }
+
+    /// Runs `/bin/sh -c command` with the text on its stdin and waits for it; false when it could
+    /// not be started (the caller then writes the text itself).
+    private static func page(_ text: String, through command: String, environment: [String: String]) -> Bool {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { return false }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, readEnd, STDIN_FILENO)
+        posix_spawn_file_actions_addclose(&actions, readEnd)
+        posix_spawn_file_actions_addclose(&actions, writeEnd)
+
+        // The pager gets default signal handling and an empty mask, whatever tsync set for itself.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        var childEnvironment = environment
+        if childEnvironment["LESS"] == nil { childEnvironment["LESS"] = "FRX" }
+        if childEnvironment["LV"] == nil { childEnvironment["LV"] = "-c" }
+        let arguments = ["/bin/sh", "-c", command]
+        let environmentLines = childEnvironment.map { "\($0.key)=\($0.value)" }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = environmentLines.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+
+        // Ctrl-C reaches the pager too (same group): tsync waits for it rather than leave it
+        // behind on the terminal, as git does.
+        let previousInterrupt = signal(SIGINT, SIG_IGN)
+        let previousQuit = signal(SIGQUIT, SIG_IGN)
+        let previousPipe = signal(SIGPIPE, SIG_IGN)
+        defer {
+            signal(SIGINT, previousInterrupt)
+            signal(SIGQUIT, previousQuit)
+            signal(SIGPIPE, previousPipe)
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, &argv, &envp)
+        close(readEnd)
+        guard spawned == 0 else {
+            close(writeEnd)
+            return false
+        }
+        writeAll(writeEnd, text)
+        close(writeEnd)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return true
+    }
+
+    /// Writes until done or the pager has gone (EPIPE).
+    private static func writeAll(_ descriptor: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { buffer in
+            guard var pointer = buffer.baseAddress else { return }
+            var remaining = buffer.count
+            while remaining > 0 {
+                let written = Foundation.write(descriptor, pointer, remaining)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                remaining -= written
+                pointer += written
+            }
+        }
     }
 
     private static var terminalRows: Int {
@@ -134,4 +216,16 @@ enum Pager {
     }
 
     private static func lines(_ text: String) -> Int { text.utf8.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
+}
+
+/// `--no-pager`, on the commands whose output can be paged (diff, conflicts, log).
+struct PagerOption: ParsableArguments {
+    @Flag(help: "Never page the output (otherwise a text longer than the terminal goes through the pager).")
+    var noPager = false
+
+    /// Writes the text, paged as the options and the store's `core.pager` say.
+    func write(_ text: String, store: LocalStore) {
+        let configured = (try? store.configuration())?.value(.corePager)
+        Pager.write(text, configured: configured, enabled: !noPager)
+    }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import TSyncEngine
+import TSyncModel
 
 struct DeleteCommand: ParsableCommand, JournaledCommand {
     static let configuration = CommandConfiguration(
@@ -10,9 +11,15 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
             was never pushed just drops both: the server never hears of it. --dry-run checks the \
             ids the same way, prints "TABLE/ID" for each record it would delete, and changes nothing.
 
+            With --filter ODATA instead of ids, every local record the filter matches (the filter \
+            `tsync query` takes) is deleted, in one transaction. It says on stderr how many; -v \
+            prints each as TABLE/ID on stdout. --json (with --filter) prints {"table", "dryRun", \
+            "ids": [ids]}.
+
             EXAMPLES
               tsync delete todo milk bread
               tsync delete todo milk --dry-run
+              tsync delete todo --filter "done eq true" -v
             """)
 
     @OptionGroup var storeOptions: StoreOptions
@@ -20,20 +27,45 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
     @Argument(help: "The table.", completion: StoreCompletion.tables)
     var table: String
 
-    @Argument(help: "The ids of the records to delete.")
-    var ids: [String]
+    @Argument(help: "The ids of the records to delete (not with --filter).")
+    var ids: [String] = []
+
+    @Option(help: ArgumentHelp("Delete every record this OData expression is true for (instead of ids).", valueName: "ODATA"))
+    var filter: String?
 
     @Flag(help: "Check the ids and print what would be deleted; change nothing.")
     var dryRun = false
 
+    @Flag(name: .shortAndLong, help: "With --filter: print each deleted record as TABLE/ID.")
+    var verbose = false
+
+    @OptionGroup var output: JSONOption
+
     var isJournaled: Bool { !dryRun }
 
     func validate() throws {
-        if ids.isEmpty { throw ValidationError("give at least one id to delete") }
+        if filter != nil {
+            if !ids.isEmpty { throw ValidationError("give ids or --filter, not both (the filter names the records)") }
+        } else {
+            if ids.isEmpty { throw ValidationError("give at least one id to delete, or --filter ODATA") }
+            if verbose || output.json { throw ValidationError("\(verbose ? "--verbose" : "--json") applies to --filter") }
+        }
     }
 
     func run() throws {
         let store = try storeOptions.open()
+        if let filter {
+            let deleted = try store.delete(table: table, filter: filter, dryRun: dryRun)
+            if !dryRun { CommandJournal.shared.record(changed: table, ids: deleted) }
+            if output.json {
+                Console.write(
+                    JSONReports.line(["table": .string(table), "dryRun": .bool(dryRun), "ids": .array(deleted.map(JSONValue.string))]))
+                return
+            }
+            if verbose || dryRun { Console.write(deleted.map { "\(table)/\($0)\n" }.joined()) }
+            Console.note("\(dryRun ? "would delete" : "deleted") \(StatusFormat.count(deleted.count, "record")) of \(table)")
+            return
+        }
         try store.delete(table: table, ids: ids, dryRun: dryRun)
         if dryRun {
             var seen = Set<[UInt8]>()

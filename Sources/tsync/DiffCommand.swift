@@ -17,7 +17,8 @@ struct DiffCommand: ParsableCommand {
             --ndjson prints the same objects one per line.
 
             On a terminal, a diff longer than the screen goes through a pager: $TSYNC_PAGER, else \
-            $PAGER, else `less -FRX` (an empty TSYNC_PAGER turns it off). Never when stdout is piped.
+            the store's core.pager, else $PAGER, else `less` with LESS=FRX (an empty setting or \
+            `cat` turns it off, and so does --no-pager). Never when stdout is piped.
 
             EXAMPLES
               tsync diff
@@ -27,6 +28,7 @@ struct DiffCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var output: JSONLinesOptions
+    @OptionGroup var pager: PagerOption
 
     @Argument(help: "Only this table.", completion: StoreCompletion.tables)
     var table: String?
@@ -35,7 +37,8 @@ struct DiffCommand: ParsableCommand {
     var id: String?
 
     func run() throws {
-        let entries = try storeOptions.open().diff(table: table, id: id)
+        let store = try storeOptions.open()
+        let entries = try store.diff(table: table, id: id)
         if output.json {
             Console.write(JSONReports.line(.array(JSONReports.diff(entries))))
             return
@@ -58,6 +61,6 @@ struct DiffCommand: ParsableCommand {
             }
             if entry.changes.isEmpty { text += style.dim("  (no field changes)") + "\n" }
         }
-        Pager.write(text)
+        pager.write(text, store: store)
     }
 }

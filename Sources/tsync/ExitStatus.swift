@@ -11,6 +11,8 @@ enum ExitStatus {
     static let operationsFailed: Int32 = 2
     static let unreachable: Int32 = 3
     static let unauthorized: Int32 = 4
+    /// `config --unset` of a key that is not set (git config's code for it).
+    static let unsetKeyMissing: Int32 = 5
     /// Usage error (EX_USAGE). ArgumentParser exits with the same code for its own parse and
     /// validation errors (`ExitCode.validationFailure`), which `TSync.main` leaves to it.
     static let usage: Int32 = 64
@@ -45,6 +47,7 @@ enum ExitStatus {
               push --check: some operation would fail; resolve --merge: some refused
           3   the server could not be reached (or answered as no sync server does); nothing was lost
           4   authentication missing or rejected
+          5   config --unset: the key is not set (as git config)
           64  usage error (unknown option, missing or invalid argument)
           65  bad input data (invalid JSON, id or filter; unknown table or id)
           66  no tsync store here (not inside one, or its database is missing);

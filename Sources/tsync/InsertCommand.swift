@@ -16,11 +16,13 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
             its id exists, nothing is inserted.
 
             --csv reads CSV from stdin instead: a header row of field names, then one record per \
-            row. Each cell becomes a JSON value the same way in every column: an empty cell leaves \
-            the field out, true and false are booleans, null is null, a number as JSON writes it \
-            (12, -3.5, 1e3; not 007 or +1) is a number, anything else is text; the id column is \
-            always text. A cell is taken as it is written, spaces included. Quoted cells (RFC \
-            4180) may hold commas, quotes (written twice) and line breaks. Blank lines are skipped.
+            row. A quoted cell is always text ("" the empty text, "12" the text 12). An unquoted \
+            cell is typed: empty leaves the field out, true and false are booleans, null is null, \
+            a number as JSON writes it (12, -3.5, 1e3; not 007 or +1) is a number, a whole JSON \
+            object or array ({"x":[1,2]}, []) is that value, anything else is text; the id \
+            column is always text. A cell is taken as it is written, spaces included. Quoted \
+            cells (RFC 4180) may hold commas, quotes (written twice) and line breaks. Blank lines \
+            are skipped. What `tsync query --csv` writes comes back exactly.
 
             EXAMPLES
               tsync insert todo '{"text": "buy milk", "done": false}'

@@ -15,7 +15,8 @@ struct LogCommand: ParsableCommand {
             the error table) and its exit code, with the items it touched (the first 300 as \
             TABLE/ID, and how many in all). A command that never finished (killed, or still \
             running) shows "did not finish"; one refused as a usage error (exit 64) leaves none. The journal keeps the newest 1000 entries \
-            (`tsync config log.maxEntries N`).
+            (`tsync config log.maxEntries N`). On a terminal, a long log goes through the pager, as \
+            `tsync diff --help` says (--no-pager: never).
 
             --json prints [{"id", "startedAt", "finishedAt", "command", "arguments", "remote", \
             "exitCode", "counts": {"pushed", "pulled", "conflicts", "settled": {"POLICY": n}, \
@@ -33,18 +34,20 @@ struct LogCommand: ParsableCommand {
     var count: Int = 20
 
     @OptionGroup var output: JSONOption
+    @OptionGroup var pager: PagerOption
 
     func validate() throws {
         guard count >= 1 else { throw ValidationError("-n must be 1 or more (got \(count))") }
     }
 
     func run() throws {
-        let entries = try storeOptions.open().journal(limit: count)
+        let store = try storeOptions.open()
+        let entries = try store.journal(limit: count)
         if output.json {
             Console.write(JSONReports.line(.array(entries.map(Self.json))))
             return
         }
-        Console.write(entries.map(Self.text).joined(separator: "\n"))
+        pager.write(entries.map(Self.text).joined(separator: "\n"), store: store)
     }
 
     static func json(_ entry: JournalEntry) -> JSONValue {

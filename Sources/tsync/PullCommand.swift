@@ -90,7 +90,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
         if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
         // A server cannot tell an empty table from an unknown one: a typo pulls nothing, silently.
-        if summary.counts.received == 0, !known.contains(table) {
+        if summary.counts.received == 0, !known.contains(table), !output.quiet {
             Console.warning(
                 "the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))")
         }

@@ -8,9 +8,12 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
         abstract: "Drop local records of a table (the server is not touched).",
         discussion: """
             Removes the table's records, or those matching --filter. Refused while the table has \
-            pending operations, unless --force, which drops them (and their errors) too. The \
-            table's saved queries are dropped as well, so the next pull fetches the purged records \
-            again. A table left with nothing (no record, no operation) leaves `tsync tables` too.
+            pending operations, unless --force, which drops them (and their errors) too. A table \
+            purged whole forgets its saved queries. A purge with --filter keeps them (their \
+            checkpoints stay true of every record kept): the next pull fetches only what changed \
+            on the server since, so a purged record comes back when it changes there; \
+            --forget-queries drops them too, and the next pull fetches the whole table again. A \
+            table left with nothing (no record, no operation) leaves `tsync tables` too.
 
             On a terminal, purge says what it would drop and asks before dropping it; --yes skips \
             the question. When stdin is not a terminal it never asks: without --yes it refuses \
@@ -33,6 +36,9 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
     @Flag(help: "Also drop the table's pending operations.")
     var force = false
 
+    @Flag(help: "With --filter: also forget the table's saved queries, so the next pull fetches everything again.")
+    var forgetQueries = false
+
     @Flag(name: .shortAndLong, help: "Do not ask for confirmation (needed when stdin is not a terminal).")
     var yes = false
 
@@ -43,7 +49,7 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
 
     func run() throws {
         let store = try storeOptions.open()
-        let preview = try store.purge(table: table, filter: filter, force: force, dryRun: true)
+        let preview = try store.purge(table: table, filter: filter, force: force, forgetQueries: forgetQueries, dryRun: true)
         if dryRun {
             Console.note("would " + describe(preview) + "; nothing changed (--dry-run)")
             return
@@ -59,9 +65,14 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
                 return
             }
         }
-        let result = try store.purge(table: table, filter: filter, force: force)
+        let result = try store.purge(table: table, filter: filter, force: force, forgetQueries: forgetQueries)
         CommandJournal.shared.record(changed: table, ids: result.ids)
         Console.note(describe(result, done: true))
+        if filter != nil, !forgetQueries, try !store.savedQueries().filter({ $0.table == table }).isEmpty {
+            Console.note(
+                "kept the saved queries of \(table): purged records come back when they change on the server (--forget-queries: pull them all again)"
+            )
+        }
     }
 
     /// "purge 3 records from todo, drop 1 pending operation, forget 1 saved query" (or, `done`,

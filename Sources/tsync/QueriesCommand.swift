@@ -34,6 +34,7 @@ struct QueriesCommand: ParsableCommand {
             text += "\(query.table)\t\(query.queryID)\tfilter: \(query.filter ?? "(none)")\tcheckpoint: \(checkpoint)"
             text += "\tlast pull: \(query.lastPullAt?.iso8601 ?? "never")\n"
         }
+        if queries.isEmpty, Console.stdoutIsTerminal { Console.note("no saved queries: `tsync pull TABLE` saves one") }
         Console.write(text)
     }
 }

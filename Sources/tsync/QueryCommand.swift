@@ -14,9 +14,10 @@ struct QueryCommand: ParsableCommand {
             order is --orderby, ties broken by id (so by id when --orderby is absent).
 
             --csv prints CSV instead: a header row (the --select fields in their order, else id \
-            and then every field by name), then one row per record; text as it is, numbers and \
-            booleans as JSON writes them, null or absent as an empty cell, objects and arrays as \
-            JSON text. `tsync insert --csv` reads it back.
+            and then every field by name), then one row per record; every text in quotes, numbers \
+            and booleans as JSON writes them, null as null, objects and arrays as their JSON text \
+            unquoted, an absent field as an empty cell. `tsync insert --csv` reads it back exactly \
+            (a quoted cell is text, an unquoted one typed).
 
             A field that no record of the table has (a typo, most likely) is named in a warning on \
             stderr: it would otherwise match nothing, or select nothing, silently.

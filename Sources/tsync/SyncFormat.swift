@@ -72,7 +72,7 @@ enum SyncFormat {
     }
 
     /// "of 5 queued operations, 3 would go through, 1 would be settled (merge), 1 would not (1
-    /// held back by an unresolved error) — run `tsync conflicts`".
+    /// held back by an unresolved error)"; no pointer to `tsync conflicts`, which a check does not fill.
     static func checkSummary(_ predictions: [PushPrediction]) -> String {
         if predictions.isEmpty { return "nothing to push" }
         let ok = predictions.filter { $0.outcome == .succeeds }.count
@@ -90,7 +90,7 @@ enum SyncFormat {
             line += ", \(failing.count) would not"
             let waiting = failing.filter { $0.outcome == .heldBack }.count
             if waiting > 0 { line += " (\(waiting) held back by unresolved errors)" }
-            line += " — run `tsync conflicts`"
+            // No "run `tsync conflicts`": a check writes nothing to the error table.
         }
         return line
     }

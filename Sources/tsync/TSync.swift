@@ -40,6 +40,7 @@ struct TSync: AsyncParsableCommand {
             RemoteCommand.self,
             InsertCommand.self,
             UpdateCommand.self,
+            UpsertCommand.self,
             DeleteCommand.self,
             GetCommand.self,
             QueryCommand.self,

@@ -15,8 +15,15 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
             System properties in the JSON are ignored (so `tsync get` output can be edited and fed \
             back), except that an "id" must be the record's own; --set refuses them.
 
+            With --filter ODATA instead of an ID, the --set fields are merged into every local \
+            record the filter matches (the filter `tsync query` takes), in one transaction; a \
+            record they would not change queues nothing. It says on stderr how many records it \
+            updated; -v prints each as TABLE/ID on stdout, and so does --dry-run, which changes \
+            nothing. --json prints {"table", "dryRun", "ids": [ids]}.
+
             EXAMPLES
               tsync update todo 42 --set done=true
+              tsync update todo --filter "done eq false and due lt '2026-01-01'" --set done=true -v
               tsync get todo 42 --json | jq '.text = "oat milk"' | tsync update todo 42
             """)
 
@@ -25,8 +32,8 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
     @Argument(help: "The table.", completion: StoreCompletion.tables)
     var table: String
 
-    @Argument(help: "The record id.")
-    var id: String
+    @Argument(help: "The record id (not with --filter).")
+    var id: String?
 
     @Argument(help: "Fields to merge, as a JSON object.")
     var json: String?
@@ -34,7 +41,33 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
     @Option(name: .customLong("set"), help: ArgumentHelp("Set one field (repeatable).", valueName: "FIELD=VALUE"))
     var assignments: [String] = []
 
+    @Option(help: ArgumentHelp("Update every record this OData expression is true for (instead of an ID).", valueName: "ODATA"))
+    var filter: String?
+
+    @Flag(help: "With --filter: print what would be updated; change nothing.")
+    var dryRun = false
+
+    @Flag(name: .shortAndLong, help: "With --filter: print each updated record as TABLE/ID.")
+    var verbose = false
+
+    @OptionGroup var output: JSONOption
+
+    var isJournaled: Bool { !dryRun }
+
+    func validate() throws {
+        if filter != nil {
+            if id != nil { throw ValidationError("give an ID or --filter, not both (the filter names the records)") }
+            if assignments.isEmpty { throw ValidationError("--filter needs the fields to set: --set FIELD=VALUE") }
+        } else {
+            if id == nil { throw ValidationError("give the record's ID, or --filter ODATA to update many") }
+            for (flag, given) in [("--dry-run", dryRun), ("--verbose", verbose), ("--json", output.json)] where given {
+                throw ValidationError("\(flag) applies to --filter")
+            }
+        }
+    }
+
     func run() throws {
+        guard let id else { return try updateMatching(filter ?? "") }
         var fields: [String: JSONValue] = [:]
         if let json {
             do {
@@ -62,6 +95,25 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
         let store = try storeOptions.open()
         try store.update(table: table, id: id, fields: fields)
         CommandJournal.shared.record(changed: table, ids: [id])
+    }
+
+    /// `--filter`: every matching record, one transaction.
+    private func updateMatching(_ filter: String) throws {
+        var fields: [String: JSONValue] = [:]
+        for assignment in assignments {
+            let (field, value) = try Self.assignment(assignment)
+            fields[field] = value
+        }
+        let store = try storeOptions.open()
+        let ids = try store.update(table: table, filter: filter, fields: fields, dryRun: dryRun)
+        if !dryRun { CommandJournal.shared.record(changed: table, ids: ids) }
+        if output.json {
+            Console.write(
+                JSONReports.line(["table": .string(table), "dryRun": .bool(dryRun), "ids": .array(ids.map(JSONValue.string))]))
+            return
+        }
+        if verbose || dryRun { Console.write(ids.map { "\(table)/\($0)\n" }.joined()) }
+        Console.note("\(dryRun ? "would update" : "updated") \(StatusFormat.count(ids.count, "record")) of \(table)")
     }
 
     /// Whether a word is `FIELD=VALUE` rather than JSON: a name without spaces or JSON

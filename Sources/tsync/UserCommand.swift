@@ -50,16 +50,45 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove an account and revoke its tokens (its records stay).",
             discussion: """
+                On a terminal it asks first, as purge does (--yes: do not ask). --dry-run checks \
+                that the account exists, says what would be removed, and changes nothing. Without \
+                a terminal it removes without asking, as before (scripts keep working).
+
                 EXAMPLES
                   tsync user remove alice --db sqlite:server.db
+                  tsync user remove alice --db sqlite:server.db --dry-run
                 """)
 
         @Argument(help: "Account name.")
         var name: String
 
+        @Flag(name: .shortAndLong, help: "Do not ask.")
+        var yes = false
+
+        @Flag(help: "Say what would be removed; change nothing.")
+        var dryRun = false
+
         @OptionGroup var database: DatabaseOption
 
+        func validate() throws {
+            if yes, dryRun { throw ValidationError("choose one of --yes and --dry-run") }
+        }
+
         func run() async throws {
+            if dryRun || (!yes && Console.stdinIsTerminal) {
+                let names = try await database.withAccounts { accounts in try await accounts.list() }.map(\.name)
+                guard names.contains(name) else {
+                    throw TSyncError.invalidInput("no account named \(Identifiers.quoted(name)): `tsync user list` shows the accounts")
+                }
+                if dryRun {
+                    Console.note("would remove account \(name) and revoke its tokens")
+                    return
+                }
+                guard Console.confirm("Remove account \(name) and revoke its tokens?") else {
+                    Console.note("nothing removed")
+                    return
+                }
+            }
             try await database.withAccounts { accounts in try await accounts.remove(name: name) }
             FileHandle.standardError.write(Data("removed account \(name)\n".utf8))
         }
@@ -76,7 +105,9 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            for account in try await database.withAccounts({ accounts in try await accounts.list() }) { print(account.name) }
+            let accounts = try await database.withAccounts { accounts in try await accounts.list() }
+            if accounts.isEmpty, Console.stdoutIsTerminal { Console.note("no accounts: `tsync user add NAME` adds one") }
+            for account in accounts { print(account.name) }
         }
     }
 

@@ -45,14 +45,30 @@ import TSyncModel
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let prefix = try TemporaryDirectory()
         let script = root.appendingPathComponent("scripts/install.sh").path
+        // A relative --prefix and --binary are the caller's, not the checkout's.
+        let caller = (prefix.path as NSString).deletingLastPathComponent
+        let binaryCopy = try prefix.subdirectory("given") + "/tsync"
+        try FileManager.default.copyItem(atPath: TSyncBinary.path, toPath: binaryCopy)
         let install = try TSyncProcess.run(
-            [script, "--prefix", prefix.path, "--binary", TSyncBinary.path], in: root.path, executable: "/bin/bash")
+            [
+                script, "--prefix", (prefix.path as NSString).lastPathComponent, "--binary",
+                (prefix.path as NSString).lastPathComponent + "/given/tsync",
+            ], in: caller, executable: "/bin/bash")
         #expect(install.status == 0, "\(install)")
+        try FileManager.default.removeItem(atPath: prefix.path + "/given")
+        let help = try TSyncProcess.run([script, "--help"], in: caller, executable: "/bin/bash")
+        #expect(help.status == 0 && help.stdout.contains("--prefix DIR") && !help.stdout.contains("set -euo"), "\(help)")
         let installed = try TSyncProcess.run(["--version"], in: prefix.path, executable: prefix.path + "/bin/tsync")
         #expect(installed.status == 0 && installed.stdout.hasPrefix("0."), "\(installed)")
         let pages = try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1")
         #expect(pages.contains("tsync.1") && pages.contains("tsync.push.1"), "\(pages)")
+        #expect(pages.contains("tsync-push.1") && pages.contains("tsync-conflicts-show.1"), "git-style names: \(pages)")
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/man") {
+            // `man tsync-push` finds the page, as `man git-push` does.
+            let byName = try TSyncProcess.run(
+                ["-M", prefix.path + "/share/man", "tsync-push"], in: prefix.path, environment: ["MANPAGER": "cat", "PAGER": "cat"],
+                executable: "/usr/bin/man")
+            #expect(byName.status == 0 && byName.stdout.contains("push"), "\(byName)")
             // Every page, with groff's warnings on: not one (no "Empty input line", no bad macro).
             for page in pages {
                 let man = try TSyncProcess.run(

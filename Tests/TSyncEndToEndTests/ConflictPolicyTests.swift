@@ -271,9 +271,9 @@ import TSyncModel
 
     @Test func configRefusesUnknownKeysAndValues() throws {
         let store = try TSyncSandbox(remote: "http://127.0.0.1:9")
-        let unknown = try store.run(["config", "push.onconflict", "ours"])
+        let unknown = try store.run(["config", "push.onconflicts", "ours"])
         #expect(unknown.status == 64, "\(unknown)")
-        #expect(unknown.stderr.contains(#"unknown key "push.onconflict""#), "\(unknown.stderr)")
+        #expect(unknown.stderr.contains(#"unknown key "push.onconflicts""#), "\(unknown.stderr)")
         #expect(unknown.stderr.contains("push.onConflict, push.prefer, table.NAME.onConflict"), "\(unknown.stderr)")
         let value = try store.run(["config", "table.todo.prefer", "mine"])
         #expect(value.status == 64 && value.stderr.contains("expected one of ours, theirs"), "\(value)")
@@ -287,7 +287,19 @@ import TSyncModel
         #expect(try JSONOutput.object(try store.ok(["config", "push.prefer", "--json"]))["value"] == "ours")
         try store.ok(["config", "--unset", "push.prefer"])
         #expect(try JSONOutput.object(try store.ok(["config", "push.prefer", "--json"]))["value"] == .null)
-        #expect(try store.run(["config", "--unset", "push.prefer"]).status == 1)
+        let notSet = try store.run(["config", "--unset", "push.prefer"])
+        #expect(notSet.status == 5 && notSet.stderr.contains("push.prefer is not set"), "exit 5, like git: \(notSet)")
+        // Section and key names are case-insensitive, as git's are; a table name is not.
+        try store.ok(["config", "PUSH.ONCONFLICT", "merge"])
+        #expect(try store.ok(["config", "push.onConflict"]) == "merge\n")
+        #expect(try store.ok(["config", "--list"]).contains("push.onConflict=merge\n"))
+        try store.ok(["config", "Table.Todo.Prefer", "ours"])
+        #expect(try store.ok(["config", "table.Todo.prefer"]) == "ours\n")
+        #expect(try store.run(["config", "table.todo.prefer"]).status == 1, "the table name keeps its case")
+        try store.ok(["config", "--unset", "push.onconflict"])
+        // A value that starts with a dash is a value, not an option.
+        let negative = try store.run(["config", "log.maxEntries", "-5"])
+        #expect(negative.status == 64 && negative.stderr.contains("invalid value \"-5\" for log.maxEntries"), "\(negative)")
         // A hand-edited value no policy has is an error at push time, not ignored.
         let path = (store.path as NSString).appendingPathComponent(".tsync/config.json")
         try #"{"remote": "http://127.0.0.1:9", "push.onConflict": "sometimes"}"#.write(toFile: path, atomically: true, encoding: .utf8)
@@ -400,6 +412,8 @@ import TSyncModel
         #expect(text.status == 2 && text.stdout.contains("version-conflict\tupdate\ttodo\tchanged\tserver version "), "\(text)")
         #expect(text.stdout.contains("missing\tupdate\ttodo\tdeleted\tserver version "), "\(text)")
         #expect(text.stdout.contains("; deleted on the server\n"), "\(text)")
+        // A check writes nothing to the error table: it does not send the user there.
+        #expect(text.stderr.contains("4 would not") && !text.stderr.contains("tsync conflicts"), "\(text.stderr)")
 
         #expect(try b.run(["push"]).status == 2)
         var failed: [String: String] = [:]

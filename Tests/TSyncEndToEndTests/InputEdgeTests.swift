@@ -34,7 +34,7 @@ import TSyncModel
     }
 
     @Test(arguments: [
-        ("id,a\n1,{\"k\":1}\n", "invalid CSV at line 2, column 4: a quote inside a cell that does not start with one"),
+        ("id,a\n1,{\"k\":}\n", "invalid CSV at line 2, column 4: a quote inside a cell that does not start with one"),
         ("id,a\n1,\"two\nlines\"\n2,x\"y\n", "invalid CSV at line 4, column 4: a quote inside a cell"),
         ("id,a\n1,\"x\" \n", "invalid CSV at line 2, column 6: text after the closing quote of a cell"),
         ("id,a\n1,ok\n2,\"never closed\n3,x\n", "invalid CSV: the quoted cell that starts at line 3, column 3 has no closing quote"),
@@ -47,6 +47,30 @@ import TSyncModel
         #expect(result.stderr.hasPrefix("tsync: error: " + message), "\(result.stderr)")
         #expect(!result.stderr.contains("quotation(") && !result.stderr.contains("message:"), "no internal value: \(result.stderr)")
         #expect(try store.run(["query", "t"]).status == 65, "nothing inserted, the table is still unknown")
+    }
+
+    /// Issue 20: `query --csv | insert --csv` is exact for every record tsync can hold; before, the
+    /// text "null" came back as null, "true" as a boolean, "" was dropped, and objects and arrays
+    /// came back as their JSON text.
+    @Test func csvQueryThenInsertGivesBackEveryRecordExactly() throws {
+        let store = try TSyncSandbox()
+        let records = [
+            #"{"id": "t1", "a": "null", "b": "true", "c": "", "d": "12", "e": "{\"x\":[1,2]}", "f": "[]", "g": "-0.5"}"#,
+            #"{"id": "t2", "a": null, "b": true, "c": {"x": [1, 2, {"y": "a,\"b\"\n"}]}, "d": [], "e": {}, "f": -0.5, "g": 9007199254740993}"#,
+            #"{"id": "t3", "a": 9223372036854775807, "b": -9223372036854775808, "c": 2.0, "d": -0.0, "e": "日本語 é", "f": [null, "null", false]}"#,
+            #"{"id": "null", "a": " spaced ", "h": "line\nbreak\r\n"}"#,
+        ]
+        try store.ok(["insert", "todo", "-q"], stdin: records.joined(separator: "\n"))
+        let csv = try store.ok(["query", "todo", "--csv"])
+        let copy = try TSyncSandbox()
+        try copy.ok(["insert", "todo", "--csv", "-q"], stdin: csv)
+        let before = try store.ok(["query", "todo", "--json"])
+        #expect(try copy.ok(["query", "todo", "--json"]) == before, "\(csv)")
+        #expect(try copy.ok(["query", "todo", "--csv"]) == csv)
+        let first = try JSONOutput.object(try copy.ok(["get", "todo", "t1", "--json"]))
+        #expect(first["a"] == "null" && first["b"] == "true" && first["c"] == "" && first["e"] == #"{"x":[1,2]}"#, "\(first)")
+        let second = try JSONOutput.object(try copy.ok(["get", "todo", "t2", "--json"]))
+        #expect(second["a"] == .null && second["d"] == [] && second["h"] == nil, "\(second)")
     }
 
     // MARK: JSON

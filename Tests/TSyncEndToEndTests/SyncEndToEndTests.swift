@@ -289,6 +289,17 @@ import TSyncModel
         #expect(try await server.record("notes", "3")?["t"] == "three")
         // A saved query keeps its filter; another one needs --reset.
         #expect(try b.run(["pull", "notes", "--query-id", "mine", "--filter", "t eq 'x'"]).status == 64)
+        // A filtered purge keeps the checkpoint: the next pull downloads nothing again.
+        let kept = try b.run(["purge", "notes", "--filter", "t eq 'uno'", "--yes"])
+        #expect(kept.status == 0 && kept.stderr.contains("kept the saved queries of notes"), "\(kept)")
+        let again = try JSONOutput.object(try b.ok(["pull", "notes", "--query-id", "mine", "--json"]))
+        #expect(JSONOutput.int(again["received"]) == 0, "\(again)")
+        #expect(try b.run(["get", "notes", "1"]).status == 65)
+        // --forget-queries: the next pull fetches the whole table again.
+        try b.ok(["purge", "notes", "--filter", "t eq 'two'", "--forget-queries", "--yes"])
+        let all = try JSONOutput.object(try b.ok(["pull", "notes", "--query-id", "mine", "--json"]))
+        #expect(JSONOutput.int(all["received"]) == 3, "\(all)")
+        #expect(try JSONOutput.object(try b.ok(["get", "notes", "1", "--json"]))["t"] == "uno")
         // Purge refuses pending work without --force.
         try b.ok(["update", "notes", "2", "--set", "t=\"deux\""])
         let purge = try b.run(["purge", "notes"])

@@ -55,7 +55,11 @@ struct ConflictPolicyRulesTests {
     @Test func configKeysAreCheckedAndListed() throws {
         #expect(try ConfigKey("table.todo.prefer") == .tablePrefer("todo"))
         #expect(try ConfigKey("remote.url") == .remoteURL)
-        for bad in ["remote", "push.onconflict", "table..prefer", "table.a.b.prefer", "table.9x.prefer", "log"] {
+        // Case-insensitive as git's keys, except the table name.
+        #expect(try ConfigKey("push.onconflict") == .pushOnConflict)
+        #expect(try ConfigKey("TABLE.todo.PREFER") == .tablePrefer("todo"))
+        #expect(try ConfigKey("Core.Pager") == .corePager)
+        for bad in ["remote", "REMOTE", "push.onconflicts", "table..prefer", "table.a.b.prefer", "table.9x.prefer", "log"] {
             #expect(throws: TSyncError.self, "\(bad)") { try ConfigKey(bad) }
         }
         var configuration = StoreConfiguration()
