@@ -25,7 +25,6 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { base }
 
-
     /// Whether what is sent travels unencrypted over a network: plain `http://` to a host that is
     /// not this machine (`localhost`, 127.0.0.0/8, `::1`).
     public var sendsInClear: Bool {
