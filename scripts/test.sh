@@ -16,15 +16,25 @@ fi
 # Tests Package.swift` fixes it).
 swift format lint --strict --recursive --parallel Sources Tests Package.swift
 swift build --build-tests
-swift test --skip-build "$@"
+# Three runs instead of one: beside the end-to-end suites (which start many tsync processes) on
+# 2 cores, the in-process server tests' clients hit their deadlines (AuthTests first; not yet
+# root-caused, see the stop-17 note), and HostileRequestTests make tsync serve burn a core per
+# heavy query until its deadline stops it. Each run alone passes.
+if [ $# -eq 0 ]; then
+    swift test --skip-build --filter TSyncServerTests
+    swift test --skip-build --skip TSyncServerTests --skip HostileRequestTests
+    swift test --skip-build --filter HostileRequestTests
+else
+    swift test --skip-build "$@"
+fi
 
 # The fuzzers and the kill -9 campaign in their short forms (seconds each); scripts/fuzz.sh and
 # scripts/soak.sh run the long ones.
 scripts/fuzz.sh 5
 bin="$(swift build --show-bin-path)/tsync"
 python3 scripts/soak.py --bin "$bin" --runs 3
-# The fault campaign's pull modes (scripts/soak.sh --faults runs them all).
-python3 scripts/soak.py --bin "$bin" --faults --runs 3 --mode short-page --mode truncated-us --mode ignored-skip
+# The fault campaign: 4 runs, each of a mode picked at random (scripts/soak.sh --faults runs more).
+python3 scripts/soak.py --bin "$bin" --faults --runs 4
 if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
     python3 scripts/soak.py --bin "$bin" --db "$TSYNC_TEST_POSTGRES_URL" --runs 2
 fi

@@ -58,7 +58,8 @@ enum Console {
         Array(FileHandle.standardInput.readDataToEndOfFile())
     }
 
-    private static func writeAll(_ descriptor: Int32, _ text: String) {
+    /// Writes until done or the reader has gone (EPIPE: a pager that quit, a closed pipe).
+    static func writeAll(_ descriptor: Int32, _ text: String) {
         var text = text
         text.withUTF8 { buffer in
             guard var pointer = buffer.baseAddress else { return }
@@ -184,29 +185,11 @@ enum Pager {
             close(writeEnd)
             return false
         }
-        writeAll(writeEnd, text)
+        Console.writeAll(writeEnd, text)
         close(writeEnd)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         return true
-    }
-
-    /// Writes until done or the pager has gone (EPIPE).
-    private static func writeAll(_ descriptor: Int32, _ text: String) {
-        var text = text
-        text.withUTF8 { buffer in
-            guard var pointer = buffer.baseAddress else { return }
-            var remaining = buffer.count
-            while remaining > 0 {
-                let written = Foundation.write(descriptor, pointer, remaining)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                remaining -= written
-                pointer += written
-            }
-        }
     }
 
     private static var terminalRows: Int {

@@ -45,19 +45,7 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
     var csv = false
 
     func run() throws {
-        let objects: [[String: JSONValue]]
-        if csv {
-            guard json == nil || json == "-" else { throw TSyncError.usage("--csv reads stdin: give no JSON argument (or -)") }
-            guard !Console.stdinIsTerminal else { throw TSyncError.usage("pipe the CSV to stdin: tsync insert \(table) --csv < FILE") }
-            objects = try CSVRecords.objects(from: String(decoding: Console.readStandardInput(), as: UTF8.self))
-        } else if let json, json != "-" {
-            objects = [try RecordInput.object(from: json)]
-        } else {
-            guard !Console.stdinIsTerminal else {
-                throw TSyncError.usage("give a record as a JSON argument, or pipe records (a JSON array or NDJSON) to stdin")
-            }
-            objects = try RecordInput.objects(from: Console.readStandardInput())
-        }
+        let objects = try RecordsInput.read(json: json, csv: csv, command: "insert", table: table)
         let store = try storeOptions.open()
         guard !objects.isEmpty else {
             Console.note("no records on stdin; nothing inserted")

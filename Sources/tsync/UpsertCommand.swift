@@ -50,18 +50,7 @@ struct UpsertCommand: ParsableCommand, JournaledCommand {
     }
 
     func run() throws {
-        let objects: [[String: JSONValue]]
-        if csv {
-            guard !Console.stdinIsTerminal else { throw TSyncError.usage("pipe the CSV to stdin: tsync upsert \(table) --csv < FILE") }
-            objects = try CSVRecords.objects(from: String(decoding: Console.readStandardInput(), as: UTF8.self))
-        } else if let json, json != "-" {
-            objects = [try RecordInput.object(from: json)]
-        } else {
-            guard !Console.stdinIsTerminal else {
-                throw TSyncError.usage("give a record as a JSON argument, or pipe records (a JSON array or NDJSON) to stdin")
-            }
-            objects = try RecordInput.objects(from: Console.readStandardInput())
-        }
+        let objects = try RecordsInput.read(json: json, csv: csv, command: "upsert", table: table)
         let store = try storeOptions.open()
         let result = try store.upsert(table: table, objects: objects)
         CommandJournal.shared.record(changed: table, ids: result.inserted + result.updated)

@@ -7,10 +7,10 @@ import TSyncModel
 
 /// What went wrong before a server answered, in words a user can act on: the one place that reads
 /// the transport's error types (swift-nio, swift-nio-ssl, AsyncHTTPClient), so no internal type
-/// name reaches a message. A failure it does not know is nil, and `RemoteClient` words it.
+/// name reaches a message. A cause it does not know is said as "the connection failed".
 enum ConnectionFailure {
-    /// The error for a failed exchange with `endpoint`, or nil when the cause is not one of these.
-    static func error(_ error: any Error, endpoint: RemoteEndpoint) -> TSyncError? {
+    /// The error for a failed exchange with `endpoint`.
+    static func error(_ error: any Error, endpoint: RemoteEndpoint) -> TSyncError {
         if let error = error as? NIOConnectionError {
             if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
                 return TSyncError(
@@ -49,22 +49,20 @@ enum ConnectionFailure {
                     requestNeverSent: true)
             }
         }
-        if let words = transportWords(error) {
-            return TSyncError(
-                .unreachable, "cannot reach the server at \(endpoint) (\(words)); nothing was lost, try again later",
-                requestNeverSent: RemoteClient.failedToConnect(error))
-        }
-        return nil
+        return TSyncError(
+            .unreachable, "cannot reach the server at \(endpoint) (\(words(error))); nothing was lost, try again later",
+            requestNeverSent: RemoteClient.failedToConnect(error))
     }
 
-    /// A refused connection, a timeout or a reset, in words.
-    private static func transportWords(_ error: any Error) -> String? {
+    /// The cause of a failed exchange in a few words, from the error's type rather than its text:
+    /// never the networking library's own description.
+    static func words(_ error: any Error) -> String {
         if let error = error as? HTTPClientError {
             switch error {
             case .connectTimeout: return "connection timed out: nothing answered at that address"
             case .remoteConnectionClosed: return "the server closed the connection"
             case .readTimeout, .deadlineExceeded: return "no answer in time"
-            default: return nil
+            default: break
             }
         }
         let ioErrors: [IOError]
@@ -76,10 +74,17 @@ enum ConnectionFailure {
             ioErrors = []
         }
         if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused: nothing listens at that port" }
-        if ioErrors.contains(where: { $0.errnoCode == ECONNRESET }) { return "the connection was reset" }
-        if ioErrors.contains(where: { $0.errnoCode == ETIMEDOUT }) { return "connection timed out" }
-        if ioErrors.contains(where: { [ENETUNREACH, EHOSTUNREACH].contains($0.errnoCode) }) { return "no route to the host" }
-        return nil
+        if let code = ioErrors.first?.errnoCode {
+            switch code {
+            case ECONNRESET: return "the connection was reset"
+            case EPIPE: return "the connection was closed"
+            case ETIMEDOUT: return "connection timed out"
+            case ENETUNREACH, EHOSTUNREACH: return "no route to the host"
+            default: return "network error: " + String(cString: strerror(code)).lowercased()
+            }
+        }
+        if error is HTTPClientError { return "the HTTP exchange failed" }
+        return "the connection failed"
     }
 }
 

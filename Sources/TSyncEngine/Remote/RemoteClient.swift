@@ -335,10 +335,7 @@ public struct RemoteClient: Sendable {
             throw error
         } catch {
             if let proxy, let failure = Self.proxyFailure(error, proxy: proxy, endpoint: endpoint) { throw failure }
-            if let failure = ConnectionFailure.error(error, endpoint: endpoint) { throw failure }
-            throw TSyncError(
-                .unreachable, "cannot reach the server at \(endpoint) (\(Self.describe(error))); nothing was lost, try again later",
-                requestNeverSent: Self.failedToConnect(error))
+            throw ConnectionFailure.error(error, endpoint: endpoint)
         }
         let status = Int(response.status.code)
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
@@ -418,7 +415,7 @@ public struct RemoteClient: Sendable {
     private static func proxyFailure(_ error: any Error, proxy: RemoteProxy, endpoint: RemoteEndpoint) -> TSyncError? {
         let what: String
         if failedToConnect(error) {
-            what = "cannot reach the proxy \(proxy) (\(describe(error)))"
+            what = "cannot reach the proxy \(proxy) (\(ConnectionFailure.words(error)))"
         } else if let error = error as? HTTPClientError, error == .proxyAuthenticationRequired {
             what = "the proxy \(proxy) asks for credentials (HTTP 407)\(proxy.username == nil ? "" : " and refused the ones given")"
         } else if let error = error as? HTTPClientError, error == .invalidProxyResponse {
@@ -442,39 +439,6 @@ public struct RemoteClient: Sendable {
             return [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(error.errnoCode)
         }
         return false
-    }
-
-    /// The cause of a failed exchange in a few words, from the error's type rather than its text.
-    private static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .connectTimeout: return "connection timed out"
-            case .remoteConnectionClosed: return "the connection was closed"
-            case .readTimeout, .deadlineExceeded: return "no answer in time"
-            default: break
-            }
-        }
-        let ioErrors: [IOError]
-        if let error = error as? NIOConnectionError {
-            ioErrors = error.connectionErrors.compactMap { $0.error as? IOError }
-        } else if let error = error as? IOError {
-            ioErrors = [error]
-        } else {
-            ioErrors = []
-        }
-        if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused" }
-        // In words, never the networking library's own description (issue 18.14).
-        if let code = ioErrors.first?.errnoCode {
-            switch code {
-            case ECONNRESET: return "the connection was reset"
-            case EPIPE: return "the connection was closed"
-            case ETIMEDOUT: return "connection timed out"
-            case ENETUNREACH, EHOSTUNREACH: return "no route to the server"
-            default: return "network error: " + String(cString: strerror(code)).lowercased()
-            }
-        }
-        if error is HTTPClientError { return "the HTTP exchange failed" }
-        return "the connection failed"
     }
 }
 
