@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import TSyncServer
 
@@ -7,7 +8,9 @@ struct DatabaseOption: ParsableArguments {
     @Option(help: ArgumentHelp("Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.", valueName: "url"))
     var db = DatabaseLocation.defaultValue
 
-    func location() throws -> DatabaseLocation { try DatabaseLocation(parsing: db) }
+    func location() throws -> DatabaseLocation {
+        try DatabaseLocation(parsing: db, environment: ProcessInfo.processInfo.environment)
+    }
 
     /// Runs `body` with the accounts of the database, which stays open only that long; only
     /// `tsync user add` (`creating`) makes a database that does not exist yet.

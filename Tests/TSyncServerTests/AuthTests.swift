@@ -194,7 +194,7 @@ import TSyncModel
         #expect(try DatabaseLocation(parsing: "sqlite:///var/tsync.db") == .sqlite(path: "/var/tsync.db"))
         #expect(
             try DatabaseLocation(parsing: "postgres://user@localhost/tsync")
-                == .postgres(try PostgresURL(parsing: "postgres://user@localhost/tsync")))
+                == .postgres(try PostgresURL(parsing: "postgres://user@localhost/tsync", environment: [:])))
         #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "postgres://user@localhost") }
         #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "sqlite:") }
         #expect(throws: TSyncError.self) { try DatabaseLocation(parsing: "/tmp/x.db") }

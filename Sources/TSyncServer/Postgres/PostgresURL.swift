@@ -34,8 +34,9 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
 
     public static let defaultPort = 5432
 
-    /// Parses the URL. `environment` supplies `PGPASSWORD` when the URL carries no password.
-    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(TSyncError) {
+    /// Parses the URL. `environment` supplies `PGPASSWORD` when the URL carries no password: the
+    /// caller's environment (the command line passes the process's), since libraries read none.
+    public init(parsing text: String, environment: [String: String]) throws(TSyncError) {
         let example = "e.g. postgres://tsync:secret@127.0.0.1:5432/tsync"
         guard text.hasPrefix("postgres://") || text.hasPrefix("postgresql://"),
             let components = URLComponents(string: text)

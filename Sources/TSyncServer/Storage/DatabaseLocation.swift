@@ -9,7 +9,8 @@ public enum DatabaseLocation: Sendable, Equatable {
 
     public static let defaultValue = "sqlite:tsync-server.db"
 
-    public init(parsing text: String) throws(TSyncError) {
+    /// `environment` is where a PostgreSQL URL without a password finds `PGPASSWORD`.
+    public init(parsing text: String, environment: [String: String] = [:]) throws(TSyncError) {
         if text.hasPrefix("sqlite:") {
             var path = String(text.dropFirst("sqlite:".count))
             // Accept the URL-looking spelling too: sqlite:///abs/path and sqlite://rel/path.
@@ -19,7 +20,7 @@ public enum DatabaseLocation: Sendable, Equatable {
             }
             self = .sqlite(path: path)
         } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
-            self = .postgres(try PostgresURL(parsing: text))
+            self = .postgres(try PostgresURL(parsing: text, environment: environment))
         } else {
             throw .usage(
                 "unknown database \(Identifiers.quoted(PostgresURL.redacted(text))): use sqlite:PATH (e.g. sqlite:tsync-server.db) or postgres://USER@HOST[:PORT]/DB"

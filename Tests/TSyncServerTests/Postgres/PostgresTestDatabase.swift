@@ -18,7 +18,7 @@ enum PostgresTestDatabase {
 
     static func adminURL() throws -> PostgresURL {
         guard let adminURLText else { throw TSyncError.failure("TSYNC_TEST_POSTGRES_URL is not set") }
-        return try PostgresURL(parsing: adminURLText)
+        return try PostgresURL(parsing: adminURLText, environment: ProcessInfo.processInfo.environment)
     }
 
     /// Swift Testing starts every test at once; each database brings a pool of connections, and
