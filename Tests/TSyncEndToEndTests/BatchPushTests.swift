@@ -9,30 +9,30 @@ import TSyncModel
     /// table (kind, table, id, status, class) and the server's records (user fields), to compare.
     private func mixedPush(serverOptions: [String]) async throws -> (summary: [String: JSONValue], errors: [String], server: [String]) {
         let server = try await SyncServer(options: serverOptions)
-        let a = try TSyncSandbox(remote: server.url)
-        let b = try TSyncSandbox(remote: server.url)
-        try a.ok(["insert", "todo"], stdin: (1...6).map { #"{"id": "t\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
-        try a.ok(["insert", "notes", #"{"id": "shared", "text": "a"}"#])
-        try a.ok(["push"])
-        try b.ok(["pull", "todo"])
-        try b.ok(["pull", "notes"])
+        let a = try await TSyncSandbox(remote: server.url)
+        let b = try await TSyncSandbox(remote: server.url)
+        try await a.ok(["insert", "todo"], stdin: (1...6).map { #"{"id": "t\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
+        try await a.ok(["insert", "notes", #"{"id": "shared", "text": "a"}"#])
+        try await a.ok(["push"])
+        try await b.ok(["pull", "todo"])
+        try await b.ok(["pull", "notes"])
         // A moves on: t1 changes (412 for B), t2 goes (404 for B), "dup" appears (409 for B).
-        try a.ok(["update", "todo", "t1", "--set", "n=100"])
-        try a.ok(["delete", "todo", "t2"])
-        try a.ok(["insert", "todo", #"{"id": "dup", "by": "a"}"#])
-        try a.ok(["push"])
+        try await a.ok(["update", "todo", "t1", "--set", "n=100"])
+        try await a.ok(["delete", "todo", "t2"])
+        try await a.ok(["insert", "todo", #"{"id": "dup", "by": "a"}"#])
+        try await a.ok(["push"])
         // B: conflicting and clean changes on both tables.
-        try b.ok(["update", "todo", "t1", "--set", "n=-1"])
-        try b.ok(["update", "todo", "t2", "--set", "n=-2"])
-        try b.ok(["insert", "todo", #"{"id": "dup", "by": "b"}"#])
-        try b.ok(["update", "todo", "t3", "--set", "n=33"])
-        try b.ok(["delete", "todo", "t4"])
-        try b.ok(["insert", "notes"], stdin: (1...5).map { #"{"id": "b\#($0)", "text": "note \#($0)"}"# }.joined(separator: "\n"))
-        try b.ok(["update", "notes", "shared", "--set", "text=b"])
-        let push = try b.run(["push", "--json"])
+        try await b.ok(["update", "todo", "t1", "--set", "n=-1"])
+        try await b.ok(["update", "todo", "t2", "--set", "n=-2"])
+        try await b.ok(["insert", "todo", #"{"id": "dup", "by": "b"}"#])
+        try await b.ok(["update", "todo", "t3", "--set", "n=33"])
+        try await b.ok(["delete", "todo", "t4"])
+        try await b.ok(["insert", "notes"], stdin: (1...5).map { #"{"id": "b\#($0)", "text": "note \#($0)"}"# }.joined(separator: "\n"))
+        try await b.ok(["update", "notes", "shared", "--set", "text=b"])
+        let push = try await b.run(["push", "--json"])
         #expect(push.status == 2, "\(push)")
         let summary = try JSONOutput.object(push.stdout)
-        let errors = try JSONOutput.array(try b.ok(["conflicts", "--json"])).compactMap(\.objectValue).map { entry in
+        let errors = try JSONOutput.array(try await b.ok(["conflicts", "--json"])).compactMap(\.objectValue).map { entry in
             [entry["kind"], entry["table"], entry["itemId"], entry["status"], entry["class"]]
                 .map { $0.map { JSONSerializer.string($0) } ?? "-" }.joined(separator: " ")
         }
@@ -68,9 +68,9 @@ import TSyncModel
 
     @Test func aBatchSplitsAtTheServersLimit() async throws {
         let server = try await SyncServer(options: ["--max-batch", "7"])
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo"], stdin: (0..<30).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
-        let push = try JSONOutput.object(try store.ok(["push", "--json"]))
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo"], stdin: (0..<30).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
+        let push = try JSONOutput.object(try await store.ok(["push", "--json"]))
         #expect(JSONOutput.int(push["pushed"]) == 30)
         #expect(JSONOutput.int(push["requests"]) == 1 + 5, "discovery, then ceil(30 / 7) batches")
         #expect(try await server.records("todo").count == 30)
@@ -85,9 +85,9 @@ import TSyncModel
         proxy.replace(
             "GET", "/tables/$batch", status: 200, contentType: "application/json",
             body: #"{"maxOperations": 100, "maxBytes": 16777216, "maxItemBytes": 1048576, "atomic": true}"#, forward: false)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo"], stdin: (0..<30).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
-        let push = try store.run(["push", "--json"])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo"], stdin: (0..<30).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
+        let push = try await store.run(["push", "--json"])
         #expect(push.status == 0, "\(push)")
         let summary = try JSONOutput.object(push.stdout)
         #expect(JSONOutput.int(summary["pushed"]) == 30)
@@ -98,25 +98,25 @@ import TSyncModel
 
     @Test func atomicPushWritesNothingWhenOneOperationWouldFail() async throws {
         let server = try await SyncServer()
-        let a = try TSyncSandbox(remote: server.url)
-        let b = try TSyncSandbox(remote: server.url)
-        try a.ok(["insert", "todo", #"{"id": "taken", "by": "a"}"#])
-        try a.ok(["push"])
-        try b.ok(["insert", "todo"], stdin: (1...4).map { #"{"id": "n\#($0)"}"# }.joined(separator: "\n"))
-        try b.ok(["insert", "todo", #"{"id": "taken", "by": "b"}"#])
+        let a = try await TSyncSandbox(remote: server.url)
+        let b = try await TSyncSandbox(remote: server.url)
+        try await a.ok(["insert", "todo", #"{"id": "taken", "by": "a"}"#])
+        try await a.ok(["push"])
+        try await b.ok(["insert", "todo"], stdin: (1...4).map { #"{"id": "n\#($0)"}"# }.joined(separator: "\n"))
+        try await b.ok(["insert", "todo", #"{"id": "taken", "by": "b"}"#])
 
-        let push = try b.run(["push", "--atomic", "--json"])
+        let push = try await b.run(["push", "--atomic", "--json"])
         #expect(push.status == 2, "\(push)")
         let summary = try JSONOutput.object(push.stdout)
         #expect(JSONOutput.int(summary["pushed"]) == 0 && JSONOutput.int(summary["failed"]) == 1)
         #expect(try await server.records("todo").keys.sorted() == ["taken"], "the server is untouched")
-        let errors = try JSONOutput.array(try b.ok(["conflicts", "--json"]))
+        let errors = try JSONOutput.array(try await b.ok(["conflicts", "--json"]))
         #expect(errors.count == 1 && errors.first?.objectValue?["itemId"] == "taken")
-        #expect(try b.ok(["status", "--porcelain"]) == "A\ttodo\tn1\nA\ttodo\tn2\nA\ttodo\tn3\nA\ttodo\tn4\nUA\ttodo\ttaken\n")
+        #expect(try await b.ok(["status", "--porcelain"]) == "A\ttodo\tn1\nA\ttodo\tn2\nA\ttodo\tn3\nA\ttodo\tn4\nUA\ttodo\ttaken\n")
 
         // Settled, the queue goes in whole.
-        #expect(try b.run(["resolve", "--all", "--discard"]).status == 0)
-        let again = try b.run(["push", "--atomic", "--json"])
+        #expect(try await b.run(["resolve", "--all", "--discard"]).status == 0)
+        let again = try await b.run(["push", "--atomic", "--json"])
         #expect(again.status == 0, "\(again)")
         #expect(JSONOutput.int(try JSONOutput.object(again.stdout)["pushed"]) == 4)
         #expect(try await server.records("todo").count == 5)
@@ -124,11 +124,11 @@ import TSyncModel
 
     @Test func atomicPushNeedsTheBatchRoute() async throws {
         let server = try await SyncServer(options: ["--max-batch", "0"])
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push", "--atomic"])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push", "--atomic"])
         #expect(push.status == 1 && push.stderr.contains("no atomic batch route"), "\(push)")
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
         #expect(try await server.records("todo").isEmpty)
     }
 }

@@ -13,35 +13,35 @@ import TSyncModel
         (["help", "nosuch"], "'nosuch' is not a tsync command"),
         (["xyzzy"], "'xyzzy' is not a tsync command (`tsync --help` lists them)"),
     ])
-    func aMistypedCommandIsRefusedWithTheClosestNames(arguments: [String], message: String) throws {
+    func aMistypedCommandIsRefusedWithTheClosestNames(arguments: [String], message: String) async throws {
         let directory = try TemporaryDirectory()
-        let result = try TSyncProcess.run(arguments, in: directory.path)
+        let result = try await TSyncProcess.run(arguments, in: directory.path)
         #expect(result.status == 64, "\(result)")
         #expect(result.stderr.hasPrefix("tsync: error: ") && result.stderr.contains(message), "\(result.stderr)")
         #expect(result.stdout.isEmpty)
     }
 
-    @Test func helpOfAKnownCommandAndTheVersion() throws {
+    @Test func helpOfAKnownCommandAndTheVersion() async throws {
         let directory = try TemporaryDirectory()
-        let help = try TSyncProcess.run(["help", "push"], in: directory.path)
+        let help = try await TSyncProcess.run(["help", "push"], in: directory.path)
         #expect(help.status == 0 && help.stdout.contains("USAGE: tsync push"), "\(help)")
-        let version = try TSyncProcess.run(["version"], in: directory.path)
-        let flag = try TSyncProcess.run(["--version"], in: directory.path)
+        let version = try await TSyncProcess.run(["version"], in: directory.path)
+        let flag = try await TSyncProcess.run(["--version"], in: directory.path)
         #expect(version.status == 0 && flag.status == 0)
         #expect(version.stdout == flag.stdout && version.stdout.split(separator: ".").count == 3, "\(version.stdout)")
         // --version is the root's alone: listed in its help, not in a subcommand's.
-        #expect(try TSyncProcess.run(["--help"], in: directory.path).stdout.contains("--version"))
+        #expect(try await TSyncProcess.run(["--help"], in: directory.path).stdout.contains("--version"))
         #expect(!help.stdout.contains("--version"), "\(help.stdout)")
-        let pushVersion = try TSyncProcess.run(["push", "--version"], in: directory.path)
+        let pushVersion = try await TSyncProcess.run(["push", "--version"], in: directory.path)
         #expect(pushVersion.status == 0 && pushVersion.stdout == version.stdout, "prints the version, never pushes: \(pushVersion)")
-        let bare = try TSyncProcess.run([], in: directory.path)
+        let bare = try await TSyncProcess.run([], in: directory.path)
         #expect(bare.status == 0 && bare.stdout.contains("SUBCOMMANDS:"), "tsync alone shows the help: \(bare)")
     }
 
     /// `scripts/install.sh` into a temporary prefix (with the built binary): the binary runs, the
     /// pages are there (and render without warnings where `man` is installed), bash loads the
     /// completion, and `--uninstall` removes every file.
-    @Test func installIntoAPrefixAndUninstall() throws {
+    @Test func installIntoAPrefixAndUninstall() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let prefix = try TemporaryDirectory()
         let script = root.appendingPathComponent("scripts/install.sh").path
@@ -49,35 +49,35 @@ import TSyncModel
         let caller = (prefix.path as NSString).deletingLastPathComponent
         let binaryCopy = try prefix.subdirectory("given") + "/tsync"
         try FileManager.default.copyItem(atPath: TSyncBinary.path, toPath: binaryCopy)
-        let install = try TSyncProcess.run(
+        let install = try await TSyncProcess.run(
             [
                 script, "--prefix", (prefix.path as NSString).lastPathComponent, "--binary",
                 (prefix.path as NSString).lastPathComponent + "/given/tsync",
             ], in: caller, executable: "/bin/bash")
         #expect(install.status == 0, "\(install)")
         try FileManager.default.removeItem(atPath: prefix.path + "/given")
-        let help = try TSyncProcess.run([script, "--help"], in: caller, executable: "/bin/bash")
+        let help = try await TSyncProcess.run([script, "--help"], in: caller, executable: "/bin/bash")
         #expect(help.status == 0 && help.stdout.contains("--prefix DIR") && !help.stdout.contains("set -euo"), "\(help)")
-        let installed = try TSyncProcess.run(["--version"], in: prefix.path, executable: prefix.path + "/bin/tsync")
+        let installed = try await TSyncProcess.run(["--version"], in: prefix.path, executable: prefix.path + "/bin/tsync")
         #expect(installed.status == 0 && installed.stdout.hasPrefix("0."), "\(installed)")
         let pages = try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1")
         #expect(pages.contains("tsync.1") && pages.contains("tsync.push.1"), "\(pages)")
         #expect(pages.contains("tsync-push.1") && pages.contains("tsync-conflicts-show.1"), "git-style names: \(pages)")
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/man") {
             // `man tsync-push` finds the page, as `man git-push` does.
-            let byName = try TSyncProcess.run(
+            let byName = try await TSyncProcess.run(
                 ["-M", prefix.path + "/share/man", "tsync-push"], in: prefix.path, environment: ["MANPAGER": "cat", "PAGER": "cat"],
                 executable: "/usr/bin/man")
             #expect(byName.status == 0 && byName.stdout.contains("push"), "\(byName)")
             // Every page, with groff's warnings on: not one (no "Empty input line", no bad macro).
             for page in pages {
-                let man = try TSyncProcess.run(
+                let man = try await TSyncProcess.run(
                     ["--warnings", "-l", prefix.path + "/share/man/man1/" + page], in: prefix.path, executable: "/usr/bin/man")
                 #expect(man.status == 0 && man.stdout.contains("tsync") && man.stderr.isEmpty, "\(page): \(man)")
                 // Nothing is split at a hyphen, at any width: a JSON field, a class such as
                 // version-conflict or a flag such as --password-stdin can be copied whole.
                 for width in ["60", "80", "100"] {
-                    let narrow = try TSyncProcess.run(
+                    let narrow = try await TSyncProcess.run(
                         ["-l", prefix.path + "/share/man/man1/" + page], in: prefix.path,
                         environment: ["MANWIDTH": width, "LC_ALL": "C.UTF-8"], executable: "/usr/bin/man")
                     let split = narrow.stdout.split(separator: "\n").filter { $0.hasSuffix("-") || $0.hasSuffix("\u{2010}") }
@@ -85,12 +85,13 @@ import TSyncModel
                 }
             }
         }
-        let completion = try TSyncProcess.run(
+        let completion = try await TSyncProcess.run(
             ["-c", "source \(prefix.path)/share/bash-completion/completions/tsync; complete -p tsync"], in: prefix.path,
             executable: "/bin/bash")
         #expect(completion.stdout.contains("complete") && completion.stdout.contains("tsync"), "\(completion)")
 
-        let uninstall = try TSyncProcess.run([script, "--prefix", prefix.path, "--uninstall"], in: root.path, executable: "/bin/bash")
+        let uninstall = try await TSyncProcess.run(
+            [script, "--prefix", prefix.path, "--uninstall"], in: root.path, executable: "/bin/bash")
         #expect(uninstall.status == 0)
         #expect(!FileManager.default.fileExists(atPath: prefix.path + "/bin/tsync"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: prefix.path + "/share/man/man1").isEmpty)
@@ -114,12 +115,12 @@ import TSyncModel
     }
 
     /// `-` names stdin, and `-q` prints no ids (50,000 lines nobody reads).
-    @Test func insertReadsDashAsStdinAndQuietPrintsNothing() throws {
-        let store = try TSyncSandbox(remote: nil)
+    @Test func insertReadsDashAsStdinAndQuietPrintsNothing() async throws {
+        let store = try await TSyncSandbox(remote: nil)
         let records = (0..<3).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n")
-        #expect(try store.ok(["insert", "todo", "-"], stdin: records) == "r0\nr1\nr2\n")
-        #expect(try store.ok(["insert", "todo", "-q"], stdin: #"{"id": "r3"}"#) == "")
-        #expect(try store.ok(["query", "todo"]).split(separator: "\n").count == 4)
+        #expect(try await store.ok(["insert", "todo", "-"], stdin: records) == "r0\nr1\nr2\n")
+        #expect(try await store.ok(["insert", "todo", "-q"], stdin: #"{"id": "r3"}"#) == "")
+        #expect(try await store.ok(["query", "todo"]).split(separator: "\n").count == 4)
     }
 
     @Test func aPortInUseIsNamedWithTheFlagThatFixesIt() async throws {
@@ -129,7 +130,7 @@ import TSyncModel
         defer { first.stop() }
         let address = try await first.waitForAddress()
         let port = try #require(address.split(separator: ":").last.map(String.init))
-        let second = try TSyncProcess.run(
+        let second = try await TSyncProcess.run(
             ["serve", "--no-auth", "--port", port, "--db", "sqlite:" + directory.path + "/b.db"], in: directory.path)
         #expect(second.status == 1, "\(second)")
         #expect(

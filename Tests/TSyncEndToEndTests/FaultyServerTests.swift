@@ -16,61 +16,61 @@ import TSyncModel
 
     /// A server that ignores `$orderby` (it sorts by id): an incremental pull must not move its
     /// checkpoint past records it has not received (issue 9.6).
-    @Test func anIncrementalPullRefusesPagesOutOfOrder() throws {
+    @Test func anIncrementalPullRefusesPagesOutOfOrder() async throws {
         let page = "[" + [Self.record("a", at: 30), Self.record("b", at: 10), Self.record("c", at: 20)].joined(separator: ",") + "]"
         let server = try ScriptedServer { _, _ in .json(200, page) }
-        let store = try TSyncSandbox(remote: server.url)
-        let pull = try store.run(["pull", "todo", "--query-id", "all"])
+        let store = try await TSyncSandbox(remote: server.url)
+        let pull = try await store.run(["pull", "todo", "--query-id", "all"])
         #expect(pull.status == 1, "\(pull)")
         #expect(pull.stderr.contains("(updatedAt, id) order"), "\(pull.stderr)")
-        #expect(try store.run(["query", "todo"]).status == 65, "nothing of the page was written: the table is unknown")
-        let queries = try JSONOutput.array(try store.ok(["queries", "--json"]))
+        #expect(try await store.run(["query", "todo"]).status == 65, "nothing of the page was written: the table is unknown")
+        let queries = try JSONOutput.array(try await store.ok(["queries", "--json"]))
         #expect(queries.allSatisfy { $0.objectValue?["checkpoint"] == .null }, "no checkpoint was saved: \(queries)")
     }
 
     /// Pulls without a query id that would never end (issue 9.7).
-    @Test func aPullThatWouldLoopStopsWithAnError() throws {
+    @Test func aPullThatWouldLoopStopsWithAnError() async throws {
         let twoRecords = "[" + Self.record("a", at: 1) + "," + Self.record("b", at: 2) + "]"
         // Its next link is itself.
         let selfLinked = try ScriptedServer { _, target in
             .json(200, twoRecords, headers: [("Link", "<\(target)>; rel=next")])
         }
-        let linkStore = try TSyncSandbox(remote: selfLinked.url)
-        let linked = try linkStore.run(["pull", "todo"])
+        let linkStore = try await TSyncSandbox(remote: selfLinked.url)
+        let linked = try await linkStore.run(["pull", "todo"])
         #expect(linked.status == 1 && linked.stderr.contains("round in a circle"), "\(linked)")
 
         // It ignores $skip: every page is the first one.
         let ignoresSkip = try ScriptedServer { _, _ in .json(200, twoRecords) }
-        let skipStore = try TSyncSandbox(remote: ignoresSkip.url)
-        let skipped = try skipStore.run(["pull", "todo", "--page-size", "2"])
+        let skipStore = try await TSyncSandbox(remote: ignoresSkip.url)
+        let skipped = try await skipStore.run(["pull", "todo", "--page-size", "2"])
         #expect(skipped.status == 1 && skipped.stderr.contains("records it had sent before"), "\(skipped)")
         #expect(ignoresSkip.requests.count <= 4, "it stopped at once: \(ignoresSkip.requests)")
-        #expect(try skipStore.ok(["query", "todo"]).split(separator: "\n").count == 2, "what came is kept")
+        #expect(try await skipStore.ok(["query", "todo"]).split(separator: "\n").count == 2, "what came is kept")
     }
 
     /// A server that ignores `$skip` and shuffles its order (issue 18.11): no two pages are the
     /// same, but after the first one none brings a record not seen before. The pull stops there
     /// (exit 1, saying so) and keeps what came; it used to read the same ten records for ever (the
     /// script ends the loop after 200 pages so that the old behaviour fails instead of hanging).
-    @Test func aPullStopsWhenAPageBringsNothingNew() throws {
+    @Test func aPullStopsWhenAPageBringsNothingNew() async throws {
         let records = (0..<10).map { Self.record("r\($0)", at: Int64($0)) }
         let pages = ScriptedCounter()
         let server = try ScriptedServer { _, _ in
             guard pages.next() <= 200 else { return .json(200, "[]") }
             return .json(200, "[" + records.shuffled().joined(separator: ",") + "]")
         }
-        let store = try TSyncSandbox(remote: server.url)
-        let pull = try store.run(["pull", "todo", "--page-size", "10"])
+        let store = try await TSyncSandbox(remote: server.url)
+        let pull = try await store.run(["pull", "todo", "--page-size", "10"])
         #expect(pull.status == 1, "\(pull)")
         #expect(pull.stderr.contains("records it had sent before") && pull.stderr.contains("which may not be all"), "\(pull.stderr)")
         #expect(server.requests.count <= 4, "it stopped at once: \(server.requests.count) requests")
-        #expect(try store.ok(["query", "todo"]).split(separator: "\n").count == 10, "what came is kept")
+        #expect(try await store.ok(["query", "todo"]).split(separator: "\n").count == 10, "what came is kept")
     }
 
     /// A short page without `Link` is not the end, end to end (issue 18.9): a server that caps
     /// `$top` at 5 and leaves out `Link`, in front of 12 records; incremental and by offset.
     @Test(arguments: [["--query-id", "all"], []])
-    func aShortPageIsNotTheEnd(flags: [String]) throws {
+    func aShortPageIsNotTheEnd(flags: [String]) async throws {
         let records = (0..<12).map { Self.record("r\(10 + $0)", at: Int64($0)) }
         let server = try ScriptedServer { _, target in
             let query = URLComponents(string: target)?.queryItems ?? []
@@ -83,23 +83,23 @@ import TSyncModel
             }
             return .json(200, "[" + rest.dropFirst(skip).prefix(5).joined(separator: ",") + "]")
         }
-        let store = try TSyncSandbox(remote: server.url)
-        let pull = try store.run(["pull", "todo", "--page-size", "10"] + flags)
+        let store = try await TSyncSandbox(remote: server.url)
+        let pull = try await store.run(["pull", "todo", "--page-size", "10"] + flags)
         #expect(pull.status == 0, "\(pull)")
-        #expect(try store.ok(["query", "todo"]).split(separator: "\n").count == 12, "\(server.requests)")
+        #expect(try await store.ok(["query", "todo"]).split(separator: "\n").count == 12, "\(server.requests)")
     }
 
     /// `resolve` reads the server's copies; a table the server does not have answers 404. The
     /// message names the reading, not a pull the user never asked for (issue 18.14).
-    @Test func resolveAgainstATableThatAnswers404DoesNotSayPulling() throws {
+    @Test func resolveAgainstATableThatAnswers404DoesNotSayPulling() async throws {
         let server = try ScriptedServer { method, _ in
             if method == "GET" { return .json(404, #"{"error": "table not found"}"#) }
             return .json(400, #"{"error": "refused"}"#)
         }
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        #expect(try store.run(["push"]).status == 2, "the refusal is recorded")
-        let resolve = try store.run(["resolve", "--all", "--theirs"])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        #expect(try await store.run(["push"]).status == 2, "the refusal is recorded")
+        let resolve = try await store.run(["resolve", "--all", "--theirs"])
         #expect(resolve.status == 1, "\(resolve)")
         #expect(!resolve.stderr.contains("pulling"), "\(resolve.stderr)")
         #expect(resolve.stderr.contains("reading table todo") && resolve.stderr.contains("HTTP 404: table not found"), "\(resolve.stderr)")
@@ -107,7 +107,7 @@ import TSyncModel
 
     /// A connection the server resets: said in words, without the networking library's
     /// description of its system call (issue 18.14).
-    @Test func aConnectionResetIsSaidInWords() throws {
+    @Test func aConnectionResetIsSaidInWords() async throws {
         let (listener, port) = try LoopbackListener.open()
         defer { LoopbackListener.close(listener) }
         Thread.detachNewThread {
@@ -121,8 +121,8 @@ import TSyncModel
                 Glibc.close(client)
             }
         }
-        let store = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
-        let pull = try store.run(["pull", "todo"])
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let pull = try await store.run(["pull", "todo"])
         #expect(pull.status == 3, "\(pull)")
         #expect(pull.stderr.contains("cannot reach the server"), "\(pull.stderr)")
         #expect(pull.stderr.contains("the connection was reset") || pull.stderr.contains("the connection was closed"), "\(pull.stderr)")
@@ -132,53 +132,53 @@ import TSyncModel
     }
 
     /// Headers at once, then a byte every second: the request's deadline covers the body (issue 9.8).
-    @Test func aBodyThatDripsMeetsTheDeadline() throws {
+    @Test func aBodyThatDripsMeetsTheDeadline() async throws {
         let server = try ScriptedServer { _, _ in
             ScriptedServer.Answer(status: 200, body: Array("[\(Self.record("a", at: 1))]".utf8), dripEvery: 1)
         }
-        let store = try TSyncSandbox(remote: server.url)
+        let store = try await TSyncSandbox(remote: server.url)
         let started = Date()
-        let pull = try TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
+        let pull = try await TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
         #expect(pull.status == 3, "\(pull)")
         #expect(pull.stderr.contains("no answer in time"), "\(pull.stderr)")
         #expect(Date().timeIntervalSince(started) < 60, "bounded by the deadline, not by the body")
-        let bad = try TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "soon"])
+        let bad = try await TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "soon"])
         #expect(bad.status == 64 && bad.stderr.contains("TSYNC_TIMEOUT"), "\(bad)")
     }
 
     /// 502, 503 and 504 mean "not now": exit 3, nothing in the error table (issue 9.12).
     @Test(arguments: [502, 503, 504])
-    func aGatewayErrorIsLikeAnUnreachableServer(status: Int) throws {
+    func aGatewayErrorIsLikeAnUnreachableServer(status: Int) async throws {
         let server = try ScriptedServer { method, target in
             if method == "GET", target.hasPrefix("/tables/$batch") { return .json(404, #"{"error": "no"}"#) }
             return .json(status, #"{"error": "busy"}"#, headers: [("Retry-After", "7")])
         }
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push"])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("HTTP \(status)") && push.stderr.contains("retry after 7"), "\(push.stderr)")
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
-        #expect(try store.run(["pull", "other"]).status == 3)
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try await store.run(["pull", "other"]).status == 3)
     }
 
     /// A record without an id is the server's fault, not the user's: exit 1, not 65 (issue 9.12).
-    @Test func aServerRecordWithoutAnIdIsTheServersFault() throws {
+    @Test func aServerRecordWithoutAnIdIsTheServersFault() async throws {
         let server = try ScriptedServer { _, _ in .json(200, #"[{"text": "no id here"}]"#) }
-        let store = try TSyncSandbox(remote: server.url)
-        let pull = try store.run(["pull", "todo"])
+        let store = try await TSyncSandbox(remote: server.url)
+        let pull = try await store.run(["pull", "todo"])
         #expect(pull.status == 1, "\(pull)")
         #expect(pull.stderr.contains("not valid"), "\(pull.stderr)")
     }
 
     /// A page larger than tsync reads into memory (256 MiB): retrying cannot help, so it is exit 1
     /// with what to do, not exit 3 "cannot reach the server" (issue 9.12).
-    @Test func aPageTooLargeSaysToAskForSmallerPages() throws {
+    @Test func aPageTooLargeSaysToAskForSmallerPages() async throws {
         let huge = [UInt8](repeating: UInt8(ascii: " "), count: (256 << 20) + 4096)
         let server = try ScriptedServer { _, _ in ScriptedServer.Answer(status: 200, body: huge) }
-        let store = try TSyncSandbox(remote: server.url)
-        let pull = try store.run(["pull", "todo"])
+        let store = try await TSyncSandbox(remote: server.url)
+        let pull = try await store.run(["pull", "todo"])
         #expect(pull.status == 1, "\(pull)")
         #expect(pull.stderr.contains("larger than 256 MiB") && pull.stderr.contains("--page-size"), "\(pull.stderr)")
     }
@@ -187,9 +187,9 @@ import TSyncModel
     @Test func httpsToAnHTTPPortSaysSo() async throws {
         let server = try await SyncServer()
         let https = server.url.replacingOccurrences(of: "http://", with: "https://")
-        let store = try TSyncSandbox(remote: https)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push"])
+        let store = try await TSyncSandbox(remote: https)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("TLS handshake failed"), "\(push.stderr)")
         #expect(!push.stderr.contains("BoringSSL") && !push.stderr.contains("NIOSSL"))

@@ -17,26 +17,26 @@ import Testing
 
     private static let regenerate = "stale: run scripts/generate-docs.sh and commit man/ and completions/"
 
-    private func committed(_ relative: String) throws -> String {
+    private func committed(_ relative: String) async throws -> String {
         let url = Self.packageRoot.appendingPathComponent(relative)
         let data = try #require(FileManager.default.contents(atPath: url.path), "\(relative) is missing: \(Self.regenerate)")
         return String(decoding: data, as: UTF8.self)
     }
 
     @Test(arguments: [("bash", "completions/tsync.bash"), ("zsh", "completions/_tsync"), ("fish", "completions/tsync.fish")])
-    func completionsAreCurrent(shell: String, file: String) throws {
+    func completionsAreCurrent(shell: String, file: String) async throws {
         let directory = try TemporaryDirectory()
-        let generated = try TSyncProcess.run(["--generate-completion-script", shell], in: directory.path)
+        let generated = try await TSyncProcess.run(["--generate-completion-script", shell], in: directory.path)
         #expect(generated.status == 0)
         #expect(!generated.stdout.isEmpty)
-        #expect(generated.stdout == (try committed(file)), "\(file) is \(Self.regenerate)")
+        #expect(generated.stdout == (try await committed(file)), "\(file) is \(Self.regenerate)")
     }
 
-    @Test func manPagesAreCurrent() throws {
+    @Test func manPagesAreCurrent() async throws {
         let directory = try TemporaryDirectory()
-        let dump = try TSyncProcess.run(["--experimental-dump-help"], in: directory.path)
+        let dump = try await TSyncProcess.run(["--experimental-dump-help"], in: directory.path)
         #expect(dump.status == 0)
-        #expect(dump.stdout == (try committed("man/tsync.dump-help.json")), "man/ is \(Self.regenerate)")
+        #expect(dump.stdout == (try await committed("man/tsync.dump-help.json")), "man/ is \(Self.regenerate)")
 
         // One page per command (multi-page: tsync.1, tsync.status.1, ...), and nothing else.
         let tool = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
@@ -51,6 +51,6 @@ import Testing
         let pages = try FileManager.default.contentsOfDirectory(atPath: Self.packageRoot.appendingPathComponent("man").path)
             .filter { $0.hasSuffix(".1") }
         #expect(Set(pages) == expected, "man/ is \(Self.regenerate)")
-        #expect(try committed("man/tsync.1").contains("EXIT STATUS"))
+        #expect(try await committed("man/tsync.1").contains("EXIT STATUS"))
     }
 }

@@ -4,7 +4,7 @@ import TSyncModel
 
 /// `tsync serve` against clients that misbehave on the wire (issue 9, server side).
 @Suite(.serialized) struct HostileClientTests {
-    private func port(_ server: SyncServer) throws -> Int {
+    private func port(_ server: SyncServer) async throws -> Int {
         try #require(URLComponents(string: server.url)?.port)
     }
 
@@ -14,13 +14,13 @@ import TSyncModel
     @Test(arguments: ["/tables/todo", "/tables/$batch"])
     func aBodyOverTheLimitIsAnswered413WhileTheClientSendsItWhole(path: String) async throws {
         let server = try await SyncServer()
-        let socket = try RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try port(server), timeout: 10)
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 20 << 20)
-        socket.write(
+        await socket.write(
             "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
                 + "Content-Length: \(body.count)\r\n\r\n")
-        #expect(socket.write(body), "the server kept reading the body")
-        let answer = socket.readToEnd()
+        #expect(await socket.write(body), "the server kept reading the body")
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains("connection: close"))
         #expect(answer.contains(#""error""#))
@@ -31,7 +31,7 @@ import TSyncModel
 
 /// Issue 19: clients that would stall the server, or make it believe them.
 @Suite(.serialized) struct HostileRequestTests {
-    private func port(_ server: SyncServer) throws -> Int {
+    private func port(_ server: SyncServer) async throws -> Int {
         try #require(URLComponents(string: server.url)?.port)
     }
 
@@ -39,14 +39,14 @@ import TSyncModel
     /// (which resets the idle timeout) and the head was quick (so the header timeout is over).
     @Test func aBodyThatTricklesIsAnswered408() async throws {
         let server = try await SyncServer(options: ["--body-timeout", "2", "--header-timeout", "1", "--idle-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 10)
-        socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        await socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
         let start = ContinuousClock.now
         for _ in 0..<5 {
             try await Task.sleep(for: .milliseconds(500))
-            socket.write(" ")
+            await socket.write(" ")
         }
-        let answer = await socket.readToEndOffThePool()
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(200))")
         #expect(answer.contains("did not arrive in time"))
         // Generous: a loaded machine delays the event loop; without the limit no answer comes at all.
@@ -56,23 +56,23 @@ import TSyncModel
 
     @Test func expect100ContinueIsAnswered() async throws {
         let server = try await SyncServer()
-        let socket = try RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try port(server), timeout: 10)
         let body = #"{"id": "a"}"#
-        socket.write(
+        await socket.write(
             "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
                 + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
         try await Task.sleep(for: .milliseconds(300))
-        socket.write(body)
-        let answer = await socket.readToEndOffThePool()
+        await socket.write(body)
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201"), "\(answer.prefix(200))")
     }
 
     @Test func putIs405WithAllow() async throws {
         let server = try await SyncServer()
-        let socket = try RawSocket(port: try port(server), timeout: 10)
-        socket.write(
+        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        await socket.write(
             "PUT /tables/todo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
-        let answer = await socket.readToEndOffThePool()
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 405"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains("allow: get, patch, delete, post"))
     }
@@ -82,9 +82,9 @@ import TSyncModel
     func forwardedProtoIsBelievedOnlyFromATrustedProxy(trusted: Bool) async throws {
         let server = try await SyncServer(options: trusted ? ["--trusted-proxy", "127.0.0.1"] : [])
         for id in ["a", "b"] { #expect(try await HTTP.send("POST", server.url + "/tables/todo", body: #"{"id": "\#(id)"}"#).status == 201) }
-        let socket = try RawSocket(port: try port(server), timeout: 10)
-        socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
-        let answer = await socket.readToEndOffThePool()
+        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        await socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains(trusted ? "link: <https://example.org/" : "link: <http://example.org/"), "\(answer)")
     }
@@ -95,16 +95,16 @@ import TSyncModel
     @Test func unreadableAndAbandonedBodiesAreNot500() async throws {
         let server = try await SyncServer()
         let head = "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        let unknown = try RawSocket(port: try port(server), timeout: 5)
-        unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
-        let unknownAnswer = await unknown.readToEndOffThePool()
+        let unknown = try await RawSocket(port: try port(server), timeout: 5)
+        await unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
+        let unknownAnswer = await unknown.readToEnd()
         #expect(unknownAnswer.hasPrefix("HTTP/1.1 501"), "\(unknownAnswer.prefix(200))")
-        let overflow = try RawSocket(port: try port(server), timeout: 5)
-        overflow.write(head + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{\"a\":\r\n0\r\n\r\n")
-        let overflowAnswer = await overflow.readToEndOffThePool()
+        let overflow = try await RawSocket(port: try port(server), timeout: 5)
+        await overflow.write(head + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{\"a\":\r\n0\r\n\r\n")
+        let overflowAnswer = await overflow.readToEnd()
         #expect(overflowAnswer.hasPrefix("HTTP/1.1 400"), "\(overflowAnswer.prefix(200))")
-        let abandoned = try RawSocket(port: try port(server), timeout: 5)
-        abandoned.write(head + "Content-Length: 100\r\n\r\n{\"id\":")
+        let abandoned = try await RawSocket(port: try port(server), timeout: 5)
+        await abandoned.write(head + "Content-Length: 100\r\n\r\n{\"id\":")
         try await Task.sleep(for: .milliseconds(300))
         abandoned.close()
         try await Task.sleep(for: .milliseconds(500))
@@ -116,10 +116,10 @@ import TSyncModel
     /// HTTP/1.0 without keep-alive: the connection closes after the answer, which says so.
     @Test func http10WithoutKeepAliveIsClosedAfterTheAnswer() async throws {
         let server = try await SyncServer(options: ["--idle-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 5)
-        socket.write("GET /health HTTP/1.0\r\n\r\n")
+        let socket = try await RawSocket(port: try port(server), timeout: 5)
+        await socket.write("GET /health HTTP/1.0\r\n\r\n")
         let start = ContinuousClock.now
-        let answer = await socket.readToEndOffThePool()
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
         #expect(answer.lowercased().contains("connection: close"))
         #expect(ContinuousClock.now - start < .seconds(3), "closed at once, not at the idle or read timeout")
@@ -130,16 +130,16 @@ import TSyncModel
     /// can tell it; the file is what makes the difference).
     @Test func aStoreThatLoggedInBeforeStillGetsIn() async throws {
         let server = try await SyncServer(authenticated: true)
-        let store = try TSyncSandbox(remote: server.url)
-        let first = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let store = try await TSyncSandbox(remote: server.url)
+        let first = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
         #expect(first.status == 0, "\(first)")
         let device = (store.path as NSString).appendingPathComponent(".tsync/device")
         let permissions = try FileManager.default.attributesOfItem(atPath: device)[.posixPermissions] as? NSNumber
         #expect(permissions?.intValue == 0o600)
-        try store.ok(["logout"])
+        try await store.ok(["logout"])
         #expect(FileManager.default.fileExists(atPath: device), "logout keeps the device token")
 
-        try server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
+        try await server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
         for guess in 0..<6 {
             _ = try await HTTP.send(
                 "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "guess \#(guess)"}"#)
@@ -148,18 +148,18 @@ import TSyncModel
             "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "\#(SyncServer.password)"}"#)
         #expect(stranger.status == 429, "the account is locked for strangers")
 
-        let again = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let again = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
         #expect(again.status == 0, "the store that logged in before gets in: \(again)")
         try FileManager.default.removeItem(atPath: device)
-        try server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
-        let withoutToken = try store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        try await server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
+        let withoutToken = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
         #expect(withoutToken.status == 4, "\(withoutToken)")
     }
 
     /// Records whose filter below takes seconds: 300 of 4 KB, written straight into the database.
     private func slowTable(_ server: SyncServer) async throws {
         #expect(try await HTTP.send("POST", server.url + "/tables/slow", body: #"{"id": "seed"}"#).status == 201)
-        try server.sql(
+        try await server.sql(
             """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
             INSERT INTO t_slow (id, created_at, updated_at, version, deleted, owner, body)
@@ -188,8 +188,8 @@ import TSyncModel
     @Test func workForAClientThatLeftStops() async throws {
         let server = try await SyncServer(options: ["--query-timeout", "120"])
         try await slowTable(server)
-        let socket = try RawSocket(port: try port(server), timeout: 10)
-        socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
+        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        await socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
         try await Task.sleep(for: .milliseconds(500))
         socket.close()
         let closed = ContinuousClock.now
@@ -216,12 +216,12 @@ import TSyncModel
         var slow: [RawSocket] = []
         for _ in 0..<50 {
             let socket = try RawSocket(port: port, timeout: 10)
-            socket.write("G")
+            await socket.write("G")
             slow.append(socket)
         }
         // While they hold 550 connections, a byte a second each, the server answers others.
         for step in 0..<3 {
-            for socket in slow { socket.write("ET /hea"[step..<(step + 1)]) }
+            for socket in slow { await socket.write("ET /hea"[step..<(step + 1)]) }
             let reply = try await HTTP.send("GET", server.url + "/health")
             #expect(reply.status == 200, "answered while 550 connections are held")
             try await Task.sleep(for: .seconds(1))
@@ -229,8 +229,11 @@ import TSyncModel
         // The header timeout (2 s from the first byte) has closed the slow ones; the idle timeout
         // (3 s) the idle ones.
         try await Task.sleep(for: .seconds(2))
-        #expect(slow.filter { $0.isClosedByPeer() }.count == slow.count, "slow heads are cut off")
-        #expect(idle.prefix(50).filter { $0.isClosedByPeer() }.count == 50, "idle connections are closed")
+        var closed = (slow: 0, idle: 0)
+        for socket in slow where await socket.isClosedByPeer() { closed.slow += 1 }
+        for socket in idle.prefix(50) where await socket.isClosedByPeer() { closed.idle += 1 }
+        #expect(closed.slow == slow.count, "slow heads are cut off")
+        #expect(closed.idle == 50, "idle connections are closed")
     }
 
     @Test func oneConnectionTooManyIsAnswered503() async throws {
@@ -239,8 +242,8 @@ import TSyncModel
         let held = try (0..<20).map { _ in try RawSocket(port: port, timeout: 10) }
         try await Task.sleep(for: .milliseconds(300))
         let extra = try RawSocket(port: port, timeout: 10)
-        extra.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        let answer = extra.readToEnd()
+        await extra.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answer = await extra.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer.prefix(120))")
         #expect(answer.contains("too many open connections"))
         withExtendedLifetime(held) {}
@@ -270,31 +273,20 @@ extension String {
         // Half a request: head and part of the body; the rest comes after SIGTERM.
         let body = #"{"id": "late", "text": "sent across a shutdown"}"#
         let socket = try RawSocket(port: port, timeout: 10)
-        socket.write(
+        await socket.write(
             "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
-        socket.write(String(body.prefix(10)))
+        await socket.write(String(body.prefix(10)))
         try await Task.sleep(for: .milliseconds(300))
         let stopping = Task { try await server.terminate(signal: SIGTERM, timeout: .seconds(20)) }
         try await Task.sleep(for: .milliseconds(500))
         // New connections are no longer taken.
         let newcomer = try? await HTTP.send("GET", base + "/health")
         #expect(newcomer == nil || newcomer?.status != 200, "a new request is refused while stopping")
-        socket.write(String(body.dropFirst(10)))
-        let answer = socket.readToEnd()
+        await socket.write(String(body.dropFirst(10)))
+        let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 201"), "the request in flight was finished: \(answer.prefix(200))")
         #expect(try await stopping.value == 0)
         let log = server.log
         #expect(log.contains("POST /tables/todo 201"), "\(log)")
-    }
-}
-
-extension RawSocket {
-    /// `readToEnd` on a thread of its own: a blocking read on one of the few cooperative threads
-    /// would stall every other test's server in this process while it waits.
-    fileprivate func readToEndOffThePool() async -> String {
-        nonisolated(unsafe) let socket = self
-        return await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: socket.readToEnd()) }.start()
-        }
     }
 }

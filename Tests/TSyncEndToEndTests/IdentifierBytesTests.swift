@@ -10,18 +10,18 @@ import TSyncModel
 
     @Test func lookalikeIdsAreTwoRecordsLocallyAndOnTheServer() async throws {
         let server = try await SyncServer()
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "u", #"{"id": "\#(Self.composed)", "n": 1}"#])
-        try store.ok(["insert", "u", #"{"id": "\#(Self.decomposed)", "n": 2}"#])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "u", #"{"id": "\#(Self.composed)", "n": 1}"#])
+        try await store.ok(["insert", "u", #"{"id": "\#(Self.decomposed)", "n": 2}"#])
         // Both are claimed in one push batch (one operation per item per batch).
-        let push = try JSONOutput.object(try store.ok(["push", "--json"]))
+        let push = try JSONOutput.object(try await store.ok(["push", "--json"]))
         #expect(JSONOutput.int(push["pushed"]) == 2)
         #expect(try await Self.serverIDs(server) == [Array(Self.composed.utf8), Array(Self.decomposed.utf8)])
 
-        try store.ok(["delete", "u", Self.composed, Self.decomposed])
-        #expect(try store.ok(["status", "--porcelain"]).split(separator: "\n").count == 2, "two deletes queued")
-        #expect(try store.ok(["query", "u"]).isEmpty, "both records are gone locally")
-        try store.ok(["push"])
+        try await store.ok(["delete", "u", Self.composed, Self.decomposed])
+        #expect(try await store.ok(["status", "--porcelain"]).split(separator: "\n").count == 2, "two deletes queued")
+        #expect(try await store.ok(["query", "u"]).isEmpty, "both records are gone locally")
+        try await store.ok(["push"])
         #expect(try await Self.serverIDs(server).isEmpty)
     }
 

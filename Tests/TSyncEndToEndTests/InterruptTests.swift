@@ -11,20 +11,20 @@ import TSyncModel
     func aSignalStopsThePushAndKeepsTheRestQueued(signal: Int32, maxBatch: String) async throws {
         let server = try await SyncServer(options: ["--max-batch", maxBatch])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
+        let store = try await TSyncSandbox(remote: proxy.url)
         let total = 400
-        try store.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
+        try await store.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
         proxy.delay(0.1)  // 400 operations, 8 at a time: 5 s at least
 
         let push = try TSyncProcess(["push", "--json"], in: store.path)
-        // Polled with a blocking sleep: in a full test run the cooperative threads can all be busy
-        // for seconds, and a `Task.sleep` would wake after the push had finished.
-        for _ in 0..<400 where proxy.forwarded < 6 { usleep(25_000) }
+        // A `Task.sleep` wakes in time now that no test support blocks a cooperative thread (it
+        // once woke seconds late, after the push had finished: see `OffThePool`).
+        for _ in 0..<400 where proxy.forwarded < 6 { try await Task.sleep(for: .milliseconds(25)) }
         #expect(push.isRunning, "the push is still running when it is signalled")
         #expect(proxy.forwarded >= 6, "the push is under way")
         let signals = push.signalDispositions
         push.signal(signal)
-        let result = push.wait(timeout: 60)
+        let result = await push.wait(timeout: 60)
         #expect(result.status == 128 + signal, "\(result) \(signals)")
         #expect(result.stderr.contains("interrupted: pushed"), "\(result.stderr)")
         #expect(result.stderr.contains("still queued"))
@@ -35,7 +35,7 @@ import TSyncModel
 
         // Exactly what was reported reached the server; the rest is pending, none in flight.
         #expect(try await server.records("todo").count == pushed)
-        let status = try JSONOutput.object(try store.ok(["status", "--json"]))
+        let status = try JSONOutput.object(try await store.ok(["status", "--json"]))
         guard case .array(let operations)? = status["operations"] else {
             Issue.record("status --json has no operations: \(status)")
             return
@@ -44,7 +44,7 @@ import TSyncModel
         #expect(operations.allSatisfy { $0.objectValue?["state"] == "pending" })
 
         proxy.delay(0)
-        #expect(try store.run(["push"]).status == 0)
+        #expect(try await store.run(["push"]).status == 0)
         #expect(try await server.records("todo").count == total)
     }
 }
@@ -60,46 +60,46 @@ import TSyncModel
             if method == "POST" { Thread.sleep(forTimeInterval: 20) }
             return .json(404, #"{"error": "no batch route"}"#)
         }
-        let store = try TSyncSandbox(remote: hung.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let store = try await TSyncSandbox(remote: hung.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
         let push = try TSyncProcess(["push"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
-        for _ in 0..<400 where !hung.requests.contains(where: { $0.hasPrefix("POST") }) { usleep(25_000) }
+        for _ in 0..<400 where !hung.requests.contains(where: { $0.hasPrefix("POST") }) { try await Task.sleep(for: .milliseconds(25)) }
         #expect(push.isRunning)
         push.signal(SIGINT)
-        let result = push.wait(timeout: 30)
+        let result = await push.wait(timeout: 30)
         #expect(result.status == 130, "\(result)")
         #expect(result.stderr.contains("interrupted: "), "\(result.stderr)")
-        #expect(try store.ok(["status"]).contains("not yet confirmed"), "kept in flight, to be sent again")
+        #expect(try await store.ok(["status"]).contains("not yet confirmed"), "kept in flight, to be sent again")
     }
 
     @Test func anInterruptedPullResumesFromItsCheckpoint() async throws {
         let server = try await SyncServer()
-        let writer = try TSyncSandbox(remote: server.url)
+        let writer = try await TSyncSandbox(remote: server.url)
         let total = 300
-        try writer.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
-        try writer.ok(["push"])
+        try await writer.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
+        try await writer.ok(["push"])
 
         let proxy = try LossyProxy(upstream: server.url)
-        let reader = try TSyncSandbox(remote: proxy.url)
+        let reader = try await TSyncSandbox(remote: proxy.url)
         proxy.delay(0.1)  // about ten pages a second: 3 s at least
         let pull = try TSyncProcess(["pull", "todo", "--query-id", "all", "--page-size", "10", "--json"], in: reader.path)
-        for _ in 0..<400 where proxy.forwarded < 4 { usleep(25_000) }  // blocking: see above
+        for _ in 0..<400 where proxy.forwarded < 4 { try await Task.sleep(for: .milliseconds(25)) }
         #expect(pull.isRunning, "the pull is still running when it is signalled")
         pull.signal(SIGINT)
-        let result = pull.wait(timeout: 60)
+        let result = await pull.wait(timeout: 60)
         #expect(result.status == 130, "\(result)")
         #expect(result.stderr.contains("interrupted: pulled todo"), "\(result.stderr)")
         let summary = try JSONOutput.object(result.stdout)
         #expect(summary["interrupted"] == true)
         let received = try #require(JSONOutput.int(summary["received"]))
         #expect(received > 0 && received < total && received % 10 == 0, "whole pages only: \(received)")
-        #expect(try reader.ok(["query", "todo"]).split(separator: "\n").count == received)
-        let queries = try JSONOutput.array(try reader.ok(["queries", "--json"]))
+        #expect(try await reader.ok(["query", "todo"]).split(separator: "\n").count == received)
+        let queries = try JSONOutput.array(try await reader.ok(["queries", "--json"]))
         #expect(queries.first?.objectValue?["checkpoint"] != .null, "the checkpoint of the last page is kept")
 
         proxy.delay(0)
-        let resumed = try JSONOutput.object(try reader.ok(["pull", "todo", "--query-id", "all", "--json"]))
+        let resumed = try JSONOutput.object(try await reader.ok(["pull", "todo", "--query-id", "all", "--json"]))
         #expect(JSONOutput.int(resumed["received"]) == total - received, "only the rest is fetched")
-        #expect(try reader.ok(["query", "todo"]).split(separator: "\n").count == total)
+        #expect(try await reader.ok(["query", "todo"]).split(separator: "\n").count == total)
     }
 }

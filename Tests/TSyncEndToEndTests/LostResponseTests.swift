@@ -13,7 +13,7 @@ import TSyncModel
     private func setUp(_ batched: Bool) async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
         let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
+        let store = try await TSyncSandbox(remote: proxy.url)
         return (server, proxy, store)
     }
 
@@ -25,46 +25,46 @@ import TSyncModel
     @Test(arguments: [true, false])
     func lostInsertAnswerThenLocalEditPushesWithoutConflict(batched: Bool) async throws {
         let (server, proxy, store) = try await setUp(batched)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         loseNextAnswer(proxy, batched: batched, "POST", "/tables/todo")
-        let lost = try store.run(["push"])
+        let lost = try await store.run(["push"])
         #expect(lost.status == 3, "\(lost)")
         #expect(proxy.droppedCount == 1)
         #expect(try await server.record("todo", "milk")?["text"] == "buy milk", "the server applied the insert")
 
         // The insert may have arrived: the edit queues after it instead of collapsing into it.
-        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\nM\ttodo\tmilk\n")
+        try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\nM\ttodo\tmilk\n")
 
-        let push = try store.run(["push", "--json"])
+        let push = try await store.run(["push", "--json"])
         #expect(push.status == 0, "\(push)")
         let summary = try JSONOutput.object(push.stdout)
         #expect(JSONOutput.int(summary["pushed"]) == 2 && JSONOutput.int(summary["alreadyApplied"]) == 1)
         #expect(JSONOutput.int(summary["conflicts"]) == 0)
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
-        #expect(try store.ok(["status", "--porcelain"]) == "")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "")
         let onServer = try #require(try await server.record("todo", "milk"))
         #expect(onServer["text"] == "buy oat milk")
-        let local = try JSONOutput.object(try store.ok(["get", "todo", "milk", "--json"]))
+        let local = try JSONOutput.object(try await store.ok(["get", "todo", "milk", "--json"]))
         #expect(local["version"] == onServer["version"])
     }
 
     @Test(arguments: [true, false])
     func lostUpdateAnswerThenLocalEditPushesWithoutConflict(batched: Bool) async throws {
         let (server, proxy, store) = try await setUp(batched)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk", "done": false}"#])
-        try store.ok(["push"])
-        try store.ok(["update", "todo", "milk", "--set", "done=true"])
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk", "done": false}"#])
+        try await store.ok(["push"])
+        try await store.ok(["update", "todo", "milk", "--set", "done=true"])
         loseNextAnswer(proxy, batched: batched, "PATCH", "/tables/todo/milk")
-        #expect(try store.run(["push"]).status == 3)
+        #expect(try await store.run(["push"]).status == 3)
         #expect(try await server.record("todo", "milk")?["done"] == true, "the server applied the update")
 
-        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
-        #expect(try store.ok(["status", "--porcelain"]) == "M\ttodo\tmilk\nM\ttodo\tmilk\n")
-        let push = try store.run(["push", "--json"])
+        try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try await store.ok(["status", "--porcelain"]) == "M\ttodo\tmilk\nM\ttodo\tmilk\n")
+        let push = try await store.run(["push", "--json"])
         #expect(push.status == 0, "\(push)")
         #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["conflicts"]) == 0)
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
         let onServer = try #require(try await server.record("todo", "milk"))
         #expect(onServer["text"] == "buy oat milk" && onServer["done"] == true)
     }
@@ -72,18 +72,18 @@ import TSyncModel
     @Test(arguments: [true, false])
     func lostDeleteAnswerIsDoneOnTheNextPush(batched: Bool) async throws {
         let (server, proxy, store) = try await setUp(batched)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        try store.ok(["push"])
-        try store.ok(["delete", "todo", "milk"])
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["delete", "todo", "milk"])
         loseNextAnswer(proxy, batched: batched, "DELETE", "/tables/todo/milk")
-        #expect(try store.run(["push"]).status == 3)
+        #expect(try await store.run(["push"]).status == 3)
         #expect(try await server.record("todo", "milk") == nil, "the server applied the delete")
-        #expect(try store.ok(["status", "--porcelain"]) == "D\ttodo\tmilk\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "D\ttodo\tmilk\n")
 
-        let push = try store.run(["push", "--json"])
+        let push = try await store.run(["push", "--json"])
         #expect(push.status == 0, "\(push)")
         #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["alreadyApplied"]) == 1)
-        #expect(try store.ok(["status", "--porcelain"]) == "")
+        #expect(try await store.ok(["status", "--porcelain"]) == "")
     }
 
     /// An operation an earlier push sent without learning the answer stays in flight through a
@@ -92,18 +92,18 @@ import TSyncModel
     @Test(arguments: [true, false])
     func anOperationSentBeforeStaysInFlightThroughAFailedPush(batched: Bool) async throws {
         let (server, proxy, store) = try await setUp(batched)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         loseNextAnswer(proxy, batched: batched, "POST", "/tables/todo")
-        #expect(try store.run(["push"]).status == 3)
+        #expect(try await store.run(["push"]).status == 3)
 
-        try store.ok(["remote", "http://127.0.0.1:9"])  // nothing listens on the discard port
-        let refused = try store.run(["push"])
+        try await store.ok(["remote", "http://127.0.0.1:9"])  // nothing listens on the discard port
+        let refused = try await store.run(["push"])
         #expect(refused.status == 3 && refused.stderr.contains("connection refused"), "\(refused)")
-        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\nM\ttodo\tmilk\n")
+        try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\nM\ttodo\tmilk\n")
 
-        try store.ok(["remote", proxy.url])
-        let push = try store.run(["push", "--json"])
+        try await store.ok(["remote", proxy.url])
+        let push = try await store.run(["push", "--json"])
         #expect(push.status == 0, "\(push)")
         #expect(JSONOutput.int(try JSONOutput.object(push.stdout)["conflicts"]) == 0)
         #expect(try await server.record("todo", "milk")?["text"] == "buy oat milk")
@@ -112,11 +112,11 @@ import TSyncModel
     /// Operations that were never sent (the push stopped before their turn) go back to pending and
     /// still collapse with later edits: only an operation that may have arrived is held apart.
     @Test func unsentOperationsStillCollapse() async throws {
-        let store = try TSyncSandbox(remote: "http://127.0.0.1:9")
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        #expect(try store.run(["push"]).status == 3)
-        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n")
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:9")
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        #expect(try await store.run(["push"]).status == 3)
+        try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n")
     }
 }
 
@@ -127,21 +127,21 @@ import TSyncModel
     func anHTMLPageIsNotASuccess(batched: Bool) async throws {
         let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         // A captive portal answers every write with its page; the server never hears of it.
         let page = "<html><body>Please log in to the hotel Wi-Fi</body></html>"
         proxy.replace("POST", "/tables/", status: 200, contentType: "text/html", body: page, forward: false, count: 5)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("does not look like a tsync or Mobile Apps v2 server"), "\(push.stderr)")
         #expect(!push.stderr.contains("pushed 1"))
         #expect(try await server.records("todo").isEmpty)
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n", "the insert is still queued")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n", "the insert is still queued")
 
         // Off the portal, the push goes through.
-        try store.ok(["remote", server.url])
-        #expect(try store.run(["push"]).status == 0)
+        try await store.ok(["remote", server.url])
+        #expect(try await store.run(["push"]).status == 0)
         #expect(try await server.records("todo")["milk"]?["text"] == "buy milk")
     }
 
@@ -150,21 +150,21 @@ import TSyncModel
     @Test func aDamagedAnswerIsReadBack() async throws {
         let server = try await SyncServer(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        try store.ok(["push"])
-        try store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
         proxy.replace(
             "PATCH", "/tables/todo/milk", status: 200, contentType: "application/json", body: #"{"id": "milk", "te"#, forward: true)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 0, "\(push)")
         let onServer = try #require(try await server.record("todo", "milk"))
         #expect(onServer["text"] == "buy oat milk")
-        let local = try JSONOutput.object(try store.ok(["get", "todo", "milk", "--json"]))
+        let local = try JSONOutput.object(try await store.ok(["get", "todo", "milk", "--json"]))
         #expect(local["version"] == onServer["version"], "the local copy took the server's version")
 
-        try store.ok(["update", "todo", "milk", "--set", "text=buy soy milk"])
-        let next = try store.run(["push"])
+        try await store.ok(["update", "todo", "milk", "--set", "text=buy soy milk"])
+        let next = try await store.run(["push"])
         #expect(next.status == 0, "no false conflict: \(next)")
         #expect(try await server.record("todo", "milk")?["text"] == "buy soy milk")
     }

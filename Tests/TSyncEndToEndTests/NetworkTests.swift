@@ -18,29 +18,29 @@ struct NetworkTests {
 
     // MARK: - serve --tls-cert --tls-key
 
-    @Test func serveRefusesAMissingOrInvalidCertificateAtStartUp() throws {
-        let authority = try CertificateAuthority()
+    @Test func serveRefusesAMissingOrInvalidCertificateAtStartUp() async throws {
+        let authority = try await CertificateAuthority()
         let database = "sqlite:" + (authority.directory.path as NSString).appendingPathComponent("server.db")
-        let missing = try TSyncProcess.run(
+        let missing = try await TSyncProcess.run(
             ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", "nowhere.pem", "--tls-key", authority.serverKey],
             in: authority.directory.path)
         #expect(missing.status == 66, "\(missing)")
         #expect(missing.stderr.contains("nowhere.pem") && missing.stderr.contains("does not exist"), "\(missing)")
 
         let notPEM = try authority.directory.write("not.pem", "hello\n")
-        let invalid = try TSyncProcess.run(
+        let invalid = try await TSyncProcess.run(
             ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", notPEM, "--tls-key", authority.serverKey],
             in: authority.directory.path)
         #expect(invalid.status == 78, "\(invalid)")
         #expect(invalid.stderr.contains("not.pem") && invalid.stderr.contains("not a PEM certificate"), "\(invalid)")
 
-        let wrongKey = try TSyncProcess.run(
+        let wrongKey = try await TSyncProcess.run(
             ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", authority.serverCertificate, "--tls-key", authority.key],
             in: authority.directory.path)
         #expect(wrongKey.status == 78, "\(wrongKey)")
         #expect(wrongKey.stderr.contains("does not belong to the certificate"), "\(wrongKey)")
 
-        let alone = try TSyncProcess.run(
+        let alone = try await TSyncProcess.run(
             ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", authority.serverCertificate],
             in: authority.directory.path)
         #expect(alone.status == 64, "\(alone)")
@@ -49,94 +49,94 @@ struct NetworkTests {
     // MARK: - Trust
 
     @Test func anUntrustedCertificateIsExit3AndEachWayToTrustTheCAWorks() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let server = try await authority.serve(certificate: authority.serverCertificate)
         defer { server.stop() }
         let url = try await server.waitForAddress()
         #expect(url.hasPrefix("https://127.0.0.1:"))
 
-        let sandbox = try TSyncSandbox(remote: url)
-        try sandbox.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
-        let before = try sandbox.snapshot()
-        let untrusted = try sandbox.run(["push"], environment: Self.systemTrust)
+        let sandbox = try await TSyncSandbox(remote: url)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
+        let before = try await sandbox.snapshot()
+        let untrusted = try await sandbox.run(["push"], environment: Self.systemTrust)
         #expect(untrusted.status == 3, "\(untrusted)")
         #expect(untrusted.stderr.contains("is not trusted"), "\(untrusted)")
         #expect(untrusted.stderr.contains("SSL_CERT_FILE") && untrusted.stderr.contains("tsync config http.caFile"), "\(untrusted)")
         #expect(!untrusted.stderr.contains("http://"), "never a hint to drop to plain HTTP: \(untrusted)")
-        #expect(try sandbox.snapshot() == before, "nothing queued is touched")
-        #expect(try sandbox.ok(["status", "--porcelain"]).contains("todo"))
+        #expect(try await sandbox.snapshot() == before, "nothing queued is touched")
+        #expect(try await sandbox.ok(["status", "--porcelain"]).contains("todo"))
 
         // 1. SSL_CERT_FILE: a PEM bundle holding the CA.
         var environment = Self.systemTrust
         environment["SSL_CERT_FILE"] = authority.certificate
-        let viaFile = try sandbox.run(["push"], environment: environment)
+        let viaFile = try await sandbox.run(["push"], environment: environment)
         #expect(viaFile.status == 0, "\(viaFile)")
 
         // 2. SSL_CERT_DIR: a directory of hashed CA certificates (`openssl rehash`).
-        try sandbox.ok(["insert", "todo", #"{"id":"b","title":"two"}"#])
+        try await sandbox.ok(["insert", "todo", #"{"id":"b","title":"two"}"#])
         environment = Self.systemTrust
-        environment["SSL_CERT_DIR"] = try authority.hashedDirectory()
+        environment["SSL_CERT_DIR"] = try await authority.hashedDirectory()
         environment["SSL_CERT_FILE"] = ""
-        let viaDirectory = try sandbox.run(["push"], environment: environment)
+        let viaDirectory = try await sandbox.run(["push"], environment: environment)
         #expect(viaDirectory.status == 0, "\(viaDirectory)")
 
         // 3. The store's http.caFile, besides the system's CAs.
-        try sandbox.ok(["insert", "todo", #"{"id":"c","title":"three"}"#])
-        try sandbox.ok(["config", "http.caFile", authority.certificate])
-        let viaSetting = try sandbox.run(["sync"], environment: Self.systemTrust)
+        try await sandbox.ok(["insert", "todo", #"{"id":"c","title":"three"}"#])
+        try await sandbox.ok(["config", "http.caFile", authority.certificate])
+        let viaSetting = try await sandbox.run(["sync"], environment: Self.systemTrust)
         #expect(viaSetting.status == 0, "\(viaSetting)")
         #expect(try await Self.ids(sandbox) == ["a", "b", "c"])
-        #expect(try sandbox.ok(["status", "--porcelain"]).isEmpty)
+        #expect(try await sandbox.ok(["status", "--porcelain"]).isEmpty)
 
         // A setting that names no file is refused when set.
-        let wrongSetting = try sandbox.run(["config", "http.caFile", "/nowhere/ca.pem"])
+        let wrongSetting = try await sandbox.run(["config", "http.caFile", "/nowhere/ca.pem"])
         #expect(wrongSetting.status == 64, "\(wrongSetting)")
     }
 
     @Test func aCertificateForAnotherNameSaysNameMismatch() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let server = try await authority.serve(certificate: authority.otherNameCertificate)
         defer { server.stop() }
         let url = try await server.waitForAddress()
-        let sandbox = try TSyncSandbox(remote: url)
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let sandbox = try await TSyncSandbox(remote: url)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
         var environment = Self.systemTrust
         environment["SSL_CERT_FILE"] = authority.certificate
-        let result = try sandbox.run(["push"], environment: environment)
+        let result = try await sandbox.run(["push"], environment: environment)
         #expect(result.status == 3, "\(result)")
         #expect(result.stderr.contains("name mismatch") && result.stderr.contains("127.0.0.1"), "\(result)")
         #expect(!result.stderr.contains("is not trusted"), "\(result)")
-        #expect(try sandbox.ok(["status", "--porcelain"]).contains("todo"))
+        #expect(try await sandbox.ok(["status", "--porcelain"]).contains("todo"))
     }
 
     // MARK: - Names and addresses
 
-    @Test func anUnknownHostSaysCannotResolveIt() throws {
-        let sandbox = try TSyncSandbox(remote: "http://tsync-test.invalid:8080")
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+    @Test func anUnknownHostSaysCannotResolveIt() async throws {
+        let sandbox = try await TSyncSandbox(remote: "http://tsync-test.invalid:8080")
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
         for command in [["push"], ["pull", "todo"]] {
-            let result = try sandbox.run(command)
+            let result = try await sandbox.run(command)
             #expect(result.status == 3, "\(result)")
             #expect(result.stderr.contains("cannot resolve host tsync-test.invalid"), "\(result)")
             #expect(!result.stderr.contains("SocketAddressError") && !result.stderr.contains("error -2"), "\(result)")
         }
-        #expect(try sandbox.ok(["status", "--porcelain"]).contains("todo"))
+        #expect(try await sandbox.ok(["status", "--porcelain"]).contains("todo"))
     }
 
-    @Test func aClosedPortSaysConnectionRefused() throws {
+    @Test func aClosedPortSaysConnectionRefused() async throws {
         let port = try LoopbackListener.freePort()
-        let sandbox = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
-        let result = try sandbox.run(["push"])
+        let sandbox = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let result = try await sandbox.run(["push"])
         #expect(result.status == 3, "\(result)")
         #expect(result.stderr.contains("connection refused: nothing listens at that port"), "\(result)")
     }
 
     // MARK: - login in clear
 
-    @Test func loginOverPlainHTTPToAnotherHostWarnsFirst() throws {
-        let remote = try TSyncSandbox(remote: "http://tsync-test.invalid")
-        let far = try remote.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
+    @Test func loginOverPlainHTTPToAnotherHostWarnsFirst() async throws {
+        let remote = try await TSyncSandbox(remote: "http://tsync-test.invalid")
+        let far = try await remote.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
         #expect(far.status == 3, "\(far)")
         let warning = far.stderr.range(of: "warning: http://tsync-test.invalid is plain http:// to another machine")
         let failure = far.stderr.range(of: "cannot resolve host")
@@ -144,29 +144,29 @@ struct NetworkTests {
         if let warning, let failure { #expect(warning.lowerBound < failure.lowerBound, "the warning comes first: \(far)") }
 
         let port = try LoopbackListener.freePort()
-        let near = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
-        let local = try near.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
+        let near = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let local = try await near.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
         #expect(local.status == 3, "\(local)")
         #expect(!local.stderr.contains("warning:"), "\(local)")
     }
 
     @Test func loginOverHTTPSWithATrustedCAWorks() async throws {
-        let authority = try CertificateAuthority()
-        let add = try TSyncProcess.run(
+        let authority = try await CertificateAuthority()
+        let add = try await TSyncProcess.run(
             ["user", "add", "alice", "--password-stdin", "--db", authority.database], in: authority.directory.path,
             stdin: "correct horse battery staple\n")
         #expect(add.status == 0, "\(add)")
         let server = try await authority.serve(certificate: authority.serverCertificate, authenticated: true)
         defer { server.stop() }
         let url = try await server.waitForAddress()
-        let sandbox = try TSyncSandbox(remote: url.replacingOccurrences(of: "127.0.0.1", with: "localhost"))
-        try sandbox.ok(["config", "http.caFile", authority.certificate])
-        let login = try sandbox.run(
+        let sandbox = try await TSyncSandbox(remote: url.replacingOccurrences(of: "127.0.0.1", with: "localhost"))
+        try await sandbox.ok(["config", "http.caFile", authority.certificate])
+        let login = try await sandbox.run(
             ["login", "--user", "alice", "--password-stdin"], stdin: "correct horse battery staple\n", environment: Self.systemTrust)
         #expect(login.status == 0, "\(login)")
         #expect(!login.stderr.contains("warning:"), "\(login)")
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
-        let push = try sandbox.run(["push"], environment: Self.systemTrust)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let push = try await sandbox.run(["push"], environment: Self.systemTrust)
         #expect(push.status == 0, "\(push)")
     }
 
@@ -177,15 +177,15 @@ struct NetworkTests {
     @Test func aStaticWebServerIsNotASyncServer() async throws {
         let web = try await StaticWebServer()
         defer { web.stop() }
-        let sandbox = try TSyncSandbox(remote: web.url)
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let sandbox = try await TSyncSandbox(remote: web.url)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
         for command in [["push"], ["pull", "todo"], ["sync"], ["login", "--user", "alice", "--password-stdin"]] {
-            let result = try sandbox.run(command, stdin: "secret\n")
+            let result = try await sandbox.run(command, stdin: "secret\n")
             #expect(result.status == 3, "\(command): \(result)")
             #expect(result.stderr.contains("does not look like a tsync or Mobile Apps v2 server"), "\(command): \(result)")
             #expect(result.stderr.contains("text/html"), "it says what it answered: \(result)")
             #expect(result.stderr.contains("HTTP 501") || result.stderr.contains("HTTP 404"), "\(result)")
-            let status = try sandbox.ok(["status", "--json"])
+            let status = try await sandbox.ok(["status", "--json"])
             #expect(status.contains(#""errors":0"#), "nothing in the error table after \(command): \(status)")
         }
     }
@@ -194,19 +194,19 @@ struct NetworkTests {
     /// per-operation 404, so nothing is recorded as missing.
     @Test func aWrongPathPrefixIsNotASyncServer() async throws {
         let server = try await SyncServer()
-        let sandbox = try TSyncSandbox(remote: server.url + "/api")
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let sandbox = try await TSyncSandbox(remote: server.url + "/api")
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
         for command in [["push"], ["pull", "todo"], ["sync"], ["login", "--user", "alice", "--password-stdin"]] {
-            let result = try sandbox.run(command, stdin: "secret\n")
+            let result = try await sandbox.run(command, stdin: "secret\n")
             #expect(result.status == 3, "\(command): \(result)")
             #expect(result.stderr.contains("does not look like a tsync or Mobile Apps v2 server"), "\(command): \(result)")
             #expect(result.stderr.contains("/api/"), "it names the path it tried: \(result)")
-            let status = try sandbox.ok(["status", "--json"])
+            let status = try await sandbox.ok(["status", "--json"])
             #expect(status.contains(#""errors":0"#), "nothing in the error table after \(command): \(status)")
         }
         // At the right URL the same store pushes: the write that reached nothing stays to be sent.
-        try sandbox.ok(["remote", server.url])
-        try sandbox.ok(["push"])
+        try await sandbox.ok(["remote", server.url])
+        try await sandbox.ok(["push"])
         #expect(try await server.records("todo")["a"] != nil)
     }
 
@@ -215,7 +215,7 @@ struct NetworkTests {
     @Test func aMintedTokenWorksUntilThePasswordChangesAndWhoamiSaysWhose() async throws {
         let server = try await SyncServer(authenticated: true)
         let database = "sqlite:" + server.databasePath
-        let mint = try TSyncProcess.run(["user", "token", "alice", "--ttl", "90m", "--db", database], in: server.directory.path)
+        let mint = try await TSyncProcess.run(["user", "token", "alice", "--ttl", "90m", "--db", database], in: server.directory.path)
         #expect(mint.status == 0, "\(mint)")
         let token = mint.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(!token.isEmpty && !token.contains(" ") && mint.lines.count == 1, "one token on stdout: \(mint)")
@@ -223,36 +223,36 @@ struct NetworkTests {
             .map { String(decoding: $0, as: UTF8.self) }.joined()
         #expect(!stored.isEmpty && !stored.contains(token), "stored hashed only")
 
-        let sandbox = try TSyncSandbox(remote: server.url)
-        let whoami = try sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        let sandbox = try await TSyncSandbox(remote: server.url)
+        let whoami = try await sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
         #expect(whoami.status == 0, "\(whoami)")
         #expect(whoami.stdout == "alice at \(server.url)\n", "\(whoami)")
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
-        let push = try sandbox.run(["push"], environment: ["TSYNC_TOKEN": token])
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let push = try await sandbox.run(["push"], environment: ["TSYNC_TOKEN": token])
         #expect(push.status == 0, "\(push)")
 
-        let nobody = try sandbox.run(["whoami"])
+        let nobody = try await sandbox.run(["whoami"])
         #expect(nobody.status == 4, "no credentials: \(nobody)")
 
-        let passwd = try TSyncProcess.run(
+        let passwd = try await TSyncProcess.run(
             ["user", "passwd", "alice", "--password-stdin", "--db", database], in: server.directory.path, stdin: "another long password\n")
         #expect(passwd.status == 0, "\(passwd)")
-        let revoked = try sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        let revoked = try await sandbox.run(["whoami"], environment: ["TSYNC_TOKEN": token])
         #expect(revoked.status == 4, "a password change revokes it: \(revoked)")
 
-        let badTTL = try TSyncProcess.run(["user", "token", "alice", "--ttl", "5x", "--db", database], in: server.directory.path)
+        let badTTL = try await TSyncProcess.run(["user", "token", "alice", "--ttl", "5x", "--db", database], in: server.directory.path)
         #expect(badTTL.status == 64, "\(badTTL)")
-        let unknown = try TSyncProcess.run(["user", "token", "bob", "--db", database], in: server.directory.path)
+        let unknown = try await TSyncProcess.run(["user", "token", "bob", "--db", database], in: server.directory.path)
         #expect(unknown.status == 65, "\(unknown)")
 
         let port = try LoopbackListener.freePort()
-        let far = try TSyncSandbox(remote: "http://127.0.0.1:\(port)")
-        let unreachable = try far.run(["whoami"], environment: ["TSYNC_TOKEN": token])
+        let far = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let unreachable = try await far.run(["whoami"], environment: ["TSYNC_TOKEN": token])
         #expect(unreachable.status == 3, "\(unreachable)")
     }
 
     private static func ids(_ sandbox: TSyncSandbox) async throws -> [String] {
-        try sandbox.ok(["query", "todo", "--json"]).components(separatedBy: "\"id\":\"").dropFirst()
+        try await sandbox.ok(["query", "todo", "--json"]).components(separatedBy: "\"id\":\"").dropFirst()
             .map { String($0.prefix { $0 != "\"" }) }.sorted()
     }
 }
@@ -268,16 +268,18 @@ final class CertificateAuthority {
     var otherNameCertificate: String { path("other.pem") }
     var database: String { "sqlite:" + path("server.db") }
 
-    init() throws {
+    init() async throws {
         directory = try TemporaryDirectory()
-        try openssl([
+        try await openssl([
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2", "-subj",
             "/CN=tsync test CA",
         ])
-        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", serverKey, "-out", path("server.csr"), "-subj", "/CN=localhost"])
+        try await openssl([
+            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", serverKey, "-out", path("server.csr"), "-subj", "/CN=localhost",
+        ])
         for (name, names) in [("server.pem", "IP:127.0.0.1,DNS:localhost"), ("other.pem", "DNS:other.example")] {
             let extensions = try directory.write(name + ".ext", "subjectAltName=\(names)\n")
-            try openssl([
+            try await openssl([
                 "x509", "-req", "-in", path("server.csr"), "-CA", certificate, "-CAkey", key, "-CAcreateserial", "-out", path(name),
                 "-days", "2", "-extfile", extensions,
             ])
@@ -285,10 +287,10 @@ final class CertificateAuthority {
     }
 
     /// A directory holding the CA certificate under its `openssl rehash` name.
-    func hashedDirectory() throws -> String {
+    func hashedDirectory() async throws -> String {
         let hashed = try directory.subdirectory("hashed")
         try FileManager.default.copyItem(atPath: certificate, toPath: (hashed as NSString).appendingPathComponent("ca.pem"))
-        try openssl(["rehash", hashed])
+        try await openssl(["rehash", hashed])
         return hashed
     }
 
@@ -301,18 +303,9 @@ final class CertificateAuthority {
 
     private func path(_ name: String) -> String { (directory.path as NSString).appendingPathComponent(name) }
 
-    private func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+    private func openssl(_ arguments: [String]) async throws {
+        let (status, message) = try await ChildProcess.run("/usr/bin/openssl", arguments, in: directory.path)
+        guard status == 0 else {
             throw TSyncError.failure("openssl \(arguments.joined(separator: " ")) failed: \(message)")
         }
     }
@@ -321,7 +314,7 @@ final class CertificateAuthority {
 /// `python3 -m http.server` on a free loopback port, serving a directory with one HTML page.
 final class StaticWebServer {
     let directory: TemporaryDirectory
-    let process = Process()
+    let process: ChildProcess
     let url: String
 
     init() async throws {
@@ -329,11 +322,8 @@ final class StaticWebServer {
         _ = try directory.write("index.html", "<html><body>Welcome to nginx!</body></html>\n")
         let port = try LoopbackListener.freePort()
         url = "http://127.0.0.1:\(port)"
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, String(port)]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(
+            "/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, String(port)])
         for _ in 0..<200 {
             if let socket = try? RawSocket(port: port, timeout: 1) {
                 socket.close()
@@ -344,12 +334,8 @@ final class StaticWebServer {
         throw TSyncError.failure("python3 -m http.server did not start on port \(port)")
     }
 
-    /// SIGKILL: the test runner may ignore SIGTERM, and a child inherits that.
-    func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    /// SIGKILL, without waiting (`ChildProcess` reaps it).
+    func stop() { process.signal(SIGKILL) }
 
     deinit { stop() }
 }

@@ -12,10 +12,10 @@ struct PostgresServeEndToEndTests {
     @Test func usersAndTwoServersShareOneDatabase() async throws {
         let directory = try TemporaryDirectory()
         try await PostgresFixture.withFreshDatabase { db in
-            let add = try TSyncProcess.run(
+            let add = try await TSyncProcess.run(
                 ["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
             #expect(add.status == 0, "\(add.stderr)")
-            let list = try TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
+            let list = try await TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
             #expect(list.status == 0, "\(list.stderr)")
             #expect(list.stdout == "alice\n", "stdout holds the names only, no log lines")
 
@@ -36,7 +36,7 @@ struct PostgresServeEndToEndTests {
             #expect(try JSONParser.parse(read.body) == JSONParser.parse(insert.body))
 
             // A new password revokes the account's tokens on every instance.
-            let passwd = try TSyncProcess.run(
+            let passwd = try await TSyncProcess.run(
                 ["user", "passwd", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "new password\n")
             #expect(passwd.status == 0, "\(passwd.stderr)")
             #expect(try await HTTP.send("GET", a + "/tables/todo", token: token).status == 401)
@@ -47,12 +47,13 @@ struct PostgresServeEndToEndTests {
         }
     }
 
-    @Test func anUnreachableDatabaseIsAClearFailure() throws {
+    @Test func anUnreachableDatabaseIsAClearFailure() async throws {
         let directory = try TemporaryDirectory()
-        let refused = try TSyncProcess.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"], in: directory.path)
+        let refused = try await TSyncProcess.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"], in: directory.path)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("cannot reach PostgreSQL at postgres://tsync@127.0.0.1:1/tsync"), "\(refused.stderr)")
-        let serve = try TSyncProcess.run(["serve", "--db", "postgres://tsync:secret@127.0.0.1:1/tsync", "--port", "0"], in: directory.path)
+        let serve = try await TSyncProcess.run(
+            ["serve", "--db", "postgres://tsync:secret@127.0.0.1:1/tsync", "--port", "0"], in: directory.path)
         #expect(serve.status == 1)
         #expect(!serve.stderr.contains("secret"), "the password never reaches the terminal")
     }
@@ -65,19 +66,19 @@ enum PostgresFixture {
     static func withFreshDatabase(_ body: (String) async throws -> Void) async throws {
         let admin = try #require(adminURL)
         let name = "tsync_e2e_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        try psql(admin, "CREATE DATABASE \(name)")
-        defer { try? psql(admin, "DROP DATABASE \(name) WITH (FORCE)") }
         guard let slash = admin.lastIndex(of: "/") else { throw TSyncError.failure("TSYNC_TEST_POSTGRES_URL has no database") }
-        try await body(String(admin[..<slash]) + "/" + name)
+        try await psql(admin, "CREATE DATABASE \(name)")
+        do {
+            try await body(String(admin[..<slash]) + "/" + name)
+        } catch {
+            try? await psql(admin, "DROP DATABASE \(name) WITH (FORCE)")
+            throw error
+        }
+        try? await psql(admin, "DROP DATABASE \(name) WITH (FORCE)")
     }
 
-    private static func psql(_ url: String, _ sql: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TSyncError.failure("psql failed on: \(sql)") }
+    private static func psql(_ url: String, _ sql: String) async throws {
+        let (status, errors) = try await ChildProcess.run("/usr/bin/env", ["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
+        guard status == 0 else { throw TSyncError.failure("psql failed on: \(sql): \(errors)") }
     }
 }

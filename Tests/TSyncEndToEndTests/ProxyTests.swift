@@ -10,28 +10,28 @@ import Testing
         let server = try await SyncServer()
         let proxy = try ForwardProxy()
         let environment = ["http_proxy": "http://\(proxy.address)"]
-        let a = try TSyncSandbox(remote: server.url)
-        try a.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        let push = try a.run(["push", "-v"], environment: environment)
+        let a = try await TSyncSandbox(remote: server.url)
+        try await a.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        let push = try await a.run(["push", "-v"], environment: environment)
         #expect(push.status == 0, "\(push)")
         #expect(push.stderr.contains("via proxy \(proxy.address) -> 20"), "-v names the proxy: \(push.stderr)")
         let pushed = proxy.forwarded
         #expect(pushed > 0)
         #expect(try await server.record("todo", "milk")?["text"] == "buy milk")
 
-        let b = try TSyncSandbox(remote: server.url)
-        let pull = try b.run(["pull", "todo"], environment: ["HTTP_PROXY": "http://\(proxy.address)"])
+        let b = try await TSyncSandbox(remote: server.url)
+        let pull = try await b.run(["pull", "todo"], environment: ["HTTP_PROXY": "http://\(proxy.address)"])
         #expect(pull.status == 0, "\(pull)")
         #expect(proxy.forwarded > pushed, "the pull went through the proxy too")
-        #expect(try b.ok(["get", "todo", "milk"]).contains("buy milk"))
+        #expect(try await b.ok(["get", "todo", "milk"]).contains("buy milk"))
     }
 
     @Test func allProxyIsTheFallback() async throws {
         let server = try await SyncServer()
         let proxy = try ForwardProxy()
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push"], environment: ["ALL_PROXY": proxy.address])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push"], environment: ["ALL_PROXY": proxy.address])
         #expect(push.status == 0, "\(push)")
         #expect(proxy.forwarded > 0)
     }
@@ -40,9 +40,9 @@ import Testing
     func noProxyListingTheServerGoesDirect(noProxy: String) async throws {
         let server = try await SyncServer()
         let proxy = try ForwardProxy()
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push", "-v"], environment: ["http_proxy": proxy.address, "NO_PROXY": noProxy])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push", "-v"], environment: ["http_proxy": proxy.address, "NO_PROXY": noProxy])
         #expect(push.status == 0, "\(push)")
         #expect(proxy.tunnels == 0 && proxy.forwarded == 0)
         #expect(!push.stderr.contains("via proxy"))
@@ -52,46 +52,46 @@ import Testing
     @Test func anHTTPSProxyIsNotUsedForAnHTTPRemote() async throws {
         let server = try await SyncServer()
         let closed = try LoopbackListener.freePort()
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push"], environment: ["https_proxy": "http://127.0.0.1:\(closed)"])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push"], environment: ["https_proxy": "http://127.0.0.1:\(closed)"])
         #expect(push.status == 0, "\(push)")
     }
 
     @Test func aProxyThatCannotBeReachedIsNamedAndNothingIsLost() async throws {
         let server = try await SyncServer()
         let closed = try LoopbackListener.freePort()
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        let before = try store.snapshot()
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        let before = try await store.snapshot()
         for command in [["push"], ["pull", "todo"], ["sync"]] {
-            let run = try store.run(command, environment: ["http_proxy": "http://127.0.0.1:\(closed)"])
+            let run = try await store.run(command, environment: ["http_proxy": "http://127.0.0.1:\(closed)"])
             #expect(run.status == 3, "\(command): \(run)")
             #expect(run.stderr.contains("cannot reach the proxy 127.0.0.1:\(closed) (connection refused"), "\(run.stderr)")
             #expect(!run.stderr.contains("cannot reach the server"))
         }
-        #expect(try store.snapshot() == before, "nothing queued was touched")
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n")
+        #expect(try await store.snapshot() == before, "nothing queued was touched")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\tmilk\n")
         #expect(try await server.record("todo", "milk") == nil)
-        #expect(try store.run(["push"]).status == 0, "direct, the same push goes through")
+        #expect(try await store.run(["push"]).status == 0, "direct, the same push goes through")
     }
 
     @Test func proxyCredentialsAreSentAndARefusalIsExit3() async throws {
         let server = try await SyncServer()
         let proxy = try ForwardProxy(credentials: ("ann", "p@ss word"))
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
 
-        let without = try store.run(["push"], environment: ["http_proxy": "http://\(proxy.address)"])
+        let without = try await store.run(["push"], environment: ["http_proxy": "http://\(proxy.address)"])
         #expect(without.status == 3, "\(without)")
         #expect(without.stderr.contains("the proxy \(proxy.address) asks for credentials (HTTP 407)"), "\(without.stderr)")
-        let wrong = try store.run(["push"], environment: ["http_proxy": "http://ann:hunter2@\(proxy.address)"])
+        let wrong = try await store.run(["push"], environment: ["http_proxy": "http://ann:hunter2@\(proxy.address)"])
         #expect(wrong.status == 3 && wrong.stderr.contains("refused the ones given"), "\(wrong)")
         #expect(!wrong.stderr.contains("hunter2"))
         #expect(proxy.refused == 2 && proxy.forwarded == 0)
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
 
-        let with = try store.run(["push", "-v"], environment: ["http_proxy": "http://ann:p%40ss%20word@\(proxy.address)"])
+        let with = try await store.run(["push", "-v"], environment: ["http_proxy": "http://ann:p%40ss%20word@\(proxy.address)"])
         #expect(with.status == 0, "\(with)")
         #expect(proxy.forwarded > 0)
         #expect(!with.stderr.contains("p%40ss") && !with.stderr.contains("ann:"), "-v shows no credentials")
@@ -102,22 +102,22 @@ import Testing
         let server = try await SyncServer()
         let proxy = try ForwardProxy()  // tunnels to 127.0.0.1 only, so "localhost" is refused (403)
         let port = try #require(URLComponents(string: server.url)?.port)
-        let store = try TSyncSandbox(remote: "http://localhost:\(port)")
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push"], environment: ["http_proxy": proxy.address])
+        let store = try await TSyncSandbox(remote: "http://localhost:\(port)")
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push"], environment: ["http_proxy": proxy.address])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("the proxy \(proxy.address) refused to open a tunnel to http://localhost:\(port)"), "\(push.stderr)")
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
         #expect(try await server.record("todo", "a") == nil)
     }
 
-    @Test func anUnsupportedProxyIsAUsageError() throws {
-        let store = try TSyncSandbox(remote: "http://127.0.0.1:9")
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(
+    @Test func anUnsupportedProxyIsAUsageError() async throws {
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:9")
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(
             ["push"], environment: ["https_proxy": "socks5://127.0.0.1:1080", "http_proxy": "socks5h://127.0.0.1:1080"])
         #expect(push.status == 64, "\(push)")
         #expect(push.stderr.contains("http_proxy") && push.stderr.contains("only http:// ones"), "\(push.stderr)")
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
     }
 }

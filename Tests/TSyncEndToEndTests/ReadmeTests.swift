@@ -8,7 +8,7 @@ import Testing
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The first ```sh block after the heading `## title`.
-    static func shellBlock(after title: String) throws -> String {
+    static func shellBlock(after title: String) async throws -> String {
         let readme = try String(contentsOf: packageRootURL.appendingPathComponent("README.md"), encoding: .utf8)
         let section = try #require(readme.range(of: "\n## \(title)\n"), "no section \(title)")
         let rest = readme[section.upperBound...]
@@ -31,14 +31,14 @@ import Testing
                 "POST /tables/todo HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nZUMO-API-VERSION: 2.0.0\r\nX-ZUMO-AUTH: \(token)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
         }
         let job = try TemporaryDirectory()
-        _ = try job.write("job.sh", try Self.shellBlock(after: "Conflicts in CI"))
+        _ = try await job.write("job.sh", try Self.shellBlock(after: "Conflicts in CI"))
         _ = try job.write("new-items.ndjson", #"{"id": "a", "text": "the job's"}"# + "\n" + #"{"id": "b", "text": "two"}"# + "\n")
         let binaries = (TSyncBinary.path as NSString).deletingLastPathComponent
         let environment = [
             "PATH": binaries + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
             "SYNC_URL": proxy.url, "SYNC_TOKEN": token,
         ]
-        let result = try TSyncProcess(["job.sh"], in: job.path, environment: environment, executable: "/bin/sh").wait()
+        let result = try await TSyncProcess(["job.sh"], in: job.path, environment: environment, executable: "/bin/sh").wait()
         #expect(result.status == 0, "\(result)")
         #expect(proxy.interposed == 1, "the other writer got in before the push")
         #expect(result.stdout.contains("pushed 2, settled 1 conflicts"), "\(result.stdout)")
@@ -51,13 +51,13 @@ import Testing
 extension ReadmeTests {
     /// "A short tour", block as it stands, in a fresh directory with `tsync` on the PATH; only the
     /// port changes (8080 may be taken). It must end with the laptop's edit on both sides.
-    @Test func theTourRunsAsWritten() throws {
+    @Test func theTourRunsAsWritten() async throws {
         let port = try LoopbackListener.freePort()
-        let script = try Self.shellBlock(after: "A short tour").replacingOccurrences(of: "8080", with: String(port))
+        let script = try await Self.shellBlock(after: "A short tour").replacingOccurrences(of: "8080", with: String(port))
         let directory = try TemporaryDirectory()
         _ = try directory.write("tour.sh", script)
         let binaries = (TSyncBinary.path as NSString).deletingLastPathComponent
-        let result = try TSyncProcess(
+        let result = try await TSyncProcess(
             ["tour.sh"], in: directory.path,
             environment: ["PATH": binaries + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")],
             executable: "/bin/bash"

@@ -9,12 +9,12 @@ import TSyncModel
         let directory = try TemporaryDirectory()
         let db = "sqlite:" + (directory.path as NSString).appendingPathComponent("server.db")
 
-        let add = try TSyncProcess.run(
+        let add = try await TSyncProcess.run(
             ["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "alice password\n")
         #expect(add.status == 0, "\(add.stderr)")
-        let list = try TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
+        let list = try await TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
         #expect(list.stdout == "alice\n")
-        let duplicate = try TSyncProcess.run(
+        let duplicate = try await TSyncProcess.run(
             ["user", "add", "alice", "--password-stdin", "--db", db], in: directory.path, stdin: "other password\n")
         #expect(duplicate.status == 65, "\(duplicate.stderr)")
         #expect(duplicate.stderr.contains("already exists"))
@@ -89,28 +89,28 @@ import TSyncModel
         #expect(third.log.contains("is no longer declared: left in place"), "\(third.log)")
         #expect(try await third.terminate(signal: SIGTERM) == 0)
 
-        let invalid = try TSyncProcess.run(["serve", "--db", db, "--port", "0", "--index", "todo"], in: directory.path)
+        let invalid = try await TSyncProcess.run(["serve", "--db", db, "--port", "0", "--index", "todo"], in: directory.path)
         #expect(invalid.status == 64 && invalid.stderr.contains("--index todo") && invalid.stderr.contains("TABLE.FIELD"), "\(invalid)")
     }
 
-    @Test func refusalsExitWithTheDocumentedCodes() throws {
+    @Test func refusalsExitWithTheDocumentedCodes() async throws {
         let directory = try TemporaryDirectory()
-        let noAuth = try TSyncProcess.run(
+        let noAuth = try await TSyncProcess.run(
             ["serve", "--no-auth", "--host", "0.0.0.0", "--port", "0", "--db", "sqlite:/nonexistent/x.db"], in: directory.path)
         #expect(noAuth.status == 64)
         #expect(noAuth.stderr.contains("--insecure"))
-        let postgres = try TSyncProcess.run(["serve", "--db", "postgres://localhost/tsync", "--port", "0"], in: directory.path)
+        let postgres = try await TSyncProcess.run(["serve", "--db", "postgres://localhost/tsync", "--port", "0"], in: directory.path)
         #expect(postgres.status == 64)
         #expect(postgres.stderr.contains("no user name"))
         let db = "sqlite:" + (directory.path as NSString).appendingPathComponent("server.db")
-        let noDatabase = try TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
+        let noDatabase = try await TSyncProcess.run(["user", "list", "--db", db], in: directory.path)
         #expect(noDatabase.status == 65)
         #expect(noDatabase.stderr.contains("no server database"))
         #expect(!FileManager.default.fileExists(atPath: String(db.dropFirst("sqlite:".count))))
-        #expect(try TSyncProcess.run(["user", "add", "carol", "--db", db], in: directory.path, stdin: "carol password").status == 0)
-        let missing = try TSyncProcess.run(["user", "remove", "nobody", "--db", db], in: directory.path)
+        #expect(try await TSyncProcess.run(["user", "add", "carol", "--db", db], in: directory.path, stdin: "carol password").status == 0)
+        let missing = try await TSyncProcess.run(["user", "remove", "nobody", "--db", db], in: directory.path)
         #expect(missing.status == 65)
-        let short = try TSyncProcess.run(["user", "add", "bob", "--db", db], in: directory.path, stdin: "short\n")
+        let short = try await TSyncProcess.run(["user", "add", "bob", "--db", db], in: directory.path, stdin: "short\n")
         #expect(short.status == 65, "stdin is not a terminal, so the password is read from it")
         #expect(short.stderr.contains("too short"))
     }

@@ -4,51 +4,46 @@ import Testing
 /// A damaged store is reported, never replaced by a new empty one (issue 9.9): the probe that
 /// found this emptied `store.sqlite` and watched 3,000 queued inserts vanish with exit 0.
 @Suite struct StoreDamageTests {
-    private func storeWithQueue() throws -> (TSyncSandbox, String) {
-        let store = try TSyncSandbox()
+    private func storeWithQueue() async throws -> (TSyncSandbox, String) {
+        let store = try await TSyncSandbox()
         let ndjson = (0..<200).map { #"{"id": "r\#($0)", "text": "queued \#($0)"}"# }.joined(separator: "\n")
-        try store.ok(["insert", "todo"], stdin: ndjson)
+        try await store.ok(["insert", "todo"], stdin: ndjson)
         return (store, (store.path as NSString).appendingPathComponent(".tsync/store.sqlite"))
     }
 
-    private func expectDamaged(_ store: TSyncSandbox, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectDamaged(_ store: TSyncSandbox, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         for arguments in [["status"], ["insert", "todo", #"{"text": "new"}"#], ["query", "todo"]] {
-            let result = try store.run(arguments)
+            let result = try await store.run(arguments)
             #expect(result.status == 1, "\(arguments): \(result)", sourceLocation: sourceLocation)
             #expect(result.stderr.contains(what), "\(arguments): \(result.stderr)", sourceLocation: sourceLocation)
         }
     }
 
-    @Test func anEmptyDatabaseIsDamagedNotANewStore() throws {
-        let (store, database) = try storeWithQueue()
+    @Test func anEmptyDatabaseIsDamagedNotANewStore() async throws {
+        let (store, database) = try await storeWithQueue()
         try Data().write(to: URL(fileURLWithPath: database))
-        try expectDamaged(store, "is empty (0 bytes)")
+        try await expectDamaged(store, "is empty (0 bytes)")
         let size = try FileManager.default.attributesOfItem(atPath: database)[.size] as? NSNumber
         #expect(size?.intValue == 0, "the empty file is left as it was, not re-created")
-        let again = try store.run(["init"])
+        let again = try await store.run(["init"])
         #expect(again.status == 1 && again.stderr.contains("empty"), "init does not paper over it either: \(again)")
     }
 
-    @Test func aFileThatIsNotATSyncStoreIsRefused() throws {
-        let (store, database) = try storeWithQueue()
+    @Test func aFileThatIsNotATSyncStoreIsRefused() async throws {
+        let (store, database) = try await storeWithQueue()
         // A command closes its store before it exits, so SQLite has folded the WAL back into the
         // database file: the garbage below is what the next command reads, not pages in the WAL.
         #expect(!FileManager.default.fileExists(atPath: database + "-wal"))
         try Data("this is not SQLite".utf8).write(to: URL(fileURLWithPath: database))
-        try expectDamaged(store, "damaged or not a tsync store")
+        try await expectDamaged(store, "damaged or not a tsync store")
     }
 
-    @Test func damagedPagesAreFoundWhenTheStoreOpens() throws {
-        let (store, database) = try storeWithQueue()
+    @Test func damagedPagesAreFoundWhenTheStoreOpens() async throws {
+        let (store, database) = try await storeWithQueue()
         // Everything into the database file first: a page damaged there while the WAL holds a
         // newer copy of it would never be read.
-        let checkpoint = Process()
-        checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        checkpoint.arguments = [database, "PRAGMA wal_checkpoint(TRUNCATE)"]
-        checkpoint.standardOutput = FileHandle.nullDevice
-        try checkpoint.run()
-        checkpoint.waitUntilExit()
-        #expect(checkpoint.terminationStatus == 0)
+        let checkpoint = try await ChildProcess.run("/usr/bin/sqlite3", [database, "PRAGMA wal_checkpoint(TRUNCATE)"])
+        #expect(checkpoint.status == 0, "\(checkpoint.stderr)")
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
         let size = try handle.seekToEnd()
         #expect(size > 8 * 4096, "the store spans several pages")
@@ -56,26 +51,22 @@ import Testing
         try handle.seek(toOffset: (size / 4096 / 2) * 4096)
         try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
         try handle.close()
-        try expectDamaged(store, "damaged")
+        try await expectDamaged(store, "damaged")
     }
 
     /// Broken cell pointers in a b-tree page: SQLite's page check reports each one (its report
     /// ran to 51 lines on the terminal). The message is one line: where, what, and what to do
     /// (issue 18.13).
-    @Test func aDamagedStoreIsOneLine() throws {
-        let (store, database) = try storeWithQueue()
-        let checkpoint = Process()
-        checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        checkpoint.arguments = [database, "PRAGMA wal_checkpoint(TRUNCATE)"]
-        checkpoint.standardOutput = FileHandle.nullDevice
-        try checkpoint.run()
-        checkpoint.waitUntilExit()
+    @Test func aDamagedStoreIsOneLine() async throws {
+        let (store, database) = try await storeWithQueue()
+        let checkpoint = try await ChildProcess.run("/usr/bin/sqlite3", [database, "PRAGMA wal_checkpoint(TRUNCATE)"])
+        #expect(checkpoint.status == 0, "\(checkpoint.stderr)")
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
         try handle.seek(toOffset: 5 * 4096 + 100)
         try handle.write(contentsOf: Data([UInt8](repeating: 0, count: 100).enumerated().map { $0.offset % 2 == 0 ? 0 : 7 }))
         try handle.close()
         for arguments in [["status"], ["query", "todo"]] {
-            let result = try store.run(arguments)
+            let result = try await store.run(arguments)
             #expect(result.status == 1, "\(arguments): \(result)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains("\(database) is damaged: SQLite's page check found"), "\(result.stderr)")
@@ -84,8 +75,8 @@ import Testing
     }
 
     /// A store nobody may write (as root, the commands run as `nobody`, since root writes anyway).
-    @Test func aReadOnlyStoreCanStillBeRead() throws {
-        let (store, database) = try storeWithQueue()
+    @Test func aReadOnlyStoreCanStillBeRead() async throws {
+        let (store, database) = try await storeWithQueue()
         let runAsOther = getuid() == 0
         let runuser = ["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
         if runAsOther {
@@ -100,18 +91,18 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: database)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory) }
 
-        func run(_ arguments: [String]) throws -> TSyncResult {
-            guard runAsOther, let runuser else { return try store.run(arguments) }
-            return try TSyncProcess(
+        func run(_ arguments: [String]) async throws -> TSyncResult {
+            guard runAsOther, let runuser else { return try await store.run(arguments) }
+            return try await TSyncProcess(
                 ["-u", "nobody", "--", TSyncBinary.path, "-C", store.path] + arguments, in: "/", executable: runuser
             ).wait()
         }
-        let status = try run(["status", "--porcelain"])
+        let status = try await run(["status", "--porcelain"])
         #expect(status.status == 0, "\(status)")
         #expect(status.stdout.split(separator: "\n").count == 200)
-        let query = try run(["query", "todo", "--filter", "id eq 'r7'"])
+        let query = try await run(["query", "todo", "--filter", "id eq 'r7'"])
         #expect(query.status == 0 && query.stdout.contains("queued 7"), "\(query)")
-        let insert = try run(["insert", "todo", #"{"text": "new"}"#])
+        let insert = try await run(["insert", "todo", #"{"text": "new"}"#])
         #expect(insert.status == 1, "\(insert)")
         #expect(insert.stderr.contains("read-only"), "\(insert.stderr)")
     }

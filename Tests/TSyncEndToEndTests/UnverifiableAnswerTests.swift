@@ -12,13 +12,13 @@ import TSyncModel
     private func setUp(batched: Bool) async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
         let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
-        try store.ok(["insert", "todo", #"{"id": "b", "text": "old b"}"#])
-        try store.ok(["push"])
-        try store.ok(["update", "todo", "a", "--set", "text=new a"])
-        try store.ok(["delete", "todo", "b"])
-        try store.ok(["insert", "todo", #"{"id": "c", "text": "new c"}"#])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+        try await store.ok(["insert", "todo", #"{"id": "b", "text": "old b"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["update", "todo", "a", "--set", "text=new a"])
+        try await store.ok(["delete", "todo", "b"])
+        try await store.ok(["insert", "todo", #"{"id": "c", "text": "new c"}"#])
         return (server, proxy, store)
     }
 
@@ -27,16 +27,16 @@ import TSyncModel
     /// Nothing was settled or lost: the three changes are queued, no error recorded, the local
     /// copies are the user's; then, past the faulty proxy, they all reach the server.
     private func expectNothingLost(_ server: SyncServer, _ store: TSyncSandbox) async throws {
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
-        #expect(try store.ok(["status", "--porcelain"]) == Self.queued)
-        #expect(try JSONOutput.object(try store.ok(["get", "todo", "a", "--json"]))["text"] == "new a")
-        #expect(try JSONOutput.object(try store.ok(["get", "todo", "c", "--json"]))["text"] == "new c")
-        try store.ok(["remote", server.url])
-        let push = try store.run(["push"])
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == Self.queued)
+        #expect(try JSONOutput.object(try await store.ok(["get", "todo", "a", "--json"]))["text"] == "new a")
+        #expect(try JSONOutput.object(try await store.ok(["get", "todo", "c", "--json"]))["text"] == "new c")
+        try await store.ok(["remote", server.url])
+        let push = try await store.run(["push"])
         #expect(push.status == 0, "\(push)")
         let records = try await server.records("todo")
         #expect(records["a"]?["text"] == "new a" && records["b"] == nil && records["c"]?["text"] == "new c", "\(records)")
-        #expect(try store.ok(["status", "--porcelain"]) == "")
+        #expect(try await store.ok(["status", "--porcelain"]) == "")
     }
 
     /// 18.1: a proxy that does not route the batch answers 404 to it. That is no operation's
@@ -45,7 +45,7 @@ import TSyncModel
     func aBatchAnsweredNotFoundSettlesNothing(contentType: String, body: String) async throws {
         let (server, proxy, store) = try await setUp(batched: true)
         proxy.replace("POST", "/tables/$batch", status: 404, contentType: contentType, body: body, forward: false, count: 10)
-        let push = try store.run(["push", "--on-conflict", "theirs"])
+        let push = try await store.run(["push", "--on-conflict", "theirs"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("did not answer as a sync server does") && push.stderr.contains("HTTP 404"), "\(push.stderr)")
         #expect(!push.stderr.contains("settled"), "\(push.stderr)")
@@ -61,7 +61,7 @@ import TSyncModel
         for method in ["PATCH", "DELETE", "POST"] {
             proxy.replace(method, "/tables/todo", status: 404, contentType: contentType, body: body, forward: false, count: 10)
         }
-        let push = try store.run(["push", "--on-conflict", "theirs"])
+        let push = try await store.run(["push", "--on-conflict", "theirs"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("did not answer as a sync server does"), "\(push.stderr)")
         try await expectNothingLost(server, store)
@@ -72,17 +72,17 @@ import TSyncModel
     @Test(arguments: [true, false])
     func aConfirmedNotFoundIsStillAConflict(batched: Bool) async throws {
         let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
-        let store = try TSyncSandbox(remote: server.url)
-        let other = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
-        try store.ok(["push"])
-        try other.ok(["pull", "todo"])
-        try other.ok(["delete", "todo", "a"])
-        try other.ok(["push"])
-        try store.ok(["update", "todo", "a", "--set", "text=new a"])
-        let push = try store.run(["push", "--json"])
+        let store = try await TSyncSandbox(remote: server.url)
+        let other = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+        try await store.ok(["push"])
+        try await other.ok(["pull", "todo"])
+        try await other.ok(["delete", "todo", "a"])
+        try await other.ok(["push"])
+        try await store.ok(["update", "todo", "a", "--set", "text=new a"])
+        let push = try await store.run(["push", "--json"])
         #expect(push.status == 2, "\(push)")
-        let conflicts = try JSONOutput.array(try store.ok(["conflicts", "--json"]))
+        let conflicts = try JSONOutput.array(try await store.ok(["conflicts", "--json"]))
         #expect(conflicts.count == 1 && conflicts.first?.objectValue?["class"] == "missing", "\(conflicts)")
     }
 
@@ -95,20 +95,20 @@ import TSyncModel
     func aDeleteTheServerDidNotApplyStaysQueued(status: Int, contentType: String, body: String) async throws {
         let server = try await SyncServer(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "b", "text": "old b"}"#])
-        try store.ok(["push"])
-        try store.ok(["delete", "todo", "b"])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "b", "text": "old b"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["delete", "todo", "b"])
         proxy.replace("DELETE", "/tables/todo/b", status: status, contentType: contentType, body: body, forward: false, count: 5)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("did not answer as a sync server does"), "\(push.stderr)")
-        #expect(try store.ok(["status", "--porcelain"]) == "D\ttodo\tb\n")
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
-        try store.ok(["remote", server.url])
-        #expect(try store.run(["push"]).status == 0)
+        #expect(try await store.ok(["status", "--porcelain"]) == "D\ttodo\tb\n")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        try await store.ok(["remote", server.url])
+        #expect(try await store.run(["push"]).status == 0)
         #expect(try await server.record("todo", "b") == nil)
-        #expect(try store.ok(["status", "--porcelain"]) == "")
+        #expect(try await store.ok(["status", "--porcelain"]) == "")
     }
 
     /// 18.7: a 500 the server had in fact applied leaves the update in flight, so a later edit
@@ -117,21 +117,21 @@ import TSyncModel
     func aServerErrorLeavesTheWriteInFlight(batched: Bool) async throws {
         let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
-        try store.ok(["push"])
-        try store.ok(["update", "todo", "a", "--set", "text=new a"])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["update", "todo", "a", "--set", "text=new a"])
         proxy.replace(
             batched ? "POST" : "PATCH", batched ? "/tables/$batch" : "/tables/todo/a", status: 500, contentType: "application/json",
             body: #"{"error": "internal error"}"#, forward: true)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("HTTP 500"), "\(push.stderr)")
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
         #expect(try await server.record("todo", "a")?["text"] == "new a", "the server applied it")
-        try store.ok(["update", "todo", "a", "--set", "text=newer a"])
-        #expect(try store.ok(["status", "--porcelain"]) == "M\ttodo\ta\nM\ttodo\ta\n", "the edit queued behind the write in flight")
-        let again = try store.run(["push", "--json"])
+        try await store.ok(["update", "todo", "a", "--set", "text=newer a"])
+        #expect(try await store.ok(["status", "--porcelain"]) == "M\ttodo\ta\nM\ttodo\ta\n", "the edit queued behind the write in flight")
+        let again = try await store.run(["push", "--json"])
         #expect(again.status == 0, "\(again)")
         #expect(JSONOutput.int(try JSONOutput.object(again.stdout)["conflicts"]) == 0)
         #expect(try await server.record("todo", "a")?["text"] == "newer a")
@@ -148,7 +148,7 @@ import TSyncModel
                 method, path, status: status, contentType: "application/json", body: #"{"error": "slow down"}"#, forward: false,
                 count: 10, headers: [("Retry-After", "7")])
         }
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("HTTP \(status)") && push.stderr.contains("retry after 7 s"), "\(push.stderr)")
         try await expectNothingLost(server, store)
@@ -164,18 +164,18 @@ import TSyncModel
     func anUpdateTheServerDidNotApplyStaysQueued(body: String) async throws {
         let server = try await SyncServer(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
-        try store.ok(["push"])
-        try store.ok(["update", "todo", "a", "--set", "text=new a"])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["update", "todo", "a", "--set", "text=new a"])
         proxy.replace("PATCH", "/tables/todo/a", status: 200, contentType: "application/json", body: body, forward: false)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("not applied"), "\(push.stderr)")
-        #expect(try store.ok(["status", "--porcelain"]) == "M\ttodo\ta\n")
-        #expect(try JSONOutput.object(try store.ok(["get", "todo", "a", "--json"]))["text"] == "new a", "the local edit is kept")
-        #expect(try store.run(["get", "todo", "other"]).status != 0, "no ghost record")
-        #expect(try store.run(["push"]).status == 0)
+        #expect(try await store.ok(["status", "--porcelain"]) == "M\ttodo\ta\n")
+        #expect(try JSONOutput.object(try await store.ok(["get", "todo", "a", "--json"]))["text"] == "new a", "the local edit is kept")
+        #expect(try await store.run(["get", "todo", "other"]).status != 0, "no ghost record")
+        #expect(try await store.run(["push"]).status == 0)
         #expect(try await server.record("todo", "a")?["text"] == "new a")
     }
 
@@ -185,24 +185,24 @@ import TSyncModel
     func aConflictWithAnotherItemsRecordIsNotAnAnswer(method: String, path: String, status: Int) async throws {
         let server = try await SyncServer(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
+        let store = try await TSyncSandbox(remote: proxy.url)
         if method == "PATCH" {
-            try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
-            try store.ok(["push"])
-            try store.ok(["update", "todo", "a", "--set", "text=new a"])
+            try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+            try await store.ok(["push"])
+            try await store.ok(["update", "todo", "a", "--set", "text=new a"])
         } else {
-            try store.ok(["insert", "todo", #"{"id": "a", "text": "new a"}"#])
+            try await store.ok(["insert", "todo", #"{"id": "a", "text": "new a"}"#])
         }
         let ghost =
             #"{"id": "ghost", "text": "new a", "version": "v9", "updatedAt": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z", "deleted": false}"#
         proxy.replace(method, path, status: status, contentType: "application/json", body: ghost, forward: false)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("record of ghost"), "\(push.stderr)")
-        #expect(try store.ok(["status", "--porcelain"]) == (method == "PATCH" ? "M\ttodo\ta\n" : "A\ttodo\ta\n"))
-        #expect(try store.run(["get", "todo", "ghost"]).status != 0, "no ghost record")
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
-        #expect(try store.run(["push"]).status == 0)
+        #expect(try await store.ok(["status", "--porcelain"]) == (method == "PATCH" ? "M\ttodo\ta\n" : "A\ttodo\ta\n"))
+        #expect(try await store.run(["get", "todo", "ghost"]).status != 0, "no ghost record")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.run(["push"]).status == 0)
         #expect(try await server.record("todo", "a")?["text"] == "new a")
     }
 
@@ -213,7 +213,7 @@ import TSyncModel
         let reversed =
             #"{"results": [{"status": 201, "item": {"id": "c", "text": "new c", "version": "v9", "updatedAt": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z", "deleted": false}}, {"status": 404, "error": "gone"}, {"status": 412, "item": {"id": "a", "text": "theirs", "version": "v8", "updatedAt": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z", "deleted": false}}]}"#
         proxy.replace("POST", "/tables/$batch", status: 200, contentType: "application/json", body: reversed, forward: false)
-        let push = try store.run(["push", "--on-conflict", "theirs"])
+        let push = try await store.run(["push", "--on-conflict", "theirs"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("do not match the operations sent"), "\(push.stderr)")
         try await expectNothingLost(server, store)
@@ -224,21 +224,21 @@ import TSyncModel
     @Test func aSuccessWithTheVersionSentIsNotApplied() async throws {
         let server = try await SyncServer()
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
-        try store.ok(["push"])
-        let old = try JSONOutput.object(try store.ok(["get", "todo", "a", "--json"]))
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
+        try await store.ok(["push"])
+        let old = try JSONOutput.object(try await store.ok(["get", "todo", "a", "--json"]))
         let version = try #require(old["version"]?.stringValue)
         let updatedAt = try #require(old["updatedAt"]?.stringValue)
-        try store.ok(["update", "todo", "a", "--set", "text=new a"])
+        try await store.ok(["update", "todo", "a", "--set", "text=new a"])
         let claimed =
             #"{"results": [{"index": 0, "id": "a", "status": 200, "item": {"id": "a", "text": "new a", "version": "\#(version)", "updatedAt": "\#(updatedAt)", "createdAt": "\#(updatedAt)", "deleted": false}}]}"#
         proxy.replace("POST", "/tables/$batch", status: 200, contentType: "application/json", body: claimed, forward: false)
-        let push = try store.run(["push"])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("not applied"), "\(push.stderr)")
-        #expect(try store.ok(["status", "--porcelain"]) == "M\ttodo\ta\n")
-        #expect(try store.run(["push"]).status == 0)
+        #expect(try await store.ok(["status", "--porcelain"]) == "M\ttodo\ta\n")
+        #expect(try await store.run(["push"]).status == 0)
         #expect(try await server.record("todo", "a")?["text"] == "new a")
     }
 
@@ -246,13 +246,13 @@ import TSyncModel
     @Test func anAtomicBatchAppliedInPartSaysThePromiseWasBroken() async throws {
         let server = try await SyncServer()
         let proxy = try LossyProxy(upstream: server.url)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id": "a", "text": "a"}"#])
-        try store.ok(["insert", "todo", #"{"id": "b", "text": "b"}"#])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "a"}"#])
+        try await store.ok(["insert", "todo", #"{"id": "b", "text": "b"}"#])
         let partial =
             #"{"results": [{"index": 0, "id": "a", "status": 201, "item": {"id": "a", "text": "a", "version": "v9", "updatedAt": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z", "deleted": false}}, {"index": 1, "id": "b", "status": 400, "error": "refused"}]}"#
         proxy.replace("POST", "/tables/$batch", status: 200, contentType: "application/json", body: partial, forward: false)
-        let push = try store.run(["push", "--atomic"])
+        let push = try await store.run(["push", "--atomic"])
         #expect(push.status == 1, "\(push)")
         #expect(push.stderr.contains("broke the promise of an atomic batch"), "\(push.stderr)")
     }
@@ -260,7 +260,7 @@ import TSyncModel
     /// 18.12: a captive portal (a redirect, or HTML with 200) is exit 3 with nothing recorded, on
     /// push and on pull alike.
     @Test(arguments: [302, 303, 200])
-    func aCaptivePortalIsExitThree(status: Int) throws {
+    func aCaptivePortalIsExitThree(status: Int) async throws {
         let server = try ScriptedServer { _, _ in
             status == 200
                 ? ScriptedServer.Answer(
@@ -269,14 +269,14 @@ import TSyncModel
                     status: status, headers: [("Location", "http://portal.example/login"), ("Content-Type", "text/html")],
                     body: Array("<html>moved</html>".utf8))
         }
-        let store = try TSyncSandbox(remote: server.url)
-        try store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try store.run(["push"])
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["insert", "todo", #"{"id": "a"}"#])
+        let push = try await store.run(["push"])
         #expect(push.status == 3, "\(push)")
         #expect(push.stderr.contains("captive portal"), "\(push.stderr)")
-        #expect(try store.ok(["conflicts", "--json"]) == "[]\n")
-        #expect(try store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
-        let pull = try store.run(["pull", "other"])
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        let pull = try await store.run(["pull", "other"])
         #expect(pull.status == 3, "\(pull)")
         #expect(pull.stderr.contains("captive portal"), "\(pull.stderr)")
     }

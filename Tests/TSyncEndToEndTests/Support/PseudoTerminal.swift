@@ -77,19 +77,19 @@ final class PseudoTerminal {
 
     /// Reads the terminal until its output contains `text`; false after `timeout` seconds or at its end.
     @discardableResult
-    func read(until text: String, timeout: TimeInterval) -> Bool {
+    func read(until text: String, timeout: TimeInterval) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
-        while !output.contains(text) {
-            guard Date() < deadline, drain(milliseconds: 50) else { return output.contains(text) }
+        while !output.contains(text), Date() < deadline {
+            guard await drain() else { break }
         }
-        return true
+        return output.contains(text)
     }
 
     /// Whether the process is still running after `seconds` of reading its output.
-    func isRunning(after seconds: TimeInterval) -> Bool {
+    func isRunning(after seconds: TimeInterval) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline, exitStatus == nil {
-            _ = drain(milliseconds: 20)
+            _ = await drain()
             reap()
         }
         reap()
@@ -103,26 +103,34 @@ final class PseudoTerminal {
     }
 
     /// Waits for the process, reading its output; kills it after `timeout` seconds (nil then).
-    func wait(timeout: TimeInterval) -> Int32? {
+    func wait(timeout: TimeInterval) async -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while exitStatus == nil, Date() < deadline {
-            _ = drain(milliseconds: 20)
+            _ = await drain()
             reap()
         }
         if exitStatus == nil {
             kill(-pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
+            let pid = self.pid
+            await OffThePool.run {
+                var status: Int32 = 0
+                waitpid(pid, &status, 0)
+            }
             return nil
         }
-        while drain(milliseconds: 20) {}
+        while await drain() {}
         return exitStatus
     }
 
-    /// Reads what is there; false at the terminal's end (every slave end closed) or on nothing new.
-    private func drain(milliseconds: Int32) -> Bool {
+    /// Reads what is there, or after a pause of 20 ms (a `Task.sleep`: no thread is held) what
+    /// came meanwhile; false at the terminal's end (every slave end closed), or when nothing came
+    /// and the process has ended.
+    private func drain() async -> Bool {
         var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, milliseconds) > 0 else { return exitStatus == nil }
+        if poll(&descriptor, 1, 0) <= 0 {
+            try? await Task.sleep(for: .milliseconds(20))
+            guard poll(&descriptor, 1, 0) > 0 else { return exitStatus == nil }
+        }
         var buffer = [UInt8](repeating: 0, count: 65536)
         let count = Foundation.read(master, &buffer, buffer.count)
         guard count > 0 else { return false }

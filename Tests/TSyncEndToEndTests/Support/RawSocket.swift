@@ -7,8 +7,9 @@ import Foundation
 /// A blocking TCP connection to 127.0.0.1 for tests that must control exactly what goes on the
 /// wire (a client that writes a whole body before reading, a client that sends a byte a second).
 /// Every send and receive gives up after `timeout`, so a misbehaving server fails the test instead
-/// of hanging it.
-final class RawSocket {
+/// of hanging it, and runs on a thread of its own (`OffThePool`), so a test waiting for the
+/// server holds none of the cooperative threads the servers of other tests need.
+final class RawSocket: @unchecked Sendable {
     private let descriptor: Int32
 
     init(port: Int, timeout: TimeInterval = 10) throws {
@@ -41,21 +42,37 @@ final class RawSocket {
 
     /// Writes all of `bytes`; false when the peer stopped reading for `timeout` or closed.
     @discardableResult
-    func write(_ bytes: [UInt8]) -> Bool {
+    func write(_ bytes: [UInt8]) async -> Bool {
+        await OffThePool.run { self.sendAll(bytes) }
+    }
+
+    @discardableResult
+    func write(_ text: String) async -> Bool { await write(Array(text.utf8)) }
+
+    /// Everything until the peer closes (or `timeout` passes without a byte), as text.
+    func readToEnd() async -> String {
+        await OffThePool.run { self.receiveAll() }
+    }
+
+    /// Whether the peer has closed the connection (a read returns end of file within `timeout`).
+    func isClosedByPeer() async -> Bool {
+        await OffThePool.run {
+            var byte: UInt8 = 0
+            return recv(self.descriptor, &byte, 1, 0) == 0
+        }
+    }
+
+    private func sendAll(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if written <= 0 { return false }
             offset += written
         }
         return true
     }
 
-    @discardableResult
-    func write(_ text: String) -> Bool { write(Array(text.utf8)) }
-
-    /// Everything until the peer closes (or `timeout` passes without a byte), as text.
-    func readToEnd() -> String {
+    private func receiveAll() -> String {
         var data: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -64,11 +81,5 @@ final class RawSocket {
             data.append(contentsOf: chunk[..<count])
         }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// Whether the peer has closed the connection (a read returns end of file within `timeout`).
-    func isClosedByPeer() -> Bool {
-        var byte: UInt8 = 0
-        return recv(descriptor, &byte, 1, 0) == 0
     }
 }

@@ -25,7 +25,7 @@ final class SyncServer: @unchecked Sendable {
         self.authenticated = authenticated
         self.options = options
         if authenticated {
-            let add = try TSyncProcess.run(
+            let add = try await TSyncProcess.run(
                 ["user", "add", "alice", "--password-stdin", "--db", "sqlite:" + databasePath], in: directory.path,
                 stdin: Self.password + "\n")
             #expect(add.status == 0, "tsync user add: \(add.stderr)")
@@ -44,14 +44,9 @@ final class SyncServer: @unchecked Sendable {
         url = try await server.waitForAddress()
     }
 
-    /// SIGKILL: the server dies mid-request, as in a crash.
-    func kill() {
-        server?.kill(signal: SIGKILL)
-        server = nil
-    }
-
-    func stop() {
-        server?.stop()
+    /// SIGKILL: the server dies mid-request, as in a crash. Returns once it is gone.
+    func kill() async {
+        await server?.kill(signal: SIGKILL)
         server = nil
     }
 
@@ -92,34 +87,21 @@ final class SyncServer: @unchecked Sendable {
     }
 
     /// Runs SQL on the server's database with the sqlite3 shell (the server keeps running: WAL).
-    func sql(_ statements: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        process.arguments = ["-bail", "-cmd", ".timeout 5000", databasePath, statements]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "sqlite3: \(message)")
+    func sql(_ statements: String) async throws {
+        let (status, errors) = try await ChildProcess.run(
+            "/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 5000", databasePath, statements])
+        #expect(status == 0, "sqlite3: \(errors)")
     }
 }
 
 /// A `tsync serve` process whose log goes to a file (no pipe to fill up).
 final class ServerProcess: @unchecked Sendable {
-    private let process = Process()
+    private let process: ChildProcess
     private let logPath: String
 
     init(arguments: [String], log directory: String) throws {
         logPath = (directory as NSString).appendingPathComponent("serve-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: TSyncBinary.path)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
+        process = try ChildProcess(TSyncBinary.path, arguments, stdout: logPath, stderr: logPath)
     }
 
     var log: String { String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self) }
@@ -142,22 +124,22 @@ final class ServerProcess: @unchecked Sendable {
     /// Sends `signal` and waits (at most `timeout` seconds) for the exit status. A shutdown is
     /// clean only when the process exits by itself, so an end by signal is recorded as an issue.
     func terminate(signal: Int32, timeout: Duration = .seconds(15)) async throws -> Int32 {
-        Foundation.kill(process.processIdentifier, signal)
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        guard !process.isRunning else { throw TSyncError.failure("tsync serve did not stop after signal \(signal)") }
-        #expect(process.terminationReason == .exit, "tsync serve ended by signal \(process.terminationStatus)")
-        return process.terminationStatus
+        process.signal(signal)
+        guard await process.wait(timeout: Double(timeout.components.seconds)), let status = process.status else {
+            throw TSyncError.failure("tsync serve did not stop after signal \(signal)")
+        }
+        #expect(!process.endedBySignal, "tsync serve ended by a signal: \(status)")
+        return status
     }
 
     /// Sends `signal` and waits for the process to end.
-    func kill(signal: Int32) {
-        guard process.isRunning else { return }
-        Foundation.kill(process.processIdentifier, signal)
-        process.waitUntilExit()
+    func kill(signal: Int32) async {
+        process.signal(signal)
+        await process.wait()
     }
 
-    func stop() { kill(signal: SIGTERM) }
+    /// SIGTERM, without waiting (for `defer` and `deinit`); `ChildProcess` reaps it.
+    func stop() { process.signal(SIGTERM) }
 
     deinit { stop() }
 }

@@ -28,7 +28,7 @@ enum TSyncBinary {
 }
 
 /// What a finished `tsync` run left behind.
-struct TSyncResult: CustomStringConvertible {
+struct TSyncResult: CustomStringConvertible, Sendable {
     var status: Int32
     var stdout: String
     var stderr: String
@@ -61,9 +61,10 @@ final class TemporaryDirectory: Sendable {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// One `tsync` process. Output goes to files (no pipe can fill up and stall the child).
+/// One `tsync` process. Output goes to files (no pipe can fill up and stall the child). Its end
+/// is awaited, never waited for on a cooperative thread (see `OffThePool`, `ChildProcess`).
 final class TSyncProcess {
-    private let process = Process()
+    private let process: ChildProcess
     private let output: TemporaryDirectory
 
     /// Starts `tsync arguments...` (or another `executable`) in `directory`.
@@ -75,37 +76,32 @@ final class TSyncProcess {
         _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:],
         executable: String = TSyncBinary.path
     ) throws {
-        output = try TemporaryDirectory()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let output = try TemporaryDirectory()
+        self.output = output
         var childEnvironment = ProcessInfo.processInfo.environment
         // The proxy variables too: every test talks to loopback, and tsync would send even that
         // through a proxy the machine running the tests has set.
         let proxies = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"]
         for name in ["TSYNC_DIR", "TSYNC_TOKEN", "NO_COLOR"] + proxies { childEnvironment.removeValue(forKey: name) }
         childEnvironment.merge(environment) { _, new in new }
-        process.environment = childEnvironment
-        let inputPath = try output.write("stdin", stdin ?? "")
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
-        _ = FileManager.default.createFile(atPath: outputPath("stdout"), contents: nil)
-        _ = FileManager.default.createFile(atPath: outputPath("stderr"), contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath("stdout")))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath("stderr")))
-        try process.run()
+        let input = try stdin.map { try output.write("stdin", $0) }
+        process = try ChildProcess(
+            executable, arguments, in: directory, environment: childEnvironment, stdin: input,
+            stdout: (output.path as NSString).appendingPathComponent("stdout"),
+            stderr: (output.path as NSString).appendingPathComponent("stderr"))
     }
 
     private func outputPath(_ name: String) -> String { (output.path as NSString).appendingPathComponent(name) }
 
     /// Sends `signal` to the running process (SIGINT, as Ctrl-C would).
-    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+    func signal(_ signal: Int32) { process.signal(signal) }
 
     var isRunning: Bool { process.isRunning }
 
     /// Whether the process exists (`kill(pid, 0)`), and the `Sig*` lines of /proc/PID/status
     /// (ignored, blocked, caught signals): for a failure's message.
     var signalDispositions: String {
-        let pid = process.processIdentifier
+        let pid = process.pid
         let alive = kill(pid, 0) == 0 ? "alive" : "kill(\(pid), 0) failed: errno \(errno)"
         let descriptor = open("/proc/\(pid)/status", O_RDONLY)
         guard descriptor >= 0 else { return "\(alive); /proc/\(pid)/status: errno \(errno)" }
@@ -121,27 +117,32 @@ final class TSyncProcess {
         String(decoding: FileManager.default.contents(atPath: outputPath("stderr")) ?? Data(), as: UTF8.self)
     }
 
-    /// Waits for the process (killing it after `timeout` seconds) and collects its output.
-    func wait(timeout: TimeInterval = 120) -> TSyncResult {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(2_000) }
-        if process.isRunning {
-            process.terminate()
-            Issue.record("tsync \(process.arguments ?? []) did not finish in \(timeout) s")
+    /// Waits for the process and collects its output; its status is the exit code, or 128 + the
+    /// signal that ended it. After `timeout` seconds it is sent SIGTERM, and SIGKILL 5 s later,
+    /// and the test fails.
+    func wait(timeout: TimeInterval = 120) async -> TSyncResult {
+        if !(await process.wait(timeout: timeout)) {
+            Issue.record("\(process.executable) \(process.arguments) did not finish in \(timeout) s")
+            process.signal(SIGTERM)
+            if !(await process.wait(timeout: 5)) {
+                process.signal(SIGKILL)
+                await process.wait()
+            }
         }
-        process.waitUntilExit()
         let read = { (name: String) in
             String(decoding: FileManager.default.contents(atPath: self.outputPath(name)) ?? Data(), as: UTF8.self)
         }
-        return TSyncResult(status: process.terminationStatus, stdout: read("stdout"), stderr: read("stderr"))
+        return TSyncResult(status: process.status ?? -1, stdout: read("stdout"), stderr: read("stderr"))
     }
 
     /// Runs `tsync arguments...` to the end.
     static func run(
         _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:],
         executable: String = TSyncBinary.path
-    ) throws -> TSyncResult {
-        try TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment, executable: executable).wait()
+    ) async throws -> TSyncResult {
+        try await CommandSlots.shared.holding {
+            try await TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment, executable: executable).wait()
+        }
     }
 
     /// Runs `tsync arguments...` with stdin, stdout and stderr on a pseudo-terminal (through
@@ -149,14 +150,64 @@ final class TSyncProcess {
     /// The terminal's output (stdout and stderr mixed) is in `stdout`.
     static func runOnTerminal(
         _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]
-    ) throws -> TSyncResult? {
+    ) async throws -> TSyncResult? {
         let script = "/usr/bin/script"
         guard FileManager.default.isExecutableFile(atPath: script) else { return nil }
         let command = ([TSyncBinary.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
             .joined(separator: " ")
-        return try TSyncProcess(
-            ["-q", "-e", "-c", command, "/dev/null"], in: directory, stdin: stdin, environment: environment, executable: script
-        ).wait()
+        return try await CommandSlots.shared.holding {
+            try await TSyncProcess(
+                ["-q", "-e", "-c", command, "/dev/null"], in: directory, stdin: stdin, environment: environment, executable: script
+            ).wait()
+        }
+    }
+}
+
+/// How many commands run to their end (`TSyncProcess.run`) at once, across all tests: twice the
+/// cores. Swift Testing starts every test at once; now that a waiting test holds no thread, only
+/// this keeps a hundred tests from starting a hundred `tsync` processes together on 2 cores, where
+/// every deadline in the process (the in-process servers' clients, the 5 s a writer waits for a
+/// busy store) would pass. A test's own processes it starts and stops itself (`TSyncProcess(…)`, a
+/// server) are not counted, so a test never waits for a slot while holding one.
+final class CommandSlots: @unchecked Sendable {
+    static let shared = CommandSlots(permits: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount))
+
+    private let lock = NSLock()
+    private var permits: Int
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(permits: Int) { self.permits = permits }
+
+    /// Runs `body` once a slot is free (waiting holds no thread), and frees it after.
+    func holding<T>(_ body: () async throws -> T) async rethrows -> T {
+        await acquire()
+        defer { release() }
+        return try await body()
+    }
+
+    private func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = lock.withLock {
+                if permits > 0 {
+                    permits -= 1
+                    return true
+                }
+                waiters.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    private func release() {
+        let next: CheckedContinuation<Void, Never>? = lock.withLock {
+            if waiters.isEmpty {
+                permits += 1
+                return nil
+            }
+            return waiters.removeFirst()
+        }
+        next?.resume()
     }
 }
 
@@ -165,32 +216,32 @@ final class TSyncSandbox {
     let directory: TemporaryDirectory
     var path: String { directory.path }
 
-    init(remote: String? = nil) throws {
+    init(remote: String? = nil) async throws {
         directory = try TemporaryDirectory()
-        let result = try run(["init"] + (remote.map { ["--remote", $0] } ?? []))
+        let result = try await run(["init"] + (remote.map { ["--remote", $0] } ?? []))
         #expect(result.status == 0, "tsync init failed: \(result)")
     }
 
     /// Runs tsync in the sandbox directory.
     @discardableResult
-    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> TSyncResult {
-        try TSyncProcess.run(arguments, in: path, stdin: stdin, environment: environment)
+    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) async throws -> TSyncResult {
+        try await TSyncProcess.run(arguments, in: path, stdin: stdin, environment: environment)
     }
 
     /// Runs tsync and expects exit 0; returns stdout.
     @discardableResult
-    func ok(_ arguments: [String], stdin: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-        let result = try run(arguments, stdin: stdin)
+    func ok(_ arguments: [String], stdin: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
+        let result = try await run(arguments, stdin: stdin)
         #expect(result.status == 0, "tsync \(arguments.joined(separator: " ")): \(result)", sourceLocation: sourceLocation)
         return result.stdout
     }
 
     /// A fingerprint of everything a command could change: the queue, the tables and every record.
-    func snapshot() throws -> String {
-        var text = try ok(["status", "--porcelain"]) + (try ok(["tables", "--json"]))
-        for table in try ok(["tables", "--json"]).components(separatedBy: "\"table\":\"").dropFirst() {
+    func snapshot() async throws -> String {
+        var text = try await ok(["status", "--porcelain"]) + (try await ok(["tables", "--json"]))
+        for table in try await ok(["tables", "--json"]).components(separatedBy: "\"table\":\"").dropFirst() {
             let name = String(table.prefix { $0 != "\"" })
-            text += try ok(["query", name, "--json"])
+            text += try await ok(["query", name, "--json"])
         }
         return text
     }
