@@ -117,7 +117,7 @@ struct TSync: AsyncParsableCommand {
             if !text.isEmpty {
                 var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
                 let first = lines.removeFirst()
-                Console.error(first.hasPrefix("Error: ") ? String(first.dropFirst("Error: ".count)) : first)
+                Console.error(UsageErrorText.restyle(first))
                 if !lines.isEmpty { Console.note(lines.joined(separator: "\n")) }
             }
             exit(withError: ExitCode(code.rawValue))

@@ -84,8 +84,8 @@ import Testing
 
     @Test func usageErrorsExit64() async throws {
         let sandbox = try await populated()
-        try await expectFailure(sandbox, ["insert"], status: 64, message: "Missing expected argument")
-        try await expectFailure(sandbox, ["status", "--bogus"], status: 64, message: "Unknown option")
+        try await expectFailure(sandbox, ["insert"], status: 64, message: "missing expected argument")
+        try await expectFailure(sandbox, ["status", "--bogus"], status: 64, message: "unknown option")
         try await expectFailure(sandbox, ["frobnicate"], status: 64, message: "'frobnicate' is not a tsync command")
         try await expectFailure(sandbox, ["update", "todo", "a", "--set", "noequals"], status: 64, message: "expected FIELD=VALUE")
         #expect(try await sandbox.run(["--help"]).status == 0)

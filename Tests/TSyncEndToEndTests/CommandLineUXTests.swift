@@ -53,9 +53,9 @@ import TSyncModel
         let root = try await sandbox.ok(["--help"])
         #expect(root.contains("asks questions only on a terminal") && !root.contains("never prompts"))
         let usage = try await sandbox.run(["push", "--bogus"])
-        #expect(usage.status == 64 && usage.stderr.hasPrefix("tsync: error: Unknown option '--bogus'\nUsage: tsync push"), "\(usage)")
+        #expect(usage.status == 64 && usage.stderr.hasPrefix("tsync: error: unknown option '--bogus'\nUsage: tsync push"), "\(usage)")
         let missing = try await sandbox.run(["get"])
-        #expect(missing.status == 64 && missing.stderr.hasPrefix("tsync: error: Missing expected argument"), "\(missing)")
+        #expect(missing.status == 64 && missing.stderr.hasPrefix("tsync: error: missing expected argument"), "\(missing)")
     }
 
     @Test func theMainPageListsCommandsAndExitCodes() async throws {

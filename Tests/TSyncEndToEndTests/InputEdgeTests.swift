@@ -141,7 +141,7 @@ import TSyncModel
         let result = try await store.run(arguments)
         #expect(result.status == 64, "\(result)")
         #expect(result.stderr.hasPrefix("tsync: error: " + message), "\(result.stderr)")
-        #expect(!result.stderr.contains("Missing value"))
+        #expect(!result.stderr.contains("issing value"))
     }
 
     // MARK: help
