@@ -765,6 +765,14 @@ _tsync_config() {
         return
         ;;
     esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion config -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
 }
 
 _tsync_log() {
@@ -956,7 +964,7 @@ _tsync_version() {
 }
 
 _tsync_help() {
-    :
+    __tsync_add_completions -W "$(__tsync_custom_complete ---completion help -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
 }
 
 complete -o filenames -F _tsync tsync

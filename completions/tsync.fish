@@ -326,6 +326,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" v verbose' -l 'verbose' -s 'v' -d 'Show each HTTP request and its answer on stderr (never a token).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync config" C store' -l 'store' -s 'C' -d 'Use the store in DIR (the directory holding .tsync/). Default: $TSYNC_DIR, else the nearest .tsync/ upwards.' -rfa '(__tsync_complete_directories)'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync config" -eq 1' -fka '(__tsync_custom_completion ---completion config -- positional@0 (count (__tsync_tokens -pc)) (__tsync_tokens -tC))'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync config" unset' -l 'unset' -d 'Remove the key.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync config" list' -l 'list' -d 'List every setting.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync config" json' -l 'json' -d 'Print machine-readable JSON (stable field names, listed above).'
@@ -375,4 +376,5 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user token" ttl' -l 'ttl' -d 'How long the token lives: minutes, hours or days, e.g. 90m, 12h, 30d (at most 366d).' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user token" db' -l 'db' -d 'Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user token" h help' -s 'h' -l 'help' -d 'Show help information.'
-complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync version" h help' -s 'h' -l 'help' -d 'Show help information.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync version" h help' -s 'h' -l 'help' -d 'Show help information.'complete -c 'tsync' -n '__tsync_should_offer_completions_for_positional "tsync help" -ge 1' -fka '(__tsync_custom_completion ---completion help -- positional@0 (count (__tsync_tokens -pc)) (__tsync_tokens -tC))'
+

@@ -44,7 +44,7 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Argument(help: "The key (section.name, or table.NAME.name).")
+    @Argument(help: "The key (section.name, or table.NAME.name).", completion: StoreCompletion.configKeys)
     var key: String?
 
     /// The value to set. Taken as it is even when it starts with a dash (`log.maxEntries -5` is

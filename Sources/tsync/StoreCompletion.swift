@@ -11,11 +11,18 @@ enum StoreCompletion {
         (try? store(words)?.tables().map(\.table)) ?? []
     }
 
-    /// `#N` is what `conflicts` shows, but `#` starts a comment in a shell: the plain ids and the
-    /// items (`TABLE/ID`) are offered.
+    /// The items of the store's errors, `TABLE/ID`: what a person recognises (a bare error id
+    /// says nothing in a list of candidates, and `#N` starts a comment in a shell).
     static let errors = CompletionKind.custom { words, _, _ in
         let details = (try? store(words)?.conflictDetails()) ?? []
-        return details.map { String($0.error.id) } + details.map { "\($0.error.table)/\($0.error.itemID)" }
+        return Array(Set(details.map { "\($0.error.table)/\($0.error.itemID)" })).sorted()
+    }
+
+    /// `tsync config KEY`: every key, with `table.NAME.…` for each table of the store.
+    static let configKeys = CompletionKind.custom { words, _, _ in
+        let tables = (try? store(words)?.tables().map(\.table)) ?? []
+        let fixed = ConfigKey.names.filter { !$0.hasPrefix("table.NAME.") }
+        return fixed + tables.flatMap { ["table.\($0).onConflict", "table.\($0).prefer"] }
     }
 
     static let queryIDs = CompletionKind.custom { words, _, _ in

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TSyncModel
 
 /// The `tsync` command: parses, runs one subcommand, and turns any error into a message on
@@ -86,7 +87,18 @@ struct TSync: AsyncParsableCommand {
             Console.write(currentVersion + "\n")
             return
         }
-        if let problem = CommandSuggestion.problem(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let answer = HelpCompletion.answer(arguments, root: Self.self, shell: ProcessInfo.processInfo.environment["SAP_SHELL"]) {
+            print(answer)
+            return
+        }
+        if arguments.count == 2, arguments[0] == "--generate-completion-script",
+            let script = HelpCompletion.script(for: arguments[1], root: Self.self)
+        {
+            print(script)
+            return
+        }
+        if let problem = CommandSuggestion.problem(arguments, root: Self.self) {
             Console.error(problem)
             exit(withError: ExitCode(ExitStatus.usage))
         }

@@ -239,7 +239,25 @@ import TSyncModel
         try await other.ok(["push"])
         try await store.ok(["update", "todo", "a", "--set", "n=1"])
         #expect(try await store.run(["push"]).status == 2)
-        #expect(try await complete("tsync resolve ", in: store.path).contains("todo/a"))
+        // Errors as their items, TABLE/ID, never bare error ids (issue 20.5).
+        #expect(try await complete("tsync resolve ", in: store.path) == ["todo/a"])
+        #expect(try await complete("tsync conflicts show ", in: store.path) == ["todo/a"])
+        // The completion entry itself, as the scripts call it.
+        let entry = try await store.ok(["---completion", "resolve", "--", "positional@0", "2", "0", "tsync", "resolve", ""])
+        #expect(entry == "todo/a\n")
+        // Config keys, with table.NAME.… for the store's tables; help topics and subcommands.
+        let keys = try await complete("tsync config ", in: store.path)
+        #expect(keys.contains("log.maxEntries") && keys.contains("core.pager") && keys.contains("table.todo.onConflict"), "\(keys)")
+        #expect(keys.contains("table.notes.prefer") && !keys.contains { $0.contains("NAME") }, "\(keys)")
+        #expect(try await complete("tsync config log.m", in: store.path) == ["log.maxEntries"])
+        let topics = try await complete("tsync help ", in: store.path)
+        #expect(topics.contains("push") && topics.contains("user") && topics.contains("config"), "\(topics)")
+        #expect(try await complete("tsync help user ", in: store.path) == ["add", "list", "passwd", "remove", "token"])
+        #expect(try await complete("tsync help conflicts s", in: store.path) == ["show"])
+        #expect(try await complete("tsync help version ", in: store.path).isEmpty)
+        let zsh = try await store.run(
+            ["---completion", "help", "--", "positional@0", "2", "0", "tsync", "help", "us"], environment: ["SAP_SHELL": "zsh"])
+        #expect(zsh.stdout.hasPrefix("init\n") && zsh.stdout.hasSuffix("\nversion\n \n"), "zsh's script drops the last line: \(zsh)")
         let bash = try String(contentsOf: ReadmeTests.packageRootURL.appendingPathComponent("completions/tsync.bash"), encoding: .utf8)
         #expect(bash.contains("'--store'|'-C')\n        __tsync_add_completions -d"), "directories after -C")
     }
