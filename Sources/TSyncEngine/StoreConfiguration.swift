@@ -4,7 +4,7 @@ import TSyncModel
 /// The store's settings, `.tsync/config.json`: a JSON object so people can read and edit it.
 ///
 /// Keys this version does not know are kept on save, so an older tsync never drops a newer one's
-/// settings. `tsync config` reads and writes it through `ConfigKey`; `remote.url` is stored as
+/// settings. Known keys are read in any case and saved under their canonical names. `tsync config` reads and writes it through `ConfigKey`; `remote.url` is stored as
 /// `remote`, the name the first versions used.
 public struct StoreConfiguration: Sendable, Equatable {
     private var object: [String: JSONValue]
@@ -92,8 +92,29 @@ public struct StoreConfiguration: Sendable, Equatable {
             throw .failure("cannot read \(path): it holds \(value.kindName), expected an object; fix or delete the file")
         }
         var configuration = StoreConfiguration()
-        configuration.object = object
+        configuration.object = try canonical(object, path: path)
         return configuration
+    }
+
+    /// The file's keys under their canonical names: a hand-edited file may spell them in any case
+    /// (`"HTTP.CAFILE"`, `"Log.MaxEntries"`), as git reads its config. Two spellings of one key
+    /// are refused rather than one silently winning: the file says two things, and only its
+    /// author knows which is meant. Keys this version does not know keep their spelling.
+    private static func canonical(_ object: [String: JSONValue], path: String) throws(TSyncError) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        var spellings: [String: String] = [:]
+        for name in object.keys.sorted() {
+            let key = ConfigKey(storageName: name)?.storageName ?? name
+            if let other = spellings[key] {
+                let shown = key == "remote" ? "remote.url" : key
+                throw .failure(
+                    "cannot read \(path): it sets \(shown) twice, as \(Identifiers.quoted(other)) and \(Identifiers.quoted(name)) (keys are case-insensitive); keep one"
+                )
+            }
+            spellings[key] = name
+            result[key] = object[name]
+        }
+        return result
     }
 
     public func save(to path: String) throws(TSyncError) {

@@ -77,4 +77,48 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: elsewhere.path + "/.tsync"))
     }
+
+    /// A hand-edited .tsync/config.json may spell keys in any case, as git's config may (issue
+    /// 20.5): each is read as its canonical key, and the next write saves that name. Two
+    /// spellings of one key are refused (exit 1, the store's file is at fault), never one winning.
+    @Test func handEditedConfigKeysAreCaseInsensitive() async throws {
+        let store = try await TSyncSandbox()
+        let path = store.path + "/.tsync/config.json"
+        let authority = try store.directory.write("ca.pem", "not checked until an https remote needs it\n")
+        let edited = #"""
+            {"Remote": "http://127.0.0.1:9", "HTTP.CAFILE": "\#(authority)", "Log.MaxEntries": 2,
+             "PUSH.ONCONFLICT": "ours", "table.Todo.PREFER": "theirs", "some.Future": "kept"}
+            """#
+        try edited.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try await store.ok(["config", "log.maxEntries"]) == "2\n")
+        #expect(try await store.ok(["config", "http.caFile"]) == authority + "\n")
+        #expect(try await store.ok(["remote"]) == "http://127.0.0.1:9\n")
+        let list = try await store.ok(["config", "--list"])
+        for line in ["log.maxEntries=2", "push.onConflict=ours", "table.Todo.prefer=theirs", "remote.url=http://127.0.0.1:9"] {
+            #expect(list.contains(line + "\n"), "\(line): \(list)")
+        }
+        // Read, not just listed: the log keeps 2 entries.
+        for id in ["a", "b", "c"] { try await store.ok(["insert", "todo", #"{"id": "\#(id)"}"#]) }
+        #expect(try JSONOutput.array(try await store.ok(["log", "--json"])).count == 2)
+        // The next write saves canonical names, and keeps a key this version does not know.
+        try await store.ok(["config", "core.pager", "cat"])
+        let saved = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(saved.contains(#""log.maxEntries": 2"#) && saved.contains(#""http.caFile""#), "\(saved)")
+        #expect(
+            !saved.contains("Log.MaxEntries") && !saved.contains("HTTP.CAFILE") && saved.contains(#""some.Future": "kept""#), "\(saved)")
+
+        for (text, key, spellings) in [
+            (#"{"log.maxEntries": 5, "LOG.MAXENTRIES": 6}"#, "log.maxEntries", #""LOG.MAXENTRIES" and "log.maxEntries""#),
+            (#"{"remote": "http://127.0.0.1:9", "Remote.URL": "http://127.0.0.1:8"}"#, "remote.url", #""Remote.URL" and "remote""#),
+        ] {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            for arguments in [["config", "--list"], ["config", key], ["config", "push.prefer", "ours"]] {
+                let result = try await store.run(arguments)
+                #expect(result.status == 1, "\(arguments): \(result)")
+                #expect(
+                    result.stderr.contains("sets \(key) twice, as \(spellings) (keys are case-insensitive); keep one"), "\(result.stderr)")
+            }
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == text, "nothing rewritten")
+        }
+    }
 }
