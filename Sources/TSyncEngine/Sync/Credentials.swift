@@ -30,13 +30,13 @@ public struct Credentials: Sendable, Equatable {
         let path = filePath(storeDirectory)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw .failure("cannot read \(path): check its permissions, or run `tsync logout` and log in again")
+            throw TSyncError(.failure, "cannot read \(path) (check its permissions)", remedy: .logInAgain)
         }
         guard let object = try? JSONParser.parse(bytes: Array(data)).objectValue,
             let remote = object["remote"]?.stringValue, let user = object["user"]?.stringValue,
             let token = object["token"]?.stringValue
         else {
-            throw .failure("\(path) is damaged: run `tsync logout`, then `tsync login` again")
+            throw TSyncError(.failure, "\(path) is damaged", remedy: .logInAgain)
         }
         return Credentials(remote: remote, user: user, token: token)
     }

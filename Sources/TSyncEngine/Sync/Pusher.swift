@@ -58,7 +58,7 @@ public struct PushSummary: Sendable, Equatable {
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).
 public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 
-/// Sends pending operations in queue order (docs/DESIGN.md §1 Push).
+/// Sends pending operations in queue order (docs/DESIGN.md §7).
 ///
 /// Operations are claimed in rounds of distinct items (marked in flight in one transaction), sent,
 /// and their answers applied in one transaction per round. Against a server with the batch route
@@ -169,8 +169,9 @@ public struct Pusher: Sendable {
         let pending = try store.pushableOperations(tables: tables)
         summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         if summary.heldBack > 0 {
-            throw .failure(
-                "\(summary.heldBack) operation(s) wait behind unresolved errors: resolve them (`tsync conflicts`) before an atomic push")
+            throw TSyncError(
+                .failure, "\(summary.heldBack) operation(s) wait behind unresolved errors, which an atomic push cannot",
+                remedy: .resolveErrorsFirst)
         }
         guard !pending.isEmpty else { return summary }
         var items = Set<[UInt8]>()

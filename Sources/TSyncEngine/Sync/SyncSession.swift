@@ -60,9 +60,8 @@ public struct SyncSession: Sendable {
         var trust = self.trust
         if let file = try store.configuration().value(.httpCAFile) {
             guard FileManager.default.isReadableFile(atPath: file) else {
-                throw .failure(
-                    "the store's setting http.caFile names \(file), which cannot be read: fix it with `tsync config http.caFile PATH` or remove it with `tsync config --unset http.caFile`"
-                )
+                throw TSyncError(
+                    .failure, "the store's setting http.caFile names \(file), which cannot be read", remedy: .fixSetting("http.caFile"))
             }
             trust.additionalFiles.append(file)
         }
@@ -74,7 +73,7 @@ public struct SyncSession: Sendable {
     /// The server the store syncs with.
     public func endpoint() throws(TSyncError) -> RemoteEndpoint {
         guard let remote = try store.configuration().remote else {
-            throw .failure("no remote is set for this store: run `tsync remote URL` first")
+            throw TSyncError(.failure, "no remote is set for this store", remedy: .setRemote)
         }
         return try RemoteEndpoint(remote)
     }
@@ -250,8 +249,10 @@ public struct SyncSession: Sendable {
     }
 
     /// Settles the selected errors one way, then (with `thenPush`) pushes the tables they belong
-    /// to. The server is asked for its copy of an item only when the error did not record one,
-    /// so `--cancel`, `--discard`, and errors that carry the server's copy work offline.
+    /// to. A resolution that needs the server's copy (`--theirs`, `--ours`, `--merge`) reads it from
+    /// the server now, since the copy recorded with the error may be stale (`Resolver`); without a
+    /// remote, or when it cannot be reached, the recorded copy serves, and `--cancel` and
+    /// `--discard` need none.
     public func resolve(_ selection: ErrorSelection, with resolution: Resolution, thenPush: Bool) async throws(TSyncError)
         -> ResolveResult
     {
