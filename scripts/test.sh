@@ -15,6 +15,8 @@ fi
 # The code's layout is checked first (.swift-format; `swift format --in-place --recursive Sources
 # Tests Package.swift` fixes it).
 swift format lint --strict --recursive --parallel Sources Tests Package.swift
+# Every section of docs/DESIGN.md a comment or document cites exists.
+scripts/check-citations.sh
 swift build --build-tests
 # Three runs instead of one: beside the end-to-end suites (which start many tsync processes) on
 # 2 cores, the in-process server tests' clients hit their deadlines (AuthTests first; not yet

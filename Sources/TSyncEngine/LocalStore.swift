@@ -12,7 +12,8 @@ import TSyncModel
 /// The methods are grouped by who calls them:
 /// - local changes (`insert`, `update`, `delete`): `LocalStore+Changes.swift`
 /// - reads (`record`, `query`, `tables`, `status`, `diff`): `LocalStore+Reads.swift`, `+Status`, `+Diff`
-/// - the sync layer (queue, completion, errors, server pages, checkpoints): `LocalStore+Sync.swift`,
+/// - the sync layer (queue, completion, errors, server pages, checkpoints): `Sync/LocalStore+Push.swift`,
+///   `Sync/LocalStore+Pull.swift`, `Sync/LocalStore+Conflicts.swift`, `Sync/LocalStore+Items.swift`,
 ///   `LocalStore+Errors.swift`, `LocalStore+Queries.swift`, `LocalStore+Purge.swift`
 public final class LocalStore: Sendable {
     public let location: StoreLocation

@@ -134,7 +134,7 @@ extension LocalStore {
     /// a login) back to pending, unchanged, so later edits collapse into them again. An operation
     /// sent without an answer must not come here, and one an earlier push sent (`sentBefore`)
     /// stays in flight whatever this push did: either may have been applied, and only re-sending
-    /// exactly what was sent lets the next push recognise that (issue 9.1).
+    /// exactly what was sent lets the next push recognise that (docs/DESIGN.md §2.4).
     public func releaseOperations(_ operations: [OutgoingOperation]) throws(TSyncError) {
         let undelivered = operations.filter { !$0.sentBefore }
         guard !undelivered.isEmpty else { return }

@@ -29,6 +29,8 @@ public enum ThreeWayMerge {
         case conflicting([FieldConflict])
     }
 
+    /// A side of a conflict: who deleted an item the other changed, and (`--prefer`, the
+    /// `prefer` settings) which side wins a field both changed, or a change against a delete.
     public enum Side: String, Sendable, CaseIterable { case ours, theirs }
 
     /// `prefer` settles what would otherwise be a conflict: a field both sides changed takes that

@@ -66,9 +66,25 @@ final class RawSocket {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// What arrives until it ends with `marker` (or the peer closes, or `timeout` passes without a
+    /// byte), as text: a wait for an interim answer, such as `100 Continue`, instead of a sleep.
+    func read(until marker: String) -> String {
+        var data: [UInt8] = []
+        var byte: UInt8 = 0
+        let end = Array(marker.utf8)
+        while !data.ends(with: end), recv(descriptor, &byte, 1, 0) == 1 { data.append(byte) }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// Whether the peer has closed the connection (a read returns end of file within `timeout`).
     func isClosedByPeer() -> Bool {
         var byte: UInt8 = 0
         return recv(descriptor, &byte, 1, 0) == 0
+    }
+}
+
+extension Array where Element: Equatable {
+    fileprivate func ends(with suffix: [Element]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
     }
 }
