@@ -65,6 +65,14 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case changePassword(account: String)
         /// No such account: list the accounts.
         case listAccounts
+        /// No store here: create one.
+        case createStore
+        /// The store lost its database file: initialize it again at `root`.
+        case repairStore(root: String)
+        /// The store's database is damaged: restore it, or start a new store (losing the queue).
+        case restoreStore
+        /// No such table: list the tables.
+        case listTables
     }
 
     public var kind: Kind
@@ -111,6 +119,10 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .fixSetting(let key): "fix the setting \(key) or remove it"
         case .changePassword: "choose another name, or change that account's password"
         case .listAccounts: "list the accounts to see which there are"
+        case .createStore: "create one first"
+        case .repairStore: "initialize it again to repair it"
+        case .restoreStore: "restore it from a backup, or move .tsync away and create a new store (its queue is lost)"
+        case .listTables: "list the tables to see which there are"
         }
     }
 

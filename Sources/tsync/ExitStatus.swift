@@ -82,6 +82,10 @@ extension TSyncError {
         case .fixSetting(let key): words = "fix it with `tsync config \(key) VALUE`, or remove it with `tsync config --unset \(key)`"
         case .changePassword(let account): words = "choose another name, or change its password with `tsync user passwd \(account)`"
         case .listAccounts: words = "`tsync user list` shows the accounts"
+        case .createStore: words = "run `tsync init` to create one"
+        case .repairStore(let root): words = "run `tsync init \(root)` to repair it"
+        case .restoreStore: words = "restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
+        case .listTables: words = "`tsync tables` lists the tables"
         case .logIn:
             let variable = RemoteAccess.tokenVariable
             words =

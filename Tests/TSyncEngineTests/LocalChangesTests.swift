@@ -215,7 +215,7 @@ import TSyncModel
         #expect(throws: TSyncError.invalidInput("no record \"zz\" in table todo")) {
             try store.update(table: "todo", id: "zz", fields: ["a": 1])
         }
-        #expect(throws: TSyncError.invalidInput("unknown table \"nope\" (`tsync tables` lists the tables)")) {
+        #expect(throws: TSyncError(.invalidInput, "unknown table \"nope\"", remedy: .listTables)) {
             try store.delete(table: "nope", ids: ["a"])
         }
         #expect(throws: TSyncError.self) { try store.requireRecord(table: "todo", id: "zz") }

@@ -14,7 +14,9 @@ public final class CommandSession: Sendable {
     /// What the log entry of a run says about it: the command's name, and its arguments and
     /// remote as they may be shown (the caller removes secrets; see `Journal`).
     public struct LogEntry: Sendable {
+        /// The name the log shows (`tsync log`), e.g. "push".
         public var command: String
+        /// The arguments as the log keeps them: without secrets, long ones cut.
         public var arguments: [String]
 
         public init(command: String, arguments: [String]) {
@@ -38,7 +40,9 @@ public final class CommandSession: Sendable {
 
     /// A workflow's result (nil when an error ended it after a stop request) and its verdict.
     public struct Outcome<Result: Sendable>: Sendable {
+        /// What the workflow returned; nil when an error ended it after a stop request.
         public var result: Result?
+        /// How it ended.
         public var verdict: Verdict
     }
 
@@ -48,6 +52,7 @@ public final class CommandSession: Sendable {
         var items = ItemSample()
     }
 
+    /// The store the session opened (or was given).
     public let store: LocalStore
     /// Stops the running workflow at its next safe point; the caller decides when (the command
     /// line: on SIGINT or SIGTERM).
@@ -88,6 +93,7 @@ public final class CommandSession: Sendable {
 
     // MARK: - What the run did
 
+    /// A push of this run, for its log entry (a `syncSession` records its own).
     public func record(push summary: PushSummary) {
         state.withLock { state in
             state.counts.add(summary)
@@ -95,6 +101,7 @@ public final class CommandSession: Sendable {
         }
     }
 
+    /// A pull of this run (with the push before it), for its log entry.
     public func record(pull summary: PullSummary) {
         state.withLock { state in
             state.counts.add(summary.push)
@@ -104,6 +111,7 @@ public final class CommandSession: Sendable {
         }
     }
 
+    /// Errors this run settled (or tried to) one way, for its log entry.
     public func record(resolve report: ResolveReport, as resolution: Resolution) {
         state.withLock { state in
             for entry in report.entries {
@@ -113,6 +121,7 @@ public final class CommandSession: Sendable {
         }
     }
 
+    /// Records this run changed locally (insert, update, delete, purge), for its log entry.
     public func record(changed table: String, ids: some Collection<String>) {
         state.withLock { state in
             state.counts.changed += ids.count

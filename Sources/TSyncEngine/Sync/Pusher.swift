@@ -234,9 +234,10 @@ public struct Pusher: Sendable {
             if failures > 0, written > 0 {
                 // All or nothing was promised, and the server wrote some: what it wrote and what
                 // it refused are recorded as it answered them, and the command says so (issue 18.5).
-                throw .failure(
-                    "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table (`tsync conflicts`)"
-                )
+                throw TSyncError(
+                    .failure,
+                    "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table",
+                    remedy: .listErrors)
             }
             claimed = failures > 0 ? [] : notApplied
         }
