@@ -32,7 +32,7 @@ extension LocalStore {
     }
 
     /// Creates or replaces a saved query (with its checkpoint).
-    public func saveQuery(_ query: SavedQuery) throws(TSyncError) {
+    package func saveQuery(_ query: SavedQuery) throws(TSyncError) {
         try write { db in try StoreRows.saveQuery(db, query) }
     }
 

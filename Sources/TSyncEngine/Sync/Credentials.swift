@@ -21,7 +21,7 @@ public struct Credentials: Sendable, Equatable {
     public static let fileName = "credentials"
 
     /// The saved token, when it was obtained from that same remote; else none.
-    public static func savedToken(storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) -> String? {
+    package static func savedToken(storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) -> String? {
         guard let saved = try load(storeDirectory: storeDirectory), saved.remote == remote.base else { return nil }
         return saved.token
     }
@@ -59,7 +59,7 @@ public struct Credentials: Sendable, Equatable {
         return object["token"]?.stringValue
     }
 
-    public static func saveDeviceToken(_ token: String, storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) {
+    package static func saveDeviceToken(_ token: String, storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) {
         let object: JSONValue = ["remote": .string(remote.base), "token": .string(token)]
         try writePrivately(
             JSONSerializer.bytes(object) + [0x0A], path: (storeDirectory as NSString).appendingPathComponent(deviceFileName))
@@ -100,7 +100,7 @@ public struct Credentials: Sendable, Equatable {
         return true
     }
 
-    public static func filePath(_ storeDirectory: String) -> String {
+    package static func filePath(_ storeDirectory: String) -> String {
         (storeDirectory as NSString).appendingPathComponent(fileName)
     }
 }

@@ -162,7 +162,7 @@ public struct Pusher: Sendable {
     /// error table with what the server answered, the others stay pending (exit 2 on the command
     /// line). Needs a server whose batch route is atomic, a queue within its batch limit, one
     /// operation per item, and no unresolved error among them.
-    public func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+    package func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()

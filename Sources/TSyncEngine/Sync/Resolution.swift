@@ -58,7 +58,7 @@ extension LocalStore {
     }
 
     /// What is queued for an item now, and its local record.
-    public func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
+    package func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
         try read { db in try ItemRows(table: table, id: id).after(db) }
     }
 

@@ -101,7 +101,7 @@ public enum ThreeWayMerge {
     }
 
     /// Equal user fields, ignoring system properties (`1` equals `1.0`).
-    public static func sameFields(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
+    package static func sameFields(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
         differingFields(a, b).isEmpty
     }
 
