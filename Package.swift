@@ -9,7 +9,7 @@ import PackageDescription
 //   tsync        the command line: one file per command, formatting, exit codes
 let package = Package(
     name: "tsync",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tsync", targets: ["tsync"]),
         .library(name: "TSyncEngine", targets: ["TSyncEngine"]),

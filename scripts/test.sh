@@ -15,6 +15,8 @@ fi
 # The code's layout is checked first (.swift-format; `swift format --in-place --recursive Sources
 # Tests Package.swift` fixes it).
 swift format lint --strict --recursive --parallel Sources Tests Package.swift
+# Every section of docs/DESIGN.md a comment or document cites exists.
+scripts/check-citations.sh
 swift build --build-tests
 # One run: the tests' waits for children and sockets hold no thread of the cooperative pool
 # (Tests/TSyncEndToEndTests/Support/OffThePool.swift), so the in-process servers of

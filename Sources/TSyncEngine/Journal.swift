@@ -138,7 +138,7 @@ public enum Journal {
 
 extension LocalStore {
     /// Starts an entry; returns its id for `finishJournalEntry`.
-    public func beginJournalEntry(command: String, arguments: [String], remote: String?) throws(TSyncError) -> Int64 {
+    package func beginJournalEntry(command: String, arguments: [String], remote: String?) throws(TSyncError) -> Int64 {
         let arguments = Journal.encode(arguments)
         return try write { db in
             try db.execute(
@@ -149,7 +149,7 @@ extension LocalStore {
     }
 
     /// Ends an entry with what the command did, and drops the oldest entries beyond `keep`.
-    public func finishJournalEntry(_ id: Int64, exitCode: Int, counts: JournalCounts, items: ItemSample, keep: Int)
+    package func finishJournalEntry(_ id: Int64, exitCode: Int, counts: JournalCounts, items: ItemSample, keep: Int)
         throws(TSyncError)
     {
         let itemsJSON = Journal.encode(items.items)
@@ -168,7 +168,7 @@ extension LocalStore {
     }
 
     /// Forgets an entry: the command was refused before it did anything (a usage error).
-    public func dropJournalEntry(_ id: Int64) throws(TSyncError) {
+    package func dropJournalEntry(_ id: Int64) throws(TSyncError) {
         try write { db in try db.execute(sql: "DELETE FROM journal WHERE id = ?", arguments: [id]) }
     }
 

@@ -25,7 +25,7 @@ extension LocalStore {
     public func upsert(table: String, objects: [[String: JSONValue]]) throws(TSyncError) -> UpsertResult {
         try Identifiers.validateTableName(table)
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
-            objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+            objects.count > 1 ? error.prefixed("record \(offset + 1): ") : error
         }
         var records: [TSyncModel.Record] = []
         records.reserveCapacity(objects.count)

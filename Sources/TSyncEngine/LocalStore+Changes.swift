@@ -14,7 +14,7 @@ extension LocalStore {
         try Identifiers.validateTableName(table)
         // In a batch, an error names the record by its position in the input.
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
-            objects.count > 1 ? TSyncError(error.kind, "record \(offset + 1): \(error.message)") : error
+            objects.count > 1 ? error.prefixed("record \(offset + 1): ") : error
         }
         // Validate and serialize before taking the write lock: other writers wait less.
         var prepared: [(id: String, body: String)] = []
@@ -183,6 +183,6 @@ extension LocalStore {
                 return error
             }
         }
-        return .invalidInput("\(table)/\(id) already exists; use `tsync update` to change it")
+        return TSyncError(.invalidInput, "\(table)/\(id) already exists", remedy: .updateInstead)
     }
 }

@@ -88,13 +88,13 @@ extension LocalStore {
     }
 
     /// One error by its id, or nil.
-    public func operationError(id: Int64) throws(TSyncError) -> OperationError? {
+    package func operationError(id: Int64) throws(TSyncError) -> OperationError? {
         try read { db in try StoreRows.errors(db, where: "id = ?", [id]).first }
     }
 
     /// Clears an error; its operation stays queued. Returns false when there was no such error.
     @discardableResult
-    public func deleteError(id: Int64) throws(TSyncError) -> Bool {
+    package func deleteError(id: Int64) throws(TSyncError) -> Bool {
         try write { db in
             try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [id])
             return db.changesCount > 0

@@ -1,18 +1,6 @@
 import GRDB
 import TSyncModel
 
-/// How far an incremental pull got: the last record seen, by (updatedAt, id) (docs/DESIGN.md §2.1). The
-/// next pull asks for `updatedAt gt T or (updatedAt eq T and id gt I)` ordered by `updatedAt, id`.
-public struct Checkpoint: Sendable, Equatable {
-    public var updatedAt: Timestamp
-    public var id: String
-
-    public init(updatedAt: Timestamp, id: String) {
-        self.updatedAt = updatedAt
-        self.id = id
-    }
-}
-
 /// A pull query saved under an id (the seeds' MS_TableConfig delta token).
 public struct SavedQuery: Sendable, Equatable {
     public var table: String
@@ -44,12 +32,12 @@ extension LocalStore {
     }
 
     /// Creates or replaces a saved query (with its checkpoint).
-    public func saveQuery(_ query: SavedQuery) throws(TSyncError) {
+    package func saveQuery(_ query: SavedQuery) throws(TSyncError) {
         try write { db in try StoreRows.saveQuery(db, query) }
     }
 
     @discardableResult
-    public func deleteQuery(table: String, queryID: String) throws(TSyncError) -> Bool {
+    package func deleteQuery(table: String, queryID: String) throws(TSyncError) -> Bool {
         try write { db in
             try db.execute(sql: "DELETE FROM queries WHERE tbl = ? AND query_id = ?", arguments: [table, queryID])
             return db.changesCount > 0

@@ -24,7 +24,7 @@ extension LocalStore {
 
     /// Refuses a table the store does not know (exit 65, with the closest name): a typo in
     /// `push --table` or `resolve --table` must not pass as "nothing to do".
-    public func requireTables(_ tables: [String]) throws(TSyncError) {
+    package func requireTables(_ tables: [String]) throws(TSyncError) {
         guard !tables.isEmpty else { return }
         try read { db in
             for table in tables { try StoreRows.requireTable(db, table) }

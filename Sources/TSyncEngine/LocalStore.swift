@@ -12,7 +12,8 @@ import TSyncModel
 /// The methods are grouped by who calls them:
 /// - local changes (`insert`, `update`, `delete`): `LocalStore+Changes.swift`
 /// - reads (`record`, `query`, `tables`, `status`, `diff`): `LocalStore+Reads.swift`, `+Status`, `+Diff`
-/// - the sync layer (queue, completion, errors, server pages, checkpoints): `LocalStore+Sync.swift`,
+/// - the sync layer (queue, completion, errors, server pages, checkpoints): `Sync/LocalStore+Push.swift`,
+///   `Sync/LocalStore+Pull.swift`, `Sync/LocalStore+Conflicts.swift`, `Sync/LocalStore+Items.swift`,
 ///   `LocalStore+Errors.swift`, `LocalStore+Queries.swift`, `LocalStore+Purge.swift`
 public final class LocalStore: Sendable {
     public let location: StoreLocation
@@ -44,9 +45,9 @@ public final class LocalStore: Sendable {
     {
         let size = try existingSize(location)
         guard size > 0 else {
-            throw .failure(
-                "the store database \(location.databasePath) is empty (0 bytes): it is damaged, not a new store; restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
-            )
+            throw TSyncError(
+                .failure, "the store database \(location.databasePath) is empty (0 bytes): it is damaged, not a new store",
+                remedy: .restoreStore)
         }
         let pool = try openPool(location, busyTimeout: busyTimeout)
         try verify(pool, location: location, pageCheck: size <= quickCheckLimit)
@@ -66,7 +67,7 @@ public final class LocalStore: Sendable {
             let attributes = try FileManager.default.attributesOfItem(atPath: location.databasePath)
             return (attributes[.size] as? NSNumber)?.intValue ?? 0
         } catch {
-            throw TSyncError(.noStore, "no store database at \(location.databasePath): run `tsync init` to create a store")
+            throw TSyncError(.noStore, "no store database at \(location.databasePath)", remedy: .createStore)
         }
     }
 
@@ -77,7 +78,9 @@ public final class LocalStore: Sendable {
             try pool.read { db in
                 if pageCheck {
                     let result = try String.fetchAll(db, sql: "PRAGMA quick_check")
-                    guard result == ["ok"] else { throw TSyncError.failure(damagedPages(result, location: location)) }
+                    guard result == ["ok"] else {
+                        throw TSyncError(.failure, damagedPages(result, location: location), remedy: .restoreStore)
+                    }
                 }
                 guard try !StoreSchema.migrator.appliedIdentifiers(db).isEmpty else {
                     throw TSyncError.failure("\(damaged): it has none of tsync's tables")
@@ -97,8 +100,7 @@ public final class LocalStore: Sendable {
             .filter { !$0.isEmpty && !$0.hasPrefix("***") }
         let first = problems.first.map { ", the first: \(Identifiers.quoted(String($0.prefix(120))))" } ?? ""
         let count = problems.count >= 100 ? "100 or more problems" : problems.count == 1 ? "1 problem" : "\(problems.count) problems"
-        return
-            "the store database \(location.databasePath) is damaged: SQLite's page check found \(count)\(first); restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
+        return "the store database \(location.databasePath) is damaged: SQLite's page check found \(count)\(first)"
     }
 
     /// Creates `location` (and its parent directories) if needed, the database and the

@@ -40,12 +40,12 @@ public enum QueueCollapse {
         case (.update, .update): return .keep(.update)
         case (.update, .delete): return .keep(.delete)
         case (.insert, .insert):
-            throw .invalidInput("\(item) already exists (its insert is pending); use `tsync update` to change it")
+            throw TSyncError(.invalidInput, "\(item) already exists (its insert is pending)", remedy: .updateInstead)
         case (.update, .insert):
-            throw .invalidInput("\(item) already exists (an update is pending); use `tsync update` to change it")
+            throw TSyncError(.invalidInput, "\(item) already exists (an update is pending)", remedy: .updateInstead)
         case (.delete, _):
-            throw .invalidInput(
-                "\(item) has a pending delete; push it (`tsync push`) before you \(new.rawValue) this id again")
+            throw TSyncError(
+                .invalidInput, "\(item) has a pending delete, to be pushed before you \(new.rawValue) this id again", remedy: .pushFirst)
         }
     }
 }

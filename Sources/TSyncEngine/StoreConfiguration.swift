@@ -56,11 +56,11 @@ public struct StoreConfiguration: Sendable, Equatable {
             switch key {
             case .pushOnConflict where preferencesOnly, .tableOnConflict where preferencesOnly: break
             case .pushOnConflict: settings.onConflict = try key.parse(text, as: ConflictPolicy.self)
-            case .pushPrefer: settings.prefer = try key.parse(text, as: MergePreference.self)
+            case .pushPrefer: settings.prefer = try key.parse(text, as: ThreeWayMerge.Side.self)
             case .tableOnConflict(let table):
                 settings.tables[table, default: .init()].onConflict = try key.parse(text, as: ConflictPolicy.self)
             case .tablePrefer(let table):
-                settings.tables[table, default: .init()].prefer = try key.parse(text, as: MergePreference.self)
+                settings.tables[table, default: .init()].prefer = try key.parse(text, as: ThreeWayMerge.Side.self)
             case .remoteURL, .logMaxEntries, .httpCAFile, .corePager: break
             }
         }
@@ -71,9 +71,9 @@ public struct StoreConfiguration: Sendable, Equatable {
     public func logMaxEntries() throws(TSyncError) -> Int {
         guard let text = value(.logMaxEntries) else { return Journal.defaultMaxEntries }
         guard let number = Int(text), number >= 1 else {
-            throw .failure(
-                "the store's setting log.maxEntries is \(Identifiers.quoted(text)), not a whole number of 1 or more: fix it with `tsync config log.maxEntries N`"
-            )
+            throw TSyncError(
+                .failure, "the store's setting log.maxEntries is \(Identifiers.quoted(text)), not a whole number of 1 or more",
+                remedy: .fixSetting(ConfigKey.logMaxEntries.description))
         }
         return number
     }
@@ -216,7 +216,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         case .pushOnConflict, .tableOnConflict:
             return .string(try parse(text, as: ConflictPolicy.self, kind: .usage).rawValue)
         case .pushPrefer, .tablePrefer:
-            return .string(try parse(text, as: MergePreference.self, kind: .usage).rawValue)
+            return .string(try parse(text, as: ThreeWayMerge.Side.self, kind: .usage).rawValue)
         case .logMaxEntries:
             guard let number = Int(text), number >= 1 else {
                 throw .usage("invalid value \(Identifiers.quoted(text)) for log.maxEntries: expected a whole number of 1 or more")
@@ -244,7 +244,8 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     ) throws(TSyncError) -> Value where Value.RawValue == String {
         if let value = Value(rawValue: text) { return value }
         let valid = Value.allCases.map(\.rawValue).joined(separator: ", ")
-        let origin = kind == .usage ? "" : " in the store's configuration (fix it with `tsync config \(self) VALUE`)"
-        throw TSyncError(kind, "invalid value \(Identifiers.quoted(text)) for \(self)\(origin); expected one of \(valid)")
+        let fact = "invalid value \(Identifiers.quoted(text)) for \(self)"
+        if kind == .usage { throw TSyncError(kind, "\(fact); expected one of \(valid)") }
+        throw TSyncError(kind, "\(fact) in the store's configuration (expected one of \(valid))", remedy: .fixSetting(description))
     }
 }

@@ -28,7 +28,7 @@ public struct StoreLocation: Sendable, Equatable {
     /// A file the store may keep next to its database (e.g. a saved token), by name.
     public func file(named name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
-    static let notAStore = "not a tsync store (run `tsync init`)"
+    static let notAStore = "not a tsync store"
 
     /// Resolves the store for a command.
     /// - Parameters:
@@ -52,7 +52,9 @@ public struct StoreLocation: Sendable, Equatable {
             if parent == directory || parent.isEmpty { break }
             directory = parent
         }
-        throw TSyncError(.noStore, "\(notAStore): no \(directoryName)/ in \(standardized(workingDirectory)) or any parent directory")
+        throw TSyncError(
+            .noStore, "\(notAStore): no \(directoryName)/ in \(standardized(workingDirectory)) or any parent directory",
+            remedy: .createStore)
     }
 
     /// The location `tsync init DIR` creates: `DIR/.tsync`.
@@ -66,13 +68,13 @@ public struct StoreLocation: Sendable, Equatable {
         if isDirectory(nested) { return try checked(StoreLocation(directory: nested)) }
         let location = StoreLocation(directory: path)
         if FileManager.default.fileExists(atPath: location.databasePath) { return location }
-        throw TSyncError(.noStore, "\(notAStore): \(path) (from \(source)) has no \(directoryName)/")
+        throw TSyncError(.noStore, "\(notAStore): \(path) (from \(source)) has no \(directoryName)/", remedy: .createStore)
     }
 
     private static func checked(_ location: StoreLocation) throws(TSyncError) -> StoreLocation {
         guard FileManager.default.fileExists(atPath: location.databasePath) else {
-            throw .failure(
-                "the store in \(location.directory) has no \(databaseFileName); run `tsync init \(location.root)` to repair it")
+            throw TSyncError(
+                .failure, "the store in \(location.directory) has no \(databaseFileName)", remedy: .repairStore(root: location.root))
         }
         return location
     }

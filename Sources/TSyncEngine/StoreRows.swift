@@ -74,8 +74,8 @@ enum StoreRows {
 
     static func unknownTable(_ db: Database, _ table: String) throws -> TSyncError {
         let known = try String.fetchAll(db, sql: "SELECT name FROM tables")
-        return .invalidInput(
-            "unknown table \(Identifiers.quoted(table))\(Spelling.didYouMean(table, among: known)) (`tsync tables` lists the tables)")
+        return TSyncError(
+            .invalidInput, "unknown table \(Identifiers.quoted(table))\(Spelling.didYouMean(table, among: known))", remedy: .listTables)
     }
 
     struct OperationHead {

@@ -53,11 +53,7 @@ public enum JSONSerializer {
         return first.key < other.key ? a.popFirst() : b.popFirst()
     }
 
-    /// Keys in output order: `id` first, the rest in code-point order.
-    public static func orderedKeys<Value>(_ object: [String: Value]) -> [String] {
-        object.keys.sorted(by: keyPrecedes)
-    }
-
+    /// Key order of the output: `id` first, the rest in code-point order.
     private static func keyPrecedes(_ a: String, _ b: String) -> Bool {
         if a == "id" { return b != "id" }
         if b == "id" { return false }

@@ -78,11 +78,4 @@ public struct Record: Sendable, Hashable {
         object["deleted"] = .bool(system.deleted)
         return object
     }
-
-    /// User fields and `id`, without system properties: what a client sends on insert.
-    public var userObject: [String: JSONValue] {
-        var object = fields
-        object["id"] = .string(id)
-        return object
-    }
 }

@@ -1,7 +1,7 @@
 /// The one error type that crosses layer boundaries.
 ///
 /// Libraries throw it with a message a user can act on; only the command line turns a `Kind` into an
-/// exit code (see `ExitCode` in the `tsync` target), so the table in docs/DESIGN.md §3 lives in one place.
+/// exit code (`ExitStatus` in the `tsync` target), so the table in docs/DESIGN.md §3 lives in one place.
 public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// The command line was used wrongly (exit 64).
@@ -23,7 +23,7 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A file the command was told to read is not what it should be (exit 78, EX_CONFIG):
         /// a TLS certificate or key that does not parse or does not match.
         case invalidConfiguration
-        /// Anything else (exit 1): a missing store, a busy store, an unexpected server answer.
+        /// Anything else (exit 1): a busy or damaged store, an unexpected server answer.
         case failure
     }
 
@@ -47,6 +47,32 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case logIn
         /// The server's certificate is not signed by a CA this machine trusts: trust that CA.
         case trustCertificateAuthority
+        /// The item exists already: update it rather than insert it.
+        case updateInstead
+        /// Push the queue (the item's pending delete) first.
+        case pushFirst
+        /// The store has no remote: set one.
+        case setRemote
+        /// See the error table: which errors there are.
+        case listErrors
+        /// Operations wait behind errors: resolve those first.
+        case resolveErrorsFirst
+        /// The saved credentials are unusable: log out, then log in again.
+        case logInAgain
+        /// A setting of the store (by its `tsync config` name) has a bad value: fix it or remove it.
+        case fixSetting(String)
+        /// An account of that name exists: choose another name, or change that account's password.
+        case changePassword(account: String)
+        /// No such account: list the accounts.
+        case listAccounts
+        /// No store here: create one.
+        case createStore
+        /// The store lost its database file: initialize it again at `root`.
+        case repairStore(root: String)
+        /// The store's database is damaged: restore it, or start a new store (losing the queue).
+        case restoreStore
+        /// No such table: list the tables.
+        case listTables
     }
 
     public var kind: Kind
@@ -84,10 +110,32 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .anotherPort: "choose another port (0 picks a free one)"
         case .logIn: "log in"
         case .trustCertificateAuthority: "if the server is yours, trust the certificate authority that signed its certificate"
+        case .updateInstead: "update it instead"
+        case .pushFirst: "push it first"
+        case .setRemote: "set one first"
+        case .listErrors: "list the errors to see which there are"
+        case .resolveErrorsFirst: "resolve them first"
+        case .logInAgain: "log out, then log in again"
+        case .fixSetting(let key): "fix the setting \(key) or remove it"
+        case .changePassword: "choose another name, or change that account's password"
+        case .listAccounts: "list the accounts to see which there are"
+        case .createStore: "create one first"
+        case .repairStore: "initialize it again to repair it"
+        case .restoreStore: "restore it from a backup, or move .tsync away and create a new store (its queue is lost)"
+        case .listTables: "list the tables to see which there are"
         }
     }
 
     public var description: String { message }
+
+    /// The same error with `context` before its message (and its fact), its remedy kept: "record
+    /// 3: " before the error of one record of many.
+    public func prefixed(_ context: String) -> TSyncError {
+        var error = self
+        error.message = context + message
+        error.fact = fact.map { context + $0 }
+        return error
+    }
 
     public static func invalidInput(_ message: String) -> TSyncError { TSyncError(.invalidInput, message) }
     public static func failure(_ message: String) -> TSyncError { TSyncError(.failure, message) }

@@ -53,10 +53,11 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
     }
 
     func run() throws {
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         if let filter {
             let deleted = try store.delete(table: table, filter: filter, dryRun: dryRun)
-            if !dryRun { CommandJournal.shared.record(changed: table, ids: deleted) }
+            if !dryRun { session.record(changed: table, ids: deleted) }
             if output.json {
                 Console.write(
                     JSONReports.line(["table": .string(table), "dryRun": .bool(dryRun), "ids": .array(deleted.map(JSONValue.string))]))
@@ -72,6 +73,6 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
             Console.write(ids.filter { seen.insert(Array($0.utf8)).inserted }.map { "\(table)/\($0)\n" }.joined())
             return
         }
-        CommandJournal.shared.record(changed: table, ids: ids)
+        session.record(changed: table, ids: ids)
     }
 }

@@ -73,6 +73,19 @@ extension TSyncError {
         case .trustCertificateAuthority:
             words =
                 "if the server is yours, trust the CA that signed its certificate: SSL_CERT_FILE=CA.pem (or SSL_CERT_DIR=DIR) for one command, or `tsync config http.caFile CA.pem` for this store"
+        case .updateInstead: words = "use `tsync update` to change it"
+        case .pushFirst: words = "push it first (`tsync push`)"
+        case .setRemote: words = "set one with `tsync remote URL`"
+        case .listErrors: words = "run `tsync conflicts` to list them"
+        case .resolveErrorsFirst: words = "resolve them first (`tsync conflicts`, `tsync resolve`)"
+        case .logInAgain: words = "run `tsync logout`, then `tsync login` again"
+        case .fixSetting(let key): words = "fix it with `tsync config \(key) VALUE`, or remove it with `tsync config --unset \(key)`"
+        case .changePassword(let account): words = "choose another name, or change its password with `tsync user passwd \(account)`"
+        case .listAccounts: words = "`tsync user list` shows the accounts"
+        case .createStore: words = "run `tsync init` to create one"
+        case .repairStore(let root): words = "run `tsync init \(root)` to repair it"
+        case .restoreStore: words = "restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
+        case .listTables: words = "`tsync tables` lists the tables"
         case .logIn:
             let variable = RemoteAccess.tokenVariable
             words =

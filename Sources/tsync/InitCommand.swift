@@ -31,7 +31,7 @@ struct InitCommand: ParsableCommand, JournaledCommand {
             storeOptions.store ?? ".", from: FileManager.default.currentDirectoryPath)
         let location = StoreLocation.forInitializing(directory, workingDirectory: base)
         let (store, existed) = try LocalStore.initialize(location, remote: remote)
-        CommandJournal.shared.opened(store)  // the log's first entry: the store's creation
+        _ = CommandLog.begin(store)  // the log's first entry: the store's creation
         Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
     }
 }

@@ -46,13 +46,14 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
 
     func run() throws {
         let objects = try RecordsInput.read(json: json, csv: csv, command: "insert", table: table)
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         guard !objects.isEmpty else {
             Console.note("no records on stdin; nothing inserted")
             return
         }
         let ids = try store.insert(table: table, objects: objects)
-        CommandJournal.shared.record(changed: table, ids: ids)
+        session.record(changed: table, ids: ids)
         guard !quiet else { return }
         var output = ""
         output.reserveCapacity(ids.count * 37)

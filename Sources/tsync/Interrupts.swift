@@ -18,15 +18,16 @@ import TSyncModel
 /// handler runs on whichever thread receives the signal; it only writes the signal's number to a
 /// pipe (the one thing a handler may safely do), and a thread of our own reads it and stops the
 /// work.
-final class Interrupts: Sendable {
-    let stopRequest = StopRequest()
-
-    init() {
+///
+/// What a stopped command then reports and which code it exits with is decided from its session's
+/// verdict (`ReportOptions.conclude`).
+enum Interrupts {
+    /// Sends SIGINT and SIGTERM to `stopRequest` (the command's `CommandSession.stopRequest`).
+    static func forward(to stopRequest: StopRequest) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }  // no pipe: the signals keep their default action
         interruptPipe = ends[1]
         let readEnd = ends[0]
-        let stopRequest = self.stopRequest
         let reader = Thread {
             // A process may start with the signals blocked (a parent's mask is inherited: a test
             // runner whose server tests watch SIGINT had it blocked): this thread takes them.
@@ -61,20 +62,6 @@ final class Interrupts: Sendable {
         action.sa_flags = SA_RESTART
         sigemptyset(&action.sa_mask)
         sigaction(number, &action, nil)
-    }
-
-    /// The exit code of a command stopped by a signal: 128 + its number (130 for SIGINT, 143 for
-    /// SIGTERM), as shells report it.
-    var exitCode: Int32? { stopRequest.stopSignal.map { 128 + $0 } }
-
-    /// The error that ended a command after a signal had asked it to stop (a server that stopped
-    /// answering while the answers in flight were awaited): said as it is, and the command still
-    /// exits with the signal's code, as the user who pressed Ctrl-C expects.
-    func afterStop(_ error: any Error) -> any Error {
-        guard let code = exitCode else { return error }
-        let message = (error as? TSyncError)?.commandLineMessage ?? "\(error)"
-        Console.error("interrupted: \(message)")
-        return ExitCode(code)
     }
 }
 

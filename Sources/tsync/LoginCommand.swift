@@ -37,7 +37,7 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
     }
 
     func run() async throws {
-        let session = try RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose)
+        let session = try RemoteAccess.session(try storeOptions.session(), verbose: verbosity.verbose)
         let endpoint = try session.endpoint()
         if endpoint.sendsInClear {
             Console.warning(
@@ -66,7 +66,7 @@ struct LogoutCommand: AsyncParsableCommand, JournaledCommand {
     @OptionGroup var verbosity: VerboseOption
 
     func run() async throws {
-        guard let result = try await RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose).logout() else {
+        guard let result = try await RemoteAccess.session(try storeOptions.session(), verbose: verbosity.verbose).logout() else {
             Console.note("not logged in")
             return
         }

@@ -4,19 +4,24 @@
     import Darwin
 #endif
 import Foundation
+import Synchronization
 import TSyncEngine
 
 /// A one-line progress display on stderr for long pushes and pulls: only on a terminal, never with
 /// `-q`, redrawn at most ten times a second, and erased when the command ends so the summary line
 /// stands alone. "pushing 1152/50000 (2%, 3,400/s, 14 s left)": the rate is measured since the
 /// phase began, and the time left is shown once the total is known and a second has passed.
-final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable state
+final class ProgressLine: Sendable {
     private let enabled: Bool
-    private let lock = NSLock()
-    private var lastDraw = 0.0
-    private var drawn = false
-    /// When each phase was first reported, and how far it was then.
-    private var started: [String: (time: Double, done: Int)] = [:]
+
+    private struct State {
+        var lastDraw = 0.0
+        var drawn = false
+        /// When each phase was first reported, and how far it was then.
+        var started: [String: (time: Double, done: Int)] = [:]
+    }
+
+    private let state = Mutex(State())
 
     init(quiet: Bool) {
         enabled = !quiet && isatty(STDERR_FILENO) == 1
@@ -27,12 +32,12 @@ final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable st
         guard enabled else { return nil }
         return { [self] done, total in
             let now = Date().timeIntervalSince1970
-            let start = lock.withLock { () -> (time: Double, done: Int)? in
-                let start = started[verb] ?? (now, done)
-                started[verb] = start
-                guard now - lastDraw >= 0.1 || (total.map { done >= $0 } ?? false) else { return nil }
-                lastDraw = now
-                drawn = true
+            let start = state.withLock { state -> (time: Double, done: Int)? in
+                let start = state.started[verb] ?? (now, done)
+                state.started[verb] = start
+                guard now - state.lastDraw >= 0.1 || (total.map { done >= $0 } ?? false) else { return nil }
+                state.lastDraw = now
+                state.drawn = true
                 return start
             }
             guard let start else { return }
@@ -73,9 +78,24 @@ final class ProgressLine: @unchecked Sendable {  // `lock` guards the mutable st
         return "\(whole / 3600) h \((whole % 3600) / 60) min"
     }
 
+    /// Runs a workflow of the command's session; the line is erased when an error ends it, before
+    /// or after a stop request, so that the message stands alone.
+    func finishing<Result>(_ workflow: () async throws -> CommandSession.Outcome<Result>) async throws
+        -> CommandSession.Outcome<Result>
+    {
+        do {
+            let outcome = try await workflow()
+            if outcome.result == nil { finish() }
+            return outcome
+        } catch {
+            finish()
+            throw error
+        }
+    }
+
     /// Erases the line, if anything was drawn.
     func finish() {
-        guard enabled, lock.withLock({ drawn }) else { return }
+        guard enabled, state.withLock({ $0.drawn }) else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
     }
 }

@@ -66,38 +66,33 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
     }
 
     func run() async throws {
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         let known = try store.tables().map(\.table)
         let request = PullRequest(table: table, filter: filter, queryID: queryId, pageSize: pageSize, reset: reset)
         let policies = try conflicts.policies(store)
         let progress = ProgressLine(quiet: output.quiet)
-        let interrupts = Interrupts()
-        let summary: PullSummary
-        do {
-            summary = try await RemoteAccess.session(
-                store, verbose: output.verbose, stopRequest: interrupts.stopRequest, events: progress.handle
-            ).pull(request, policies: policies)
-        } catch {
-            progress.finish()
-            throw interrupts.afterStop(error)
+        Interrupts.forward(to: session.stopRequest)
+        let outcome = try await progress.finishing {
+            try await session.pull(
+                RemoteAccess.session(session, verbose: output.verbose, events: progress.handle), request, policies: policies)
         }
-        if summary.interrupted, let code = interrupts.exitCode {
-            if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
+        if let summary = outcome.result, output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
+        if case .interrupted = outcome.verdict {
             let resume = queryId == nil ? "pull again to get the rest" : "run the same pull to go on from where it stopped"
-            Console.error("interrupted: \(SyncFormat.pullSummary(summary)); \(resume)")
-            throw ExitCode(code)
+            try output.conclude(outcome.verdict) { "\(outcome.result.map(SyncFormat.pullSummary) ?? ""); \(resume)" }
         }
-        if output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
-        if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
-        // A server cannot tell an empty table from an unknown one: a typo pulls nothing, silently.
-        if summary.counts.received == 0, !known.contains(table), !output.quiet {
-            Console.warning(
-                "the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))")
+        if let summary = outcome.result {
+            if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
+            // A server cannot tell an empty table from an unknown one: a typo pulls nothing, silently.
+            if summary.counts.received == 0, !known.contains(table), !output.quiet {
+                Console.warning(
+                    "the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))")
+            }
         }
-        // Exit 2 while the error table holds operations of this table, as push and sync do.
-        let errors = try store.operationErrors(table: table).count
-        if errors > 0 {
-            throw output.operationsFailed("\(StatusFormat.count(errors, "operation")) of \(table) failed — run `tsync conflicts`")
+        if case .operationsFailed(let errors) = outcome.verdict {
+            try output.conclude(
+                outcome.verdict, failed: "\(StatusFormat.count(errors, "operation")) of \(table) failed — run `tsync conflicts`")
         }
     }
 }

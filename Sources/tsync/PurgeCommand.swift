@@ -48,7 +48,8 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
     var isJournaled: Bool { !dryRun }
 
     func run() throws {
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         let preview = try store.purge(table: table, filter: filter, force: force, forgetQueries: forgetQueries, dryRun: true)
         if dryRun {
             Console.note("would " + describe(preview) + "; nothing changed (--dry-run)")
@@ -66,7 +67,7 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
             }
         }
         let result = try store.purge(table: table, filter: filter, force: force, forgetQueries: forgetQueries)
-        CommandJournal.shared.record(changed: table, ids: result.ids)
+        session.record(changed: table, ids: result.ids)
         Console.note(describe(result, done: true))
         if filter != nil, !forgetQueries, try !store.savedQueries().filter({ $0.table == table }).isEmpty {
             Console.note(

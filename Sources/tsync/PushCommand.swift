@@ -111,10 +111,11 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
     }
 
     func run() async throws {
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         let selection = tables.isEmpty ? nil : tables
         if dryRun {
-            let (operations, summary) = try RemoteAccess.session(store).pushPreview(tables: selection)
+            let (operations, summary) = try RemoteAccess.session(session).pushPreview(tables: selection)
             if output.json {
                 Console.write(JSONReports.line(SyncReports.push(summary, dryRun: operations)))
             } else {
@@ -124,31 +125,26 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             return
         }
         let policies = try conflicts.policies(store)
-        if check { return try await runCheck(store, tables: selection, policies: policies) }
+        if check { return try await runCheck(session, tables: selection, policies: policies) }
         let progress = ProgressLine(quiet: output.quiet)
-        let interrupts = Interrupts()
-        let session = try RemoteAccess.session(store, verbose: output.verbose, stopRequest: interrupts.stopRequest, events: progress.handle)
-        let summary: PushSummary
-        do {
-            summary = try await session.push(tables: selection, atomic: atomic, policies: policies)
-        } catch {
-            progress.finish()
-            throw interrupts.afterStop(error)
+        Interrupts.forward(to: session.stopRequest)
+        let outcome = try await progress.finishing {
+            try await session.push(
+                RemoteAccess.session(session, verbose: output.verbose, events: progress.handle), tables: selection, atomic: atomic,
+                policies: policies)
         }
-        if output.json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
-        let line = SyncFormat.pushSummary(summary, dryRun: false)
-        if summary.interrupted, let code = interrupts.exitCode {
+        let summary = outcome.result
+        if let summary, output.json { Console.write(JSONReports.line(SyncReports.push(summary, dryRun: nil))) }
+        let line = summary.map { SyncFormat.pushSummary($0, dryRun: false) } ?? ""
+        try output.conclude(outcome.verdict, failed: line) {
             let left = try store.pushableOperationCount(tables: selection)
-            Console.error("interrupted: \(line); \(StatusFormat.count(left, "operation")) still queued — run `tsync push` to send them")
-            throw ExitCode(code)
+            return "\(line); \(StatusFormat.count(left, "operation")) still queued — run `tsync push` to send them"
         }
-        // Exit 2 while the error table holds errors of these tables, new or old (docs/DESIGN.md §3).
-        if summary.failed > 0 || summary.heldBack > 0 { throw output.operationsFailed(line) }
         if !output.quiet { Console.note(line) }
     }
 
-    private func runCheck(_ store: LocalStore, tables: [String]?, policies: ConflictPolicies) async throws {
-        let predictions = try await RemoteAccess.session(store, verbose: output.verbose).check(tables: tables, policies: policies)
+    private func runCheck(_ session: CommandSession, tables: [String]?, policies: ConflictPolicies) async throws {
+        let predictions = try await RemoteAccess.session(session, verbose: output.verbose).check(tables: tables, policies: policies)
         if output.json {
             Console.write(JSONReports.line(SyncReports.check(predictions)))
         } else {

@@ -30,9 +30,10 @@ enum RemoteAccess {
         return trust
     }
 
+    /// The `SyncSession` of the command's session, configured from the environment; what it
+    /// does goes to the command's `tsync log` entry (`CommandSession.syncSession`).
     static func session(
-        _ store: LocalStore, verbose: Bool = false, stopRequest: StopRequest? = nil,
-        events: (@Sendable (SyncSession.Event) -> Void)? = nil
+        _ command: CommandSession, verbose: Bool = false, events: (@Sendable (SyncSession.Event) -> Void)? = nil
     ) throws(TSyncError) -> SyncSession {
         let environment = ProcessInfo.processInfo.environment
         var timeout = SyncSession.defaultTimeout
@@ -42,18 +43,8 @@ enum RemoteAccess {
             }
             timeout = .seconds(seconds)
         }
-        // What the session did goes to the command's `tsync log` entry, whatever else shows it.
-        let journaled: @Sendable (SyncSession.Event) -> Void = { event in
-            switch event {
-            case .pushed(let summary): CommandJournal.shared.record(push: summary)
-            case .pulled(let summary): CommandJournal.shared.record(pull: summary)
-            case .progress: break
-            }
-            events?(event)
-        }
-        var session = try SyncSession(
-            store: store, tokenOverride: environment[tokenVariable], stopRequest: stopRequest, timeout: timeout,
-            trust: try trust(environment), events: journaled)
+        var session = try command.syncSession(
+            tokenOverride: environment[tokenVariable], timeout: timeout, trust: try trust(environment), events: events)
         session.proxies = try ProxySettings(environment: environment)
         if verbose { session.exchanges = { Console.note(describe($0)) } }
         return session

@@ -114,14 +114,15 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
 
     func run() async throws {
         guard let flag = resolution, let resolution = Resolution(rawValue: flag.rawValue) else { return }
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         let selection: ErrorSelection =
             if let table { .table(table) } else if errors.isEmpty { .all } else { .ids(try ErrorReference.ids(errors, in: store)) }
         let request = ResolveRequest(
             selection, filter: ErrorFilter(classes: Set(classes), kinds: Set(kinds)), with: resolution, prefer: prefer, dryRun: dryRun)
-        let result = try await RemoteAccess.session(store, verbose: output.verbose).resolve(request, thenPush: push)
+        let result = try await RemoteAccess.session(session, verbose: output.verbose).resolve(request, thenPush: push)
         let report = result.report
-        if !dryRun { CommandJournal.shared.record(resolve: report, as: resolution) }
+        if !dryRun { session.record(resolve: report, as: resolution) }
         if output.json { Console.write(JSONReports.line(SyncReports.resolve(report, dryRun: dryRun))) }
         let refused = report.refused
         if dryRun {

@@ -18,11 +18,15 @@ struct StoreOptions: ParsableArguments {
             workingDirectory: FileManager.default.currentDirectoryPath)
     }
 
-    /// Opens the store; a journaled command's `tsync log` entry begins here.
+    /// Opens the store and begins the command's session: a journaled command's `tsync log` entry
+    /// begins here (`CommandLog`).
+    func session() throws(TSyncError) -> CommandSession {
+        CommandLog.begin(try LocalStore.open(location()))
+    }
+
+    /// Opens the store, as `session()` does, for a command that needs only the store.
     func open() throws(TSyncError) -> LocalStore {
-        let store = try LocalStore.open(location())
-        CommandJournal.shared.opened(store)
-        return store
+        try session().store
     }
 }
 
@@ -76,5 +80,19 @@ struct ReportOptions: ParsableArguments {
     /// Exit 2 with the summary as the error message, or silently with `-q`.
     func operationsFailed(_ summary: String) -> any Error {
         quiet ? ExitCode(ExitStatus.operationsFailed) : TSyncError(.operationsFailed, summary)
+    }
+
+    /// How a push, pull or sync ends, from its session's verdict: the one place that chooses exit
+    /// 2 (`failed` is the message) and 128 + the signal (130, 143) for a stopped one, reported as
+    /// "interrupted: " and `interrupted()`, or the error that ended it after the stop (a server that
+    /// stopped answering meanwhile: the user who pressed Ctrl-C still gets the signal's code).
+    func conclude(_ verdict: CommandSession.Verdict, failed: String = "", interrupted: () throws -> String = { "" }) throws {
+        switch verdict {
+        case .succeeded: return
+        case .operationsFailed: throw operationsFailed(failed)
+        case .interrupted(let signal, let error):
+            Console.error("interrupted: \(try error?.commandLineMessage ?? interrupted())")
+            throw ExitCode(128 + signal)
+        }
     }
 }

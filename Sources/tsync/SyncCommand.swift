@@ -32,12 +32,12 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
     @OptionGroup var output: ReportOptions
 
     func run() async throws {
-        let store = try storeOptions.open()
-        let policies = try conflicts.policies(store)
+        let session = try storeOptions.session()
+        let policies = try conflicts.policies(session.store)
         let progress = ProgressLine(quiet: output.quiet)
         let quiet = output.quiet
-        let interrupts = Interrupts()
-        let session = try RemoteAccess.session(store, verbose: output.verbose, stopRequest: interrupts.stopRequest) { event in
+        Interrupts.forward(to: session.stopRequest)
+        let sync = try RemoteAccess.session(session, verbose: output.verbose) { event in
             progress.handle(event)
             guard !quiet else { return }
             switch event {
@@ -46,26 +46,16 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
             case .progress: break
             }
         }
-        let report: SyncSession.SyncReport
-        do {
-            report = try await session.sync(policies: policies)
-        } catch {
-            progress.finish()
-            throw interrupts.afterStop(error)
-        }
-        if output.json {
+        let outcome = try await progress.finishing { try await session.sync(sync, policies: policies) }
+        if let report = outcome.result, output.json {
             Console.write(
                 JSONReports.line([
                     "push": SyncReports.push(report.push, dryRun: nil), "pulls": .array(report.pulls.map(SyncReports.pull)),
                 ]))
         }
-        if let code = interrupts.exitCode, report.push.interrupted || report.pulls.contains(where: \.interrupted) {
-            Console.error("interrupted: what was done is kept — run `tsync sync` again to finish")
-            throw ExitCode(code)
-        }
-        let errors = try store.operationErrors().count
-        if errors > 0 {
-            throw output.operationsFailed("\(StatusFormat.count(errors, "operation")) failed — run `tsync conflicts`")
+        let failed = if case .operationsFailed(let errors) = outcome.verdict { errors } else { 0 }
+        try output.conclude(outcome.verdict, failed: "\(StatusFormat.count(failed, "operation")) failed — run `tsync conflicts`") {
+            "what was done is kept — run `tsync sync` again to finish"
         }
     }
 }

@@ -102,26 +102,25 @@ struct TSync: AsyncParsableCommand {
             Console.error(problem)
             exit(withError: ExitCode(ExitStatus.usage))
         }
-        let journal = CommandJournal.shared
         do {
             var command = try parseAsRoot()
             if let journaled = command as? JournaledCommand, journaled.isJournaled {
-                journal.expect(command: type(of: command).configuration.commandName ?? "")
+                CommandLog.expect(command: type(of: command).configuration.commandName ?? "")
             }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
-            journal.finish(exitCode: ExitStatus.success)
+            CommandLog.finish(exitCode: ExitStatus.success)
         } catch let error as TSyncError {
             let code = ExitStatus.code(for: error.kind)
-            journal.finish(exitCode: code)
+            CommandLog.finish(exitCode: code)
             Console.error(error.commandLineMessage)
             exit(withError: ExitCode(code))
         } catch {
             let code = exitCode(for: error)
-            journal.finish(exitCode: code.rawValue)
+            CommandLog.finish(exitCode: code.rawValue)
             // --help and --version print as usual, on stdout.
             if code.isSuccess { exit(withError: error) }
             // Parse and validation errors in tsync's one style: "tsync: error: …", then the usage.

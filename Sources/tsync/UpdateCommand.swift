@@ -92,9 +92,10 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
             let (field, value) = try Self.assignment(assignment)
             fields[field] = value
         }
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         try store.update(table: table, id: id, fields: fields)
-        CommandJournal.shared.record(changed: table, ids: [id])
+        session.record(changed: table, ids: [id])
     }
 
     /// `--filter`: every matching record, one transaction.
@@ -104,9 +105,10 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
             let (field, value) = try Self.assignment(assignment)
             fields[field] = value
         }
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         let ids = try store.update(table: table, filter: filter, fields: fields, dryRun: dryRun)
-        if !dryRun { CommandJournal.shared.record(changed: table, ids: ids) }
+        if !dryRun { session.record(changed: table, ids: ids) }
         if output.json {
             Console.write(
                 JSONReports.line(["table": .string(table), "dryRun": .bool(dryRun), "ids": .array(ids.map(JSONValue.string))]))

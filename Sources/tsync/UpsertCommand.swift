@@ -51,9 +51,10 @@ struct UpsertCommand: ParsableCommand, JournaledCommand {
 
     func run() throws {
         let objects = try RecordsInput.read(json: json, csv: csv, command: "upsert", table: table)
-        let store = try storeOptions.open()
+        let session = try storeOptions.session()
+        let store = session.store
         let result = try store.upsert(table: table, objects: objects)
-        CommandJournal.shared.record(changed: table, ids: result.inserted + result.updated)
+        session.record(changed: table, ids: result.inserted + result.updated)
         if output.json {
             let ids = { (ids: [String]) in JSONValue.array(ids.map(JSONValue.string)) }
             Console.write(

@@ -33,14 +33,13 @@ struct UserCommand: AsyncParsableCommand {
         @Argument(help: "Account name (letters, digits, '.', '_', '-', '@').")
         var name: String
 
-        @Flag(help: "Read the password from stdin (one line).")
-        var passwordStdin = false
+        @OptionGroup var newPassword: NewPassword
 
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
             try AccountRules.validateName(name)
-            let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
+            let password = try newPassword.read()
             try await database.withAccounts(creating: true) { accounts in try await accounts.add(name: name, password: password) }
             FileHandle.standardError.write(Data("created account \(name)\n".utf8))
         }
@@ -78,7 +77,7 @@ struct UserCommand: AsyncParsableCommand {
             if dryRun || (!yes && Console.stdinIsTerminal) {
                 let names = try await database.withAccounts { accounts in try await accounts.list() }.map(\.name)
                 guard names.contains(name) else {
-                    throw TSyncError.invalidInput("no account named \(Identifiers.quoted(name)): `tsync user list` shows the accounts")
+                    throw AccountManager.noSuchAccount(name)
                 }
                 if dryRun {
                     Console.note("would remove account \(name) and revoke its tokens")
@@ -122,15 +121,25 @@ struct UserCommand: AsyncParsableCommand {
         @Argument(help: "Account name.")
         var name: String
 
-        @Flag(help: "Read the password from stdin (one line).")
-        var passwordStdin = false
+        @OptionGroup var newPassword: NewPassword
 
         @OptionGroup var database: DatabaseOption
 
         func run() async throws {
-            let password = try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
+            let password = try newPassword.read()
             try await database.withAccounts { accounts in try await accounts.changePassword(name: name, password: password) }
             FileHandle.standardError.write(Data("changed the password of \(name)\n".utf8))
         }
+    }
+}
+
+/// `--password-stdin` of `user add` and `user passwd`, and the new password it says where to read
+/// from: stdin's first line, or asked twice without echo on a terminal.
+struct NewPassword: ParsableArguments {
+    @Flag(help: "Read the password from stdin (one line).")
+    var passwordStdin = false
+
+    func read() throws(TSyncError) -> String {
+        try PasswordInput.read(fromStdin: passwordStdin, confirm: true)
     }
 }

@@ -21,7 +21,7 @@ struct WhoamiCommand: AsyncParsableCommand {
     @OptionGroup var verbosity: VerboseOption
 
     func run() async throws {
-        let session = try RemoteAccess.session(try storeOptions.open(), verbose: verbosity.verbose)
+        let session = try RemoteAccess.session(try storeOptions.session(), verbose: verbosity.verbose)
         let endpoint = try session.endpoint()
         let name = try await session.whoami()
         Console.write("\(name ?? "anonymous") at \(endpoint)\n")

@@ -4,7 +4,7 @@ import TSyncModel
 
 /// `resolve --ours` against a record another client deleted on the server. The server keeps a
 /// soft-deleted copy, which answers 404 to an update and 409 to an insert of the same id; the
-/// client must win by undeleting that copy and updating it, not loop on 409 (issue 9.10).
+/// client must win by undeleting that copy and updating it, not loop on 409 (docs/DESIGN.md §7).
 @Suite(.serialized) struct DeletedOnServerTests {
     /// A and B share `todo/x`; B deletes it on the server; A's update then fails.
     private func updateAgainstDelete() async throws -> (server: SyncServer, a: TSyncSandbox) {

@@ -15,7 +15,7 @@ import TSyncModel
     }
 
     /// A server that ignores `$orderby` (it sorts by id): an incremental pull must not move its
-    /// checkpoint past records it has not received (issue 9.6).
+    /// checkpoint past records it has not received (docs/DESIGN.md §2.1).
     @Test func anIncrementalPullRefusesPagesOutOfOrder() async throws {
         let page = "[" + [Self.record("a", at: 30), Self.record("b", at: 10), Self.record("c", at: 20)].joined(separator: ",") + "]"
         let server = try ScriptedServer { _, _ in .json(200, page) }
@@ -28,7 +28,7 @@ import TSyncModel
         #expect(queries.allSatisfy { $0.objectValue?["checkpoint"] == .null }, "no checkpoint was saved: \(queries)")
     }
 
-    /// Pulls without a query id that would never end (issue 9.7).
+    /// Pulls without a query id that would never end (docs/DESIGN.md §8).
     @Test func aPullThatWouldLoopStopsWithAnError() async throws {
         let twoRecords = "[" + Self.record("a", at: 1) + "," + Self.record("b", at: 2) + "]"
         // Its next link is itself.
@@ -131,7 +131,7 @@ import TSyncModel
         }
     }
 
-    /// Headers at once, then a byte every second: the request's deadline covers the body (issue 9.8).
+    /// Headers at once, then a byte every second: the request's deadline covers the body (docs/DESIGN.md §8).
     @Test func aBodyThatDripsMeetsTheDeadline() async throws {
         let server = try ScriptedServer { _, _ in
             ScriptedServer.Answer(status: 200, body: Array("[\(Self.record("a", at: 1))]".utf8), dripEvery: 1)
@@ -146,7 +146,7 @@ import TSyncModel
         #expect(bad.status == 64 && bad.stderr.contains("TSYNC_TIMEOUT"), "\(bad)")
     }
 
-    /// 502, 503 and 504 mean "not now": exit 3, nothing in the error table (issue 9.12).
+    /// 502, 503 and 504 mean "not now": exit 3, nothing in the error table (docs/DESIGN.md §7).
     @Test(arguments: [502, 503, 504])
     func aGatewayErrorIsLikeAnUnreachableServer(status: Int) async throws {
         let server = try ScriptedServer { method, target in
@@ -163,7 +163,7 @@ import TSyncModel
         #expect(try await store.run(["pull", "other"]).status == 3)
     }
 
-    /// A record without an id is the server's fault, not the user's: exit 1, not 65 (issue 9.12).
+    /// A record without an id is the server's fault, not the user's: exit 1, not 65 (docs/DESIGN.md §7).
     @Test func aServerRecordWithoutAnIdIsTheServersFault() async throws {
         let server = try ScriptedServer { _, _ in .json(200, #"[{"text": "no id here"}]"#) }
         let store = try await TSyncSandbox(remote: server.url)
@@ -173,7 +173,7 @@ import TSyncModel
     }
 
     /// A page larger than tsync reads into memory (256 MiB): retrying cannot help, so it is exit 1
-    /// with what to do, not exit 3 "cannot reach the server" (issue 9.12).
+    /// with what to do, not exit 3 "cannot reach the server" (docs/DESIGN.md §7).
     @Test func aPageTooLargeSaysToAskForSmallerPages() async throws {
         let huge = [UInt8](repeating: UInt8(ascii: " "), count: (256 << 20) + 4096)
         let server = try ScriptedServer { _, _ in ScriptedServer.Answer(status: 200, body: huge) }
@@ -183,7 +183,7 @@ import TSyncModel
         #expect(pull.stderr.contains("larger than 256 MiB") && pull.stderr.contains("--page-size"), "\(pull.stderr)")
     }
 
-    /// https to a port that speaks http: a message that says so, not the TLS library's (issue 9.12).
+    /// https to a port that speaks http: a message that says so, not the TLS library's (docs/DESIGN.md §7).
     @Test func httpsToAnHTTPPortSaysSo() async throws {
         let server = try await SyncServer()
         let https = server.url.replacingOccurrences(of: "http://", with: "https://")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Ids are compared by their bytes everywhere (issue 9.11): "é" (U+00E9) and "e" + U+0301 look
+/// Ids are compared by their bytes everywhere (docs/DESIGN.md §12): "é" (U+00E9) and "e" + U+0301 look
 /// alike and Swift's `String ==` calls them equal, but they are two records.
 @Suite(.serialized) struct IdentifierBytesTests {
     static let composed = "\u{E9}"

@@ -5,7 +5,7 @@ import TSyncModel
 /// An operation whose request reached the server but whose answer was lost (a proxy in front of
 /// the real `tsync serve` drops the connection after the server applied the write), followed by
 /// a local edit of the same record. The next push must finish cleanly: the lost operation was the
-/// user's own write, never a conflict (issue 9.1).
+/// user's own write, never a conflict (docs/DESIGN.md §2.4).
 ///
 /// Each runs twice: against `tsync serve` with its batch route (the answer to a whole batch is
 /// lost) and with `--max-batch 0` (one request per operation, as with any v2 server).
@@ -120,7 +120,7 @@ import TSyncModel
     }
 }
 
-/// Answers that say "success" without being a sync server's answer (issue 9.5): nothing may count
+/// Answers that say "success" without being a sync server's answer (docs/DESIGN.md §4): nothing may count
 /// as pushed unless the server holds it, and the local copy must take the server's real version.
 @Suite(.serialized) struct FalseSuccessTests {
     @Test(arguments: [true, false])

@@ -72,7 +72,8 @@ import Testing
         for arguments in [["status"], ["tables"], ["insert", "t", "{}"], ["get", "t", "x"], ["remote"], ["diff"]] {
             let result = try await TSyncProcess.run(arguments, in: elsewhere.path)
             #expect(result.status == 66, "\(arguments): \(result)")
-            #expect(result.stderr.contains("not a tsync store (run `tsync init`)"), "\(arguments): \(result)")
+            #expect(result.stderr.contains("not a tsync store: no .tsync/ in"), "\(arguments): \(result)")
+            #expect(result.stderr.contains("; run `tsync init` to create one"), "the command line words the remedy: \(result)")
             #expect(result.stdout.isEmpty)
         }
         #expect(!FileManager.default.fileExists(atPath: elsewhere.path + "/.tsync"))

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A damaged store is reported, never replaced by a new empty one (issue 9.9): the probe that
+/// A damaged store is reported, never replaced by a new empty one (docs/DESIGN.md §6.1): the probe that
 /// found this emptied `store.sqlite` and watched 3,000 queued inserts vanish with exit 0.
 @Suite struct StoreDamageTests {
     private func storeWithQueue() async throws -> (TSyncSandbox, String) {

@@ -57,15 +57,15 @@ import TSyncModel
         try store.insert("todo", ["id": "existing"])
         var objects: [[String: JSONValue]] = (0..<200).map { ["id": .string("r\($0)"), "n": .int(Int64($0))] }
         objects[149] = ["id": "r10"]
-        #expect(
-            throws: TSyncError.invalidInput("record 150: todo/r10 already exists (its insert is pending); use `tsync update` to change it")
-        ) {
+        // The library names no command: the remedy is typed, and its words are "update it instead".
+        let insertPending = TSyncError(.invalidInput, "todo/r10 already exists (its insert is pending)", remedy: .updateInstead)
+        #expect(throws: insertPending.prefixed("record 150: ")) {
             try store.insert(table: "todo", objects: objects)
         }
         objects[149] = ["id": "existing"]
         #expect(
-            throws: TSyncError.invalidInput(
-                "record 150: todo/existing already exists (its insert is pending); use `tsync update` to change it")
+            throws: TSyncError(.invalidInput, "todo/existing already exists (its insert is pending)", remedy: .updateInstead)
+                .prefixed("record 150: ")
         ) {
             try store.insert(table: "todo", objects: objects)
         }
@@ -80,7 +80,7 @@ import TSyncModel
 
     @Test func insertOfAnExistingServerRecordIsRejected() throws {
         let temporary = try storeWithServerRecord()
-        #expect(throws: TSyncError.invalidInput("todo/s1 already exists; use `tsync update` to change it")) {
+        #expect(throws: TSyncError(.invalidInput, "todo/s1 already exists", remedy: .updateInstead)) {
             try temporary.store.insert("todo", ["id": "s1"])
         }
     }
@@ -215,7 +215,7 @@ import TSyncModel
         #expect(throws: TSyncError.invalidInput("no record \"zz\" in table todo")) {
             try store.update(table: "todo", id: "zz", fields: ["a": 1])
         }
-        #expect(throws: TSyncError.invalidInput("unknown table \"nope\" (`tsync tables` lists the tables)")) {
+        #expect(throws: TSyncError(.invalidInput, "unknown table \"nope\"", remedy: .listTables)) {
             try store.delete(table: "nope", ids: ["a"])
         }
         #expect(throws: TSyncError.self) { try store.requireRecord(table: "todo", id: "zz") }

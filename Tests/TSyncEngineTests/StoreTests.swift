@@ -33,7 +33,8 @@ import TSyncModel
             Issue.record("no store expected")
         } catch {
             #expect(error.kind == .noStore)
-            #expect(error.message.hasPrefix("not a tsync store (run `tsync init`)"))
+            #expect(error.message.hasPrefix("not a tsync store: no .tsync/ in"))
+            #expect(error.remedy == .createStore && !error.message.contains("tsync init"), "the library names no command")
         }
     }
 

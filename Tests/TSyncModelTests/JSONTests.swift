@@ -101,7 +101,7 @@ import Testing
     }
 }
 
-/// Text compares byte for byte, as on the wire and in the databases (issue 9.11).
+/// Text compares byte for byte, as on the wire and in the databases (docs/DESIGN.md §12).
 @Suite struct JSONByteEqualityTests {
     @Test func canonicallyEquivalentStringsAreDifferentValues() {
         let composed = JSONValue.string("\u{E9}")

@@ -49,11 +49,11 @@ import TSyncModel
     @Test func updatedAtAdvancesWhenTheClockStallsOrStepsBack() async throws {
         let database = try TemporaryDatabase()
         defer { database.cleanUp() }
-        let clock = LockedValue(Timestamp(millisecondsSinceEpoch: 1_800_000_000_000))
-        let storage = try database.open(clock: { clock.withLock { $0 } })
+        let clock = TestClock()
+        let storage = try database.open(clock: clock.now)
         var last: Timestamp?
         for step in 0..<10 {
-            if step == 5 { clock.withLock { $0 = Timestamp(millisecondsSinceEpoch: 1_700_000_000_000) } }
+            if step == 5 { clock.advance(by: .milliseconds(-100_000_000_000)) }  // back to 1_700_000_000_000
             guard
                 case .inserted(let record) = try await storage.insert(
                     table: "t", record: Record(id: "r\(step)", fields: [:]), scope: .shared)
@@ -77,11 +77,11 @@ import TSyncModel
 
     @Test func nextUpdatedAtRule() {
         let now = Timestamp(millisecondsSinceEpoch: 1000)
-        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: nil) == now)
-        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 999)) == now)
-        #expect(RecordWriter.nextUpdatedAt(now: now, lastAssigned: now) == Timestamp(millisecondsSinceEpoch: 1001))
+        #expect(WriteRules.nextUpdatedAt(now: now, lastAssigned: nil) == now)
+        #expect(WriteRules.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 999)) == now)
+        #expect(WriteRules.nextUpdatedAt(now: now, lastAssigned: now) == Timestamp(millisecondsSinceEpoch: 1001))
         #expect(
-            RecordWriter.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 5000))
+            WriteRules.nextUpdatedAt(now: now, lastAssigned: Timestamp(millisecondsSinceEpoch: 5000))
                 == Timestamp(millisecondsSinceEpoch: 5001))
     }
 }

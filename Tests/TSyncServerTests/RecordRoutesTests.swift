@@ -95,7 +95,7 @@ import TSyncModel
             let fresh = try await http.patch("/tables/todo/a", ["text": "v3", "version": .string(current.version ?? "")])
             #expect(fresh.status == 200)
             #expect(fresh.object["text"] == "v3")
-            // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches (issue 9.3).
+            // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches (docs/DESIGN.md §4).
             let weakTag = "W/\"\(fresh.version ?? "")\""
             let weak = try await http.patch("/tables/todo/a", ["text": "v4"], headers: ["If-Match": weakTag])
             #expect(weak.status == 412)

@@ -257,7 +257,7 @@ public struct RemoteClient: Sendable {
     /// Turns an HTTP answer into a `RemoteAnswer`; accepts what other Mobile Apps servers do
     /// (204 with no body, `version` only in the `ETag`). A success whose body is not JSON at all
     /// (an HTML page from a captive portal or a proxy) is not an answer of a sync server: it is
-    /// thrown as `.unreachable`, so the operation stays queued (docs/DESIGN.md §2.4, issue 9.5).
+    /// thrown as `.unreachable`, so the operation stays queued (docs/DESIGN.md §2.4, §4).
     private func answer(_ response: HTTPAnswer) throws(TSyncError) -> RemoteAnswer {
         // A body labelled JSON that does not parse (damaged, or HTML labelled JSON) is read back
         // instead: the read-back tells whether the write was applied (`Pusher.verified`).
@@ -308,7 +308,7 @@ public struct RemoteClient: Sendable {
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         // One deadline for the whole exchange, body included: a server that sends its headers at
-        // once and then a byte every few seconds must not hold a command for minutes (issue 9.8).
+        // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
         let deadline = NIODeadline.now() + timeout
         let response: HTTPClientResponse
         var bytes = ByteBuffer()

@@ -1,5 +1,18 @@
 import Foundation
 import TSyncModel
+import TSyncQuery
+
+/// How far an incremental pull got: the last record seen, by (updatedAt, id) (docs/DESIGN.md §2.1). The
+/// next pull asks for `updatedAt gt T or (updatedAt eq T and id gt I)` ordered by `updatedAt, id`.
+public struct Checkpoint: Sendable, Equatable {
+    public var updatedAt: Timestamp
+    public var id: String
+
+    public init(updatedAt: Timestamp, id: String) {
+        self.updatedAt = updatedAt
+        self.id = id
+    }
+}
 
 /// The checkpoint of an incremental pull as a position in the server's `updatedAt, id` order.
 ///
@@ -24,7 +37,7 @@ extension Checkpoint: Comparable {
     /// the page is checked: every record has `updatedAt`, none is older than the checkpoint, and
     /// timestamps never go back within the page. A server that ignores `$orderby` or the filter
     /// would otherwise move the checkpoint past records it has not sent yet, which later pulls
-    /// would then never fetch (issue 9.6).
+    /// would then never fetch (docs/DESIGN.md §2.1).
     ///
     /// Ties at one timestamp are tolerated out of id order, and so are records again at the
     /// checkpoint's own timestamp: a server that keeps finer timestamps than it sends (microseconds
@@ -65,9 +78,16 @@ extension Checkpoint: Comparable {
     /// planner. With the bare disjunction SQLite walks the `(updated_at, id)` index from its start on
     /// every page (each page of a 100,000-record pull rescanned everything before it); with a range
     /// on the index's first column it seeks straight to the checkpoint, on any SQL backend.
-    public var filterAfter: String {
-        let time = "datetimeoffset'\(updatedAt.iso8601)'"
-        return "updatedAt ge \(time) and ((updatedAt gt \(time)) or (updatedAt eq \(time) and id gt \(Self.odataString(id))))"
+    public var filterAfter: String { after.odataText }
+
+    /// `filterAfter` as an expression, written out by TSyncQuery (the one writer of `$filter` text,
+    /// its literals quoted one way).
+    var after: FilterExpression {
+        let updatedAt = FilterExpression.field("updatedAt")
+        let time = FilterExpression.literal(.dateTime(self.updatedAt))
+        let sameTimeLaterID = FilterExpression.binary(
+            .and, .binary(.eq, updatedAt, time), .binary(.gt, .field("id"), .literal(.string(id))))
+        return .binary(.and, .binary(.ge, updatedAt, time), .binary(.or, .binary(.gt, updatedAt, time), sameTimeLaterID))
     }
 
     /// The `$filter` of one page of an incremental pull: the user's filter AND-ed with "after the
@@ -84,11 +104,6 @@ extension Checkpoint: Comparable {
 
     /// The order that makes the checkpoint a position: `updatedAt, id`.
     public static let orderBy = "updatedAt,id"
-
-    /// An OData string literal: single quotes, an embedded quote doubled.
-    static func odataString(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-    }
 }
 
 /// How far an incremental pull got: its checkpoint, and inside a run of records that all carry

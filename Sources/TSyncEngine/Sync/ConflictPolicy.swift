@@ -10,7 +10,7 @@ public enum ConflictPolicy: String, Sendable, CaseIterable {
     /// Server wins: `resolve --theirs`.
     case theirs
     /// `resolve --merge`, then push again; a field both sides changed stays an error unless a
-    /// `MergePreference` names the side that wins it.
+    /// `ThreeWayMerge.Side` names the side that wins it.
     case merge
 
     /// The resolution that settles a conflict under this policy; nil for `fail`.
@@ -28,10 +28,6 @@ public enum ConflictPolicy: String, Sendable, CaseIterable {
     public static let settledClasses = Set(FailureClass.allCases.filter(\.isConflict))
 }
 
-/// `--prefer`: which side wins a field both sides changed to different values in a three-way
-/// merge, and which wins when one side deleted the item the other changed.
-public typealias MergePreference = ThreeWayMerge.Side
-
 /// The conflict policy of each table: the command line's flag, else the table's setting
 /// (`table.NAME.onConflict`), else the store's (`push.onConflict`), else `fail`. `prefer` goes
 /// the same way.
@@ -39,7 +35,7 @@ public struct ConflictPolicies: Sendable, Equatable {
     /// `--on-conflict`, overriding every setting.
     public var onConflict: ConflictPolicy?
     /// `--prefer`, overriding every setting.
-    public var prefer: MergePreference?
+    public var prefer: ThreeWayMerge.Side?
     /// `--retries`: how many more times operations that conflicted again after being settled are
     /// settled and pushed again.
     public var retries: Int
@@ -49,7 +45,7 @@ public struct ConflictPolicies: Sendable, Equatable {
     public static let defaultRetries = 3
 
     public init(
-        settings: PolicySettings = PolicySettings(), onConflict: ConflictPolicy? = nil, prefer: MergePreference? = nil,
+        settings: PolicySettings = PolicySettings(), onConflict: ConflictPolicy? = nil, prefer: ThreeWayMerge.Side? = nil,
         retries: Int = defaultRetries
     ) {
         self.settings = settings
@@ -68,7 +64,7 @@ public struct ConflictPolicies: Sendable, Equatable {
         return (settings.onConflict ?? .fail) == .fail && settings.tables.values.allSatisfy { ($0.onConflict ?? .fail) == .fail }
     }
 
-    public func preference(for table: String) -> MergePreference? {
+    public func preference(for table: String) -> ThreeWayMerge.Side? {
         prefer ?? settings.tables[table]?.prefer ?? settings.prefer
     }
 }
@@ -77,16 +73,16 @@ public struct ConflictPolicies: Sendable, Equatable {
 public struct PolicySettings: Sendable, Equatable {
     public struct Table: Sendable, Equatable {
         public var onConflict: ConflictPolicy?
-        public var prefer: MergePreference?
+        public var prefer: ThreeWayMerge.Side?
 
-        public init(onConflict: ConflictPolicy? = nil, prefer: MergePreference? = nil) {
+        public init(onConflict: ConflictPolicy? = nil, prefer: ThreeWayMerge.Side? = nil) {
             self.onConflict = onConflict
             self.prefer = prefer
         }
     }
 
     public var onConflict: ConflictPolicy?
-    public var prefer: MergePreference?
+    public var prefer: ThreeWayMerge.Side?
     public var tables: [String: Table] = [:]
 
     public init() {}

@@ -21,7 +21,7 @@ public struct Credentials: Sendable, Equatable {
     public static let fileName = "credentials"
 
     /// The saved token, when it was obtained from that same remote; else none.
-    public static func savedToken(storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) -> String? {
+    package static func savedToken(storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) -> String? {
         guard let saved = try load(storeDirectory: storeDirectory), saved.remote == remote.base else { return nil }
         return saved.token
     }
@@ -30,13 +30,13 @@ public struct Credentials: Sendable, Equatable {
         let path = filePath(storeDirectory)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw .failure("cannot read \(path): check its permissions, or run `tsync logout` and log in again")
+            throw TSyncError(.failure, "cannot read \(path) (check its permissions)", remedy: .logInAgain)
         }
         guard let object = try? JSONParser.parse(bytes: Array(data)).objectValue,
             let remote = object["remote"]?.stringValue, let user = object["user"]?.stringValue,
             let token = object["token"]?.stringValue
         else {
-            throw .failure("\(path) is damaged: run `tsync logout`, then `tsync login` again")
+            throw TSyncError(.failure, "\(path) is damaged", remedy: .logInAgain)
         }
         return Credentials(remote: remote, user: user, token: token)
     }
@@ -59,7 +59,7 @@ public struct Credentials: Sendable, Equatable {
         return object["token"]?.stringValue
     }
 
-    public static func saveDeviceToken(_ token: String, storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) {
+    package static func saveDeviceToken(_ token: String, storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) {
         let object: JSONValue = ["remote": .string(remote.base), "token": .string(token)]
         try writePrivately(
             JSONSerializer.bytes(object) + [0x0A], path: (storeDirectory as NSString).appendingPathComponent(deviceFileName))
@@ -100,7 +100,7 @@ public struct Credentials: Sendable, Equatable {
         return true
     }
 
-    public static func filePath(_ storeDirectory: String) -> String {
+    package static func filePath(_ storeDirectory: String) -> String {
         (storeDirectory as NSString).appendingPathComponent(fileName)
     }
 }

@@ -15,7 +15,7 @@ extension LocalStore {
     /// Ends every local change of an item: its operations (and their errors) leave the queue, its
     /// base is dropped, and the local item becomes `record` — or is removed when `record` is nil.
     /// `resolve --theirs` passes the server's copy; `resolve --discard` passes the base.
-    public func resetItem(table: String, id: String, to record: TSyncModel.Record?) throws(TSyncError) {
+    package func resetItem(table: String, id: String, to record: TSyncModel.Record?) throws(TSyncError) {
         try Identifiers.validateTableName(table)
         try Identifiers.validateRecordID(id)
         if let record, !record.id.utf8.elementsEqual(id.utf8) {

@@ -62,7 +62,7 @@ extension LocalStore {
     /// Operations push would send now, in queue order, skipping every operation of an item whose
     /// earlier (or own) operation has an unresolved error: an error holds back only its own item
     /// (docs/DESIGN.md §2.3), and an item's operations are never reordered.
-    public func pushableOperations(tables: [String]?) throws(TSyncError) -> [OutgoingOperation] {
+    package func pushableOperations(tables: [String]?) throws(TSyncError) -> [OutgoingOperation] {
         try read { db in try Self.selectPushable(db, tables: tables, limit: nil) }
     }
 
@@ -78,7 +78,7 @@ extension LocalStore {
     }
 
     /// Operations that wait behind an unresolved error (the errored ones included).
-    public func heldBackOperationCount(tables: [String]?) throws(TSyncError) -> Int {
+    package func heldBackOperationCount(tables: [String]?) throws(TSyncError) -> Int {
         try read { db in
             let (clause, arguments) = Self.tableClause(tables)
             return try Int.fetchOne(
@@ -88,7 +88,7 @@ extension LocalStore {
     }
 
     /// Whether `table` has queued operations (any state, with or without an error).
-    public func hasOperations(table: String) throws(TSyncError) -> Bool {
+    package func hasOperations(table: String) throws(TSyncError) -> Bool {
         try read { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ?)", arguments: [table]) ?? false
         }
@@ -102,7 +102,7 @@ extension LocalStore {
     /// `skipping` is a round this push has claimed and not yet completed (it is on its way): none
     /// of its items' operations is taken, so an item's operations stay in queue order while
     /// rounds overlap. Its own operations are left out by the query, not read and dropped.
-    public func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [OutgoingOperation] = []) throws(TSyncError)
+    package func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [OutgoingOperation] = []) throws(TSyncError)
         -> [OutgoingOperation]
     {
         try write { db in
@@ -134,8 +134,8 @@ extension LocalStore {
     /// a login) back to pending, unchanged, so later edits collapse into them again. An operation
     /// sent without an answer must not come here, and one an earlier push sent (`sentBefore`)
     /// stays in flight whatever this push did: either may have been applied, and only re-sending
-    /// exactly what was sent lets the next push recognise that (issue 9.1).
-    public func releaseOperations(_ operations: [OutgoingOperation]) throws(TSyncError) {
+    /// exactly what was sent lets the next push recognise that (docs/DESIGN.md §2.4).
+    package func releaseOperations(_ operations: [OutgoingOperation]) throws(TSyncError) {
         let undelivered = operations.filter { !$0.sentBefore }
         guard !undelivered.isEmpty else { return }
         try write { db in
@@ -144,7 +144,7 @@ extension LocalStore {
     }
 
     /// Applies the server's answers to a batch of sent operations in one transaction.
-    public func completeOperations(_ results: [(OutgoingOperation, PushVerdict)]) throws(TSyncError) {
+    package func completeOperations(_ results: [(OutgoingOperation, PushVerdict)]) throws(TSyncError) {
         guard !results.isEmpty else { return }
         let now = Timestamp.now()
         try write { db in

@@ -142,14 +142,7 @@ public struct Puller: Sendable {
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
             let result = try store.applyServerPage(table: request.table, records: page.records, saving: query)
-            summary.counts.add(page: result, received: page.records.count)
-            summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
-            total = total ?? page.totalCount
-            progress?(summary.counts.received, total.map { max($0, summary.counts.received) })
-            if fetching != nil, stopRequest?.isStopped == true {
-                summary.interrupted = true
-                break
-            }
+            if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
         summary.checkpoint = position.checkpoint
     }
@@ -162,7 +155,7 @@ public struct Puller: Sendable {
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
-        // same records forever, in the same order (issue 9.7) or shuffled (issue 18.11): a link
+        // same records forever, in the same order (docs/DESIGN.md §8) or shuffled (issue 18.11): a link
         // followed twice, or a page that brings no record not seen before, stops the pull with an
         // error (exit 1: the server misbehaves, and what came may not be all). An id is kept as
         // an eight-byte hash, however large the pull.
@@ -194,15 +187,23 @@ public struct Puller: Sendable {
                         nextLink: page.nextLink))
             }
             let result = try store.applyServerPage(table: request.table, records: page.records)
-            summary.counts.add(page: result, received: page.records.count)
-            summary.items.add(table: request.table, ids: page.records.lazy.map(\.id))
-            total = total ?? page.totalCount
-            progress?(summary.counts.received, total.map { max($0, summary.counts.received) })
-            if fetching != nil, stopRequest?.isStopped == true {
-                summary.interrupted = true
-                break
-            }
+            if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
+    }
+
+    /// What both pull loops do once a page is written: count it, report progress (against the
+    /// total the first page gave), and say whether a stop request ends the pull here, between
+    /// pages, while more are to come.
+    private func stopsAfter(
+        _ page: Page, applied result: PageResult, summary: inout PullSummary, total: inout Int?, more: Bool, progress: SyncProgress?
+    ) -> Bool {
+        summary.counts.add(page: result, received: page.records.count)
+        summary.items.add(table: summary.table, ids: page.records.lazy.map(\.id))
+        total = total ?? page.totalCount
+        progress?(summary.counts.received, total.map { max($0, summary.counts.received) })
+        guard more, stopRequest?.isStopped == true else { return false }
+        summary.interrupted = true
+        return true
     }
 }
 

@@ -23,7 +23,7 @@ public enum PushVerdict: Sendable, Equatable {
     /// The operation failed on its own; the push goes on.
     case failed(status: Int, message: String, serverRecord: Record?)
 
-    public static func classify(kind: OperationKind, sent: [String: JSONValue]?, answer: RemoteAnswer) -> PushVerdict {
+    package static func classify(kind: OperationKind, sent: [String: JSONValue]?, answer: RemoteAnswer) -> PushVerdict {
         switch answer {
         case .accepted(_, let record):
             return .succeeded(serverRecord: record, alreadyApplied: false)

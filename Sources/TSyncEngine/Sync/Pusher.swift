@@ -58,7 +58,7 @@ public struct PushSummary: Sendable, Equatable {
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).
 public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 
-/// Sends pending operations in queue order (docs/DESIGN.md §1 Push).
+/// Sends pending operations in queue order (docs/DESIGN.md §7).
 ///
 /// Operations are claimed in rounds of distinct items (marked in flight in one transaction), sent,
 /// and their answers applied in one transaction per round. Against a server with the batch route
@@ -162,15 +162,16 @@ public struct Pusher: Sendable {
     /// error table with what the server answered, the others stay pending (exit 2 on the command
     /// line). Needs a server whose batch route is atomic, a queue within its batch limit, one
     /// operation per item, and no unresolved error among them.
-    public func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+    package func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()
         let pending = try store.pushableOperations(tables: tables)
         summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         if summary.heldBack > 0 {
-            throw .failure(
-                "\(summary.heldBack) operation(s) wait behind unresolved errors: resolve them (`tsync conflicts`) before an atomic push")
+            throw TSyncError(
+                .failure, "\(summary.heldBack) operation(s) wait behind unresolved errors, which an atomic push cannot",
+                remedy: .resolveErrorsFirst)
         }
         guard !pending.isEmpty else { return summary }
         var items = Set<[UInt8]>()
@@ -233,9 +234,10 @@ public struct Pusher: Sendable {
             if failures > 0, written > 0 {
                 // All or nothing was promised, and the server wrote some: what it wrote and what
                 // it refused are recorded as it answered them, and the command says so (issue 18.5).
-                throw .failure(
-                    "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table (`tsync conflicts`)"
-                )
+                throw TSyncError(
+                    .failure,
+                    "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table",
+                    remedy: .listErrors)
             }
             claimed = failures > 0 ? [] : notApplied
         }

@@ -52,25 +52,25 @@ extension LocalStore {
     /// again by the caller); it is ignored by `cancel` and `discard`. `prefer` settles the fields a
     /// merge cannot (`--prefer`).
     public func resolve(
-        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: MergePreference? = nil
+        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side? = nil
     ) throws(TSyncError) -> ResolutionOutcome {
         try settle(errorID: errorID, with: resolution, theirs: theirs, prefer: prefer, dryRun: false).outcome
     }
 
     /// What is queued for an item now, and its local record.
-    public func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
+    package func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
         try read { db in try ItemRows(table: table, id: id).after(db) }
     }
 
     /// `resolve`, and what it left of the item. With `dryRun` the transaction is rolled back: the
     /// answer is exactly what settling would do, and nothing changes.
     public func settle(
-        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: MergePreference?, dryRun: Bool
+        errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side?, dryRun: Bool
     ) throws(TSyncError) -> (outcome: ResolutionOutcome, after: ItemAfterResolution) {
         try write { db in
             var result: (ResolutionOutcome, ItemAfterResolution)?
             guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
-                throw TSyncError.invalidInput("no error \(errorID) (already resolved?): run `tsync conflicts` to list them")
+                throw TSyncError(.invalidInput, "no error \(errorID) (already resolved?)", remedy: .listErrors)
             }
             let rows = ItemRows(table: details.error.table, id: details.error.itemID)
             try db.inSavepoint {
@@ -85,7 +85,7 @@ extension LocalStore {
 
     private static func settle(
         _ db: Database, details: ConflictDetails, rows: ItemRows, with resolution: Resolution, theirs: ServerCopy?,
-        prefer: MergePreference?
+        prefer: ThreeWayMerge.Side?
     ) throws -> ResolutionOutcome {
         let errorID = details.error.id
         if resolution == .cancel {
@@ -127,9 +127,10 @@ extension LocalStore {
 
     private static func require(_ theirs: ServerCopy?, for details: ConflictDetails) throws -> ServerCopy {
         guard let theirs else {
-            throw TSyncError.failure(
-                "the server's copy of \(details.error.table)/\(details.error.itemID) is not known; set a remote (`tsync remote URL`) so it can be read"
-            )
+            throw TSyncError(
+                .failure,
+                "the server's copy of \(details.error.table)/\(details.error.itemID) is not known, and the store has no remote to read it from",
+                remedy: .setRemote)
         }
         return theirs
     }
@@ -177,7 +178,7 @@ extension LocalStore {
     }
 
     static func merge(
-        _ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, prefer: MergePreference?
+        _ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, prefer: ThreeWayMerge.Side?
     ) throws -> ResolutionOutcome {
         let oursFields = details.error.kind == .delete ? nil : details.ours?.fields
         let theirsRecord = theirs.live

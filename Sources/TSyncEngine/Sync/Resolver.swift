@@ -29,12 +29,12 @@ public struct ResolveRequest: Sendable, Equatable {
     public var filter: ErrorFilter
     public var resolution: Resolution
     /// For `merge`: the side that wins a field both sides changed.
-    public var prefer: MergePreference?
+    public var prefer: ThreeWayMerge.Side?
     /// Work out what settling would do, and change nothing.
     public var dryRun: Bool
 
     public init(
-        _ selection: ErrorSelection, filter: ErrorFilter = ErrorFilter(), with resolution: Resolution, prefer: MergePreference? = nil,
+        _ selection: ErrorSelection, filter: ErrorFilter = ErrorFilter(), with resolution: Resolution, prefer: ThreeWayMerge.Side? = nil,
         dryRun: Bool = false
     ) {
         self.selection = selection
@@ -87,8 +87,8 @@ public struct Resolver: Sendable {
             let found = try store.conflictDetails(ids: ids)
             let missing = ids.filter { id in !found.contains { $0.error.id == id } }
             if !missing.isEmpty {
-                throw .invalidInput(
-                    "no error \(missing.map(String.init).joined(separator: ", ")) in the error table: run `tsync conflicts` to list them")
+                throw TSyncError(
+                    .invalidInput, "no error \(missing.map(String.init).joined(separator: ", ")) in the error table", remedy: .listErrors)
             }
             return found
         }

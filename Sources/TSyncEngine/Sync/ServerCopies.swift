@@ -1,4 +1,5 @@
 import TSyncModel
+import TSyncQuery
 
 /// The server's current copies of some items, read with GET requests only: a filter on a list of
 /// ids, deleted copies included (`__includeDeleted`, which every v2 server understands). Used by
@@ -20,11 +21,18 @@ enum ServerCopies {
             while start < ids.count {
                 let chunk = ids[start..<min(ids.count, start + idsPerRequest)]
                 start += chunk.count
-                let filter = chunk.map { "id eq '" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: " or ")
+                let filter = anyOf(chunk.map { FilterExpression.binary(.eq, .field("id"), .literal(.string($0))) }).odataText
                 let page = try await remote.readPage(PageRequest(table: table, filter: filter, top: chunk.count, includeDeleted: true))
                 for record in page.records { found[ItemKey(table: table, id: record.id)] = record }
             }
         }
         return found
+    }
+
+    /// `a or b or …`, as a balanced tree (a chain of 25 would nest 25 deep in parentheses).
+    private static func anyOf(_ terms: some Collection<FilterExpression>) -> FilterExpression {
+        if terms.count == 1, let only = terms.first { return only }
+        let middle = terms.index(terms.startIndex, offsetBy: terms.count / 2)
+        return .binary(.or, anyOf(terms[..<middle]), anyOf(terms[middle...]))
     }
 }

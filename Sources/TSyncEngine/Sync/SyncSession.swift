@@ -19,6 +19,7 @@ public struct SyncSession: Sendable {
         case pulled(PullSummary)
     }
 
+    /// The store whose queue is pushed and whose tables are pulled into.
     public var store: LocalStore
     /// A token to send instead of the saved one (the command line passes `TSYNC_TOKEN`).
     public var tokenOverride: String?
@@ -28,7 +29,9 @@ public struct SyncSession: Sendable {
     public let pushConcurrency: Int
     /// The deadline of one HTTP exchange, body included.
     public let timeout: Duration
+    /// The deadline of one HTTP exchange unless the caller gives another.
     public static let defaultTimeout = Duration.seconds(30)
+    /// Sees progress and each finished push and pull (called from the workflow's tasks).
     public var events: (@Sendable (Event) -> Void)?
     /// Sees every HTTP exchange with the server (`tsync -v`).
     public var exchanges: RemoteExchange.Observer?
@@ -38,6 +41,9 @@ public struct SyncSession: Sendable {
     /// The proxies to reach the remote through (the command line reads them from the environment).
     public var proxies = ProxySettings.direct
 
+    /// A session of `store`; a program that also wants the store's log entry and verdicts makes it
+    /// through `CommandSession.syncSession` instead. Usage errors for a concurrency below 1 or a
+    /// timeout under a second.
     public init(
         store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
         pushConcurrency: Int = Pusher.defaultConcurrency, timeout: Duration = defaultTimeout,
@@ -60,9 +66,8 @@ public struct SyncSession: Sendable {
         var trust = self.trust
         if let file = try store.configuration().value(.httpCAFile) {
             guard FileManager.default.isReadableFile(atPath: file) else {
-                throw .failure(
-                    "the store's setting http.caFile names \(file), which cannot be read: fix it with `tsync config http.caFile PATH` or remove it with `tsync config --unset http.caFile`"
-                )
+                throw TSyncError(
+                    .failure, "the store's setting http.caFile names \(file), which cannot be read", remedy: .fixSetting("http.caFile"))
             }
             trust.additionalFiles.append(file)
         }
@@ -74,7 +79,7 @@ public struct SyncSession: Sendable {
     /// The server the store syncs with.
     public func endpoint() throws(TSyncError) -> RemoteEndpoint {
         guard let remote = try store.configuration().remote else {
-            throw .failure("no remote is set for this store: run `tsync remote URL` first")
+            throw TSyncError(.failure, "no remote is set for this store", remedy: .setRemote)
         }
         return try RemoteEndpoint(remote)
     }
@@ -217,7 +222,9 @@ public struct SyncSession: Sendable {
 
     /// What `sync` did.
     public struct SyncReport: Sendable {
+        /// The push of everything, first.
         public var push: PushSummary
+        /// The pull of each saved query, in order; fewer when the push or a pull was interrupted.
         public var pulls: [PullSummary]
     }
 
@@ -245,19 +252,24 @@ public struct SyncSession: Sendable {
 
     /// What `resolve` did, and the push that followed when one was asked for.
     public struct ResolveResult: Sendable {
+        /// What was settled, and what each item looks like now.
         public var report: ResolveReport
+        /// The push after settling, when one was asked for.
         public var push: PushSummary?
     }
 
     /// Settles the selected errors one way, then (with `thenPush`) pushes the tables they belong
-    /// to. The server is asked for its copy of an item only when the error did not record one,
-    /// so `--cancel`, `--discard`, and errors that carry the server's copy work offline.
+    /// to. A resolution that needs the server's copy (`--theirs`, `--ours`, `--merge`) reads it from
+    /// the server now, since the copy recorded with the error may be stale (`Resolver`); without a
+    /// remote, or when it cannot be reached, the recorded copy serves, and `--cancel` and
+    /// `--discard` need none.
     public func resolve(_ selection: ErrorSelection, with resolution: Resolution, thenPush: Bool) async throws(TSyncError)
         -> ResolveResult
     {
         try await resolve(ResolveRequest(selection, with: resolution), thenPush: thenPush)
     }
 
+    /// Settles the errors `request` selects, as `resolve(_:with:thenPush:)` does, with its filter, preference and dry run.
     public func resolve(_ request: ResolveRequest, thenPush: Bool) async throws(TSyncError) -> ResolveResult {
         if thenPush { _ = try endpoint() }  // no remote: say so before settling anything
         guard try hasRemote() else {
@@ -310,6 +322,7 @@ public struct SyncSession: Sendable {
 
     /// What `logout` did: the remote the token was for, and why it could not be revoked there.
     public struct LogoutResult: Sendable, Equatable {
+        /// The remote the token was for.
         public var remote: String
         /// Set when the server could not revoke the token (it stays valid there until it expires).
         public var notRevoked: String?

@@ -29,6 +29,8 @@ public enum ThreeWayMerge {
         case conflicting([FieldConflict])
     }
 
+    /// A side of a conflict: who deleted an item the other changed, and (`--prefer`, the
+    /// `prefer` settings) which side wins a field both changed, or a change against a delete.
     public enum Side: String, Sendable, CaseIterable { case ours, theirs }
 
     /// `prefer` settles what would otherwise be a conflict: a field both sides changed takes that
@@ -99,7 +101,7 @@ public enum ThreeWayMerge {
     }
 
     /// Equal user fields, ignoring system properties (`1` equals `1.0`).
-    public static func sameFields(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
+    package static func sameFields(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
         differingFields(a, b).isEmpty
     }
 

@@ -16,11 +16,12 @@ public struct AccountManager: Sendable {
         // `account(name:)` finds names that differ only in case: they are one account.
         if let existing = try await storage.account(name: name) {
             let sameSpelling = existing.name == name
-            throw TSyncError.invalidInput(
+            throw TSyncError(
+                .invalidInput,
                 sameSpelling
-                    ? "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password"
-                    : "an account named \(Identifiers.quoted(existing.name)) already exists, and names that differ only in case are one account: choose another name, or use `tsync user passwd \(existing.name)`"
-            )
+                    ? "an account named \(Identifiers.quoted(name)) already exists"
+                    : "an account named \(Identifiers.quoted(existing.name)) already exists, and names that differ only in case are one account",
+                remedy: .changePassword(account: existing.name))
         }
         try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: Timestamp.now())
     }
@@ -55,7 +56,8 @@ public struct AccountManager: Sendable {
         try await storage.accounts()
     }
 
-    private static func noSuchAccount(_ name: String) -> TSyncError {
-        .invalidInput("no account named \(Identifiers.quoted(name)): `tsync user list` shows the accounts")
+    /// The error of an account name that names no account.
+    public static func noSuchAccount(_ name: String) -> TSyncError {
+        TSyncError(.invalidInput, "no account named \(Identifiers.quoted(name))", remedy: .listAccounts)
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOCore
+import Synchronization
 import TSyncModel
 
 /// Login, token checks and logout (docs/DESIGN.md §4).
@@ -50,7 +51,12 @@ public struct Authenticator: Sendable {
     private let clock: @Sendable () -> Timestamp
     /// Verified against when the account does not exist, so that a missing account costs the same
     /// time as a wrong password and names cannot be probed by timing.
-    private let decoyHash = LockedValue<String?>(nil)
+    private let decoyHash = DecoyHash()
+
+    /// The decoy hash, made once and shared by the copies of the authenticator.
+    private final class DecoyHash: Sendable {
+        let hash = Mutex<String?>(nil)
+    }
 
     public init(
         storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(), policy: Policy = Policy(),
@@ -178,9 +184,9 @@ public struct Authenticator: Sendable {
     }
 
     private func decoy() async throws -> String {
-        if let hash = decoyHash.withLock({ $0 }) { return hash }
+        if let hash = decoyHash.hash.withLock({ $0 }) { return hash }
         let hash = try await hasher.hash(Self.newToken())
-        decoyHash.withLock { $0 = hash }
+        decoyHash.hash.withLock { $0 = hash }
         return hash
     }
 }

@@ -1,6 +1,7 @@
 import CArgon2
 import Dispatch
 import Foundation
+import Synchronization
 import TSyncModel
 
 /// Argon2id password hashes through libargon2, in the PHC string form (`$argon2id$v=19$m=…`), which
@@ -28,7 +29,7 @@ public struct PasswordHasher: Sendable {
     private static let queues = (0..<max(1, ProcessInfo.processInfo.activeProcessorCount)).map {
         DispatchQueue(label: "tsync.argon2.\($0)")
     }
-    private static let nextQueue = LockedValue(0)
+    private static let nextQueue = Mutex(0)
 
     public init(parameters: Parameters = Parameters()) {
         self.parameters = parameters

@@ -1,10 +1,14 @@
 import HTTPTypes
+import Hummingbird
 import TSyncModel
 
-/// An answer other than success, as a route decides it. `ErrorMiddleware` turns it into a response:
-/// `{"error": message}`, or the record itself for 409/412 (what Mobile Apps clients read as the
-/// server's copy), with its `ETag`.
-struct APIError: Error {
+/// The server's error: an answer other than success, as a route decides it. As Hummingbird's
+/// `HTTPResponseError` it is its own response: `{"error": message}`, or the record itself for
+/// 409/412 (what Mobile Apps clients read as the server's copy), with its `ETag`.
+///
+/// `TSyncError`, which the shared layers below throw, becomes one here (`init?(_:)`), from the
+/// kinds a server can meet; anything else is the server's own failure (500, `ErrorMiddleware`).
+struct APIError: HTTPResponseError {
     var status: HTTPResponse.Status
     var message: String
     /// The server's copy of the item, sent as the body instead of the message.
@@ -15,6 +19,23 @@ struct APIError: Error {
         self.status = status
         self.message = message
         self.item = item
+    }
+
+    /// The answer to a `TSyncError` of the shared layers: bad input (a filter, a body, a name) is
+    /// the client's (400), a refused login 401. Nil for every other kind: those describe the
+    /// client's side of sync (a queue, a store, a server out of reach) and reach a server only as a
+    /// bug, which `ErrorMiddleware` logs and answers with a bare 500.
+    init?(_ error: TSyncError) {
+        switch error.kind {
+        case .invalidInput, .usage: self.init(.badRequest, error.message)
+        case .unauthorized: self.init(.unauthorized, error.message)
+        default: return nil
+        }
+    }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        if let item { return JSONResponse.item(status, item, headers: headers) }
+        return JSONResponse.error(status, message, headers: headers)
     }
 
     static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }

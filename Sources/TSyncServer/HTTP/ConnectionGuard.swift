@@ -4,8 +4,9 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import Synchronization
 
-/// HTTP/1.1 connections with the limits a server facing the internet needs (issue 9.4):
+/// HTTP/1.1 connections with the limits a server facing the internet needs (docs/DESIGN.md §10):
 ///
 /// - at most `maximumConnections` open at once: one more is answered 503 and closed at once;
 /// - a request's head must arrive within `headerTimeout` of its first byte (or of the connection
@@ -57,7 +58,7 @@ final class ConnectionLimits: Sendable {
     /// its 503: closing at once would make the kernel answer the client's request with a reset,
     /// which can destroy the 503 before the client reads it.
     static let refusalLinger = TimeAmount.seconds(2)
-    private let open = LockedValue(0)
+    private let open = Mutex(0)
 
     init(maximumConnections: Int, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60), idleTimeout: TimeAmount) {
         self.maximumConnections = maximumConnections

@@ -15,17 +15,10 @@ struct ErrorMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            if let item = error.item { return JSONResponse.item(error.status, item, headers: error.headers) }
-            return JSONResponse.error(error.status, error.message, headers: error.headers)
+            return try error.response(from: request, context: context)
         } catch let error as TSyncError {
-            switch error.kind {
-            case .invalidInput, .usage:
-                return JSONResponse.error(.badRequest, error.message)
-            case .unauthorized:
-                return JSONResponse.error(.unauthorized, error.message)
-            case .failure, .operationsFailed, .unreachable, .noStore, .fileMissing, .invalidConfiguration:
-                return internalError(error, context: context)
-            }
+            guard let answer = APIError(error) else { return internalError(error, context: context) }
+            return try answer.response(from: request, context: context)
         } catch let error as QueryTimedOut {
             return JSONResponse.error(.serviceUnavailable, error.message)
         } catch is ClientGone {

@@ -28,7 +28,7 @@ extension Request {
     /// The body, within `limit` bytes. Over the limit the answer is 413 with `Connection: close`;
     /// the rest of the body is read and dropped first, up to `drainLimit`, because a client that
     /// sends its whole body before reading (no `Expect: 100-continue`, as Python's urllib does)
-    /// would otherwise block on a full socket and never see the 413 (issue 9.2).
+    /// would otherwise block on a full socket and never see the 413 (docs/DESIGN.md §10).
     func bodyBytes(limit: Int) async throws -> [UInt8] {
         var collected: [UInt8] = []
         var total = 0

@@ -12,8 +12,8 @@ extension PostgresStorage {
         insert.append([insert.bind(name), insert.bind(passwordHash), insert.bind(createdAt.iso8601)].joined(separator: ", "))
         insert.append(") ON CONFLICT (name) DO NOTHING RETURNING name")
         if try await database.rows(insert).isEmpty {
-            throw TSyncError.invalidInput(
-                "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+            throw TSyncError(
+                .invalidInput, "an account named \(Identifiers.quoted(name)) already exists", remedy: .changePassword(account: name))
         }
     }
 

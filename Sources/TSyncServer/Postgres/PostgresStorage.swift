@@ -1,10 +1,11 @@
 import Logging
 import PostgresNIO
+import Synchronization
 import TSyncModel
 import TSyncQuery
 
 /// `ServerStorage` on PostgreSQL: the backend for several `tsync serve` instances behind a load
-/// balancer, all sharing one database (docs/DESIGN.md §4). Nothing lives in the instance: records,
+/// balancer, all sharing one database (docs/DESIGN.md §6.3, §10). Nothing lives in the instance: records,
 /// accounts, tokens and login counters are all in the database.
 ///
 /// Writes to one sync table are serialized across instances by its row in `tsync_table_clocks`:
@@ -18,7 +19,7 @@ public final class PostgresStorage: ServerStorage {
     private let clock: @Sendable () -> Timestamp
     private let renderer = SQLRenderer(schema: PostgresSchema.querySchema)
     /// The declared indexed fields, by table key (`declareIndexes`).
-    private let indexes = LockedValue<[String: [IndexedField]]>([:])
+    private let indexes = Mutex<[String: [IndexedField]]>([:])
 
     init(database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp) {
         self.database = database
@@ -163,9 +164,9 @@ public final class PostgresStorage: ServerStorage {
                     let current = found[key]?[Array(write.id.utf8)]
                     let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false)
                     {
-                        // One time per table and transaction (`RecordWriter.nextUpdatedAt`).
+                        // One time per table and transaction (`WriteRules.nextUpdatedAt`).
                         if let assigned = stamps[key] { return assigned }
-                        let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: clocks[key])
+                        let next = WriteRules.nextUpdatedAt(now: now, lastAssigned: clocks[key])
                         stamps[key] = next
                         return next
                     }

@@ -1,24 +1,28 @@
 import Foundation
+import Synchronization
 
 /// Random 64-bit values from the system's generator, fetched 512 at a time: a batch of a thousand
 /// writes otherwise made a thousand `getrandom` calls, one per new version.
-final class RandomBits: @unchecked Sendable {  // `lock` guards `buffer` and `used`
+final class RandomBits: Sendable {
     static let shared = RandomBits()
 
-    private let lock = NSLock()
-    private var buffer = [UInt64](repeating: 0, count: 512)
-    private var used = 512
+    private struct Batch {
+        var buffer = [UInt64](repeating: 0, count: 512)
+        var used = 512
+    }
+
+    private let batch = Mutex(Batch())
 
     func next() -> UInt64 {
-        lock.withLock {
-            if used == buffer.count {
-                buffer.withUnsafeMutableBytes { bytes in
+        batch.withLock { batch in
+            if batch.used == batch.buffer.count {
+                batch.buffer.withUnsafeMutableBytes { bytes in
                     if let start = bytes.baseAddress { arc4random_buf(start, bytes.count) }  // glibc 2.36: getrandom
                 }
-                used = 0
+                batch.used = 0
             }
-            defer { used += 1 }
-            return buffer[used]
+            defer { batch.used += 1 }
+            return batch.buffer[batch.used]
         }
     }
 }

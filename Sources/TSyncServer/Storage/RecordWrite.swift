@@ -1,7 +1,7 @@
 import TSyncModel
 
 /// One write of a batch, as the storage applies it: the single routes send batches of one, the
-/// batch route (`POST /tables/$batch`) many, so both go through the same rules (`RecordWriter`)
+/// batch route (`POST /tables/$batch`) many, so both go through the same rules (`WriteRules`)
 /// and the same transaction code of each backend.
 public struct RecordWrite: Sendable {
     public enum Action: Sendable {
@@ -32,7 +32,7 @@ public struct RecordWrite: Sendable {
 /// What one write of a batch did.
 public enum WriteOutcome: Sendable, Equatable {
     case inserted(Record)
-    /// The id exists. The existing record is given only when the caller may see it (docs/DESIGN.md §4:
+    /// The id exists. The existing record is given only when the caller may see it (docs/DESIGN.md §10:
     /// a per-user record never leaves through a 409 body to another user).
     case exists(Record?)
     case modified(Record)
@@ -59,9 +59,10 @@ public enum WriteOutcome: Sendable, Equatable {
     }
 }
 
+/// Single writes, for the tests of the backends (the routes write through `write`, batches of one).
 extension ServerStorage {
     /// Inserts a new record with fresh system properties. `record.system` is ignored.
-    public func insert(table: String, record: Record, scope: OwnerScope) async throws -> InsertOutcome {
+    package func insert(table: String, record: Record, scope: OwnerScope) async throws -> InsertOutcome {
         let outcome = try await write([RecordWrite(table: table, action: .insert(record), scope: scope)], atomic: false)
         switch outcome.first {
         case .inserted(let stored)?: return .inserted(stored)
@@ -72,7 +73,7 @@ extension ServerStorage {
     }
 
     /// Updates, soft-deletes or undeletes an existing record after checking `expectedVersion`.
-    public func modify(table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope)
+    package func modify(table: String, id: String, change: RecordChange, expectedVersion: ExpectedVersion, scope: OwnerScope)
         async throws -> ModifyOutcome
     {
         let write = RecordWrite(table: table, action: .modify(id: id, change: change, expected: expectedVersion), scope: scope)
@@ -102,14 +103,14 @@ extension RecordWrite {
         switch action {
         case .insert(let record):
             if let current { return .answer(.exists(visible ? current : nil)) }
-            return .store(RecordWriter.inserted(record, at: try updatedAt()), isNew: true)
+            return .store(WriteRules.inserted(record, at: try updatedAt()), isNew: true)
         case .modify(_, let change, let expected):
             guard let current, visible else { return .answer(.notFound) }
-            switch RecordWriter.plan(change, on: current, expected: expected) {
+            switch WriteRules.plan(change, on: current, expected: expected) {
             case .notFound: return .answer(.notFound)
             case .versionMismatch: return .answer(.versionMismatch(current))
             case .unchanged: return .answer(.modified(current))
-            case .write: return .store(RecordWriter.apply(change, to: current, updatedAt: try updatedAt()), isNew: false)
+            case .write: return .store(WriteRules.apply(change, to: current, updatedAt: try updatedAt()), isNew: false)
             }
         }
     }

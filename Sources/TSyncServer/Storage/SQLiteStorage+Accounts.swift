@@ -7,8 +7,8 @@ extension SQLiteStorage {
     public func createAccount(name: String, passwordHash: String, createdAt: Timestamp) async throws {
         try await pool.write { db in
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM tsync_accounts WHERE name = ?", arguments: [name]) == true {
-                throw TSyncError.invalidInput(
-                    "an account named \(Identifiers.quoted(name)) already exists: use `tsync user passwd` to change its password")
+                throw TSyncError(
+                    .invalidInput, "an account named \(Identifiers.quoted(name)) already exists", remedy: .changePassword(account: name))
             }
             try db.execute(
                 sql: "INSERT INTO tsync_accounts (name, password_hash, created_at) VALUES (?, ?, ?)",

@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import Synchronization
 import TSyncModel
 import TSyncQuery
 
@@ -16,9 +17,9 @@ public final class SQLiteStorage: ServerStorage {
     private let clock: @Sendable () -> Timestamp
     private let renderer = SQLRenderer(schema: SQLiteSchema.querySchema)
     /// SQL names of record tables known to exist. Tables are never dropped, so a cached name stays true.
-    private let knownTables = LockedValue<Set<String>>([])
+    private let knownTables = Mutex<Set<String>>([])
     /// The declared indexed fields, by SQL table name (`declareIndexes`).
-    private let indexes = LockedValue<[String: [IndexedField]]>([:])
+    private let indexes = Mutex<[String: [IndexedField]]>([:])
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -242,7 +243,7 @@ public final class SQLiteStorage: ServerStorage {
     }
 
     /// The clocks of the tables a batch writes: each is read once and advanced once (every write
-    /// of the table in the transaction shares the new time, `RecordWriter.nextUpdatedAt`), and
+    /// of the table in the transaction shares the new time, `WriteRules.nextUpdatedAt`), and
     /// saved once at the end, all inside the batch's transaction.
     private struct TableClocks {
         let now: Timestamp
@@ -255,7 +256,7 @@ public final class SQLiteStorage: ServerStorage {
             let previous = try Int64.fetchOne(
                 db, sql: "SELECT last_updated_at FROM tsync_table_clocks WHERE table_name = ?", arguments: [clockKey]
             ).map(Timestamp.init(millisecondsSinceEpoch:))
-            let next = RecordWriter.nextUpdatedAt(now: now, lastAssigned: previous)
+            let next = WriteRules.nextUpdatedAt(now: now, lastAssigned: previous)
             last[clockKey] = next
             return next
         }

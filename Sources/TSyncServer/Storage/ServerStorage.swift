@@ -3,7 +3,7 @@ import TSyncQuery
 
 /// Everything the server keeps: records of every table, accounts, tokens and login-failure counters.
 ///
-/// The server itself holds no state, so several instances can share one database (docs/DESIGN.md §4). Every
+/// The server itself holds no state, so several instances can share one database (docs/DESIGN.md §6.3, §10). Every
 /// method is one atomic step on the database: the version check of a write and the write happen in
 /// the same transaction, and so does the assignment of `updatedAt` (docs/DESIGN.md §2.2). A backend
 /// (SQLite now, PostgreSQL later) implements this protocol and nothing in the routes changes.
@@ -184,14 +184,14 @@ public enum ExpectedVersion: Sendable, Equatable {
     }
 }
 
-public enum InsertOutcome: Sendable {
+package enum InsertOutcome: Sendable {
     case inserted(Record)
-    /// The id exists. The existing record is given only when the caller may see it (docs/DESIGN.md §4:
+    /// The id exists. The existing record is given only when the caller may see it (docs/DESIGN.md §10:
     /// a per-user record never leaves through a 409 body to another user).
     case exists(Record?)
 }
 
-public enum ModifyOutcome: Sendable {
+package enum ModifyOutcome: Sendable {
     case modified(Record)
     /// Missing, not visible in the scope, or (for updates and deletes) soft-deleted.
     case notFound

@@ -82,4 +82,22 @@ final class RawSocket: @unchecked Sendable {
         }
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// What arrives until it ends with `marker` (or the peer closes, or `timeout` passes without a
+    /// byte), as text: a wait for an interim answer, such as `100 Continue`, instead of a sleep.
+    func read(until marker: String) async -> String {
+        await OffThePool.run {
+            var data: [UInt8] = []
+            var byte: UInt8 = 0
+            let end = Array(marker.utf8)
+            while !data.ends(with: end), recv(self.descriptor, &byte, 1, 0) == 1 { data.append(byte) }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}
+
+extension Array where Element: Equatable {
+    fileprivate func ends(with suffix: [Element]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
 }

@@ -20,9 +20,9 @@ struct PostgresInstancesTests {
             let instances = [first, second]
             for index in 0..<20 { try await first.insert("notes", ["id": .string("seed-\(index)"), "n": 0]) }
 
-            let writing = LockedValue(true)
+            let writing = SharedFlag()
             let writers = Task {
-                defer { writing.withLock { $0 = false } }
+                defer { writing.clear() }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for writer in 0..<6 {
                         let http = instances[writer % 2]
@@ -45,7 +45,7 @@ struct PostgresInstancesTests {
 
             var reader = IncrementalReader(table: "notes")
             var pulls = 0
-            while writing.withLock({ $0 }) {
+            while writing.isSet {
                 try await reader.pull(from: instances[pulls % 2])
                 pulls += 1
             }
@@ -140,9 +140,9 @@ struct PostgresInstancesTests {
         try await withTwoInstances { first, second in
             let instances = [first, second]
             for index in 0..<20 { try await first.insert("notes", ["id": .string("seed-\(index)"), "n": 0]) }
-            let writing = LockedValue(true)
+            let writing = SharedFlag()
             let writers = Task {
-                defer { writing.withLock { $0 = false } }
+                defer { writing.clear() }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for writer in 0..<4 {
                         let http = instances[writer % 2]
@@ -173,7 +173,7 @@ struct PostgresInstancesTests {
             }
             var notes = IncrementalReader(table: "notes")
             var pulls = 0
-            while writing.withLock({ $0 }) {
+            while writing.isSet {
                 try await notes.pull(from: instances[pulls % 2])
                 pulls += 1
             }

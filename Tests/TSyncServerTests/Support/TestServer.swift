@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import Synchronization
 import TSyncModel
 @testable import TSyncServer
 
@@ -142,13 +143,20 @@ struct TestHTTP: Sendable {
 
 /// A wall clock that tests move by hand (token expiry, login windows, a stalled clock).
 final class TestClock: Sendable {
-    private let current = LockedValue(Timestamp(millisecondsSinceEpoch: 1_800_000_000_000))
+    private let current = Mutex(Timestamp(millisecondsSinceEpoch: 1_800_000_000_000))
 
     var now: @Sendable () -> Timestamp { { self.current.withLock { $0 } } }
 
     func advance(by duration: Duration) {
         current.withLock { $0 = Timestamp(millisecondsSinceEpoch: $0.millisecondsSinceEpoch + duration.milliseconds) }
     }
+}
+
+/// A flag one task clears and others watch (`while flag.isSet`).
+final class SharedFlag: Sendable {
+    private let value = Mutex(true)
+    var isSet: Bool { value.withLock { $0 } }
+    func clear() { value.withLock { $0 = false } }
 }
 
 /// A log handler that keeps every message, to check what the server logs (and what it never does).

@@ -2,7 +2,7 @@ import TSyncModel
 
 /// The dialect-free part of a write, shared by every storage backend so that they agree on what a
 /// write means: how `updatedAt` advances, how versions are made, and how a change applies.
-enum RecordWriter {
+enum WriteRules {
     /// The `updatedAt` of the next transaction that writes a table, given the last one assigned
     /// to it. Every write of the table in that transaction carries it.
     ///
