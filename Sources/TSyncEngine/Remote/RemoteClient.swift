@@ -365,7 +365,9 @@ public struct RemoteClient: Sendable {
         // the login route words its own 429 (too many failed logins).
         if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
             let retry = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
-            let why = status == 429 ? "too many requests" : "it cannot serve now"
+            // The server's own words when it gives them ("too many open connections").
+            let said = answer.errorMessage.map { " (it said \(Identifiers.quoted($0)))" } ?? ""
+            let why = (status == 429 ? "too many requests" : "it cannot serve now") + said
             throw TSyncError(
                 .unreachable,
                 "the server at \(endpoint) answered HTTP \(status): \(why)\(retry); nothing was lost, try again later",
