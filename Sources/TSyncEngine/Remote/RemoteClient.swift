@@ -27,12 +27,15 @@ public struct RemoteClient: Sendable {
     let probeTable: String?
     /// Whether the remote has proven a sync server in this command: nothing is written before.
     let serverCheck = ServerCheck()
+    /// The CAs trusted, for a second look at a certificate the handshake refused.
+    let trust: CertificateTrust
 
     init(
         endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount, observer: RemoteExchange.Observer?,
-        proxy: RemoteProxy? = nil, probeTable: String? = nil
+        proxy: RemoteProxy? = nil, probeTable: String? = nil, trust: CertificateTrust = CertificateTrust()
     ) {
         self.endpoint = endpoint
+        self.trust = trust
         self.proxy = proxy
         self.probeTable = probeTable
         self.token = token
@@ -68,7 +71,7 @@ public struct RemoteClient: Sendable {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let client = RemoteClient(
             endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)), observer: observer,
-            proxy: proxy, probeTable: probeTable)
+            proxy: proxy, probeTable: probeTable, trust: trust)
         let outcome: Swift.Result<Result, TSyncError>
         do {
             outcome = .success(try await body(client))
@@ -353,6 +356,11 @@ public struct RemoteClient: Sendable {
             throw error
         } catch {
             if let proxy, let failure = Self.proxyFailure(error, proxy: proxy, endpoint: endpoint) { throw failure }
+            if let hostnameOnly = ConnectionFailure.refusedCertificate(error) {
+                // Expired, not yet valid, for other names or from an unknown CA: a second look at
+                // the chain tells which (the handshake's error does not).
+                throw await CertificateDiagnosis.error(endpoint: endpoint, hostnameOnly: hostnameOnly, trust: trust, proxy: proxy)
+            }
             throw ConnectionFailure.error(error, endpoint: endpoint)
         }
         let status = Int(response.status.code)
