@@ -14,6 +14,10 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
             it came from) and never printed. The TSYNC_TOKEN environment variable, when set, is \
             used instead of the saved token.
 
+            The server is checked before the password is asked for: a remote that cannot be \
+            reached, whose certificate is not trusted, or that is not a sync server is exit 3 with \
+            no prompt.
+
             Over plain http:// to a host other than this machine it warns first that the password \
             travels in clear text: anyone on the way can read it (serve with --tls-cert, or \
             behind a reverse proxy that speaks https).
@@ -44,8 +48,10 @@ struct LoginCommand: AsyncParsableCommand, JournaledCommand {
                 "\(endpoint) is plain http:// to another machine: the password and the token travel in clear text, readable by anyone on the way; use an https:// remote"
             )
         }
-        let password = try PasswordInput.read(fromStdin: passwordStdin, prompt: "password for \(user): ", confirm: false)
-        let userID = try await session.login(user: user, password: password)
+        // The server is checked first: no password is asked for a remote that cannot take it.
+        let userID = try await session.login(user: user) { () throws(TSyncError) in
+            try PasswordInput.read(fromStdin: passwordStdin, prompt: "password for \(user): ", confirm: false)
+        }
         Console.note("logged in to \(endpoint) as \(userID)")
     }
 }

@@ -33,7 +33,6 @@ enum PasswordInput {
     }
 
     private static func prompt(_ text: String) throws(TSyncError) -> String {
-        FileHandle.standardError.write(Data(text.utf8))
         var original = termios()
         let canSilence = tcgetattr(STDIN_FILENO, &original) == 0
         if canSilence {
@@ -41,6 +40,9 @@ enum PasswordInput {
             silent.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
         }
+        // The prompt only once echo is off: TCSAFLUSH drops what was typed before it, so what is
+        // typed as soon as the prompt shows (a password manager typing it) must come after.
+        FileHandle.standardError.write(Data(text.utf8))
         defer {
             if canSilence { tcsetattr(STDIN_FILENO, TCSAFLUSH, &original) }
             FileHandle.standardError.write(Data("\n".utf8))

@@ -311,19 +311,23 @@ final class CertificateAuthority {
     }
 }
 
-/// `python3 -m http.server` on a free loopback port, serving a directory with one HTML page.
+/// `python3 -m http.server` on a free loopback port, serving a directory with one HTML page. Its
+/// log (one line per request) tells which requests reached it.
 final class StaticWebServer {
     let directory: TemporaryDirectory
     let process: ChildProcess
     let url: String
+    private let logPath: String
 
     init() async throws {
         directory = try TemporaryDirectory()
         _ = try directory.write("index.html", "<html><body>Welcome to nginx!</body></html>\n")
+        logPath = try directory.write("requests.log", "")
         let port = try LoopbackListener.freePort()
         url = "http://127.0.0.1:\(port)"
         process = try ChildProcess(
-            "/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, String(port)])
+            "/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, String(port)],
+            stderr: logPath)
         for _ in 0..<200 {
             if let socket = try? RawSocket(port: port, timeout: 1) {
                 socket.close()
@@ -332,6 +336,19 @@ final class StaticWebServer {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw TSyncError.failure("python3 -m http.server did not start on port \(port)")
+    }
+
+    /// "METHOD /path" of every request it has received, in order (http.server logs each request
+    /// line as it answers it, unsupported methods included).
+    var requests: [String] {
+        let log = String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
+        return log.split(separator: "\n").compactMap { line in
+            guard let open = line.firstIndex(of: "\""), let close = line[line.index(after: open)...].firstIndex(of: "\"") else {
+                return nil
+            }
+            let words = line[line.index(after: open)..<close].split(separator: " ")
+            return words.count == 3 ? "\(words[0]) \(words[1])" : nil
+        }
     }
 
     /// SIGKILL, without waiting (`ChildProcess` reaps it).

@@ -4,8 +4,49 @@ import Testing
 /// `http_proxy`, `ALL_PROXY` and `NO_PROXY` with the real binary, the real `tsync serve` and a
 /// real forwarding proxy (`ForwardProxy`), all on 127.0.0.1 (issue 21.3). Loopback goes through
 /// the proxy unless `NO_PROXY` lists it, as with curl. The choice per scheme and the `NO_PROXY`
-/// matcher in full are `ProxySettingsTests`; no https server is at hand here for a CONNECT to 443.
+/// matcher in full are `ProxySettingsTests`. An https:// remote is a `tsync serve --tls-cert` with
+/// a CA made here (`CertificateAuthority`), reached through the proxy's `CONNECT` tunnel.
 @Suite(.serialized) struct ProxyTests {
+    /// `https_proxy` with an https:// `tsync serve`: push and pull go through a `CONNECT` tunnel
+    /// that carries TLS end to end (the proxy relays bytes it cannot read), with the CA trusted.
+    @Test func anHTTPSServerIsReachedThroughAConnectTunnel() async throws {
+        let authority = try CertificateAuthority()
+        let server = try await authority.serve(certificate: authority.serverCertificate)
+        defer { server.stop() }
+        let url = try await server.waitForAddress()
+        let proxy = try ForwardProxy()
+        var environment = NetworkTests.systemTrust
+        environment["SSL_CERT_FILE"] = authority.certificate
+        environment["https_proxy"] = "http://\(proxy.address)"
+
+        let a = try TSyncSandbox(remote: url)
+        try a.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        let push = try a.run(["push", "-v"], environment: environment)
+        #expect(push.status == 0, "\(push)")
+        #expect(push.stderr.contains("POST \(url)/tables/$batch via proxy \(proxy.address) -> 200"), "-v names the proxy: \(push.stderr)")
+        #expect(proxy.tunnels > 0 && proxy.encryptedTunnels == proxy.tunnels, "every tunnel carried TLS")
+        #expect(proxy.plainRequests == 0 && proxy.forwarded == 0, "no plain request went to the proxy")
+        let pushed = proxy.tunnels
+
+        let b = try TSyncSandbox(remote: url)
+        let pull = try b.run(["pull", "todo", "-v"], environment: environment)
+        #expect(pull.status == 0, "\(pull)")
+        #expect(pull.stderr.contains("via proxy \(proxy.address)"), "\(pull.stderr)")
+        #expect(proxy.tunnels > pushed, "the pull went through the proxy too")
+        #expect(try b.ok(["get", "todo", "milk"]).contains("buy milk"))
+        #expect(proxy.plainRequests == 0)
+        let afterPull = proxy.tunnels
+
+        // http_proxy is for http:// remotes only: this one then goes direct.
+        environment.removeValue(forKey: "https_proxy")
+        environment["http_proxy"] = "http://\(proxy.address)"
+        try a.ok(["insert", "todo", #"{"id": "bread"}"#])
+        let direct = try a.run(["push", "-v"], environment: environment)
+        #expect(direct.status == 0, "\(direct)")
+        #expect(!direct.stderr.contains("via proxy"), "\(direct.stderr)")
+        #expect(proxy.tunnels == afterPull, "no tunnel for the direct push")
+    }
+
     @Test func pushAndPullGoThroughTheProxy() async throws {
         let server = try await SyncServer()
         let proxy = try ForwardProxy()

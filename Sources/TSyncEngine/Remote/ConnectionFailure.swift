@@ -19,22 +19,13 @@ enum ConnectionFailure {
                     requestNeverSent: true)
             }
         }
-        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
-            return TSyncError(
-                .unreachable,
-                "the certificate of \(endpoint) is not valid for the name \(endpoint.host) (name mismatch): use the host name the certificate was issued for, or have it reissued for this one; nothing was sent, nothing was lost",
-                requestNeverSent: true)
+        if let hostnameOnly = refusedCertificate(error) {
+            // Without the chain (`CertificateDiagnosis` reads it when it can reach the server again).
+            return CertificateDiagnosis.explain(nil, endpoint: endpoint, hostnameOnly: hostnameOnly, now: Date())
         }
         if let error = error as? NIOSSLError {
             if case .handshakeFailed(let cause) = error {
                 let text = String(describing: cause)
-                if text.contains("CERTIFICATE_VERIFY_FAILED") {
-                    return TSyncError(
-                        .unreachable,
-                        "the certificate of \(endpoint) is not trusted: it is not signed by a certificate authority this machine trusts, or it has expired or is not yet valid; nothing was sent, nothing was lost",
-                        remedy: .trustCertificateAuthority
-                    ).neverSent
-                }
                 let why =
                     text.contains("WRONG_VERSION_NUMBER")
                     ? "what answered at that port does not speak TLS (a plain HTTP port?)"
@@ -52,6 +43,19 @@ enum ConnectionFailure {
         return TSyncError(
             .unreachable, "cannot reach the server at \(endpoint) (\(words(error))); nothing was lost, try again later",
             requestNeverSent: RemoteClient.failedToConnect(error))
+    }
+
+    /// Whether the handshake refused the server's certificate: true when only its name did not
+    /// match (the chain was trusted), false when the chain failed verification (untrusted,
+    /// expired, not yet valid), nil for any other failure.
+    static func refusedCertificate(_ error: any Error) -> Bool? {
+        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname { return true }
+        if let error = error as? NIOSSLError, case .handshakeFailed(let cause) = error,
+            String(describing: cause).contains("CERTIFICATE_VERIFY_FAILED")
+        {
+            return false
+        }
+        return nil
     }
 
     /// The cause of a failed exchange in a few words, from the error's type rather than its text:
@@ -85,14 +89,5 @@ enum ConnectionFailure {
         }
         if error is HTTPClientError { return "the HTTP exchange failed" }
         return "the connection failed"
-    }
-}
-
-extension TSyncError {
-    /// The same error, marked as sent nowhere (a failed handshake precedes any request byte).
-    fileprivate var neverSent: TSyncError {
-        var error = self
-        error.requestNeverSent = true
-        return error
     }
 }

@@ -16,19 +16,28 @@ import TSyncModel
 /// pool is shut down however the command ends.
 public struct RemoteClient: Sendable {
     public let endpoint: RemoteEndpoint
-    private let token: String?
+    let token: String?
     private let http: HTTPClient
     private let timeout: TimeAmount
     private let observer: RemoteExchange.Observer?
     /// The proxy every exchange goes through, nil when direct.
     let proxy: RemoteProxy?
+    /// A table whose route proves the remote a sync server when the batch route's discovery does
+    /// not (`ServerCheck`); nil when the store has none yet.
+    let probeTable: String?
+    /// Whether the remote has proven a sync server in this command: nothing is written before.
+    let serverCheck = ServerCheck()
+    /// The CAs trusted, for a second look at a certificate the handshake refused.
+    let trust: CertificateTrust
 
     init(
         endpoint: RemoteEndpoint, token: String?, http: HTTPClient, timeout: TimeAmount, observer: RemoteExchange.Observer?,
-        proxy: RemoteProxy? = nil
+        proxy: RemoteProxy? = nil, probeTable: String? = nil, trust: CertificateTrust = CertificateTrust()
     ) {
         self.endpoint = endpoint
+        self.trust = trust
         self.proxy = proxy
+        self.probeTable = probeTable
         self.token = token
         self.http = http
         self.timeout = timeout
@@ -43,6 +52,7 @@ public struct RemoteClient: Sendable {
         observer: RemoteExchange.Observer? = nil,
         trust: CertificateTrust = CertificateTrust(),
         proxy: RemoteProxy? = nil,
+        probeTable: String? = nil,
         _ body: (RemoteClient) async throws(TSyncError) -> Result
     ) async throws(TSyncError) -> Result {
         var configuration = HTTPClient.Configuration()
@@ -61,7 +71,7 @@ public struct RemoteClient: Sendable {
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let client = RemoteClient(
             endpoint: endpoint, token: token, http: http, timeout: .seconds(Int64(timeout.components.seconds)), observer: observer,
-            proxy: proxy)
+            proxy: proxy, probeTable: probeTable, trust: trust)
         let outcome: Swift.Result<Result, TSyncError>
         do {
             outcome = .success(try await body(client))
@@ -126,7 +136,7 @@ public struct RemoteClient: Sendable {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         let response = try await send(.GET, url, body: nil)
         if response.status == 200, response.json == nil, response.hasBody, !response.isJSON {
-            throw notASyncServer(response, what: "a page of records")
+            throw notASyncServer(response, instead: "a page of records")
         }
         guard response.status == 200 else {
             // Pulls, settling and `push --check` all read pages: the words name the reading, not
@@ -167,6 +177,7 @@ public struct RemoteClient: Sendable {
             }
             nextLink = resolved
         }
+        serverCheck.prove()
         return Page(records: records, nextLink: nextLink, totalCount: totalCount)
     }
 
@@ -205,10 +216,17 @@ public struct RemoteClient: Sendable {
 
     /// What `GET /tables/$batch` says of the server's batch route; nil when the server has none (a
     /// plain v2 server answers 404, an older tsync 400, either way not this shape).
+    /// The first discovery of a command is also its check that the remote is a sync server at all
+    /// (`ServerCheck`), before any write.
     public func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
+        if case .discovered(let capabilities) = try await proveServer() { return capabilities }
         // Discovery: a plain v2 server may answer an HTML 404 here (no such route), which says
         // nothing against it; only tsync's own "no such endpoint" does (a wrong path prefix).
-        let response = try await send(.GET, endpoint.url(path: ["tables", "/$batch"]), body: nil, discovering: true)
+        return Self.capabilities(try await send(.GET, endpoint.url(path: ["tables", "/$batch"]), body: nil, discovering: true))
+    }
+
+    /// The batch route's description in a discovery answer; nil when it is not one.
+    static func capabilities(_ response: HTTPAnswer) -> BatchCapabilities? {
         guard response.status == 200, let object = response.json?.objectValue,
             case .int(let operations)? = object["maxOperations"], operations >= 1,
             case .int(let bytes)? = object["maxBytes"], bytes >= 1
@@ -244,7 +262,7 @@ public struct RemoteClient: Sendable {
         guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"] else {
             // The server may have applied the batch; its answer is unreadable. The operations
             // stay in flight and the next push learns their fate.
-            if !response.isJSON && response.hasBody { throw notASyncServer(response) }
+            if !response.isJSON && response.hasBody { throw notASyncServer(response, instead: "the batch's results") }
             throw TSyncError(
                 .unreachable,
                 "\(endpoint) answered the batch with HTTP \(response.status) but no readable results; nothing was lost, push again")
@@ -262,7 +280,7 @@ public struct RemoteClient: Sendable {
         // A body labelled JSON that does not parse (damaged, or HTML labelled JSON) is read back
         // instead: the read-back tells whether the write was applied (`Pusher.verified`).
         if (200..<300).contains(response.status), response.json == nil, response.hasBody, !response.isJSON {
-            throw notASyncServer(response)
+            throw notASyncServer(response, instead: "a JSON record")
         }
         var record: Record?
         if let object = response.json?.objectValue, let parsed = try? Record(wire: object) {
@@ -280,7 +298,7 @@ public struct RemoteClient: Sendable {
             serverRecord: record)
     }
 
-    private func send(
+    func send(
         _ method: HTTPMethod, _ url: String, body: JSONValue?, ifMatch: String? = nil, authenticated: Bool = true,
         discovering: Bool = false
     ) async throws(TSyncError) -> HTTPAnswer {
@@ -289,10 +307,13 @@ public struct RemoteClient: Sendable {
             discovering: discovering)
     }
 
-    private func send(
+    func send(
         _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true,
         discovering: Bool = false
     ) async throws(TSyncError) -> HTTPAnswer {
+        // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
+        // push checks in its discovery; this catches every other write (login, logout).
+        if method != .GET, !serverCheck.isProven { _ = try await proveServer() }
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
@@ -335,16 +356,26 @@ public struct RemoteClient: Sendable {
             throw error
         } catch {
             if let proxy, let failure = Self.proxyFailure(error, proxy: proxy, endpoint: endpoint) { throw failure }
+            if let hostnameOnly = ConnectionFailure.refusedCertificate(error) {
+                // Expired, not yet valid, for other names or from an unknown CA: a second look at
+                // the chain tells which (the handshake's error does not).
+                throw await CertificateDiagnosis.error(endpoint: endpoint, hostnameOnly: hostnameOnly, trust: trust, proxy: proxy)
+            }
             throw ConnectionFailure.error(error, endpoint: endpoint)
         }
         let status = Int(response.status.code)
+        let data = Array(bytes.readableBytesView)
+        var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
+        answer.body = data
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
         // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is
         // "not now" too (issue 18.8), and says the request was refused, so nothing was applied;
         // the login route words its own 429 (too many failed logins).
         if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
             let retry = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
-            let why = status == 429 ? "too many requests" : "it cannot serve now"
+            // The server's own words when it gives them ("too many open connections").
+            let said = answer.errorMessage.map { " (it said \(Identifiers.quoted($0)))" } ?? ""
+            let why = (status == 429 ? "too many requests" : "it cannot serve now") + said
             throw TSyncError(
                 .unreachable,
                 "the server at \(endpoint) answered HTTP \(status): \(why)\(retry); nothing was lost, try again later",
@@ -367,10 +398,7 @@ public struct RemoteClient: Sendable {
                     : "the server at \(endpoint) refused the token (expired or revoked)",
                 remedy: .logIn)
         }
-        let data = Array(bytes.readableBytesView)
-        var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
-        answer.hasBody = !data.isEmpty
-        if let failure = notTheProtocol(answer, body: data, method: method, url: url, discovering: discovering) { throw failure }
+        if let failure = notTheProtocol(answer, method: method, url: url, discovering: discovering) { throw failure }
         return answer
     }
 
@@ -379,24 +407,35 @@ public struct RemoteClient: Sendable {
     /// JSON (a static web server's page). Thrown as `.unreachable`, before any answer is taken for
     /// an operation's: nothing goes into the error table, what was sent stays in flight. A v2
     /// server's own 404 for an item carries JSON or nothing, and stays an answer.
-    private func notTheProtocol(
-        _ answer: HTTPAnswer, body: [UInt8], method: HTTPMethod, url: String, discovering: Bool
-    ) -> TSyncError? {
+    private func notTheProtocol(_ answer: HTTPAnswer, method: HTTPMethod, url: String, discovering: Bool) -> TSyncError? {
         let noSuchEndpoint = answer.status == 404 && answer.errorMessage?.hasPrefix("no such endpoint") == true
         let foreignPage = [404, 405, 501].contains(answer.status) && answer.hasBody && !answer.isJSON && !discovering
         guard noSuchEndpoint || foreignPage else { return nil }
+        return notASyncServer(answer, method: method, url: url, sentNothing: false)
+    }
+
+    /// The remote is not a sync server, or not at that path: what it answered to which request, in
+    /// a few words. `sentNothing` when said by the check before any write (`ServerCheck`), so
+    /// nothing can have been applied; otherwise a write may have gone before this answer.
+    func notASyncServer(_ answer: HTTPAnswer, method: HTTPMethod, url: String, sentNothing: Bool) -> TSyncError {
         let type = answer.headers.first(name: "Content-Type").map { ", \($0)" } ?? ""
-        var excerpt = String(decoding: body.prefix(160), as: UTF8.self)
+        var excerpt = String(decoding: answer.body.prefix(160), as: UTF8.self)
             .split(whereSeparator: { $0.isNewline }).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         if excerpt.count > 80 { excerpt = String(excerpt.prefix(80)) + "…" }
+        var said = answer.hasBody ? ": \(Identifiers.quoted(excerpt))" : ", no body"
+        // A page with 200 where the protocol's JSON belongs: something answers for every URL.
+        if (200..<300).contains(answer.status) { said += "; a captive portal or a proxy?" }
+        let outcome = sentNothing ? "nothing was sent, nothing was lost" : "nothing was lost, the operations stay queued"
+        // A write answered so may have reached something: said as an answer no sync server gives.
+        let lead = sentNothing ? "" : "did not answer as a sync server does: it "
         return TSyncError(
             .unreachable,
-            "\(endpoint) did not answer as a sync server does: it does not look like a tsync or Mobile Apps v2 server (it answered \(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type): \(Identifiers.quoted(excerpt))); check the remote URL and its path; nothing was lost, the operations stay queued"
-        )
+            "\(endpoint) \(lead)does not look like a tsync or Mobile Apps v2 server (it answered \(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type)\(said)); check the remote URL and its path; \(outcome)",
+            requestNeverSent: sentNothing)
     }
 
     /// A success answer that no sync server gives: the request reached something else.
-    private func notASyncServer(_ response: HTTPAnswer, what: String = "a JSON record") -> TSyncError {
+    private func notASyncServer(_ response: HTTPAnswer, instead what: String) -> TSyncError {
         let type = response.headers.first(name: "Content-Type") ?? "no content type"
         return TSyncError(
             .unreachable,
@@ -448,8 +487,11 @@ struct HTTPAnswer {
     var headers: HTTPHeaders
     var json: JSONValue?
 
+    /// The body as it came.
+    var body: [UInt8] = []
+
     /// Whether the answer had a body at all.
-    var hasBody = false
+    var hasBody: Bool { !body.isEmpty }
 
     /// Whether the body says it is JSON (whether or not it parsed).
     var isJSON: Bool {

@@ -55,6 +55,15 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
         return String(authority.prefix { $0 != ":" })
     }
 
+    /// The port: the one in the URL, else the scheme's (443, 80).
+    public var port: Int {
+        var authority = origin.drop(while: { $0 != "/" }).dropFirst(2)
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") { authority = authority[authority.index(after: close)...] }
+        if let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]) { return port }
+        return isHTTPS ? 443 : 80
+    }
+
     /// The absolute URL of a `Link` target: a relative target (`/tables/x?...`) is resolved against
     /// the origin. A target on another origin is refused (nil), so a misbehaving server cannot make
     /// the client send its token elsewhere.

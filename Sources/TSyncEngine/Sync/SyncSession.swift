@@ -97,7 +97,13 @@ public struct SyncSession: Sendable {
         if token == nil { token = try Credentials.savedToken(storeDirectory: store.location.directory, remote: endpoint) }
         return try await RemoteClient.withRemoteClient(
             endpoint: endpoint, token: token, timeout: timeout, observer: exchanges, trust: try effectiveTrust(),
-            proxy: proxies.proxy(for: endpoint), body)
+            proxy: proxies.proxy(for: endpoint), probeTable: try probeTable(), body)
+    }
+
+    /// The table whose route checks that the remote is a sync server before the first write, when
+    /// the batch route's discovery does not tell (`ServerCheck`): one the store syncs, nil if none.
+    private func probeTable() throws(TSyncError) -> String? {
+        try store.tables().first?.table
     }
 
     private func pusher(_ remote: RemoteClient) -> Pusher {
@@ -296,15 +302,23 @@ public struct SyncSession: Sendable {
     /// Logs in to the store's remote and saves the token (mode 0600) for that remote only.
     /// Returns the user id the server reports.
     public func login(user: String, password: String) async throws(TSyncError) -> String {
+        try await login(user: user) { () throws(TSyncError) in password }
+    }
+
+    /// Logs in as `login(user:password:)` does, asking for the password only once the remote has
+    /// answered as a sync server (`RemoteClient.checkServer`): an unreachable, untrusted or wrong
+    /// remote is said before anyone types a password for it.
+    public func login(user: String, password: () throws(TSyncError) -> String) async throws(TSyncError) -> String {
         let endpoint = try endpoint()
         let directory = store.location.directory
         let device = Credentials.deviceToken(storeDirectory: directory, remote: endpoint)
         let (token, userID, newDevice) = try await RemoteClient.withRemoteClient(
             endpoint: endpoint, token: nil, timeout: timeout, observer: exchanges, trust: try effectiveTrust(),
-            proxy: proxies.proxy(for: endpoint)
+            proxy: proxies.proxy(for: endpoint), probeTable: try probeTable()
         ) {
             remote throws(TSyncError) in
-            try await remote.login(username: user, password: password, deviceToken: device)
+            try await remote.checkServer()
+            return try await remote.login(username: user, password: try password(), deviceToken: device)
         }
         try Credentials(remote: endpoint.base, user: user, token: token).save(storeDirectory: directory)
         if let newDevice, newDevice != device {
@@ -338,7 +352,7 @@ public struct SyncSession: Sendable {
             let endpoint = try RemoteEndpoint(saved.remote)
             try await RemoteClient.withRemoteClient(
                 endpoint: endpoint, token: saved.token, timeout: timeout, observer: exchanges, trust: try effectiveTrust(),
-                proxy: proxies.proxy(for: endpoint)
+                proxy: proxies.proxy(for: endpoint), probeTable: try probeTable()
             ) {
                 remote throws(TSyncError) in
                 try await remote.logout()

@@ -4,11 +4,13 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import NIOSSL
 import Synchronization
 
 /// HTTP/1.1 connections with the limits a server facing the internet needs (docs/DESIGN.md §10):
 ///
-/// - at most `maximumConnections` open at once: one more is answered 503 and closed at once;
+/// - at most `maximumConnections` open at once: one more is answered 503 and closed (under TLS,
+///   the 503 goes after the handshake, encrypted, so the client can read it);
 /// - a request's head must arrive within `headerTimeout` of its first byte (or of the connection
 ///   opening), so a client sending a byte a second cannot hold a connection;
 /// - a request's body must arrive within `bodyTimeout` of its head, else 408 and the connection
@@ -32,7 +34,16 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(limits: limits), position: .first)
+            // First on the HTTP side: right after the TLS handler when there is one, so that its
+            // 503 is encrypted like every answer (a plain 503 on a TLS connection reads to the
+            // client as a server that does not speak TLS). Its timers still start with the
+            // connection, so the header timeout covers the handshake too.
+            let operations = channel.pipeline.syncOperations
+            if let tls = try? operations.handler(type: NIOSSLServerHandler.self) {
+                try operations.addHandler(ConnectionGuard(limits: limits), position: .after(tls))
+            } else {
+                try operations.addHandler(ConnectionGuard(limits: limits), position: .first)
+            }
         }.flatMap {
             inner.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
@@ -81,8 +92,8 @@ final class ConnectionLimits: Sendable {
     var openConnections: Int { open.withLock { $0 } }
 }
 
-/// First in the pipeline, on raw bytes: counts the connection, and closes it when a request head
-/// takes longer than the header timeout. `RequestHeadSignal`, after the HTTP decoder, tells it
+/// First in the pipeline on the bytes of HTTP (after TLS, if any): counts the connection, and
+/// closes it when a request head takes longer than the header timeout. `RequestHeadSignal`, after the HTTP decoder, tells it
 /// when a head has arrived and when a response has ended.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer

@@ -7,8 +7,10 @@ import Foundation
 /// A forward HTTP proxy on loopback, as a company network puts between a client and the
 /// internet: it takes `CONNECT HOST:PORT` (what AsyncHTTPClient sends for http:// and https://
 /// remotes alike), opens the tunnel to a 127.0.0.1 port only (nothing else is reached), and
-/// counts the requests it carries. Since the remotes in the tests speak plain HTTP, it reads
-/// each request and answer through the tunnel, so it can count requests, not only tunnels.
+/// counts the requests it carries. Through a tunnel that carries plain HTTP it reads each request
+/// and answer, so it can count requests, not only tunnels; a tunnel that carries TLS (its first
+/// byte a handshake record) it relays as bytes it cannot read. A request that is not a `CONNECT`
+/// (a plain proxy request, `GET http://…`) is refused and counted.
 ///
 /// With `credentials` it answers 407 to a `CONNECT` without that `Proxy-Authorization: Basic`.
 /// Blocking sockets, one thread per client connection; enough for tests.
@@ -19,6 +21,8 @@ final class ForwardProxy: @unchecked Sendable {
     private var requestCount = 0
     private var tunnelCount = 0
     private var refusedCount = 0
+    private var encryptedCount = 0
+    private var plainCount = 0
     /// `HOST:PORT` of the proxy, for `http_proxy`.
     let address: String
 
@@ -36,6 +40,10 @@ final class ForwardProxy: @unchecked Sendable {
     var tunnels: Int { lock.withLock { tunnelCount } }
     /// `CONNECT`s refused for missing or wrong credentials.
     var refused: Int { lock.withLock { refusedCount } }
+    /// Tunnels that carried TLS.
+    var encryptedTunnels: Int { lock.withLock { encryptedCount } }
+    /// Requests that were not a `CONNECT` (refused with 405).
+    var plainRequests: Int { lock.withLock { plainCount } }
 
     func close() { LoopbackListener.close(listener) }
 
@@ -57,6 +65,7 @@ final class ForwardProxy: @unchecked Sendable {
         let lines = head.split(separator: "\r\n")
         let words = lines.first?.split(separator: " ") ?? []
         guard words.count == 3, words[0] == "CONNECT" else {
+            lock.withLock { plainCount += 1 }
             _ = LossyProxy.writeAll(client, Array("HTTP/1.1 405 Only CONNECT\r\nContent-Length: 0\r\n\r\n".utf8))
             return
         }
@@ -82,6 +91,15 @@ final class ForwardProxy: @unchecked Sendable {
         defer { Glibc.close(upstream) }
         lock.withLock { tunnelCount += 1 }
         guard LossyProxy.writeAll(client, Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) else { return }
+        if buffer.isEmpty {
+            var first: UInt8 = 0
+            guard recv(client, &first, 1, Int32(MSG_PEEK)) == 1 else { return }
+            if first == 0x16 {  // a TLS handshake record: relay bytes both ways
+                lock.withLock { encryptedCount += 1 }
+                Self.relay(client, upstream)
+                return
+            }
+        }
         var answers: [UInt8] = []
         while let request = LossyProxy.readMessage(client, &buffer, isResponse: false) {
             guard LossyProxy.writeAll(upstream, request) else { return }
@@ -90,6 +108,27 @@ final class ForwardProxy: @unchecked Sendable {
                 LossyProxy.writeAll(client, answer)
             else { return }
         }
+    }
+
+    /// Copies bytes both ways until either side closes.
+    private static func relay(_ client: Int32, _ upstream: Int32) {
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            copy(from: upstream, to: client)
+            done.signal()
+        }
+        copy(from: client, to: upstream)
+        done.wait()
+    }
+
+    private static func copy(from source: Int32, to destination: Int32) {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
+            guard count > 0, LossyProxy.writeAll(destination, Array(chunk[..<count])) else { break }
+        }
+        shutdown(destination, Int32(SHUT_WR))
+        shutdown(source, Int32(SHUT_RD))
     }
 
     private static func connectLoopback(_ port: UInt16) -> Int32? {

@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+/// Issue 21 with `serve --max-connections` over TLS: the client over the limit gets its 503 after
+/// the handshake, encrypted, so it reads it and says the server is busy (docs/DESIGN.md §10.1);
+/// a plain-text 503 on a TLS connection read as "does not speak TLS".
+@Suite(.serialized) struct TLSConnectionLimitTests {
+    @Test func anOverLimitTLSClientReadsA503() async throws {
+        let authority = try CertificateAuthority()
+        let server = try ServerProcess(
+            arguments: [
+                "serve", "--db", authority.database, "--port", "0", "--no-auth", "--max-connections", "1", "--tls-cert",
+                authority.serverCertificate, "--tls-key", authority.serverKey,
+            ], log: authority.directory.path)
+        defer { server.stop() }
+        let url = try await server.waitForAddress()
+        let port = try #require(URLComponents(string: url)?.port)
+        var environment = NetworkTests.systemTrust
+        environment["SSL_CERT_FILE"] = authority.certificate
+        let sandbox = try TSyncSandbox(remote: url)
+        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+
+        // One connection holds the only place (the header timeout, 10 s, is far off).
+        let held = try RawSocket(port: port, timeout: 10)
+        try await Task.sleep(for: .milliseconds(300))
+        let busy = try sandbox.run(["push"], environment: environment)
+        #expect(busy.status == 3, "\(busy)")
+        #expect(busy.stderr.contains("answered HTTP 503: it cannot serve now"), "\(busy)")
+        #expect(busy.stderr.contains("too many open connections") && busy.stderr.contains("retry after 1 s"), "\(busy)")
+        #expect(!busy.stderr.contains("TLS"), "not a handshake failure: \(busy)")
+        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+
+        // Once the held connection goes, there is room again.
+        held.close()
+        try await Task.sleep(for: .milliseconds(300))
+        let push = try sandbox.run(["push"], environment: environment)
+        #expect(push.status == 0, "once the place is free: \(push)")
+    }
+}
