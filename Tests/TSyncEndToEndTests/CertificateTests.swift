@@ -19,18 +19,18 @@ import Testing
         let server = try await authority.serve(certificate: certificate)
         defer { server.stop() }
         let url = try await server.waitForAddress()
-        let sandbox = try TSyncSandbox(remote: url)
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
-        let push = try sandbox.run(["push"], environment: environment)
+        let sandbox = try await TSyncSandbox(remote: url)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let push = try await sandbox.run(["push"], environment: environment)
         #expect(push.status == 3, "\(push)")
         #expect(!push.stderr.contains("http://"), "never a hint to drop to plain HTTP: \(push)")
         #expect(push.stderr.contains("nothing was sent, nothing was lost"), "\(push)")
-        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\n", "nothing queued is touched")
+        await #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\n", "nothing queued is touched")
         return push.stderr
     }
 
     @Test func anExpiredCertificateSaysWhenItExpired() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let expired = try await authority.issue("expired.pem", from: "20200101000000Z", to: "20200102000000Z")
         let message = try await refusal(authority, certificate: expired, environment: Self.trusting(authority))
         #expect(message.contains("expired on 2020-01-02 00:00 UTC"), "\(message)")
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func aCertificateNotYetValidSaysFromWhen() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let future = try await authority.issue("future.pem", from: "20990101000000Z", to: "20990102000000Z")
         let message = try await refusal(authority, certificate: future, environment: Self.trusting(authority))
         #expect(message.contains("is not valid before 2099-01-01 00:00 UTC") && message.contains("clock"), "\(message)")
@@ -47,7 +47,7 @@ import Testing
     }
 
     @Test func anUnknownCANamesTheIssuerAndHowToTrustIt() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let message = try await refusal(authority, certificate: authority.serverCertificate, environment: NetworkTests.systemTrust)
         #expect(
             message.contains("is not trusted: it was issued by tsync test CA, which is not a certificate authority this machine trusts"),
@@ -61,7 +61,7 @@ import Testing
     }
 
     @Test func aNameMismatchListsTheNamesTheCertificateIsFor() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let message = try await refusal(authority, certificate: authority.otherNameCertificate, environment: Self.trusting(authority))
         #expect(message.contains("it is for other.example, not 127.0.0.1 (name mismatch)"), "\(message)")
         #expect(!message.contains("is not trusted") && !message.contains("expired"), "\(message)")
@@ -69,7 +69,7 @@ import Testing
 
     /// Through a proxy, the second look at the chain goes through the same tunnel.
     @Test func anExpiredCertificateIsToldThroughAProxyToo() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let expired = try await authority.issue("expired.pem", from: "20200101000000Z", to: "20200102000000Z")
         let proxy = try ForwardProxy()
         var environment = Self.trusting(authority)

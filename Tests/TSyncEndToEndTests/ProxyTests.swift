@@ -10,7 +10,7 @@ import Testing
     /// `https_proxy` with an https:// `tsync serve`: push and pull go through a `CONNECT` tunnel
     /// that carries TLS end to end (the proxy relays bytes it cannot read), with the CA trusted.
     @Test func anHTTPSServerIsReachedThroughAConnectTunnel() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let server = try await authority.serve(certificate: authority.serverCertificate)
         defer { server.stop() }
         let url = try await server.waitForAddress()
@@ -19,29 +19,29 @@ import Testing
         environment["SSL_CERT_FILE"] = authority.certificate
         environment["https_proxy"] = "http://\(proxy.address)"
 
-        let a = try TSyncSandbox(remote: url)
-        try a.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
-        let push = try a.run(["push", "-v"], environment: environment)
+        let a = try await TSyncSandbox(remote: url)
+        try await a.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
+        let push = try await a.run(["push", "-v"], environment: environment)
         #expect(push.status == 0, "\(push)")
         #expect(push.stderr.contains("POST \(url)/tables/$batch via proxy \(proxy.address) -> 200"), "-v names the proxy: \(push.stderr)")
         #expect(proxy.tunnels > 0 && proxy.encryptedTunnels == proxy.tunnels, "every tunnel carried TLS")
         #expect(proxy.plainRequests == 0 && proxy.forwarded == 0, "no plain request went to the proxy")
         let pushed = proxy.tunnels
 
-        let b = try TSyncSandbox(remote: url)
-        let pull = try b.run(["pull", "todo", "-v"], environment: environment)
+        let b = try await TSyncSandbox(remote: url)
+        let pull = try await b.run(["pull", "todo", "-v"], environment: environment)
         #expect(pull.status == 0, "\(pull)")
         #expect(pull.stderr.contains("via proxy \(proxy.address)"), "\(pull.stderr)")
         #expect(proxy.tunnels > pushed, "the pull went through the proxy too")
-        #expect(try b.ok(["get", "todo", "milk"]).contains("buy milk"))
+        await #expect(try b.ok(["get", "todo", "milk"]).contains("buy milk"))
         #expect(proxy.plainRequests == 0)
         let afterPull = proxy.tunnels
 
         // http_proxy is for http:// remotes only: this one then goes direct.
         environment.removeValue(forKey: "https_proxy")
         environment["http_proxy"] = "http://\(proxy.address)"
-        try a.ok(["insert", "todo", #"{"id": "bread"}"#])
-        let direct = try a.run(["push", "-v"], environment: environment)
+        try await a.ok(["insert", "todo", #"{"id": "bread"}"#])
+        let direct = try await a.run(["push", "-v"], environment: environment)
         #expect(direct.status == 0, "\(direct)")
         #expect(!direct.stderr.contains("via proxy"), "\(direct.stderr)")
         #expect(proxy.tunnels == afterPull, "no tunnel for the direct push")

@@ -11,20 +11,20 @@ import Testing
     @Test func aStaticWebServerGetsNothingButGETs() async throws {
         let web = try await StaticWebServer()
         defer { web.stop() }
-        let sandbox = try TSyncSandbox(remote: web.url)
-        try sandbox.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
-        let before = try sandbox.snapshot()
+        let sandbox = try await TSyncSandbox(remote: web.url)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
+        let before = try await sandbox.snapshot()
         for command in [["push"], ["pull", "todo"], ["sync"], ["login", "--user", "alice", "--password-stdin"]] {
             let seen = web.requests.count
-            let result = try sandbox.run(command, stdin: "secret\n")
+            let result = try await sandbox.run(command, stdin: "secret\n")
             #expect(result.status == 3, "\(command): \(result)")
             #expect(
                 result.stderr.contains("\(web.url) does not look like a tsync or Mobile Apps v2 server (it answered GET /tables/"),
                 "\(result)")
             #expect(result.stderr.contains("HTTP 404, text/html"), "it says what it answered: \(result)")
             #expect(result.stderr.contains("nothing was sent"), "\(result)")
-            #expect(try sandbox.snapshot() == before, "the queue is untouched after \(command)")
-            #expect(try sandbox.ok(["status", "--json"]).contains(#""errors":0"#), "nothing in the error table after \(command)")
+            await #expect(try sandbox.snapshot() == before, "the queue is untouched after \(command)")
+            await #expect(try sandbox.ok(["status", "--json"]).contains(#""errors":0"#), "nothing in the error table after \(command)")
             #expect(web.requests.count - seen <= 2, "the batch route's discovery and one table's GET at most: \(web.requests)")
         }
         let requests = web.requests
@@ -40,25 +40,25 @@ import Testing
         let proxy = try LossyProxy(upstream: server.url)
         proxy.replace(
             "GET", "/tables/$batch", status: 404, contentType: "text/html", body: "<html>Not Found</html>", forward: false, count: 100)
-        let store = try TSyncSandbox(remote: proxy.url)
-        try store.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
-        let push = try store.run(["push", "-v"])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id":"a","title":"one"}"#])
+        let push = try await store.run(["push", "-v"])
         #expect(push.status == 0, "\(push)")
         let probes = push.stderr.split(separator: "\n").filter { $0.contains("/tables/todo?%24top=0") }
         #expect(probes.count == 1, "one GET of the table: \(push.stderr)")
         #expect(try await server.record("todo", "a")?["title"] == "one")
 
         // A page read proves it too: a pull with nothing to push sends no probe.
-        let other = try TSyncSandbox(remote: proxy.url)
-        let pull = try other.run(["pull", "todo", "-v"])
+        let other = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await other.run(["pull", "todo", "-v"])
         #expect(pull.status == 0, "\(pull)")
         #expect(!pull.stderr.contains("%24top=0"), "\(pull.stderr)")
-        #expect(try other.ok(["get", "todo", "a"]).contains("one"))
+        await #expect(try other.ok(["get", "todo", "a"]).contains("one"))
 
         // tsync serve without the batch route answers a JSON 400 there: that is a v2 answer already.
-        try store.ok(["remote", server.url])
-        try store.ok(["insert", "todo", #"{"id":"b"}"#])
-        let direct = try store.run(["push", "-v"])
+        try await store.ok(["remote", server.url])
+        try await store.ok(["insert", "todo", #"{"id":"b"}"#])
+        let direct = try await store.run(["push", "-v"])
         #expect(direct.status == 0, "\(direct)")
         #expect(!direct.stderr.contains("%24top=0"), "\(direct.stderr)")
     }
@@ -72,7 +72,7 @@ import Testing
         }
         let web = try await StaticWebServer()
         defer { web.stop() }
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let tls = try await authority.serve(certificate: authority.serverCertificate)
         defer { tls.stop() }
         let closed = try LoopbackListener.freePort()
@@ -82,9 +82,9 @@ import Testing
             (try await tls.waitForAddress(), "is not trusted"),
         ]
         for (remote, says) in cases {
-            let sandbox = try TSyncSandbox(remote: remote)
+            let sandbox = try await TSyncSandbox(remote: remote)
             let terminal = try PseudoTerminal(["login", "--user", "alice"], in: sandbox.path, environment: environment)
-            let status = terminal.wait(timeout: 30)
+            let status = await terminal.wait(timeout: 30)
             #expect(status == 3, "\(remote): exit 3 without waiting for a password (nil: it waited): \(terminal.output)")
             #expect(terminal.output.contains(says), "\(remote): \(terminal.output)")
             #expect(!terminal.output.contains("password for"), "\(remote): no prompt: \(terminal.output)")
@@ -92,17 +92,17 @@ import Testing
         #expect(web.requests.allSatisfy { $0.hasPrefix("GET ") }, "\(web.requests)")
 
         let server = try await SyncServer(authenticated: true)
-        let sandbox = try TSyncSandbox(remote: server.url)
+        let sandbox = try await TSyncSandbox(remote: server.url)
         let terminal = try PseudoTerminal(["login", "--user", "alice"], in: sandbox.path, environment: environment)
-        #expect(terminal.read(until: "password for alice: ", timeout: 30), "a sync server: the prompt comes: \(terminal.output)")
+        await #expect(terminal.read(until: "password for alice: ", timeout: 30), "a sync server: the prompt comes: \(terminal.output)")
         terminal.type(SyncServer.password + "\n")
-        #expect(terminal.wait(timeout: 30) == 0, "\(terminal.output)")
+        await #expect(terminal.wait(timeout: 30) == 0, "\(terminal.output)")
         #expect(terminal.output.contains("logged in to \(server.url) as alice"), "\(terminal.output)")
 
         // Scripts keep --password-stdin.
-        let scripted = try TSyncSandbox(remote: server.url)
-        let login = try scripted.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let scripted = try await TSyncSandbox(remote: server.url)
+        let login = try await scripted.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
         #expect(login.status == 0, "\(login)")
-        #expect(try scripted.run(["whoami"]).stdout == "alice at \(server.url)\n")
+        await #expect(try scripted.run(["whoami"]).stdout == "alice at \(server.url)\n")
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// a plain-text 503 on a TLS connection read as "does not speak TLS".
 @Suite(.serialized) struct TLSConnectionLimitTests {
     @Test func anOverLimitTLSClientReadsA503() async throws {
-        let authority = try CertificateAuthority()
+        let authority = try await CertificateAuthority()
         let server = try ServerProcess(
             arguments: [
                 "serve", "--db", authority.database, "--port", "0", "--no-auth", "--max-connections", "1", "--tls-cert",
@@ -17,23 +17,23 @@ import Testing
         let port = try #require(URLComponents(string: url)?.port)
         var environment = NetworkTests.systemTrust
         environment["SSL_CERT_FILE"] = authority.certificate
-        let sandbox = try TSyncSandbox(remote: url)
-        try sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
+        let sandbox = try await TSyncSandbox(remote: url)
+        try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
 
         // One connection holds the only place (the header timeout, 10 s, is far off).
         let held = try RawSocket(port: port, timeout: 10)
         try await Task.sleep(for: .milliseconds(300))
-        let busy = try sandbox.run(["push"], environment: environment)
+        let busy = try await sandbox.run(["push"], environment: environment)
         #expect(busy.status == 3, "\(busy)")
         #expect(busy.stderr.contains("answered HTTP 503: it cannot serve now"), "\(busy)")
         #expect(busy.stderr.contains("too many open connections") && busy.stderr.contains("retry after 1 s"), "\(busy)")
         #expect(!busy.stderr.contains("TLS"), "not a handshake failure: \(busy)")
-        #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
+        await #expect(try sandbox.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")
 
         // Once the held connection goes, there is room again.
         held.close()
         try await Task.sleep(for: .milliseconds(300))
-        let push = try sandbox.run(["push"], environment: environment)
+        let push = try await sandbox.run(["push"], environment: environment)
         #expect(push.status == 0, "once the place is free: \(push)")
     }
 }
