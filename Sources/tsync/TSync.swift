@@ -54,6 +54,7 @@ struct TSync: AsyncParsableCommand {
             PushCommand.self,
             PullCommand.self,
             SyncCommand.self,
+            WatchCommand.self,
             QueriesCommand.self,
             ConflictsCommand.self,
             ResolveCommand.self,
