@@ -43,7 +43,9 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .customLong("table"), help: ArgumentHelp("Watch only this table's saved queries (repeatable).", valueName: "table"))
+    @Option(
+        name: .customLong("table"), help: ArgumentHelp("Watch only this table's saved queries (repeatable).", valueName: "TABLE"),
+        completion: StoreCompletion.tables)
     var tables: [String] = []
 
     @Flag(name: .long, help: "Print one JSON object per event (fields listed above).")
@@ -51,15 +53,15 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
 
     @Option(
         name: .customLong("exec"),
-        help: ArgumentHelp("Run `sh -c CMD` after each batch of changes, with its events on stdin.", valueName: "cmd"))
+        help: ArgumentHelp("Run `sh -c CMD` after each batch of changes, with its events on stdin.", valueName: "CMD"))
     var exec: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("End after this many seconds (exit 0).", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("End after this many seconds (exit 0).", valueName: "SECONDS"))
     var timeout: Double?
 
     @Option(
         parsing: .unconditional,
-        help: ArgumentHelp("Seconds between reads of a server without the live route.", valueName: "seconds"))
+        help: ArgumentHelp("Seconds between reads of a server without the live route.", valueName: "SECONDS"))
     var interval: Double = 5
 
     @OptionGroup var conflicts: ConflictOptions
