@@ -359,7 +359,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-top' -l 'max-top' -d 'Largest page ($top) a client may ask for.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-batch' -l 'max-batch' -d 'Most operations one POST /tables/$batch may hold; 0 turns the batch route off.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-connections' -l 'max-connections' -d 'Connections open at once; one more is answered 503 and closed.' -rfka ''
-complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-watchers' -l 'max-watchers' -d 'Requests the live route may hold at once (a quarter of them anonymous); 0 turns it off.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-watchers' -l 'max-watchers' -d 'Requests the live route may hold at once; 0 turns it off.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" header-timeout' -l 'header-timeout' -d 'Seconds a request\'s head may take to arrive, from its first byte.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" idle-timeout' -l 'idle-timeout' -d 'Seconds a connection may stay open with no request under way.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" body-timeout' -l 'body-timeout' -d 'Seconds a request\'s body may take to arrive, from its head; past it the answer is 408.' -rfka ''

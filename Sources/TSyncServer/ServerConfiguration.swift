@@ -46,7 +46,7 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: Set<String>
     /// User fields to keep an index on (`--index TABLE.FIELD`); see `IndexedField`.
     public var indexes: [IndexedField]
-    /// Requests the live route may hold at once (`--max-watchers`), a quarter of them anonymous;
+    /// Requests the live route may hold at once (`--max-watchers`);
     /// 0 turns the route off, so the server answers `Prefer: wait` as a plain v2 server does.
     /// Each held request also holds a connection (`maximumConnections`).
     public var maximumWatchers = 10_000

@@ -94,7 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("max-watchers"), parsing: .unconditional,
         help: ArgumentHelp(
-            "Requests the live route may hold at once (a quarter of them anonymous); 0 turns it off.",
+            "Requests the live route may hold at once; 0 turns it off.",
             discussion: "Each held request keeps its connection, which counts against --max-connections.",
             valueName: "n"))
     var maxWatchers = 10_000

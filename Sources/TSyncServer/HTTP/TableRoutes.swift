@@ -49,7 +49,7 @@ struct TableRoutes: Sendable {
         // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
         if let seconds = LiveWait.requested(request.headers[.prefer]), let feed = storage.changes, configuration.maximumWatchers > 0 {
             let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers).page(
-                table: table, seconds: seconds, anonymous: context.accountName == nil, channel: channel, read)
+                table: table, seconds: seconds, channel: channel, read)
             page = held
             headers[.preferenceApplied] = "wait=\(granted)"
             headers[.accelBuffering] = "no"

@@ -22,7 +22,6 @@ public final class ChangeFeed: Sendable {
         var tables: [String: Table] = [:]
         var nextWaiter: UInt64 = 0
         var waiting = 0
-        var anonymous = 0
     }
 
     private let state = LockedValue(State())
@@ -60,25 +59,18 @@ public final class ChangeFeed: Sendable {
     /// listener that reconnected), so everyone asks again.
     func wakeAll() { committed(state.withLock { Array($0.tables.keys) }) }
 
-    /// Takes a place for one more waiter; false when `limit` are waiting (a quarter of it for
-    /// anonymous requests, so strangers cannot hold every place).
-    func admit(anonymous: Bool, limit: Int) -> Bool {
+    /// Takes a place for one more waiter; false when `limit` are waiting. (A stranger cannot
+    /// take one on a server with accounts: the read is refused, 401, before it gets here.)
+    func admit(limit: Int) -> Bool {
         state.withLock { state in
             guard state.waiting < limit else { return false }
-            if anonymous {
-                guard state.anonymous < max(1, limit / 4) else { return false }
-                state.anonymous += 1
-            }
             state.waiting += 1
             return true
         }
     }
 
-    func release(anonymous: Bool) {
-        state.withLock { state in
-            state.waiting -= 1
-            if anonymous { state.anonymous -= 1 }
-        }
+    func release() {
+        state.withLock { $0.waiting -= 1 }
     }
 
     /// Waits until the table's generation is no longer `generation` (a commit), `deadline`, the

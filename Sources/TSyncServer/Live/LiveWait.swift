@@ -29,19 +29,19 @@ struct LiveWait: Sendable {
     }
 
     let feed: ChangeFeed
-    /// Requests held at once (`--max-watchers`); a quarter of it for anonymous ones.
+    /// Requests held at once (`--max-watchers`).
     let limit: Int
 
     /// Runs `query` at once; when its page is empty and a wait was granted, again after each
     /// commit to `table`, until it is not empty or the wait is over. Returns the page and the
     /// seconds granted (0 when the server holds its limit of waiters already).
     func page(
-        table: String, seconds: Int, anonymous: Bool, channel: (any Channel)?,
+        table: String, seconds: Int, channel: (any Channel)?,
         _ query: @Sendable () async throws -> RecordPage
     ) async throws -> (RecordPage, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
-        guard granted > 0, feed.admit(anonymous: anonymous, limit: limit) else { return (try await query(), 0) }
-        defer { feed.release(anonymous: anonymous) }
+        guard granted > 0, feed.admit(limit: limit) else { return (try await query(), 0) }
+        defer { feed.release() }
         let deadline = ContinuousClock.now + .seconds(granted)
         let shutdown = LockedValue(false)
         while true {
