@@ -248,7 +248,8 @@ import TSyncModel
             for _ in 0..<200 where !second.log.contains("GET /tables/todo") { usleep(25_000) }
             try writer.ok(["insert", "todo", #"{"id": "pg1"}"#])
             try writer.ok(["push"])
-            watcher.waitFor("pulled", id: "pg1")
+            // Well within the 20 s the held read would last: the commit woke it, not its end.
+            watcher.waitFor("pulled", id: "pg1", seconds: 10)
             #expect(watcher.stop().status == 130)
         }
     }
