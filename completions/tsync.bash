@@ -181,13 +181,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|purge|login|logout|whoami|push|pull|sync|queries|conflicts|resolve|config|log|serve|user|version|help)
+    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|purge|login|logout|whoami|push|pull|sync|watch|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff purge login logout whoami push pull sync queries conflicts resolve config log serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff purge login logout whoami push pull sync watch queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -628,6 +628,46 @@ _tsync_sync() {
     esac
 }
 
+_tsync_watch() {
+    repeating_flags=()
+    non_repeating_flags=(--json --verbose -v -h --help)
+    repeating_options=(--table)
+    non_repeating_options=(--store -C --exec --timeout --interval --on-conflict --prefer --retries)
+    __tsync_offer_flags_options 0
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    '--table')
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion watch -- --table "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    '--exec')
+        return
+        ;;
+    '--timeout')
+        return
+        ;;
+    '--interval')
+        return
+        ;;
+    '--on-conflict')
+        __tsync_add_completions -W 'fail'$'\n''ours'$'\n''theirs'$'\n''merge'
+        return
+        ;;
+    '--prefer')
+        __tsync_add_completions -W 'ours'$'\n''theirs'
+        return
+        ;;
+    '--retries')
+        return
+        ;;
+    esac
+}
+
 _tsync_queries() {
     repeating_flags=()
     non_repeating_flags=(--json -h --help)
@@ -798,7 +838,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -825,6 +865,9 @@ _tsync_serve() {
         return
         ;;
     '--max-connections')
+        return
+        ;;
+    '--max-watchers')
         return
         ;;
     '--header-timeout')

@@ -46,6 +46,10 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: Set<String>
     /// User fields to keep an index on (`--index TABLE.FIELD`); see `IndexedField`.
     public var indexes: [IndexedField]
+    /// Requests the live route may hold at once (`--max-watchers`);
+    /// 0 turns the route off, so the server answers `Prefer: wait` as a plain v2 server does.
+    /// Each held request also holds a connection (`maximumConnections`).
+    public var maximumWatchers = 10_000
     /// Serve HTTPS with this certificate and key (`--tls-cert`, `--tls-key`); nil is plain HTTP.
     public var tls: ServerTLS?
 
@@ -94,6 +98,7 @@ public struct ServerConfiguration: Sendable {
         guard (0...65535).contains(port) else { throw .usage("invalid port \(port): use 0 to 65535 (0 picks a free port)") }
         guard maximumPageSize >= 1 else { throw .usage("the maximum page size must be at least 1") }
         guard maximumBatchOperations >= 0 else { throw .usage("the batch limit must be 0 (no batch route) or more") }
+        guard maximumWatchers >= 0 else { throw .usage("the watcher limit must be 0 (no live route) or more") }
         guard maximumConnections >= 1 else { throw .usage("the connection limit must be at least 1") }
         guard headerTimeoutSeconds >= 1, idleTimeoutSeconds >= 1 else {
             throw .usage("the header and idle timeouts must be at least 1 second")

@@ -26,6 +26,11 @@ struct ServeCommand: AsyncParsableCommand {
             ({"maxOperations", "maxBytes", "maxItemBytes", "atomic"}); `tsync push` discovers it \
             there and sends one request per operation to servers without it.
 
+            The live route, another extension: a page read with `Prefer: wait=N` that would be \
+            empty is held until a commit to its table, or N seconds (25 at most), then answered, \
+            with `Preference-Applied: wait=N`; `tsync watch` uses it. --max-watchers bounds the \
+            requests held at once.
+
             EXAMPLES
               tsync serve --db sqlite:server.db --port 8080
               tsync serve --db sqlite:server.db --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem
@@ -85,6 +90,14 @@ struct ServeCommand: AsyncParsableCommand {
         name: .customLong("max-connections"), parsing: .unconditional,
         help: ArgumentHelp("Connections open at once; one more is answered 503 and closed.", valueName: "n"))
     var maxConnections = 1024
+
+    @Option(
+        name: .customLong("max-watchers"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Requests the live route may hold at once; 0 turns it off.",
+            discussion: "Each held request keeps its connection, which counts against --max-connections.",
+            valueName: "n"))
+    var maxWatchers = 10_000
 
     @Option(
         name: .customLong("header-timeout"), parsing: .unconditional,
@@ -147,6 +160,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second (got \(tokenTTL))") }
         guard maxTop >= 1 else { throw ValidationError("--max-top must be at least 1 (got \(maxTop))") }
         guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more (got \(maxBatch))") }
+        guard maxWatchers >= 0 else { throw ValidationError("--max-watchers must be 0 (no live route) or more (got \(maxWatchers))") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1 (got \(maxConnections))") }
         guard headerTimeout >= 1 else { throw ValidationError("--header-timeout must be at least 1 second (got \(headerTimeout))") }
         guard idleTimeout >= 1 else { throw ValidationError("--idle-timeout must be at least 1 second (got \(idleTimeout))") }
@@ -174,13 +188,15 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     private var configuration: ServerConfiguration {
-        ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
             maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
             trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
             idleTimeoutSeconds: idleTimeout, indexes: index.compactMap { try? IndexedField(parsing: $0) }, bodyTimeoutSeconds: bodyTimeout,
             queryTimeoutSeconds: queryTimeout
         )
+        configuration.maximumWatchers = maxWatchers
+        return configuration
     }
 
     func run() async throws {

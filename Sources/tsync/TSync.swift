@@ -55,6 +55,7 @@ struct TSync: AsyncParsableCommand {
             PushCommand.self,
             PullCommand.self,
             SyncCommand.self,
+            WatchCommand.self,
             QueriesCommand.self,
             ConflictsCommand.self,
             ResolveCommand.self,

@@ -134,7 +134,7 @@ public struct RemoteClient: Sendable {
     /// parameters, since it carries them already.
     public func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
-        let response = try await send(.GET, url, body: nil)
+        let response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" })
         if response.status == 200, response.json == nil, response.hasBody, !response.isJSON {
             throw notASyncServer(response, instead: "a page of records")
         }
@@ -178,7 +178,9 @@ public struct RemoteClient: Sendable {
             nextLink = resolved
         }
         serverCheck.prove()
-        return Page(records: records, nextLink: nextLink, totalCount: totalCount)
+        return Page(
+            records: records, nextLink: nextLink, totalCount: totalCount,
+            waitApplied: request.wait == nil ? nil : LiveWaitHeader.applied(response.headers.first(name: "Preference-Applied")))
     }
 
     /// `POST /tables/{table}`.
@@ -309,12 +311,13 @@ public struct RemoteClient: Sendable {
 
     func send(
         _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true,
-        discovering: Bool = false
+        discovering: Bool = false, prefer: String? = nil
     ) async throws(TSyncError) -> HTTPAnswer {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
         if method != .GET, !serverCheck.isProven { _ = try await proveServer() }
         var request = HTTPClientRequest(url: url)
+        if let prefer { request.headers.add(name: "Prefer", value: prefer) }
         request.method = method
         request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
         request.headers.add(name: "Accept", value: "application/json")
@@ -588,6 +591,9 @@ public struct PageRequest: Sendable {
     /// Ask for the number of matching records over all pages (`$inlinecount=allpages`): the
     /// answer is then `{"results": [...], "count": N}` (`Page.totalCount`).
     public var inlineCount = false
+    /// Seconds the server may hold the request while the page would be empty (`Prefer: wait=N`,
+    /// the live route, docs/DESIGN.md §8.1); nil asks for no wait.
+    public var wait: Int?
 
     public init(
         table: String, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil,
@@ -619,4 +625,19 @@ public struct Page: Sendable {
     public var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
     public var totalCount: Int?
+    /// For a request with `wait`: the seconds the server says it applied (`Preference-Applied:
+    /// wait=N`), nil when it said nothing, as a plain v2 server does.
+    public var waitApplied: Int?
+}
+
+/// `Preference-Applied: wait=N`, read.
+enum LiveWaitHeader {
+    static func applied(_ value: String?) -> Int? {
+        guard let value else { return nil }
+        for part in value.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if pair.count == 2, pair[0].lowercased() == "wait", let seconds = Int(pair[1]), seconds >= 0 { return seconds }
+        }
+        return nil
+    }
 }

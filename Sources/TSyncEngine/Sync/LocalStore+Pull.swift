@@ -9,6 +9,18 @@ public struct PageResult: Sendable, Equatable {
     public var removed = 0
     /// Records left alone because the item has a pending local operation.
     public var skipped = 0
+    /// With `detailed`: what each record changed in the working copy, in page order, leaving out
+    /// records that changed nothing (the copy the store already had: the echo of its own push).
+    public var changes: [PulledChange] = []
+}
+
+/// One record of a page that changed the working copy (`tsync watch` prints each).
+public struct PulledChange: Sendable, Equatable {
+    public enum Kind: String, Sendable { case upserted, removed }
+    public var id: String
+    public var kind: Kind
+    /// The server's version of the record.
+    public var version: String?
 }
 
 /// What a pull did to the local table, summed over its pages.
@@ -43,9 +55,9 @@ extension LocalStore {
     /// `checkpoint` is given it is saved in the same transaction, so the checkpoint never runs ahead
     /// of the records.
     @discardableResult
-    public func applyServerPage(table: String, records: [TSyncModel.Record], saving query: SavedQuery? = nil) throws(TSyncError)
-        -> PageResult
-    {
+    public func applyServerPage(
+        table: String, records: [TSyncModel.Record], saving query: SavedQuery? = nil, detailed: Bool = false
+    ) throws(TSyncError) -> PageResult {
         try Identifiers.validateTableName(table)
         return try write { db in
             try StoreRows.registerTable(db, table)
@@ -71,10 +83,23 @@ extension LocalStore {
                 if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: record.id) }
                 if record.system.deleted {
                     try StoreRows.deleteRecord(db, table: table, id: record.id)
-                    result.removed += db.changesCount
+                    let removed = db.changesCount
+                    result.removed += removed
+                    if detailed, removed > 0 {
+                        result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.system.version))
+                    }
                 } else {
+                    var unchanged = false
+                    if detailed, let version = record.system.version {
+                        unchanged =
+                            try String.fetchOne(
+                                db, sql: "SELECT version FROM records WHERE tbl = ? AND id = ?", arguments: [table, record.id]) == version
+                    }
                     try StoreRows.upsertRecord(db, table: table, record: record)
                     result.upserted += 1
+                    if detailed, !unchanged {
+                        result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.system.version))
+                    }
                 }
             }
             if let query { try StoreRows.saveQuery(db, query) }

@@ -12,6 +12,9 @@ public struct PullRequest: Sendable {
     public var pageSize: Int
     /// Forget the query's checkpoint first (and accept a changed filter).
     public var reset: Bool
+    /// Seconds the server may hold each request while there is nothing new (`Prefer: wait`, the
+    /// live route of `tsync watch`, docs/DESIGN.md §8.1); nil for a plain pull. With a query id only.
+    public var wait: Int?
 
     public static let defaultPageSize = 1000
 
@@ -53,6 +56,9 @@ public struct Puller: Sendable {
 
     /// When set and stopped, the pull ends after the page it is writing.
     public var stopRequest: StopRequest?
+    /// Sees each page once it is written, with what it changed (`PageResult.changes`), and the
+    /// server's answer to a `wait` (`Page.waitApplied`): `tsync watch`'s events.
+    public var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: Page) async -> Void)?
 
     public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
         self.store = store
@@ -101,13 +107,15 @@ public struct Puller: Sendable {
             if request.reset { checkpoint = nil }
         }
         func pageRequest(at position: PullPosition) -> PageRequest {
-            PageRequest(
+            var page = PageRequest(
                 table: request.table, filter: Checkpoint.filter(user: filter, after: position.checkpoint),
                 orderBy: Checkpoint.orderBy, top: request.pageSize, skip: position.skip > 0 ? position.skip : nil)
+            page.wait = request.wait
+            return page
         }
         var position = PullPosition(checkpoint: checkpoint)
         var first = pageRequest(at: position)
-        first.inlineCount = true  // the total, for the progress line
+        first.inlineCount = request.wait == nil  // the total, for the progress line
         var fetching: PageFetch? = PageFetch(remote, first)
         var total: Int?
         // The ids read while walking a run of equal timestamps by offset: a page of the walk that
@@ -141,7 +149,9 @@ public struct Puller: Sendable {
             if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position)) }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
-            let result = try store.applyServerPage(table: request.table, records: page.records, saving: query)
+            let result = try store.applyServerPage(
+                table: request.table, records: page.records, saving: query, detailed: pageObserver != nil)
+            await pageObserver?(request.table, result, page)
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
         summary.checkpoint = position.checkpoint
@@ -228,8 +238,15 @@ private final class PageFetch: Sendable {
         task = Task { await Self.read(remote, request) }
     }
 
+    /// The page; cancelling the caller cancels the request (a live pull's held request ends
+    /// with the watch).
     func page() async throws(TSyncError) -> Page {
-        try await task.value.get()
+        let task = task
+        return try await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }.get()
     }
 
     func cancel() { task.cancel() }

@@ -31,6 +31,8 @@ public struct PushSummary: Sendable, Equatable {
     public var items = ItemSample()
     /// The operations that failed, to tell which of them a policy settled later.
     var failedOperations: [Int64] = []
+    /// The conflicts a policy settled, one by one (`tsync watch` reports each).
+    public var settledItems: [SettledItem] = []
 
     public init() {}
 
@@ -50,9 +52,19 @@ public struct PushSummary: Sendable, Equatable {
         requests += next.requests
         items.add(next.items)
         failedOperations += next.failedOperations
+        settledItems += next.settledItems
         interrupted = interrupted || next.interrupted
         rounds += 1
     }
+}
+
+/// A conflict a policy settled within a push (docs/DESIGN.md §9.1).
+public struct SettledItem: Sendable, Equatable {
+    public var table: String
+    public var id: String
+    public var policy: ConflictPolicy
+    /// The error it settled.
+    public var errorID: Int64
 }
 
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).

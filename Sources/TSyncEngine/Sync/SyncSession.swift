@@ -149,7 +149,7 @@ public struct SyncSession: Sendable {
     /// push meets conflicts again (someone wrote in between), it goes round again, `retries` times
     /// at most; what is left stays in the error table. A merge that is refused is not tried again.
     /// Rejected operations and server errors are never settled (`ConflictPolicy.settledClasses`).
-    private func pushSettling(_ remote: RemoteClient, tables: [String]?, policies: ConflictPolicies) async throws(TSyncError)
+    func pushSettling(_ remote: RemoteClient, tables: [String]?, policies: ConflictPolicies) async throws(TSyncError)
         -> PushSummary
     {
         var summary = try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
@@ -174,6 +174,8 @@ public struct SyncSession: Sendable {
                 {
                 case .settled(let pending):
                     summary.settled[policy, default: 0] += 1
+                    summary.settledItems.append(
+                        SettledItem(table: table, id: details.error.itemID, policy: policy, errorID: details.error.id))
                     if pending { again.insert(table) }
                 case .refused:
                     refused.insert(details.error.id)

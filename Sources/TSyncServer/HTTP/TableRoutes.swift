@@ -36,11 +36,27 @@ struct TableRoutes: Sendable {
         let options = try ListOptions(parameters, configuration: configuration)
         let scope = try scope(table, context)
         let storage = storage
-        let page = try await QueryDeadline.run(seconds: configuration.queryTimeoutSeconds, channel: context.channel) {
-            try await storage.query(table: table, options.query, scope: scope)
+        let timeout = configuration.queryTimeoutSeconds
+        let channel = context.channel
+        let query = options.query
+        let read: @Sendable () async throws -> RecordPage = {
+            try await QueryDeadline.run(seconds: timeout, channel: channel) {
+                try await storage.query(table: table, query, scope: scope)
+            }
+        }
+        var headers: HTTPFields = [:]
+        let page: RecordPage
+        // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
+        if let seconds = LiveWait.requested(request.headers[.prefer]), let feed = storage.changes, configuration.maximumWatchers > 0 {
+            let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers).page(
+                table: table, seconds: seconds, channel: channel, read)
+            page = held
+            headers[.preferenceApplied] = "wait=\(granted)"
+            headers[.accelBuffering] = "no"
+        } else {
+            page = try await read()
         }
 
-        var headers: HTTPFields = [:]
         if let top = options.query.top, top > 0, page.items.count == top {
             let next = nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top)
             headers[.link] = "<\(next)>; rel=next"

@@ -20,6 +20,11 @@ public final class PostgresStorage: ServerStorage {
     private let renderer = SQLRenderer(schema: PostgresSchema.querySchema)
     /// The declared indexed fields, by table key (`declareIndexes`).
     private let indexes = Mutex<[String: [IndexedField]]>([:])
+    /// Woken after each commit that wrote records, this instance's (at once) and other instances'
+    /// (through `NOTIFY`, `PostgresChangeListener`): the live route, docs/DESIGN.md §8.1.
+    public let changes: ChangeFeed? = ChangeFeed()
+    /// Tells this instance's notifications from other instances' (it has woken its own already).
+    let instance = String(UInt64.random(in: 0...UInt64.max), radix: 16)
 
     init(database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp) {
         self.database = database
@@ -37,7 +42,12 @@ public final class PostgresStorage: ServerStorage {
         try await PostgresDatabase.withDatabase(
             url: url, maximumConnections: maximumConnections, statementTimeoutSeconds: statementTimeoutSeconds, logger: logger
         ) { database in
-            try await body(PostgresStorage(database: database, clock: clock))
+            let storage = PostgresStorage(database: database, clock: clock)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await PostgresChangeListener(storage: storage, logger: logger).run() }
+                defer { group.cancelAll() }
+                return try await body(storage)
+            }
         }
     }
 
@@ -140,7 +150,7 @@ public final class PostgresStorage: ServerStorage {
 
     public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
         let now = clock()
-        return try await writing {
+        let outcomes = try await writing {
             try await database.transaction { transaction in
                 // Lock each touched table's clock once, before reading its records, so the reads
                 // see every earlier commit; then read all the batch's records of it at once.
@@ -188,9 +198,23 @@ public final class PostgresStorage: ServerStorage {
                 }
                 try await pending.flush(transaction)
                 if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback(WriteOutcome.rolledBack(outcomes)) }
-                return outcomes.contains(where: \.succeeded) ? .commit(outcomes) : .rollback(outcomes)
+                guard outcomes.contains(where: \.succeeded) else { return .rollback(outcomes) }
+                // Delivered to every instance's listener when (and only if) the transaction commits.
+                for table in Self.changedTables(writes, outcomes) {
+                    var notify = PostgresStatement("SELECT pg_notify('\(PostgresChangeListener.channel)', ")
+                    notify.append(notify.bind("\(instance) \(table)") + ")")
+                    try await transaction.execute(notify)
+                }
+                return .commit(outcomes)
             }
         }
+        changes?.committed(Self.changedTables(writes, outcomes))
+        return outcomes
+    }
+
+    /// The keys of the tables that `writes` changed.
+    private static func changedTables(_ writes: [RecordWrite], _ outcomes: [WriteOutcome]) -> Set<String> {
+        Set(zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { ChangeFeed.key($0.0.table) })
     }
 
     /// New records of a batch, written with one `INSERT … SELECT FROM unnest(…)` per table and

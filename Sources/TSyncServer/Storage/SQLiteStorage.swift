@@ -20,6 +20,8 @@ public final class SQLiteStorage: ServerStorage {
     private let knownTables = Mutex<Set<String>>([])
     /// The declared indexed fields, by SQL table name (`declareIndexes`).
     private let indexes = Mutex<[String: [IndexedField]]>([:])
+    /// Woken after each commit that wrote records (the live route, docs/DESIGN.md §8.1).
+    public let changes: ChangeFeed? = ChangeFeed()
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -142,6 +144,7 @@ public final class SQLiteStorage: ServerStorage {
         }
         // Only tables whose creation committed are remembered.
         if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
+        changes?.committed(zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table })
         return outcomes
     }
 

@@ -32,6 +32,10 @@ public protocol ServerStorage: Sendable {
     /// what it found and did, one line each, for the start-up log.
     func declareIndexes(_ fields: [IndexedField]) async throws -> [String]
 
+    /// Told of every commit that wrote records, to wake the live route's waiting requests
+    /// (docs/DESIGN.md §8.1); nil for a storage without one (the live route is then off).
+    var changes: ChangeFeed? { get }
+
     // MARK: Accounts
 
     /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.
@@ -75,6 +79,10 @@ public protocol ServerStorage: Sendable {
     func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws
     /// The account the client `key` logged in to before, when that is remembered at `now`.
     func knownClient(key: String, now: Timestamp) async throws -> String?
+}
+
+extension ServerStorage {
+    public var changes: ChangeFeed? { nil }
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in

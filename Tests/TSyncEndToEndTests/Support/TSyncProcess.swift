@@ -112,6 +112,11 @@ final class TSyncProcess {
         return "\(alive); " + lines.filter { $0.hasPrefix("Sig") || $0.hasPrefix("State") || $0.hasPrefix("Name") }.joined(separator: " ")
     }
 
+    /// What it has written to stdout so far.
+    var stdoutSoFar: String {
+        String(decoding: FileManager.default.contents(atPath: outputPath("stdout")) ?? Data(), as: UTF8.self)
+    }
+
     /// What it has written to stderr so far.
     var stderrSoFar: String {
         String(decoding: FileManager.default.contents(atPath: outputPath("stderr")) ?? Data(), as: UTF8.self)

@@ -1,0 +1,378 @@
+import Foundation
+import GRDB
+import TSyncModel
+
+/// What `tsync watch` asks for (docs/DESIGN.md §8.1).
+public struct LiveOptions: Sendable {
+    /// The tables whose saved queries are watched; empty: every saved query.
+    public var tables: [String]
+    /// How often a server without the live route is asked again.
+    public var interval: Duration
+    /// When to end (nil: never, until stopped).
+    public var timeout: Duration?
+    /// The conflict policies of every push (as `push --on-conflict`).
+    public var policies: ConflictPolicies
+
+    /// How often the queue is looked at for operations other commands queued.
+    public static let queuePollInterval = Duration.milliseconds(100)
+    /// The longest wait asked of the server (its own cap is 25 s), less when the HTTP timeout is short.
+    public static let maximumWaitSeconds = 20
+    public static let defaultInterval = Duration.seconds(5)
+
+    public init(
+        tables: [String] = [], interval: Duration = defaultInterval, timeout: Duration? = nil,
+        policies: ConflictPolicies = ConflictPolicies()
+    ) {
+        self.tables = tables
+        self.interval = interval
+        self.timeout = timeout
+        self.policies = policies
+    }
+}
+
+/// One thing `tsync watch` reports (`--json`: one NDJSON object each, docs/DESIGN.md §3). The
+/// fields are an interface: they are only ever added to.
+public struct LiveEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// A record the server sent was written to the working copy.
+        case pulled
+        /// A record the server deleted was removed from the working copy.
+        case deleted
+        /// A queued operation was accepted by the server.
+        case pushed
+        /// An operation failed and is in the error table (`tsync conflicts`).
+        case conflict
+        /// A conflict was settled by a policy (`policy`).
+        case settled
+        /// The server answers (again): at the start, and after `reconnecting`.
+        case connected
+        /// The server could not be reached; it is asked again after `retryIn` seconds.
+        case reconnecting
+        /// The server has no live route: it is asked every `interval` seconds instead.
+        case polling
+    }
+
+    public var kind: Kind
+    public var table: String?
+    public var id: String?
+    public var at: Timestamp
+    /// `pulled`, `deleted`: the saved query that brought it.
+    public var queryID: String?
+    /// `pulled`, `deleted`, `pushed`: the server's version of the record, when known.
+    public var version: String?
+    /// `pushed`, `conflict`: insert, update or delete.
+    public var operation: String?
+    /// `settled`: ours, theirs or merge.
+    public var policy: String?
+    /// `conflict`, `reconnecting`: why, in words.
+    public var message: String?
+    /// `reconnecting`: seconds until the next try.
+    public var retryIn: Double?
+    /// `polling`: seconds between reads.
+    public var interval: Double?
+
+    public init(_ kind: Kind, table: String? = nil, id: String? = nil, at: Timestamp = Timestamp.now()) {
+        self.kind = kind
+        self.table = table
+        self.id = id
+        self.at = at
+    }
+}
+
+/// How a watch ended.
+public enum LiveEnd: Sendable, Equatable {
+    /// `--timeout` passed.
+    case timedOut
+    /// The `StopRequest` was set (SIGINT, SIGTERM): the step under way was finished.
+    case stopped
+}
+
+/// The queue as `watch` looks at it: changes when another command queues an operation.
+struct QueueMark: Equatable {
+    var lastSeq: Int64
+    var count: Int
+}
+
+extension LocalStore {
+    /// The highest queued sequence number and the number of operations: one read, no lock held.
+    func queueMark() throws(TSyncError) -> QueueMark {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT ifnull(max(seq), 0) AS s, count(*) AS c FROM operations")
+            return QueueMark(lastSeq: row?["s"] ?? 0, count: row?["c"] ?? 0)
+        }
+    }
+
+    /// The operations queued now, without their items.
+    func queuedOperations() throws(TSyncError) -> [Int64: (table: String, id: String, kind: String)] {
+        try read { db in
+            var operations: [Int64: (table: String, id: String, kind: String)] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT seq, tbl, item_id, kind FROM operations") {
+                operations[row["seq"]] = (row["tbl"], row["item_id"], row["kind"])
+            }
+            return operations
+        }
+    }
+}
+
+extension SyncSession {
+    /// `tsync watch` (docs/DESIGN.md §8.1): a sync (push with the conflict policies, then a pull
+    /// of every watched saved query), then, until `options.timeout` or the stop request, one
+    /// long-poll per watched query, applying pages exactly as `pull` does (the checkpoint moves
+    /// only with a written page), and a push whenever another command queues an operation.
+    /// `onEvents` gets each batch of changes (a page's, a push's) as it is written. Nothing is
+    /// held between steps: other commands on the store never wait for the watch.
+    public func watch(_ options: LiveOptions, onEvents: @escaping @Sendable ([LiveEvent]) async -> Void) async throws(TSyncError)
+        -> LiveEnd
+    {
+        try store.requireTables(options.tables)
+        let wanted = Set(options.tables.map { $0.lowercased() })
+        let queries = try store.savedQueries().filter { wanted.isEmpty || wanted.contains($0.table.lowercased()) }
+        for table in options.tables where !queries.contains(where: { $0.table.lowercased() == table.lowercased() }) {
+            throw .usage("table \(table) has no saved query id to watch: pull it once with a query id first")
+        }
+        guard !queries.isEmpty else {
+            throw .usage("there is nothing to watch: no saved query id (pull a table once with a query id first)")
+        }
+        let deadline = options.timeout.map { ContinuousClock.now + $0 }
+        return try await withRemote { remote throws(TSyncError) in
+            try await LiveRun(session: self, remote: remote, options: options, deadline: deadline, onEvents: onEvents)
+                .run(queries)
+        }
+    }
+}
+
+/// One watch: its loops and what they share (whether the server answers, whether polling was said).
+private final class LiveRun: @unchecked Sendable {  // `lock` guards the vars
+    let session: SyncSession
+    let remote: RemoteClient
+    let options: LiveOptions
+    let deadline: ContinuousClock.Instant?
+    let onEvents: @Sendable ([LiveEvent]) async -> Void
+    /// The seconds asked of the server: below the HTTP exchange's deadline.
+    let waitSeconds: Int
+
+    private let lock = NSLock()
+    private var connected = true
+    private var saidPolling = false
+
+    init(
+        session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?,
+        onEvents: @escaping @Sendable ([LiveEvent]) async -> Void
+    ) {
+        self.session = session
+        self.remote = remote
+        self.options = options
+        self.deadline = deadline
+        self.onEvents = onEvents
+        waitSeconds = max(1, min(LiveOptions.maximumWaitSeconds, Int(session.timeout.components.seconds) - 5))
+    }
+
+    private var store: LocalStore { session.store }
+    private var stopped: Bool { session.stopRequest?.isStopped == true }
+
+    func run(_ queries: [SavedQuery]) async throws(TSyncError) -> LiveEnd {
+        // The sync it starts with: an unreachable server here ends the watch (exit 3), as `sync`.
+        let push = try await pushEvents { () throws(TSyncError) in
+            try await session.pushSettling(remote, tables: nil, policies: options.policies)
+        }
+        if push.interrupted || stopped { return .stopped }
+        for query in queries {
+            var puller = Puller(store: store, remote: remote, stopRequest: session.stopRequest)
+            puller.pageObserver = pageObserver(query, seen: nil)
+            let summary = try await puller.pull(PullRequest(table: query.table, queryID: query.queryID))
+            if summary.interrupted || stopped { return .stopped }
+        }
+        await onEvents([LiveEvent(.connected)])
+
+        let result = await withTaskGroup(of: Result<LiveEnd, TSyncError>?.self) { group in
+            for query in queries { group.addTask { await self.pullLoop(query) } }
+            group.addTask { await self.controlLoop() }
+            var first: Result<LiveEnd, TSyncError>?
+            for await exit in group {
+                guard let exit else { continue }
+                first = exit
+                break
+            }
+            group.cancelAll()
+            return first ?? .success(.stopped)
+        }
+        return try result.get()
+    }
+
+    // MARK: - Pull
+
+    /// Long-polls one saved query until cancelled; nil then, or the error that ends the watch.
+    private func pullLoop(_ query: SavedQuery) async -> Result<LiveEnd, TSyncError>? {
+        var attempt = 0
+        let seen = WaitSeen()
+        while !Task.isCancelled {
+            var puller = Puller(store: store, remote: remote)
+            puller.pageObserver = pageObserver(query, seen: seen)
+            var request = PullRequest(table: query.table, queryID: query.queryID)
+            request.wait = waitSeconds
+            do {
+                seen.reset()
+                _ = try await puller.pull(request)
+                attempt = 0
+                await reachable()
+                switch seen.applied {
+                case nil:
+                    // A plain v2 server: it answered at once without saying it held anything.
+                    await sayPollingOnce()
+                    try await Task.sleep(for: options.interval)
+                case 0?:
+                    // The server holds as many requests as it allows: ask again a little later.
+                    try await Task.sleep(for: options.interval)
+                default:
+                    break
+                }
+            } catch let error as TSyncError where error.kind == .unreachable {
+                if Task.isCancelled { return nil }
+                attempt += 1
+                let delay = Self.backoff(attempt)
+                await unreachable(error, retryIn: delay)
+                do { try await Task.sleep(for: delay) } catch { return nil }
+            } catch let error as TSyncError {
+                return Task.isCancelled ? nil : .failure(error)
+            } catch {
+                return nil  // the sleep was cancelled
+            }
+        }
+        return nil
+    }
+
+    /// Turns each written page into events (`seen`: where the server's answer to `wait` goes).
+    private func pageObserver(_ query: SavedQuery, seen: WaitSeen?) -> @Sendable (String, PageResult, Page) async -> Void {
+        let onEvents = onEvents
+        return { table, result, page in
+            seen?.record(page.waitApplied)
+            let events = result.changes.map { change in
+                var event = LiveEvent(change.kind == .removed ? .deleted : .pulled, table: table, id: change.id)
+                event.queryID = query.queryID
+                event.version = change.version
+                return event
+            }
+            if !events.isEmpty { await onEvents(events) }
+        }
+    }
+
+    // MARK: - Push, stop and timeout
+
+    /// Looks at the queue every `queuePollInterval` and pushes what other commands queued; ends
+    /// the watch on the stop request (after the push under way) or at the deadline.
+    private func controlLoop() async -> Result<LiveEnd, TSyncError>? {
+        var last: QueueMark?
+        var attempt = 0
+        var retryAt: ContinuousClock.Instant?
+        while true {
+            if stopped { return .success(.stopped) }
+            if let deadline, ContinuousClock.now >= deadline { return .success(.timedOut) }
+            do throws(TSyncError) {
+                let mark = try store.queueMark()
+                let due = retryAt.map { ContinuousClock.now >= $0 } ?? false
+                if (mark != last && mark.count > 0) || due {
+                    do throws(TSyncError) {
+                        let summary = try await pushEvents { () throws(TSyncError) in
+                            try await session.pushSettling(remote, tables: nil, policies: options.policies)
+                        }
+                        retryAt = nil
+                        attempt = 0
+                        await reachable()
+                        if summary.interrupted { return .success(.stopped) }
+                    } catch  where error.kind == .unreachable {
+                        attempt += 1
+                        let delay = Self.backoff(attempt)
+                        retryAt = ContinuousClock.now + delay
+                        await unreachable(error, retryIn: delay)
+                    }
+                }
+                last = mark
+            } catch {
+                return .failure(error)
+            }
+            try? await Task.sleep(for: LiveOptions.queuePollInterval)
+        }
+    }
+
+    /// Runs a push and reports what it did, operation by operation.
+    private func pushEvents(_ push: () async throws(TSyncError) -> PushSummary) async throws(TSyncError) -> PushSummary {
+        let before = try store.queuedOperations()
+        let summary = try await push()
+        let after = try store.queuedOperations()
+        var events: [LiveEvent] = []
+        let settledTheirs = Set(summary.settledItems.filter { $0.policy == .theirs }.map { "\($0.table)/\($0.id)" })
+        var reported = Set<String>()
+        for (seq, operation) in before.sorted(by: { $0.key < $1.key }) where after[seq] == nil {
+            let key = "\(operation.table)/\(operation.id)"
+            guard !settledTheirs.contains(key) else { continue }
+            var event = LiveEvent(.pushed, table: operation.table, id: operation.id)
+            event.operation = operation.kind
+            event.version = try? store.record(table: operation.table, id: operation.id)?.system.version
+            events.append(event)
+            reported.insert(key)
+        }
+        for item in summary.settledItems {
+            var event = LiveEvent(.settled, table: item.table, id: item.id)
+            event.policy = item.policy.rawValue
+            events.append(event)
+        }
+        for error in try store.operationErrors(operations: summary.failedOperations) {
+            var event = LiveEvent(.conflict, table: error.table, id: error.itemID)
+            event.operation = error.kind.rawValue
+            event.message = error.message
+            events.append(event)
+        }
+        if !events.isEmpty { await onEvents(events) }
+        return summary
+    }
+
+    // MARK: - The server's state
+
+    private func reachable() async {
+        let changed = lock.withLock {
+            defer { connected = true }
+            return !connected
+        }
+        if changed { await onEvents([LiveEvent(.connected)]) }
+    }
+
+    private func unreachable(_ error: TSyncError, retryIn delay: Duration) async {
+        let changed = lock.withLock {
+            defer { connected = false }
+            return connected
+        }
+        guard changed else { return }
+        var event = LiveEvent(.reconnecting)
+        event.message = error.message
+        event.retryIn = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        await onEvents([event])
+    }
+
+    private func sayPollingOnce() async {
+        let first = lock.withLock {
+            defer { saidPolling = true }
+            return !saidPolling
+        }
+        guard first else { return }
+        var event = LiveEvent(.polling)
+        event.interval = Double(options.interval.components.seconds) + Double(options.interval.components.attoseconds) / 1e18
+        await onEvents([event])
+    }
+
+    /// Jittered exponential backoff: 0.25 s doubling to 10 s at most, each wait a random point in
+    /// its upper half, so the watchers of a restarted server do not all come back at once.
+    static func backoff(_ attempt: Int) -> Duration {
+        let ceiling = min(10.0, 0.25 * pow(2.0, Double(min(attempt, 10) - 1)))
+        return .milliseconds(Int(ceiling * Double.random(in: 0.5...1.0) * 1000))
+    }
+}
+
+/// The server's answer to `wait` over one pull: the last page's.
+private final class WaitSeen: @unchecked Sendable {  // `lock` guards `value`
+    private let lock = NSLock()
+    private var value: Int?
+
+    func reset() { lock.withLock { value = nil } }
+    func record(_ applied: Int?) { lock.withLock { value = applied } }
+    var applied: Int? { lock.withLock { value } }
+}

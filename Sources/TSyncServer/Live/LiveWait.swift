@@ -1,0 +1,81 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// The live route (docs/DESIGN.md §4, §8.1): a page read with `Prefer: wait=N` (RFC 7240) that
+/// would be empty is held until a commit to its table, or N seconds (at most `maximumSeconds`),
+/// and then answered with the same query run again. A plain v2 server ignores the preference;
+/// `tsync serve` says it applied it (`Preference-Applied: wait=N`), which is how a client
+/// discovers the route, and asks proxies not to buffer (`X-Accel-Buffering: no`).
+struct LiveWait: Sendable {
+    /// The longest wait granted: under the 15–25 s that proxies and load balancers keep an idle
+    /// request open, so a held request is never cut by one.
+    static let maximumSeconds = 25
+
+    /// The seconds asked for, nil when the request has no `wait` preference.
+    static func requested(_ prefer: String?) -> Int? {
+        guard let prefer else { return nil }
+        for preference in prefer.split(separator: ",") {
+            let token = preference.split(separator: ";").first?.trimmingCharacters(in: .whitespaces) ?? ""
+            let parts = token.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, parts[0].lowercased() == "wait" else { continue }
+            let value = parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            guard let seconds = Int(value), seconds >= 0 else { return nil }
+            return seconds
+        }
+        return nil
+    }
+
+    let feed: ChangeFeed
+    /// Requests held at once (`--max-watchers`).
+    let limit: Int
+
+    /// Runs `query` at once; when its page is empty and a wait was granted, again after each
+    /// commit to `table`, until it is not empty or the wait is over. Returns the page and the
+    /// seconds granted (0 when the server holds its limit of waiters already).
+    func page(
+        table: String, seconds: Int, channel: (any Channel)?,
+        _ query: @Sendable () async throws -> RecordPage
+    ) async throws -> (RecordPage, granted: Int) {
+        let granted = min(seconds, Self.maximumSeconds)
+        guard granted > 0, feed.admit(limit: limit) else { return (try await query(), 0) }
+        defer { feed.release() }
+        let deadline = ContinuousClock.now + .seconds(granted)
+        let shutdown = ShutdownFlag()
+        while true {
+            // Taken before the query: a commit while it runs wakes the wait below at once.
+            let generation = feed.generation(table)
+            let page = try await query()
+            if !page.items.isEmpty || ContinuousClock.now >= deadline || shutdown.isSet || channel?.isActive == false
+                || Task.isCancelled
+            {
+                return (page, granted)
+            }
+            let feed = feed
+            await withGracefulShutdownHandler {
+                await feed.wait(table: table, after: generation, until: deadline, channel: channel)
+            } onGracefulShutdown: {
+                // Shutting down: answer what there is now, so the server stops without delay.
+                shutdown.set()
+                feed.committed([table])
+            }
+        }
+    }
+}
+
+/// Set once the server begins to stop, read by the wait loop (a class, so the shutdown handler
+/// and the loop share it).
+private final class ShutdownFlag: Sendable {
+    private let flag = Mutex(false)
+    var isSet: Bool { flag.withLock { $0 } }
+    func set() { flag.withLock { $0 = true } }
+}
+
+extension HTTPField.Name {
+    static let prefer = HTTPField.Name("Prefer")!
+    static let preferenceApplied = HTTPField.Name("Preference-Applied")!
+    static let accelBuffering = HTTPField.Name("X-Accel-Buffering")!
+}

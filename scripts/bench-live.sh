@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Live-sync benchmark (issue 23), not a test: change-to-event latency of `tsync watch`, measured
+# in one run against its anchor. Release build, `tsync serve --no-auth` on SQLite on loopback.
+#   live     a store runs `tsync watch --json` against the server (the live route, Prefer: wait);
+#   polling  another store runs `tsync watch --json --interval INTERVAL` against a second server on
+#            the same database started with --max-watchers 0 (a plain v2 server: polled).
+# N records are inserted one at a time with POST /tables/todo (python's urllib, one connection a
+# request), PAUSE seconds apart. A record's latency is its `pulled` event's `at` minus its
+# `updatedAt` (the commit's time, from the same clock): the time from the commit to the record
+# being in the watching store's table and its event on stdout. Millisecond resolution.
+# Prints p50, p99 and max of each, and polling / live.
+# Then idle watchers: a third server (--max-watchers W) gets W held reads at once (raw sockets,
+# `Prefer: wait=25` on an empty page), its resident memory is read before and after (VmRSS), one
+# record is inserted, and the time from its commit to each held read's answer is measured.
+# Prints KB of server memory per held read, and p50/p99/max of the fan-out.
+# Usage: scripts/bench-live.sh [N] [INTERVAL] [PAUSE] [W]   (defaults 200 1 0.05 10000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-200}
+interval=${2:-1}
+pause=${3:-0.05}
+idle=${4:-10000}
+
+if [ -z "${TSYNC_BIN:-}" ]; then
+    swift build -c release --product tsync >&2
+    bin="$(swift build -c release --show-bin-path)/tsync"
+else
+    bin=$TSYNC_BIN
+fi
+
+. scripts/lib/serve.sh
+work=$(mktemp -d /tmp/tsync-bench-live.XXXXXX)
+watchers=()
+cleanup() {
+    for pid in "${watchers[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
+    serve_stop_all
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+serve_start "$bin" "$work/live.log" --db "sqlite:$work/server.db" --no-auth
+live_url=$SERVE_URL
+serve_start "$bin" "$work/plain.log" --db "sqlite:$work/server.db" --no-auth --max-watchers 0
+plain_url=$SERVE_URL
+
+for side in live plain; do
+    url=$live_url
+    [ "$side" = plain ] && url=$plain_url
+    "$bin" init "$work/$side" --remote "$url" >/dev/null
+    "$bin" -C "$work/$side" pull todo --query-id all >/dev/null 2>&1
+done
+"$bin" -C "$work/live" watch --json >"$work/live.events" 2>"$work/live.err" &
+watchers+=($!)
+"$bin" -C "$work/plain" watch --json --interval "$interval" >"$work/plain.events" 2>"$work/plain.err" &
+watchers+=($!)
+sleep 1
+
+python3 - "$live_url" "$count" "$pause" "$work" <<'PY'
+import json, sys, time, urllib.request
+from datetime import datetime
+
+url, count, pause, work = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+
+def millis(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() * 1000
+
+committed = {}
+for i in range(count):
+    body = json.dumps({"id": f"r{i:06d}", "n": i}).encode()
+    request = urllib.request.Request(url + "/tables/todo", data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "ZUMO-API-VERSION": "2.0.0"})
+    with urllib.request.urlopen(request) as reply:
+        record = json.load(reply)
+    committed[record["id"]] = millis(record["updatedAt"])
+    time.sleep(pause)
+
+def latencies(side, wait_seconds):
+    deadline = time.time() + wait_seconds
+    while True:
+        seen = {}
+        with open(f"{work}/{side}.events") as events:
+            for line in events:
+                event = json.loads(line)
+                if event.get("event") == "pulled" and event.get("id") in committed:
+                    seen.setdefault(event["id"], millis(event["at"]) - committed[event["id"]])
+        if len(seen) == len(committed) or time.time() > deadline:
+            return sorted(seen.values()), len(seen)
+        time.sleep(0.2)
+
+def pct(values, p):
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else float("nan")
+
+results = {}
+for side in ("live", "plain"):
+    values, got = latencies(side, 30)
+    results[side] = values
+    print(f"{side:8} {got}/{len(committed)} events  p50 {pct(values, 50):7.1f} ms  p99 {pct(values, 99):7.1f} ms  max {max(values) if values else float('nan'):7.1f} ms")
+if results["live"] and results["plain"]:
+    print(f"polling / live: p50 x{pct(results['plain'], 50) / max(pct(results['live'], 50), 0.5):.0f}, p99 x{pct(results['plain'], 99) / max(pct(results['live'], 99), 0.5):.0f}")
+PY
+
+# Idle watchers.
+serve_start "$bin" "$work/idle.log" --db "sqlite:$work/idle.db" --no-auth --max-watchers "$idle" \
+    --max-connections $((idle + 64))
+idle_url=$SERVE_URL
+idle_pid=${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+python3 - "$idle_url" "$idle" "$idle_pid" <<'PY'
+import asyncio, json, sys, time, urllib.request
+from datetime import datetime
+
+url, count, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+host, port = url.split("//")[1].split(":")
+path = "/tables/idle?$filter=updatedAt%20gt%20datetimeoffset'2000-01-01T00:00:00.000Z'&__includeDeleted=true"
+request = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nZUMO-API-VERSION: 2.0.0\r\n"
+           f"Prefer: wait=25\r\n\r\n").encode()
+
+def rss_kb():
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+
+async def main():
+    before = rss_kb()
+    connections = []
+    for i in range(count):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(request)
+        connections.append((reader, writer))
+        if i % 500 == 499:
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(3)
+    held = rss_kb()
+    received = []
+
+    async def answer(reader):
+        data = await reader.readuntil(b"\r\n\r\n")
+        received.append(time.time() * 1000)
+        return data
+
+    tasks = [asyncio.create_task(answer(reader)) for reader, _ in connections]
+    await asyncio.sleep(0.5)
+    early = sum(task.done() for task in tasks)
+    body = json.dumps({"id": "wake"}).encode()
+    post = urllib.request.Request(url + "/tables/idle", data=body, method="POST",
+                                  headers={"Content-Type": "application/json", "ZUMO-API-VERSION": "2.0.0"})
+    reply = await asyncio.to_thread(lambda: json.load(urllib.request.urlopen(post)))
+    committed = datetime.strptime(reply["updatedAt"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() * 1000
+    await asyncio.wait(tasks, timeout=30)
+    values = sorted(r - committed for r in received)
+    pct = lambda p: values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+    print(f"idle     {count} held reads ({early} answered before the write): server RSS {before} KB -> {held} KB, "
+          f"{(held - before) / count:.1f} KB each")
+    print(f"fan-out  {len(values)}/{count} answered after one write: p50 {pct(50):.0f} ms  p99 {pct(99):.0f} ms  max {values[-1]:.0f} ms")
+    for _, writer in connections:
+        writer.close()
+
+asyncio.run(main())
+PY
