@@ -71,7 +71,7 @@ enum PostgresFixture {
         try await body(String(admin[..<slash]) + "/" + name)
     }
 
-    private static func psql(_ url: String, _ sql: String) throws {
+    static func psql(_ url: String, _ sql: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql]

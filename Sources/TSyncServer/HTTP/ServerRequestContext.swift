@@ -6,6 +6,9 @@ struct ServerRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` when a valid token came with the request.
     var accountName: String?
+    /// The account the request acted as, for its log line: set where the account becomes known
+    /// (`AuthMiddleware`, a login) and read by `RequestLogMiddleware` after the answer, outside.
+    let requestUser = LockedValue<String?>(nil)
     /// The TCP peer: the client itself, or a proxy in front of the server.
     let peerAddress: String?
     /// The client as far as it can be trusted: the peer, or for a trusted proxy the address it

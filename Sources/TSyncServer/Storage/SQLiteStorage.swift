@@ -19,6 +19,8 @@ public final class SQLiteStorage: ServerStorage {
     private let knownTables = LockedValue<Set<String>>([])
     /// The declared indexed fields, by SQL table name (`declareIndexes`).
     private let indexes = LockedValue<[String: [IndexedField]]>([:])
+    /// The file opened, as found then (`checkReady`: a file removed or replaced under the server).
+    let openedFile: SQLiteFileIdentity?
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -38,6 +40,7 @@ public final class SQLiteStorage: ServerStorage {
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            openedFile = SQLiteFileIdentity(path: path)
             try SQLiteSchema.migrator.migrate(pool)
         } catch let error as DatabaseError {
             throw TSyncError.failure(

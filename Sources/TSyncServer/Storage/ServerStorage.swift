@@ -32,6 +32,10 @@ public protocol ServerStorage: Sendable {
     /// what it found and did, one line each, for the start-up log.
     func declareIndexes(_ fields: [IndexedField]) async throws -> [String]
 
+    /// Throws unless the database answers a trivial read now (`GET /ready`); the caller bounds
+    /// how long it waits.
+    func checkReady() async throws
+
     // MARK: Accounts
 
     /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.

@@ -130,7 +130,7 @@ final class ServerProcess: @unchecked Sendable {
             let log = self.log
             if let range = log.range(of: "listening on http") {
                 let rest = log[range.lowerBound...].dropFirst("listening on ".count)
-                let address = rest.prefix { !$0.isWhitespace }
+                let address = rest.prefix { !$0.isWhitespace && $0 != "\"" }
                 if rest.contains(where: \.isNewline) { return String(address) }
             }
             guard process.isRunning else { break }
@@ -149,6 +149,9 @@ final class ServerProcess: @unchecked Sendable {
         #expect(process.terminationReason == .exit, "tsync serve ended by signal \(process.terminationStatus)")
         return process.terminationStatus
     }
+
+    /// Sends `signal` without waiting.
+    func send(signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
 
     /// Sends `signal` and waits for the process to end.
     func kill(signal: Int32) {
