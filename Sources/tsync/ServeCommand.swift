@@ -11,8 +11,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Serves every table of the database over HTTP until SIGINT or SIGTERM, then finishes the \
             requests in flight and exits 0. Accounts are required unless --no-auth: create them with \
-            `tsync user add NAME`. Logs one line per request on stderr; the first lines tell the \
-            address it listens on ("listening on http://HOST:PORT", or https:// with --tls-cert).
+            `tsync user add NAME`. Logs on stderr: start-up lines (version, database, auth mode, \
+            limits), then the address it listens on ("listening on http://HOST:PORT", or https:// \
+            with --tls-cert), then one line per request.
 
             With --tls-cert and --tls-key it speaks HTTPS only, with the same routes. Both files are \
             read at start-up: a missing or unreadable one exits 66, one that is not a PEM \
