@@ -5,7 +5,10 @@
 #   - an incremental-pull page of 50 ($filter/$orderby on updatedAt, id: the (updated_at, id) index)
 #   - PATCH with If-Match (each connection sends the version it got back last)
 # Prints one RESULT line per measurement, plus the machine. Tunables: RECORDS, DURATION, THREADS,
-# CONNECTIONS.
+# CONNECTIONS. COMPARE="--log-format json --metrics" (any serve flags) also starts a second server
+# with those flags on the same database and measures both pages on both, alternately, ROUNDS times
+# (default 3), printing each one's median and their ratio. BIN=path skips the release build (e.g. to
+# try a debug build; its figures are not release figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,9 +25,11 @@ if ! command -v wrk >/dev/null; then
     fi
 fi
 
-echo "building (release)..." >&2
-swift build -c release --product tsync >&2
-bin="$(swift build -c release --show-bin-path)/tsync"
+if [ -n "${BIN:-}" ]; then bin=$BIN; else
+    echo "building (release)..." >&2
+    swift build -c release --product tsync >&2
+    bin="$(swift build -c release --show-bin-path)/tsync"
+fi
 
 . scripts/lib/serve.sh
 work=$(mktemp -d)
@@ -54,6 +59,27 @@ wait "$seed_pid" || true
 count=$(count_records)
 seed_seconds=$(awk -v start="$seed_start" -v end="$(date +%s.%N)" 'BEGIN { printf "%.1f", end - start }')
 echo "seeded: $count records in $seed_seconds s (POST, one connection per wrk thread)"
+
+if [ -n "${COMPARE:-}" ]; then
+    # shellcheck disable=SC2086
+    serve_start "$bin" "$work/serve-compare.log" --no-auth --db "sqlite:$work/bench.db" $COMPARE
+    other=$SERVE_URL
+    rate() { wrk -t"$threads" -c"$connections" -d"$duration" -s "$lua/query.lua" "$1" -- "$2" | grep '^RESULT' | awk '{print $3}'; }
+    median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+    for page in "filtered-page|/tables/items?\$filter=category%20eq%20'c7'%20and%20done%20eq%20false&\$orderby=n%20desc&\$top=50" \
+        "pull-page|/tables/items?\$filter=updatedAt%20gt%20datetime'2000-01-01T00:00:00.000Z'&\$orderby=updatedAt,id&\$top=50&__includeDeleted=true"; do
+        name=${page%%|*} path=${page#*|}
+        : >"$work/a" && : >"$work/b"
+        for _ in $(seq 1 "${ROUNDS:-3}"); do
+            rate "$base$path" "$name" >>"$work/a"
+            rate "$other$path" "$name" >>"$work/b"
+        done
+        a=$(median <"$work/a") b=$(median <"$work/b")
+        echo "COMPARE $name: plain $a req/s, with $COMPARE $b req/s, ratio $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }') (medians of ${ROUNDS:-3})"
+    done
+    serve_stop_all
+    exit 0
+fi
 
 filtered="$base/tables/items?\$filter=category%20eq%20'c7'%20and%20done%20eq%20false&\$orderby=n%20desc&\$top=50"
 wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua/query.lua" "$filtered" -- filtered-page | grep '^RESULT'

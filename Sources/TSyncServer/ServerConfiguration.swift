@@ -52,6 +52,10 @@ public struct ServerConfiguration: Sendable {
     public var maximumWatchers = 10_000
     /// Serve HTTPS with this certificate and key (`--tls-cert`, `--tls-key`); nil is plain HTTP.
     public var tls: ServerTLS?
+    /// Count requests, records and failures and answer `GET /metrics` (`--metrics`).
+    public var exposesMetrics = false
+    /// How long `GET /ready` waits for the database before answering 503.
+    public var readinessTimeoutSeconds = 2
 
     /// `indexes`, each marked per-user when its table is.
     public var indexedFields: [IndexedField] {
@@ -68,8 +72,10 @@ public struct ServerConfiguration: Sendable {
         maximumBodyBytes: Int = 1 << 20, maximumBatchOperations: Int = 1000, maximumBatchBytes: Int = 16 << 20,
         maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = [],
         maximumConnections: Int = 1024, headerTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 60,
-        indexes: [IndexedField] = [], bodyTimeoutSeconds: Int = 60, queryTimeoutSeconds: Int = 10, maximumOrderByFields: Int = 5
+        indexes: [IndexedField] = [], bodyTimeoutSeconds: Int = 60, queryTimeoutSeconds: Int = 10, maximumOrderByFields: Int = 5,
+        exposesMetrics: Bool = false
     ) {
+        self.exposesMetrics = exposesMetrics
         self.bodyTimeoutSeconds = bodyTimeoutSeconds
         self.queryTimeoutSeconds = queryTimeoutSeconds
         self.maximumOrderByFields = maximumOrderByFields

@@ -8,7 +8,9 @@ import HummingbirdCore
 import HummingbirdTLS
 import Logging
 import NIOCore
+import ServiceLifecycle
 import TSyncModel
+import UnixSignals
 
 /// The sync server: Mobile Apps v2 table routes, accounts and health, over one `ServerStorage`.
 ///
@@ -19,6 +21,9 @@ public struct SyncServer: Sendable {
     let storage: any ServerStorage
     let authenticator: Authenticator
     let logger: Logger
+    /// Counts for `GET /metrics`, when `configuration.exposesMetrics`.
+    let metrics: ServerMetrics?
+    let inFlight = InFlightRequests()
 
     public init(
         configuration: ServerConfiguration, storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(),
@@ -26,6 +31,9 @@ public struct SyncServer: Sendable {
     ) throws(TSyncError) {
         try configuration.validate()
         self.configuration = configuration
+        let metrics = configuration.exposesMetrics ? ServerMetrics() : nil
+        let storage = metrics.map { MeteredStorage(base: storage, metrics: $0) } ?? storage
+        self.metrics = metrics
         self.storage = storage
         self.authenticator = Authenticator(storage: storage, hasher: hasher, policy: configuration.authentication, clock: clock)
         self.logger = logger
@@ -35,9 +43,12 @@ public struct SyncServer: Sendable {
     public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
         router.middlewares.add(ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
-        router.middlewares.add(RequestLogMiddleware())
+        router.middlewares.add(RequestLogMiddleware(metrics: metrics, inFlight: inFlight))
         router.middlewares.add(ErrorMiddleware())
+        if let metrics { router.middlewares.add(MetricsErrorMiddleware(metrics: metrics)) }
         router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+        OperatorRoutes(storage: storage, metrics: metrics, readinessTimeoutSeconds: configuration.readinessTimeoutSeconds)
+            .register(on: router)
 
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
@@ -50,7 +61,7 @@ public struct SyncServer: Sendable {
         tableRoutes.register(on: tables)
 
         let auth = router.group(".auth").add(middleware: APIVersionMiddleware())
-        AuthRoutes(authenticator: authenticator, configuration: configuration).register(on: auth)
+        AuthRoutes(authenticator: authenticator, configuration: configuration, metrics: metrics).register(on: auth)
 
         let host = configuration.host
         let logger = logger
@@ -61,6 +72,7 @@ public struct SyncServer: Sendable {
             headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
+        metrics?.openConnections.withLock { $0 = { limits.openConnections } }
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
@@ -79,16 +91,46 @@ public struct SyncServer: Sendable {
         )
     }
 
-    /// Serves until SIGINT or SIGTERM, after declaring the indexed fields (their indexes are
-    /// created first, so a large table delays the start; each is logged).
+    /// Serves until SIGINT or SIGTERM, after logging what it runs with and declaring the indexed
+    /// fields (their indexes are created first, so a large table delays the start; each is
+    /// logged). On the signal it logs that it stops and how many requests it waits for, finishes
+    /// them, and logs that it stopped.
     public func run() async throws {
+        for line in configuration.summary { logger.info("\(line)") }
         for line in try await storage.declareIndexes(configuration.indexedFields) { logger.info("\(line)") }
         do {
-            try await makeApplication().runService()
+            // The notice traps the signals itself (two traps of one signal do not both see it) and
+            // ends on the first, which shuts the group down gracefully.
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [
+                        .init(
+                            service: ShutdownNotice(logger: logger, inFlight: inFlight),
+                            successTerminationBehavior: .gracefullyShutdownGroup),
+                        .init(service: makeApplication()),
+                    ],
+                    logger: logger))
+            try await group.run()
+            logger.info("stopped")
         } catch let error as IOError where error.errnoCode == EADDRINUSE {
             throw TSyncError(
                 .failure, "cannot listen on \(configuration.host):\(configuration.port): the port is in use by another program",
                 remedy: .anotherPort)
+        }
+    }
+}
+
+/// Waits for SIGTERM or SIGINT, logs it with the requests the server still finishes, and ends,
+/// which shuts the service group (the server) down gracefully.
+struct ShutdownNotice: Service {
+    let logger: Logger
+    let inFlight: InFlightRequests
+
+    func run() async throws {
+        for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint).cancelOnGracefulShutdown() {
+            let count = inFlight.current
+            logger.info("stopping on \(signal): waiting for \(count) request\(count == 1 ? "" : "s") in flight")
+            return
         }
     }
 }

@@ -22,7 +22,7 @@ enum ExitStatus {
     static let noStore: Int32 = 66
     /// A file the command was told to read is missing or unreadable (EX_NOINPUT, as `noStore`).
     static let fileMissing: Int32 = 66
-    /// A configuration file is invalid (EX_CONFIG): `serve`'s TLS certificate or key.
+    /// A configuration file is invalid (EX_CONFIG): `serve`'s TLS certificate or key, or its `--config` file.
     static let invalidConfiguration: Int32 = 78
 
     static func code(for kind: TSyncError.Kind) -> Int32 {
@@ -51,8 +51,9 @@ enum ExitStatus {
           64  usage error (unknown option, missing or invalid argument)
           65  bad input data (invalid JSON, id or filter; unknown table or id)
           66  no tsync store here (not inside one, or its database is missing);
-              serve: the --tls-cert or --tls-key file is missing or unreadable
-          78  serve: the --tls-cert or --tls-key file is not a valid PEM certificate or key
+              serve: the --tls-cert, --tls-key or --config file is missing or unreadable
+          78  serve: the --tls-cert or --tls-key file is not a valid PEM certificate or key;
+              the --config file has an unknown key or a bad value
           130 push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
         """
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import TSyncModel
 import TSyncServer
@@ -10,8 +11,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Serves every table of the database over HTTP until SIGINT or SIGTERM, then finishes the \
             requests in flight and exits 0. Accounts are required unless --no-auth: create them with \
-            `tsync user add NAME`. Logs one line per request on stderr; the first lines tell the \
-            address it listens on ("listening on http://HOST:PORT", or https:// with --tls-cert).
+            `tsync user add NAME`. Logs on stderr: start-up lines (version, database, auth mode, \
+            limits), then the address it listens on ("listening on http://HOST:PORT", or https:// \
+            with --tls-cert), then one line per request.
 
             With --tls-cert and --tls-key it speaks HTTPS only, with the same routes. Both files are \
             read at start-up: a missing or unreadable one exits 66, one that is not a PEM \
@@ -31,10 +33,20 @@ struct ServeCommand: AsyncParsableCommand {
             with `Preference-Applied: wait=N`; `tsync watch` uses it. --max-watchers bounds the \
             requests held at once.
 
+            For the person who runs it: --log-format json writes one JSON object per line (request \
+            lines with method, path, status, durationMs, bytes, user, client and requestId; the id \
+            also goes back as X-Request-Id). GET /health answers while the process runs; GET /ready \
+            answers 200 when the database answers and 503 when it does not; with --metrics, \
+            GET /metrics answers counters in the Prometheus text format. --config FILE reads \
+            settings from a TOML file whose keys are the long flag names (port = 8080, \
+            no-auth = true, index = ["todo.n"]); flags on the command line win. An unknown key or a \
+            bad value exits 78, naming the file, line and key; a missing file exits 66.
+
             EXAMPLES
               tsync serve --db sqlite:server.db --port 8080
               tsync serve --db sqlite:server.db --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem
               tsync serve --db postgres://tsync@127.0.0.1/tsync --index todo.owner --per-user notes
+              tsync serve --config /etc/tsync/serve.toml --log-format json --metrics
             """
     )
 
@@ -153,6 +165,17 @@ struct ServeCommand: AsyncParsableCommand {
         help: ArgumentHelp("Lifetime of a login token, in seconds.", valueName: "seconds"))
     var tokenTTL = 24 * 3600
 
+    @Option(name: .customLong("log-format"), help: ArgumentHelp("How log lines are written on stderr: text or json.", valueName: "format"))
+    var logFormat: ServerLog.Format = .text
+
+    @Flag(help: "Count requests, records and failures and answer GET /metrics (Prometheus text format).")
+    var metrics = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Read settings from a TOML file whose keys are the long flag names; flags given here win.", valueName: "file"))
+    var config: String?
+
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give the certificate and its private key")
@@ -193,24 +216,69 @@ struct ServeCommand: AsyncParsableCommand {
             maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
             trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
             idleTimeoutSeconds: idleTimeout, indexes: index.compactMap { try? IndexedField(parsing: $0) }, bodyTimeoutSeconds: bodyTimeout,
-            queryTimeoutSeconds: queryTimeout
+            queryTimeoutSeconds: queryTimeout, exposesMetrics: metrics
         )
         configuration.maximumWatchers = maxWatchers
         return configuration
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { _ in ServerLog() }
+        if let config {
+            try await Self.withConfigFile(config).run()
+            return
+        }
+        let format = logFormat
+        LoggingSystem.bootstrap { _ in ServerLog(format: format) }
+        let logger = Logger(label: "tsync.serve")
         var settings = self.configuration
         if let tlsCert, let tlsKey {
             settings.tls = try ServerTLS(certificatePath: tlsCert, keyPath: tlsKey)
         }
         let configuration = settings
         try configuration.validate()
-        try await database.location().withStorage(
-            logger: Logger(label: "tsync.storage"), queryTimeoutSeconds: configuration.queryTimeoutSeconds
-        ) { storage in
-            try await SyncServer(configuration: configuration, storage: storage, logger: Logger(label: "tsync.serve")).run()
+        let location = try database.location()
+        logger.info("tsync \(TSync.currentVersion) serving \(location.logDescription)")
+        let created = location.sqliteFileToCreate
+        try await location.withStorage(logger: Logger(label: "tsync.storage"), queryTimeoutSeconds: configuration.queryTimeoutSeconds) {
+            storage in
+            if let created { logger.info("created database at \(created)") }
+            try await SyncServer(configuration: configuration, storage: storage, logger: logger).run()
         }
+    }
+
+    /// The command the config file and the command line make together: the file's settings
+    /// first, then the command line's, which replace any the file gives. A value the file gave
+    /// that serve refuses is a config error (78) naming the file, line and key.
+    static func withConfigFile(_ path: String) throws -> ServeCommand {
+        let file = try ServeConfigFile(path: path)
+        let commandLine = Self.commandLineArguments
+        do {
+            var command = try Self.parse(file.arguments(overriddenBy: commandLine) + commandLine.filter { $0 != "--config" })
+            command.config = nil
+            return command
+        } catch {
+            let message = Self.message(for: error)
+            let fromFile = ServeConfigFile.keys.keys.filter { message.contains("--" + $0) }.max { $0.count < $1.count }
+            if let key = fromFile, let line = file.line(of: key), !commandLine.contains(where: { ServeConfigFile.longName($0) == key }) {
+                throw TSyncError(.invalidConfiguration, "\(path) line \(line): \(key): \(message)")
+            }
+            throw error
+        }
+    }
+
+    /// The arguments after `serve` on the command line, without `--config FILE`.
+    static var commandLineArguments: [String] {
+        let all = Array(CommandLine.arguments.dropFirst())
+        guard let serve = all.firstIndex(of: "serve") else { return [] }
+        var arguments: [String] = []
+        var rest = all[(serve + 1)...]
+        while let argument = rest.popFirst() {
+            if argument == "--config" {
+                _ = rest.popFirst()
+            } else if !argument.hasPrefix("--config=") {
+                arguments.append(argument)
+            }
+        }
+        return arguments
     }
 }

@@ -77,7 +77,7 @@ enum PostgresFixture {
         try? await psql(admin, "DROP DATABASE \(name) WITH (FORCE)")
     }
 
-    private static func psql(_ url: String, _ sql: String) async throws {
+    static func psql(_ url: String, _ sql: String) async throws {
         let (status, errors) = try await ChildProcess.run("/usr/bin/env", ["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
         guard status == 0 else { throw TSyncError.failure("psql failed on: \(sql): \(errors)") }
     }

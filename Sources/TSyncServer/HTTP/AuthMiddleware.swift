@@ -14,6 +14,7 @@ struct AuthMiddleware: RouterMiddleware {
         }
         var context = context
         context.accountName = name
+        context.requestUser.withLock { $0 = name }
         return try await next(request, context)
     }
 

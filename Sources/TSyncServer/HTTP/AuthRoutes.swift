@@ -5,6 +5,7 @@ import TSyncModel
 struct AuthRoutes: Sendable {
     let authenticator: Authenticator
     let configuration: ServerConfiguration
+    var metrics: ServerMetrics? = nil
 
     func register(on group: RouterGroup<ServerRequestContext>) {
         group.post("login/custom", use: login)
@@ -34,11 +35,24 @@ struct AuthRoutes: Sendable {
             username: username, password: password, clientAddress: context.clientAddress, deviceToken: deviceToken)
         {
         case .success(let token, let accountName, let device):
+            context.requestUser.withLock { $0 = accountName }
             return JSONResponse.make(
                 .ok, ["authenticationToken": .string(token), "user": ["userId": .string(accountName)], "deviceToken": .string(device)])
         case .invalidCredentials:
+            metrics?.recordLoginFailure()
+            context.logger.warning(
+                "failed login for \"\(LogText.bounded(username))\" from \(context.clientAddress ?? "-")",
+                metadata: [
+                    "user": .string(LogText.bounded(username)), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
+                ])
             throw APIError(.unauthorized, "wrong user name or password")
         case .throttled(let seconds):
+            metrics?.recordLoginThrottled()
+            context.logger.warning(
+                "login throttled for \"\(LogText.bounded(username))\" from \(context.clientAddress ?? "-"): too many failures, retry in \(seconds) s",
+                metadata: [
+                    "user": .string(LogText.bounded(username)), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
+                ])
             var error = APIError(.tooManyRequests, "too many failed logins: try again in \(seconds) seconds")
             error.headers[.retryAfter] = String(seconds)
             throw error

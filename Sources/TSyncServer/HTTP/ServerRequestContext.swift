@@ -1,11 +1,15 @@
 import Hummingbird
 import NIOCore
+import Synchronization
 
 /// Per-request state: who is signed in and where the request comes from (for login throttling).
 struct ServerRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` when a valid token came with the request.
     var accountName: String?
+    /// The account the request acted as, for its log line: set where the account becomes known
+    /// (`AuthMiddleware`, a login) and read by `RequestLogMiddleware` after the answer, outside.
+    let requestUser = RequestUser()
     /// The TCP peer: the client itself, or a proxy in front of the server.
     let peerAddress: String?
     /// The client as far as it can be trusted: the peer, or for a trusted proxy the address it
@@ -22,4 +26,12 @@ struct ServerRequestContext: RequestContext {
         peerAddress = source.channel.remoteAddress?.ipAddress
         clientAddress = peerAddress
     }
+}
+
+/// The account a request acted as: a class, since the context is a value that the middleware
+/// copies, and the log line must see what a route set on its copy.
+final class RequestUser: Sendable {
+    private let name = Mutex<String?>(nil)
+
+    func withLock<Result: Sendable>(_ body: (inout String?) -> Result) -> Result { name.withLock { body(&$0) } }
 }

@@ -426,3 +426,10 @@ public final class PostgresStorage: ServerStorage {
         return (Record(id: id, fields: fields, system: system), owner)
     }
 }
+
+extension PostgresStorage {
+    /// Ready when the database answers `SELECT 1` (through the pool, as requests are served).
+    public func checkReady() async throws {
+        _ = try await database.rows(PostgresStatement("SELECT 1"))
+    }
+}

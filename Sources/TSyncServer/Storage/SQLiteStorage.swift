@@ -22,6 +22,8 @@ public final class SQLiteStorage: ServerStorage {
     private let indexes = Mutex<[String: [IndexedField]]>([:])
     /// Woken after each commit that wrote records (the live route, docs/DESIGN.md §8.1).
     public let changes: ChangeFeed? = ChangeFeed()
+    /// The file opened, as found then (`checkReady`: a file removed or replaced under the server).
+    let openedFile: SQLiteFileIdentity?
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -41,6 +43,7 @@ public final class SQLiteStorage: ServerStorage {
         }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            openedFile = SQLiteFileIdentity(path: path)
             try SQLiteSchema.migrator.migrate(pool)
         } catch let error as DatabaseError {
             throw TSyncError.failure(

@@ -36,6 +36,10 @@ public protocol ServerStorage: Sendable {
     /// (docs/DESIGN.md §8.1); nil for a storage without one (the live route is then off).
     var changes: ChangeFeed? { get }
 
+    /// Throws unless the database answers a trivial read now (`GET /ready`); the caller bounds
+    /// how long it waits.
+    func checkReady() async throws
+
     // MARK: Accounts
 
     /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.

@@ -112,7 +112,7 @@ final class ServerProcess: @unchecked Sendable {
             let log = self.log
             if let range = log.range(of: "listening on http") {
                 let rest = log[range.lowerBound...].dropFirst("listening on ".count)
-                let address = rest.prefix { !$0.isWhitespace }
+                let address = rest.prefix { !$0.isWhitespace && $0 != "\"" }
                 if rest.contains(where: \.isNewline) { return String(address) }
             }
             guard process.isRunning else { break }
@@ -131,6 +131,9 @@ final class ServerProcess: @unchecked Sendable {
         #expect(!process.endedBySignal, "tsync serve ended by a signal: \(status)")
         return status
     }
+
+    /// Sends `signal` without waiting.
+    func send(signal: Int32) { process.signal(signal) }
 
     /// Sends `signal` and waits for the process to end.
     func kill(signal: Int32) async {

@@ -1,0 +1,162 @@
+import Foundation
+import Hummingbird
+import Synchronization
+
+/// What `GET /metrics` shows (`--metrics`), in the Prometheus text format (version 0.0.4).
+///
+/// Written by hand rather than with swift-metrics and swift-prometheus: a dozen series need a
+/// lock and a formatter, not two more packages to resolve and build (docs/DESIGN.md §4). Every
+/// label takes few values: methods outside a fixed set are `other`, routes are templates
+/// (`/tables/{table}`) or `unmatched`, statuses are three digits. So what a client can make the
+/// server keep here is bounded, whatever paths and methods it sends.
+public final class ServerMetrics: Sendable {
+    /// Upper bounds of the request duration histogram, in seconds.
+    static let durationBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// Upper bounds of the batch size histogram (writes per database transaction).
+    static let batchBuckets: [Double] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000]
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    struct Histogram: Sendable {
+        var counts: [Int]
+        var sum = 0.0
+        var count = 0
+
+        init(buckets: Int) { counts = Array(repeating: 0, count: buckets) }
+
+        mutating func observe(_ value: Double, bounds: [Double]) {
+            for (index, bound) in bounds.enumerated() where value <= bound { counts[index] += 1 }
+            sum += value
+            count += 1
+        }
+    }
+
+    struct RequestKey: Hashable, Sendable {
+        var method: String
+        var route: String
+        var status: String
+    }
+
+    struct RouteKey: Hashable, Sendable {
+        var method: String
+        var route: String
+    }
+
+    struct State: Sendable {
+        var requests: [RequestKey: Int] = [:]
+        var durations: [RouteKey: Histogram] = [:]
+        var responseBytes = 0
+        var recordsRead = 0
+        var recordsWritten = 0
+        var batches = Histogram(buckets: ServerMetrics.batchBuckets.count)
+        var loginFailures = 0
+        var loginsThrottled = 0
+        var queryTimeouts = 0
+    }
+
+    private let state = Mutex(State())
+    /// Read when `/metrics` is asked for: the connections open now.
+    let openConnections = Mutex<(@Sendable () -> Int)?>(nil)
+
+    public init() {}
+
+    func recordRequest(method: String, route: String, status: Int?, seconds: Double, bytes: Int?) {
+        let method = Self.knownMethods.contains(method) ? method : "other"
+        let status = status.map { (100...599).contains($0) ? String($0) : "other" } ?? "failed"
+        state.withLock { state in
+            state.requests[RequestKey(method: method, route: route, status: status), default: 0] += 1
+            state.durations[RouteKey(method: method, route: route), default: Histogram(buckets: Self.durationBuckets.count)]
+                .observe(seconds, bounds: Self.durationBuckets)
+            state.responseBytes += bytes ?? 0
+        }
+    }
+
+    func recordRead(records: Int) { state.withLock { $0.recordsRead += records } }
+
+    func recordWrite(batchSize: Int, written: Int) {
+        state.withLock { state in
+            state.recordsWritten += written
+            state.batches.observe(Double(batchSize), bounds: Self.batchBuckets)
+        }
+    }
+
+    func recordLoginFailure() { state.withLock { $0.loginFailures += 1 } }
+    func recordLoginThrottled() { state.withLock { $0.loginsThrottled += 1 } }
+    func recordQueryTimeout() { state.withLock { $0.queryTimeouts += 1 } }
+
+    /// The exposition, series sorted so two scrapes compare line by line.
+    public func exposition() -> String {
+        let state = state.withLock { $0 }
+        var out = ""
+        out += "# HELP tsync_http_requests_total Requests answered, by method, route template and status.\n"
+        out += "# TYPE tsync_http_requests_total counter\n"
+        for (key, count) in state.requests.sorted(by: {
+            ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
+        }) {
+            out +=
+                "tsync_http_requests_total{method=\"\(key.method)\",route=\"\(Self.escaped(key.route))\",status=\"\(key.status)\"} \(count)\n"
+        }
+        out += "# HELP tsync_http_request_duration_seconds Time from a request's head to its answer.\n"
+        out += "# TYPE tsync_http_request_duration_seconds histogram\n"
+        for (key, histogram) in state.durations.sorted(by: { ($0.key.route, $0.key.method) < ($1.key.route, $1.key.method) }) {
+            let labels = "method=\"\(key.method)\",route=\"\(Self.escaped(key.route))\""
+            out += Self.histogramLines("tsync_http_request_duration_seconds", labels: labels, histogram, bounds: Self.durationBuckets)
+        }
+        out += "# HELP tsync_http_response_bytes_total Bytes of answer bodies (of known length).\n"
+        out += "# TYPE tsync_http_response_bytes_total counter\ntsync_http_response_bytes_total \(state.responseBytes)\n"
+        out += "# HELP tsync_records_read_total Records sent in answers to reads.\n"
+        out += "# TYPE tsync_records_read_total counter\ntsync_records_read_total \(state.recordsRead)\n"
+        out += "# HELP tsync_records_written_total Records inserted, updated or deleted.\n"
+        out += "# TYPE tsync_records_written_total counter\ntsync_records_written_total \(state.recordsWritten)\n"
+        out += "# HELP tsync_write_batch_size Writes per database transaction (1 for the single routes).\n"
+        out += "# TYPE tsync_write_batch_size histogram\n"
+        out += Self.histogramLines("tsync_write_batch_size", labels: "", state.batches, bounds: Self.batchBuckets)
+        out += "# HELP tsync_open_connections Client connections open now.\n"
+        let open: Int = openConnections.withLock { $0?() } ?? 0
+        out += "# TYPE tsync_open_connections gauge\ntsync_open_connections \(open)\n"
+        out += "# HELP tsync_login_failures_total Logins refused for a wrong name or password.\n"
+        out += "# TYPE tsync_login_failures_total counter\ntsync_login_failures_total \(state.loginFailures)\n"
+        out += "# HELP tsync_login_throttled_total Logins refused because of too many failures (429).\n"
+        out += "# TYPE tsync_login_throttled_total counter\ntsync_login_throttled_total \(state.loginsThrottled)\n"
+        out += "# HELP tsync_query_timeouts_total Reads stopped by the query timeout (503).\n"
+        out += "# TYPE tsync_query_timeouts_total counter\ntsync_query_timeouts_total \(state.queryTimeouts)\n"
+        return out
+    }
+
+    private static func histogramLines(_ name: String, labels: String, _ histogram: Histogram, bounds: [Double]) -> String {
+        let separator = labels.isEmpty ? "" : ","
+        var out = ""
+        for (index, bound) in bounds.enumerated() {
+            out += "\(name)_bucket{\(labels)\(separator)le=\"\(format(bound))\"} \(histogram.counts[index])\n"
+        }
+        out += "\(name)_bucket{\(labels)\(separator)le=\"+Inf\"} \(histogram.count)\n"
+        let braces = labels.isEmpty ? "" : "{\(labels)}"
+        out += "\(name)_sum\(braces) \(format(histogram.sum))\n"
+        out += "\(name)_count\(braces) \(histogram.count)\n"
+        return out
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+    }
+
+    /// Label values escaped as the text format wants (backslash, quote, newline).
+    static func escaped(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}
+
+/// Counts the errors the metrics name before `ErrorMiddleware` turns them into answers.
+struct MetricsErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as QueryTimedOut {
+            metrics.recordQueryTimeout()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import TSyncModel
+import TSyncQuery
+
+/// A `ServerStorage` that counts the records it reads and writes into `ServerMetrics` and hands
+/// every call on to the real one: the routes stay unaware of metrics.
+struct MeteredStorage: ServerStorage {
+    let base: any ServerStorage
+    let metrics: ServerMetrics
+
+    func record(table: String, id: String, scope: OwnerScope) async throws -> Record? {
+        let record = try await base.record(table: table, id: id, scope: scope)
+        if record != nil { metrics.recordRead(records: 1) }
+        return record
+    }
+
+    func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
+        let page = try await base.query(table: table, query, scope: scope)
+        metrics.recordRead(records: page.items.count)
+        return page
+    }
+
+    func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
+        let outcomes = try await base.write(writes, atomic: atomic)
+        let written = outcomes.count { outcome in
+            switch outcome {
+            case .inserted, .modified: true
+            default: false
+            }
+        }
+        metrics.recordWrite(batchSize: writes.count, written: written)
+        return outcomes
+    }
+
+    func declareIndexes(_ fields: [IndexedField]) async throws -> [String] { try await base.declareIndexes(fields) }
+    func checkReady() async throws { try await base.checkReady() }
+
+    func createAccount(name: String, passwordHash: String, createdAt: Timestamp) async throws {
+        try await base.createAccount(name: name, passwordHash: passwordHash, createdAt: createdAt)
+    }
+    func setPasswordHash(name: String, passwordHash: String) async throws -> Bool {
+        try await base.setPasswordHash(name: name, passwordHash: passwordHash)
+    }
+    func removeAccount(name: String) async throws -> Bool { try await base.removeAccount(name: name) }
+    func account(name: String) async throws -> Account? { try await base.account(name: name) }
+    func accounts() async throws -> [Account] { try await base.accounts() }
+
+    func storeToken(hash: String, accountName: String, expiresAt: Timestamp) async throws {
+        try await base.storeToken(hash: hash, accountName: accountName, expiresAt: expiresAt)
+    }
+    func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String? {
+        try await base.accountName(forTokenHash: hash, now: now)
+    }
+    func revokeToken(hash: String) async throws { try await base.revokeToken(hash: hash) }
+    func purgeExpiredTokens(now: Timestamp) async throws { try await base.purgeExpiredTokens(now: now) }
+
+    func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts {
+        try await base.countLoginAttempt(key: key, windowMilliseconds: windowMilliseconds, now: now)
+    }
+    func forgiveLoginAttempt(key: String) async throws { try await base.forgiveLoginAttempt(key: key) }
+    func clearLoginAttempts(key: String) async throws { try await base.clearLoginAttempts(key: key) }
+
+    func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {
+        try await base.rememberClient(key: key, accountName: accountName, expiresAt: expiresAt, now: now, keepPerAccount: keepPerAccount)
+    }
+    func knownClient(key: String, now: Timestamp) async throws -> String? { try await base.knownClient(key: key, now: now) }
+}

@@ -1,0 +1,406 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+import Testing
+import TSyncModel
+
+/// `tsync serve` for the person who runs it (issue 24): JSON logs with request ids, start-up and
+/// shutdown lines, failed logins as warnings, `/metrics`, `/ready` and `--config`. Each test runs
+/// the real binary and reads its stderr and answers.
+@Suite(.serialized) struct OperatorServeTests {
+    /// Every line of a JSON log, parsed; a line that is not a JSON object is a recorded issue.
+    static func jsonLines(_ log: String) -> [[String: JSONValue]] {
+        log.split(separator: "\n").compactMap { line in
+            guard let object = (try? JSONParser.parse(String(line)))?.objectValue else {
+                Issue.record("not a JSON object: \(line)")
+                return nil
+            }
+            return object
+        }
+    }
+
+    @Test func jsonLogHasRequestFieldsIdsAndNoSecrets() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/server.db"
+        let password = "alice secret password"
+        let add = try await TSyncProcess.run(
+            ["user", "add", "alice", "--password-stdin", "--db", "sqlite:" + path], in: directory.path, stdin: password + "\n")
+        #expect(add.status == 0, "\(add.stderr)")
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", "sqlite:" + path, "--port", "0", "--log-format", "json"], log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+
+        let refused = try await OperatorHTTP.send(
+            "POST", base + "/.auth/login/custom", body: #"{"username":"alice","password":"wrong guess 1"}"#)
+        #expect(refused.status == 401)
+        let login = try await OperatorHTTP.send(
+            "POST", base + "/.auth/login/custom", body: #"{"username":"alice","password":"\#(password)"}"#)
+        #expect(login.status == 200)
+        let token = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
+        // Tokens in a header, and in query strings (as a careless client or proxy might put them).
+        let insert = try await OperatorHTTP.send(
+            "POST", base + "/tables/todo?access_token=\(token)", headers: ["X-ZUMO-AUTH": token, "X-Request-Id": "from-client-1"],
+            body: #"{"id":"a","text":"hi"}"#)
+        #expect(insert.status == 201)
+        // Not from a trusted proxy: the client's X-Request-Id is not taken.
+        let insertID = try #require(insert.headers["X-Request-Id"])
+        #expect(insertID != "from-client-1" && insertID.count == 16, "\(insertID)")
+        let read = try await OperatorHTTP.send(
+            "GET", base + "/tables/todo?$top=5&token=\(token)&Password=\(password.replacingOccurrences(of: " ", with: "%20"))&sig=xyz",
+            headers: ["Authorization": "Bearer " + token])
+        #expect(read.status == 200)
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+
+        let log = server.log
+        #expect(!log.contains(token), "a token reached the log")
+        #expect(!log.contains("secret"), "the password reached the log")
+        #expect(!log.contains("xyz"), "a signature reached the log")
+        let lines = Self.jsonLines(log)
+        for line in lines {
+            #expect(line["time"]?.stringValue != nil && line["level"]?.stringValue != nil && line["message"]?.stringValue != nil, "\(line)")
+        }
+        let messages = lines.compactMap { $0["message"]?.stringValue }
+        let version = try await TSyncProcess.run(["--version"], in: directory.path).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(messages.contains("tsync \(version) serving sqlite:\(path)"), "\(messages)")
+        #expect(messages.contains("auth: accounts required (tokens live 86400 s)"), "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("limits: max-top 1000, max-batch 1000, max-connections 1024") }, "\(messages)")
+        #expect(messages.contains("stopping on SIGTERM: waiting for 0 requests in flight"), "\(messages)")
+        #expect(messages.last == "stopped", "\(messages)")
+
+        let failed = try #require(lines.first { $0["level"]?.stringValue == "warning" }, "\(log)")
+        #expect(failed["message"]?.stringValue == #"failed login for "alice" from 127.0.0.1"#)
+        #expect(failed["user"] == .string("alice") && failed["client"] == .string("127.0.0.1"))
+
+        let post = try #require(
+            lines.first { $0["method"] == .string("POST") && $0["path"]?.stringValue?.hasPrefix("/tables/todo") == true })
+        #expect(post["path"] == .string("/tables/todo?access_token=REDACTED"))
+        #expect(post["status"] == .int(201))
+        #expect(post["user"] == .string("alice"))
+        #expect(post["client"] == .string("127.0.0.1"))
+        #expect(post["requestId"] == .string(insertID))
+        #expect(post["bytes"] == .int(Int64(insert.body.utf8.count)))
+        if case .double(let milliseconds)? = post["durationMs"] {
+            #expect(milliseconds >= 0)
+        } else {
+            Issue.record("durationMs: \(String(describing: post["durationMs"]))")
+        }
+        let get = try #require(lines.first { $0["method"] == .string("GET") && $0["path"]?.stringValue?.hasPrefix("/tables/todo") == true })
+        #expect(get["path"] == .string("/tables/todo?$top=5&token=REDACTED&Password=REDACTED&sig=REDACTED"))
+        let anonymous = try #require(lines.first { $0["path"] == .string("/.auth/login/custom") && $0["status"] == .int(401) })
+        #expect(anonymous["user"] == .null)
+    }
+
+    /// A trusted proxy's X-Request-Id is kept when it is plain and short; a long or odd one is
+    /// replaced. Failed logins name the account, bounded and with control characters escaped;
+    /// throttling is a warning too.
+    @Test func trustedRequestIDsAndLoginWarningsInText() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", "sqlite:" + directory.path + "/s.db", "--port", "0", "--trusted-proxy", "127.0.0.1"],
+            log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        let kept = try await OperatorHTTP.send("GET", base + "/health", headers: ["X-Request-Id": "proxy-req.42"])
+        #expect(kept.headers["X-Request-Id"] == "proxy-req.42")
+        let longID = String(repeating: "a", count: 200)
+        #expect(try await OperatorHTTP.send("GET", base + "/health", headers: ["X-Request-Id": longID]).headers["X-Request-Id"] != longID)
+        let odd = try await OperatorHTTP.send("GET", base + "/health", headers: ["X-Request-Id": "a b<c>"])
+        #expect(odd.headers["X-Request-Id"]?.count == 16)
+
+        let forged = "mallory\n2026-01-01T00:00:00.000Z info forged"
+        // Longer than any account name: 400 before any check, and no warning (nothing was tried).
+        let long = try #require(
+            String(
+                data: try JSONSerialization.data(withJSONObject: ["username": String(repeating: "x", count: 300), "password": "nope nope"]),
+                encoding: .utf8))
+        #expect(try await OperatorHTTP.send("POST", base + "/.auth/login/custom", body: long).status == 400)
+        let body = try #require(
+            String(data: try JSONSerialization.data(withJSONObject: ["username": forged, "password": "nope nope"]), encoding: .utf8))
+        for _ in 0..<7 { _ = try await OperatorHTTP.send("POST", base + "/.auth/login/custom", body: body) }
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+        let lines = server.log.split(separator: "\n").map(String.init)
+        #expect(!lines.contains { $0.hasPrefix("2026-01-01") }, "a client forged a log line")
+        let warnings = lines.filter { $0.contains(" warning ") }
+        let failure = try #require(warnings.first { $0.contains("failed login for") }, "\(server.log)")
+        #expect(failure.contains(#"failed login for "mallory\u000a2026-01-01"#), "\(failure)")
+        #expect(failure.hasSuffix(#"info forged" from 127.0.0.1"#), "\(failure)")
+        #expect(!server.log.contains(String(repeating: "x", count: 100)), "\(server.log)")
+        #expect(warnings.contains { $0.contains("login throttled for \"mallory") && $0.contains("from 127.0.0.1") }, "\(server.log)")
+        #expect(lines.contains { $0.contains("GET /health 200") && $0.contains("id=proxy-req.42") }, "\(server.log)")
+    }
+
+    @Test func startupSaysItCreatedTheDatabase() async throws {
+        let directory = try TemporaryDirectory()
+        // --per-user with --no-auth is refused before anything is created.
+        let refused = try await TSyncProcess.run(
+            ["serve", "--no-auth", "--port", "0", "--per-user", "x", "--db", "sqlite:new.db"], in: directory.path)
+        #expect(refused.status == 64)
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/new.db"))
+
+        let created = try ServerProcess(
+            arguments: [
+                "serve", "--port", "0", "--per-user", "notes", "--index", "todo.n", "--db", "sqlite:" + directory.path + "/new.db",
+            ],
+            log: directory.path)
+        defer { created.stop() }
+        _ = try await created.waitForAddress()
+        #expect(try await created.terminate(signal: SIGINT) == 0)
+        let log = created.log
+        #expect(log.contains("info created database at \(directory.path)/new.db\n"), "\(log)")
+        #expect(log.contains("info per-user tables: notes\n") && log.contains("info indexes: todo.n\n"), "\(log)")
+        #expect(log.contains("info stopping on SIGINT: waiting for 0 requests in flight\n"), "\(log)")
+        #expect(log.hasSuffix(" info stopped\n"), "\(log)")
+
+        let again = try ServerProcess(
+            arguments: ["serve", "--port", "0", "--db", "sqlite:" + directory.path + "/new.db"], log: directory.path)
+        defer { again.stop() }
+        _ = try await again.waitForAddress()
+        #expect(!again.log.contains("created database"), "\(again.log)")
+    }
+
+    /// SIGTERM while a request is under way: the log says it waits for it, and it is answered.
+    @Test func shutdownWaitsForRequestsInFlight() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + directory.path + "/s.db"], log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        // A body that arrives slowly keeps its request in flight.
+        let port = try #require(base.split(separator: ":").last.flatMap { Int($0) })
+        let socket = try RawSocket(port: port)
+        defer { socket.close() }
+        let body = #"{"id":"slow"}"#
+        await #expect(
+            socket.write(
+                "POST /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+                    + body.prefix(6)))
+        try await Task.sleep(for: .milliseconds(300))
+        server.send(signal: SIGTERM)
+        try await Task.sleep(for: .milliseconds(300))
+        await #expect(socket.write(String(body.dropFirst(6))))
+        let answer = await socket.readToEnd()
+        #expect(answer.hasPrefix("HTTP/1.1 201"), "\(answer)")
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+        #expect(server.log.contains("stopping on SIGTERM: waiting for 1 request in flight"), "\(server.log)")
+    }
+
+    @Test func metricsCountWithTemplatesAndStayBounded() async throws {
+        let directory = try TemporaryDirectory()
+        let plain = try ServerProcess(
+            arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + directory.path + "/p.db"], log: directory.path)
+        defer { plain.stop() }
+        #expect(try await OperatorHTTP.send("GET", try await plain.waitForAddress() + "/metrics").status == 404, "off without --metrics")
+
+        let server = try ServerProcess(
+            arguments: ["serve", "--no-auth", "--metrics", "--port", "0", "--db", "sqlite:" + directory.path + "/s.db"], log: directory.path
+        )
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        for n in 0..<3 {
+            #expect(try await OperatorHTTP.send("POST", base + "/tables/todo", body: #"{"id":"r\#(n)"}"#).status == 201)
+        }
+        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo").status == 200)
+        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo/r1").status == 200)
+        let batch =
+            #"{"operations":[{"method":"POST","table":"todo","item":{"id":"b1"}},{"method":"POST","table":"todo","item":{"id":"b2"}}]}"#
+        let batched = try await OperatorHTTP.send("POST", base + "/tables/$batch", body: batch)
+        #expect(batched.status == 200, "\(batched.body)")
+        let first = try await OperatorHTTP.send("GET", base + "/metrics")
+        #expect(first.status == 200)
+        #expect(first.headers["Content-Type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let text = first.body
+        #expect(text.contains(#"tsync_http_requests_total{method="POST",route="/tables/{table}",status="201"} 3"#), "\(text)")
+        #expect(text.contains(#"tsync_http_requests_total{method="GET",route="/tables/{table}/{id}",status="200"} 1"#), "\(text)")
+        #expect(text.contains("tsync_records_written_total 5\n"), "\(text)")
+        #expect(text.contains("tsync_records_read_total 4\n"), "3 in the page, 1 alone: \(text)")
+        #expect(text.contains("tsync_write_batch_size_count 4\n") && text.contains(#"tsync_write_batch_size_bucket{le="1"} 3"#), "\(text)")
+        #expect(text.contains("tsync_open_connections "), "\(text)")
+        #expect(text.contains(#"tsync_http_request_duration_seconds_bucket{method="POST",route="/tables/{table}",le="+Inf"} 3"#), "\(text)")
+
+        // A hostile client asks for many distinct paths, tables and methods: the series stay the same.
+        for n in 0..<300 {
+            _ = try await OperatorHTTP.send(n % 3 == 0 ? "PROPFIND" : "GET", base + "/random\(n)/path?x=\(n)")
+            _ = try await OperatorHTTP.send("GET", base + "/tables/t\(n)/id\(n)")
+        }
+        let warm = try await OperatorHTTP.send("GET", base + "/metrics").body
+        for n in 300..<600 {
+            _ = try await OperatorHTTP.send(n % 3 == 0 ? "PROPFIND" : "GET", base + "/random\(n)/path?x=\(n)")
+            _ = try await OperatorHTTP.send("GET", base + "/tables/t\(n)/id\(n)")
+        }
+        let after = try await OperatorHTTP.send("GET", base + "/metrics").body
+        let series = { (text: String) in text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count }
+        #expect(series(after) == series(warm), "the series grew with the paths asked for")
+        #expect(!after.contains("random") && !after.contains("t599"), "\(after)")
+        #expect(after.contains(#"route="unmatched""#) && after.contains(#"method="other""#), "\(after)")
+    }
+
+    @Test func readyFollowsTheSQLiteDatabase() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/s.db"
+        let server = try ServerProcess(arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + path], log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        let ready = try await OperatorHTTP.send("GET", base + "/ready")
+        #expect(ready.status == 200 && ready.body == #"{"status":"ready"}"#, "\(ready.body)")
+        // The database moved away under the running server: writes would go to a file no later
+        // start opens, so it is not ready; /health (liveness) still answers.
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".moved")
+        let gone = try await OperatorHTTP.send("GET", base + "/ready")
+        #expect(gone.status == 503, "\(gone.body)")
+        #expect(
+            gone.body == #"{"error":"the database does not answer","status":"unavailable"}"# || gone.body.contains("unavailable"),
+            "\(gone.body)")
+        #expect(!gone.body.contains(path), "the path stays in the log")
+        #expect(try await OperatorHTTP.send("GET", base + "/health").status == 200)
+        #expect(server.log.contains("warning not ready: the database does not answer: the database file"), "\(server.log)")
+        try FileManager.default.moveItem(atPath: path + ".moved", toPath: path)
+        #expect(try await OperatorHTTP.send("GET", base + "/ready").status == 200, "back in place")
+    }
+
+    @Test(.enabled(if: PostgresFixture.adminURL != nil, "TSYNC_TEST_POSTGRES_URL is not set"))
+    func readyFollowsPostgreSQL() async throws {
+        let directory = try TemporaryDirectory()
+        let admin = try #require(PostgresFixture.adminURL)
+        try await PostgresFixture.withFreshDatabase { db in
+            let name = String(db[db.index(after: try #require(db.lastIndex(of: "/")))...])
+            let server = try ServerProcess(arguments: ["serve", "--no-auth", "--port", "0", "--db", db], log: directory.path)
+            defer { server.stop() }
+            let base = try await server.waitForAddress()
+            #expect(try await OperatorHTTP.send("GET", base + "/ready").status == 200)
+            // The database stops taking connections and drops the server's: not ready.
+            try await PostgresFixture.psql(
+                admin,
+                "ALTER DATABASE \(name) ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'"
+            )
+            let down = try await OperatorHTTP.send("GET", base + "/ready")
+            #expect(down.status == 503, "\(down.body)")
+            #expect(try await OperatorHTTP.send("GET", base + "/health").status == 200)
+            try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+            var back = 0
+            for _ in 0..<50 where back != 200 {
+                back = try await OperatorHTTP.send("GET", base + "/ready").status
+                if back != 200 { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(back == 200, "ready again once the database takes connections: \(server.log)")
+            #expect(try await server.terminate(signal: SIGTERM) == 0)
+        }
+    }
+
+    @Test func configFileSetsFlagsAndTheCommandLineWins() async throws {
+        let directory = try TemporaryDirectory()
+        let config = directory.path + "/serve.toml"
+        try """
+        # tsync serve settings
+        db = "sqlite:\(directory.path)/c.db"   # the database
+        port = 0
+        no-auth = true
+        max-top = 5
+        index = [
+          "todo.n",  # trailing commas are fine
+        ]
+        log-format = 'json'
+        metrics = true
+
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let server = try ServerProcess(arguments: ["serve", "--config", config, "--max-top", "7"], log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo?$top=7").status == 200, "the command line's --max-top wins")
+        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo?$top=8").status == 400)
+        #expect(try await OperatorHTTP.send("GET", base + "/metrics").status == 200)
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+        let messages = Self.jsonLines(server.log).compactMap { $0["message"]?.stringValue }
+        #expect(messages.contains("indexes: todo.n") && messages.contains { $0.hasPrefix("auth: none") }, "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("limits: max-top 7,") }, "\(messages)")
+    }
+
+    @Test func badConfigFilesExit78NamingLineAndKey() async throws {
+        let directory = try TemporaryDirectory()
+        let cases: [(text: String, status: Int32, words: String)] = [
+            ("port = 0\ncolour = \"blue\"\n", 78, #"line 2: unknown key "colour""#),
+            ("port = \"eighty\"\n", 78, "line 1: port takes an integer, not a string"),
+            ("\n\nno-auth = 1\n", 78, "line 3: no-auth takes true or false, not an integer"),
+            ("index = [1, 2]\n", 78, "line 1: index takes an array of strings"),
+            ("max-top = 0\n", 78, "line 1: max-top: --max-top must be at least 1 (got 0)"),
+            ("log-format = \"xml\"\n", 78, "line 1: log-format:"),
+            ("port = 1\nport = 2\n", 78, "line 2: port is already set on line 1"),
+            ("[server]\nport = 1\n", 78, "line 1: tables ([…]) are not supported"),
+            ("port = 1.5\n", 78, "line 1: port = 1.5 is not a value this file takes"),
+            ("host = \"127.0.0.1\n", 78, "line 1: unterminated string"),
+            ("port = 1 2\n", 78, "line 1: unexpected"),
+            ("trusted-proxy = [\"10.0.0.1\",\n \"not an address\"]\n", 78, "line 1: trusted-proxy:"),
+        ]
+        for (index, item) in cases.enumerated() {
+            let config = directory.path + "/bad\(index).toml"
+            try item.text.write(toFile: config, atomically: true, encoding: .utf8)
+            let result = try await TSyncProcess.run(
+                ["serve", "--config", config, "--db", "sqlite:" + directory.path + "/x.db"], in: directory.path)
+            #expect(result.status == item.status, "\(item.text): \(result.stderr)")
+            #expect(result.stderr.contains("\(config) \(item.words)"), "\(item.text): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/x.db"), "nothing was created")
+        let missing = try await TSyncProcess.run(["serve", "--config", directory.path + "/none.toml"], in: directory.path)
+        #expect(missing.status == 66, "\(missing.stderr)")
+        #expect(missing.stderr.contains("cannot read the config file"), "\(missing.stderr)")
+        // A bad flag on the command line stays a usage error (64), as without --config.
+        try "port = 0\n".write(toFile: directory.path + "/ok.toml", atomically: true, encoding: .utf8)
+        let usage = try await TSyncProcess.run(["serve", "--config", directory.path + "/ok.toml", "--max-top", "0"], in: directory.path)
+        #expect(usage.status == 64, "\(usage.stderr)")
+    }
+
+    /// Every long option of `tsync serve` but --config and --help is a key of the config file.
+    @Test func everyServeOptionIsAConfigKey() async throws {
+        let directory = try TemporaryDirectory()
+        let help = try await TSyncProcess.run(["serve", "--help"], in: directory.path).stdout
+        let names = Set(
+            help.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," }).filter { $0.hasPrefix("--") }
+                .map { String($0.dropFirst(2).prefix { $0.isLetter || $0 == "-" }) }
+        ).subtracting(["config", "help", "version", ""])
+        #expect(names.count >= 20, "\(names)")
+        for name in names.sorted() {
+            let config = directory.path + "/\(name).toml"
+            try "\(name) = [1]\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let result = try await TSyncProcess.run(["serve", "--config", config], in: directory.path)
+            #expect(result.status == 78 && result.stderr.contains("line 1: \(name) takes"), "\(name): \(result.stderr)")
+        }
+    }
+}
+
+/// HTTP requests with any headers, answering the status, body and headers.
+enum OperatorHTTP {
+    struct Reply {
+        var status: Int
+        var body: String
+        var headers: [String: String]
+    }
+
+    static func send(_ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil) async throws -> Reply {
+        var request = URLRequest(url: try #require(URL(string: url)), timeoutInterval: 15)
+        request.httpMethod = method
+        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            URLSession.shared.dataTask(with: request) { data, response, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    let http = response as? HTTPURLResponse
+                    var fields: [String: String] = [:]
+                    for (name, value) in http?.allHeaderFields ?? [:] {
+                        if let name = name as? String, let value = value as? String { fields[name] = value }
+                    }
+                    continuation.resume(
+                        returning: Reply(
+                            status: http?.statusCode ?? 0, body: String(decoding: data ?? Data(), as: UTF8.self), headers: fields))
+                }
+            }.resume()
+        }
+    }
+}

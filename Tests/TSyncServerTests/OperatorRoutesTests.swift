@@ -1,0 +1,62 @@
+import HTTPTypes
+import Testing
+import TSyncModel
+
+@testable import TSyncServer
+
+/// `/ready`, `/metrics` and `X-Request-Id` on both backends, and the pieces of the request log
+/// that decide what reaches it (docs/DESIGN.md §4).
+struct OperatorRoutesTests {
+    @Test func readyAnswersAndMetricsAreOptIn() async throws {
+        try await withTestServer { http in
+            let ready = try await http.get("/ready")
+            #expect(ready.status == 200 && ready.object["status"] == .string("ready"), "\(ready.text)")
+            #expect(try await http.get("/metrics").status == 404, "no /metrics without --metrics")
+            #expect(ready.headers[HTTPField.Name("X-Request-Id")!]?.count == 16)
+        }
+    }
+
+    @Test func metricsCountRecordsAndUseRouteTemplates() async throws {
+        var configuration = ServerConfiguration(requiresAuthentication: false)
+        configuration.exposesMetrics = true
+        try await withTestServer(configuration) { http in
+            #expect(try await http.post("/tables/todo", ["id": "a"]).status == 201)
+            #expect(try await http.post("/tables/todo", ["id": "a"]).status == 409)
+            #expect(try await http.get("/tables/todo").status == 200)
+            for n in 0..<50 { _ = try await http.get("/nowhere/\(n)") }
+            let text = try await http.get("/metrics").text
+            #expect(text.contains(#"tsync_http_requests_total{method="POST",route="/tables/{table}",status="201"} 1"#), "\(text)")
+            #expect(text.contains(#"tsync_http_requests_total{method="POST",route="/tables/{table}",status="409"} 1"#), "\(text)")
+            #expect(text.contains(#"tsync_http_requests_total{method="GET",route="unmatched",status="404"} 50"#), "\(text)")
+            #expect(text.contains("tsync_records_written_total 1\n") && text.contains("tsync_records_read_total 1\n"), "\(text)")
+            #expect(!text.contains("nowhere"))
+        }
+    }
+
+    @Test func secretQueryValuesAreRedacted() {
+        #expect(
+            QueryRedaction.redacted("$top=5&access_token=abc&X-ZUMO-AUTH=t&password=p&apiKey=k&%74oken=x&$filter=a%20eq%201")
+                == "$top=5&access_token=REDACTED&X-ZUMO-AUTH=REDACTED&password=REDACTED&apiKey=REDACTED&%74oken=REDACTED&$filter=a%20eq%201"
+        )
+        #expect(QueryRedaction.redacted("flag&token") == "flag&token", "a name without a value has nothing to hide")
+        let long = QueryRedaction.target(path: "/tables/t", query: String(repeating: "a", count: 5000), limit: 2048)
+        #expect(long.count == 2049 && long.hasSuffix("…"))
+    }
+
+    @Test func requestIDsFromTrustedPeersOnlyAndPlain() {
+        #expect(RequestID.choose(presented: "abc-123", trusted: true) == "abc-123")
+        #expect(RequestID.choose(presented: "abc-123", trusted: false) != "abc-123")
+        #expect(RequestID.choose(presented: "a\nb", trusted: true) != "a\nb")
+        #expect(RequestID.choose(presented: String(repeating: "a", count: 129), trusted: true).count == 16)
+        #expect(LogText.escaped("a\u{1b}[31mb\nc") == "a\\u001b[31mb\\u000ac")
+        #expect(LogText.bounded(String(repeating: "n", count: 100)).count == LogText.maximumNameLength + 1)
+    }
+
+    @Test func metricLabelsAreEscapedAndMethodsBounded() {
+        let metrics = ServerMetrics()
+        metrics.recordRequest(method: "PROPFIND", route: #"/a"b\c"#, status: 200, seconds: 0.003, bytes: 10)
+        let text = metrics.exposition()
+        #expect(text.contains(#"tsync_http_requests_total{method="other",route="/a\"b\\c",status="200"} 1"#), "\(text)")
+        #expect(text.contains(#"route="/a\"b\\c",le="0.005"} 1"#) && text.contains(#"route="/a\"b\\c",le="0.0025"} 0"#), "\(text)")
+    }
+}
