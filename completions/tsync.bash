@@ -836,9 +836,9 @@ _tsync_log() {
 
 _tsync_serve() {
     repeating_flags=()
-    non_repeating_flags=(--no-auth --insecure -h --help)
+    non_repeating_flags=(--no-auth --insecure --metrics -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --config)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -892,6 +892,13 @@ _tsync_serve() {
         return
         ;;
     '--token-ttl')
+        return
+        ;;
+    '--log-format')
+        __tsync_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--config')
         return
         ;;
     esac

@@ -20,6 +20,7 @@ struct ServeConfigFile {
         "index": .strings, "max-top": .integer, "max-batch": .integer, "max-connections": .integer, "header-timeout": .integer,
         "idle-timeout": .integer, "body-timeout": .integer, "query-timeout": .integer, "trusted-proxy": .strings,
         "tls-cert": .string, "tls-key": .string, "token-ttl": .integer, "log-format": .string, "metrics": .flag,
+        "max-watchers": .integer,
     ]
 
     enum Value: Equatable {
