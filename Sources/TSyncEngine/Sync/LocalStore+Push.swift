@@ -60,7 +60,7 @@ public struct OutgoingOperation: Sendable, Equatable {
 /// duplicate), or done.
 extension LocalStore {
     /// Operations push would send now, in queue order, skipping every operation of an item whose
-    /// earlier (or own) operation has an unresolved error: an error holds back only its own item
+    /// earlier (or own) operation has an unsettled error: an error holds back only its own item
     /// (docs/DESIGN.md §2.3), and an item's operations are never reordered.
     package func pushableOperations(tables: [String]?) throws(TSyncError) -> [OutgoingOperation] {
         try read { db in try Self.selectPushable(db, tables: tables, limit: nil) }
@@ -77,7 +77,7 @@ extension LocalStore {
         }
     }
 
-    /// Operations that wait behind an unresolved error (the errored ones included).
+    /// Operations that wait behind an unsettled error (the errored ones included).
     package func heldBackOperationCount(tables: [String]?) throws(TSyncError) -> Int {
         try read { db in
             let (clause, arguments) = Self.tableClause(tables)

@@ -7,7 +7,7 @@ public struct PushPrediction: Sendable, Equatable {
         case succeeds
         /// The server would refuse it, for this reason.
         case fails(FailureClass)
-        /// An earlier operation of the same item would fail, or has an unresolved error (its own
+        /// An earlier operation of the same item would fail, or has an unsettled error (its own
         /// included): this one would wait behind it.
         case heldBack
     }

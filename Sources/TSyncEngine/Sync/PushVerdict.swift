@@ -11,7 +11,7 @@ import TSyncModel
 ///   insert arrived;
 /// - update answered 412 (or 409, for a version in the body) whose server item, not deleted, has
 ///   the same user fields as the item sent: the earlier update arrived and bumped the version. The
-///   end state is exactly what the client asked for, so there is nothing to resolve — even if
+///   end state is exactly what the client asked for, so there is nothing to settle — even if
 ///   another client happened to write the same values;
 /// - delete answered 404 or 410, or 412 with a server item marked deleted: the item is gone, which
 ///   is what the delete asked for.

@@ -18,7 +18,7 @@ public struct PushSummary: Sendable, Equatable {
     public var settled: [ConflictPolicy: Int] = [:]
     /// Times the queue was sent: 1, plus one for each push again after settling conflicts.
     public var rounds = 1
-    /// Operations not sent because their item has an unresolved error (`tsync conflicts`); an
+    /// Operations not sent because their item has an unsettled error (`tsync conflicts`); an
     /// operation that failed in this push was sent, and is counted in `failed` only.
     public var heldBack = 0
     /// Operations a dry run would send.
@@ -161,7 +161,7 @@ public struct Pusher: Sendable {
     /// them or none. When any would fail, nothing is written: the failing operations go to the
     /// error table with what the server answered, the others stay pending (exit 2 on the command
     /// line). Needs a server whose batch route is atomic, a queue within its batch limit, one
-    /// operation per item, and no unresolved error among them.
+    /// operation per item, and no unsettled error among them.
     package func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
@@ -170,7 +170,7 @@ public struct Pusher: Sendable {
         summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         if summary.heldBack > 0 {
             throw TSyncError(
-                .failure, "\(summary.heldBack) operation(s) wait behind unresolved errors, which an atomic push cannot",
+                .failure, "\(summary.heldBack) operation(s) wait behind unsettled errors, which an atomic push cannot",
                 remedy: .resolveErrorsFirst)
         }
         guard !pending.isEmpty else { return summary }
@@ -419,7 +419,7 @@ public struct Pusher: Sendable {
                 case let refused:
                     // Someone else undeleted (or changed) it, or a retry of ours already did: a
                     // 412 whose copy equals what we send counts as done, anything else is a
-                    // conflict against that live copy, to resolve again.
+                    // conflict against that live copy, to settle again.
                     return verdict(outgoing, try await verified(refused, of: outgoing, remote: remote))
                 }
             }
