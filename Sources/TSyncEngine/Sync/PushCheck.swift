@@ -2,6 +2,7 @@ import TSyncModel
 
 /// What `push --check` predicts for one queued operation.
 public struct PushPrediction: Sendable, Equatable {
+    /// What the server would answer the operation.
     public enum Outcome: Sendable, Equatable {
         /// The server would take it (or already holds what it asks for).
         case succeeds
@@ -12,7 +13,9 @@ public struct PushPrediction: Sendable, Equatable {
         case heldBack
     }
 
+    /// The queued operation judged.
     public var operation: PendingOperation
+    /// What the push would do with it.
     public var outcome: Outcome
     /// The conflict policy that would settle the failure (or the failure this operation waits
     /// behind) within the same push, as `push --on-conflict` or the store's settings say; nil

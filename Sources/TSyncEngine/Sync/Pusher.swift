@@ -32,6 +32,7 @@ public struct PushSummary: Sendable, Equatable {
     /// The operations that failed, to tell which of them a policy settled later.
     var failedOperations: [Int64] = []
 
+    /// Nothing pushed yet.
     public init() {}
 
     /// Sets `heldBack` from the operations now waiting behind errors (`waiting`), less those that
@@ -67,12 +68,15 @@ public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 /// a round is `roundSize` operations sent one request each, `concurrency` at a time. Distinct
 /// items per round keep every item's operations in queue order either way.
 public struct Pusher: Sendable {
+    /// The store pushed from.
     public var store: LocalStore
+    /// The server pushed to.
     public var remote: any SyncRemote
     /// Operations claimed per round when sending one request per operation.
-    public var roundSize = 64
+    package var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
     public let concurrency: Int
+    /// Requests in flight at once when no concurrency is given.
     public static let defaultConcurrency = 8
 
     /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
