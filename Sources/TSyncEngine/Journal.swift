@@ -117,7 +117,7 @@ public struct JournalEntry: Sendable, Equatable {
     public var command: String
     /// The command line's arguments, secrets masked.
     public var arguments: [String]
-    /// The remote the command spoke to, credentials masked; nil when it spoke to none.
+    /// The store's remote when the command began, without credentials; nil when none was set.
     public var remote: String?
     /// Nil when the command never finished.
     public var exitCode: Int?

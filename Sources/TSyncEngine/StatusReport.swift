@@ -4,7 +4,7 @@ import TSyncModel
 public struct StatusReport: Sendable {
     /// The `.tsync` directory.
     public var storeDirectory: String
-    /// The configured remote, credentials masked; nil when none.
+    /// The configured remote URL; nil when none.
     public var remote: String?
     /// Every queued operation, in queue (push) order.
     public var operations: [PendingOperation]

@@ -19,7 +19,7 @@ public final class CommandSession: Sendable {
         /// The arguments as the log keeps them: without secrets, long ones cut.
         public var arguments: [String]
 
-        /// A journal entry for `command`, run with `arguments` (masked before they are stored).
+        /// The entry of `command`, run with `arguments`, from which the caller has already removed secrets.
         public init(command: String, arguments: [String]) {
             self.command = command
             self.arguments = arguments
