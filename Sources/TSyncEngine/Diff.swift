@@ -2,7 +2,9 @@ import TSyncModel
 
 /// What one item's pending change does, field by field, against its base (the last server copy).
 public struct DiffEntry: Sendable, Equatable {
+    /// The item's table.
     public var table: String
+    /// The item's id.
     public var id: String
     /// The kind of the item's newest operation.
     public var kind: OperationKind
@@ -16,12 +18,16 @@ public struct DiffEntry: Sendable, Equatable {
     public var changes: [FieldChange]
 }
 
+/// One field that differs between the two copies of an item a `DiffEntry` compares.
 public struct FieldChange: Sendable, Equatable {
+    /// Whether the field was added, removed or changed.
     public enum Change: String, Sendable {
         case added, removed, modified
     }
 
+    /// The field's name.
     public var field: String
+    /// What happened to the field.
     public var change: Change
     /// The base value (absent for `added`).
     public var before: JSONValue?

@@ -14,10 +14,13 @@ public struct ItemSample: Sendable, Equatable {
     /// The items met, the sampled ones included.
     public private(set) var count = 0
 
+    /// How many items a sample keeps by name: enough to recognise a command's work, small enough for every entry.
     public static let limit = 300
 
+    /// An empty sample.
     public init() {}
 
+    /// Counts one item met, and keeps its name while the sample is not full.
     public mutating func add(table: String, id: String) {
         guard items.count < Self.limit else {
             count += 1
@@ -26,6 +29,7 @@ public struct ItemSample: Sendable, Equatable {
         add(item: table + "/" + id)
     }
 
+    /// Counts items of one table met, keeping their names while the sample is not full.
     public mutating func add(table: String, ids: some Collection<String>) {
         var rest = ids.count
         for id in ids {
@@ -36,6 +40,7 @@ public struct ItemSample: Sendable, Equatable {
         count += rest
     }
 
+    /// Adds what another sample met (a later step of the same command).
     public mutating func add(_ other: ItemSample) {
         for item in other.items {
             if items.count < Self.limit { add(item: item) } else { count += 1 }
@@ -68,8 +73,10 @@ public struct JournalCounts: Sendable, Equatable {
     /// Errors in the error table when the command ended.
     public var errorsLeft = 0
 
+    /// No counts yet.
     public init() {}
 
+    /// Adds what a push did (`tsync log` shows one line per command, sync and retries included).
     public mutating func add(_ push: PushSummary) {
         pushed += push.pushed
         conflicts += push.conflictsMet
@@ -77,6 +84,7 @@ public struct JournalCounts: Sendable, Equatable {
         for (policy, count) in push.settled { settled[policy.rawValue, default: 0] += count }
     }
 
+    /// The counts as stored in the journal and printed by `log --json`.
     public var json: JSONValue {
         [
             "pushed": .int(Int64(pushed)), "pulled": .int(Int64(pulled)), "conflicts": .int(Int64(conflicts)),
@@ -99,17 +107,23 @@ public struct JournalCounts: Sendable, Equatable {
 
 /// One entry of `tsync log`.
 public struct JournalEntry: Sendable, Equatable {
+    /// The entry's number, increasing: `tsync log` lists the newest first.
     public var id: Int64
+    /// When the command opened the store.
     public var startedAt: Timestamp
     /// Nil while the command runs, or when it never finished (killed, or the machine stopped).
     public var finishedAt: Timestamp?
     /// The command's name (`push`), and its arguments with every secret replaced.
     public var command: String
+    /// The command line's arguments, secrets masked.
     public var arguments: [String]
+    /// The store's remote when the command began, without credentials; nil when none was set.
     public var remote: String?
     /// Nil when the command never finished.
     public var exitCode: Int?
+    /// What the command did.
     public var counts: JournalCounts
+    /// The items it touched (the first of them by name).
     public var items: ItemSample
 }
 
@@ -119,6 +133,7 @@ public struct JournalEntry: Sendable, Equatable {
 /// a command killed mid-push still leaves a trace, shown as unfinished) and when it ends. No step
 /// can leave half an entry. The journal keeps the newest `log.maxEntries` entries.
 public enum Journal {
+    /// How many entries are kept when `log.maxEntries` is not set.
     public static let defaultMaxEntries = 1000
 
     static func int(_ value: JSONValue) -> Int? {

@@ -3,30 +3,42 @@ import TSyncModel
 
 /// A failed operation, as the error table keeps it (the seeds' MS_TableOperationErrors).
 public struct OperationError: Sendable, Equatable {
+    /// The error's number, as `conflicts` shows it and `resolve ID` takes it.
     public var id: Int64
     /// The operation that failed; the error is removed with it.
     public var operationSeq: Int64
+    /// The table of the item whose operation failed.
     public var table: String
+    /// The id of that item.
     public var itemID: String
+    /// The kind of the operation that failed.
     public var kind: OperationKind
     /// The HTTP status of the server's answer (e.g. 409, 412), nil when there was none.
     public var httpStatus: Int?
+    /// What the server (or tsync) said.
     public var message: String
     /// The item as sent (wire object).
     public var sentItem: [String: JSONValue]?
     /// The server's copy of the item when the server returned one ("theirs" in a conflict).
     public var serverItem: [String: JSONValue]?
+    /// When the failure was recorded.
     public var createdAt: Timestamp
 }
 
 /// What the push layer reports about a rejected operation.
 public struct NewOperationError: Sendable, Equatable {
+    /// The queued operation that failed.
     public var operationSeq: Int64
+    /// The HTTP status of the answer; nil when there was none to read.
     public var httpStatus: Int?
+    /// What the server (or tsync) said.
     public var message: String
+    /// The item as it was sent, to show beside the server's copy.
     public var sentItem: [String: JSONValue]?
+    /// The server's copy that came with the answer (409/412), which settling may start from.
     public var serverItem: [String: JSONValue]?
 
+    /// An error to record for the operation `operationSeq`.
     public init(
         operationSeq: Int64, httpStatus: Int?, message: String, sentItem: [String: JSONValue]? = nil,
         serverItem: [String: JSONValue]? = nil

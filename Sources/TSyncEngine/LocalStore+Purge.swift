@@ -4,6 +4,7 @@ import TSyncQuery
 
 /// What `purge` removed.
 public struct PurgeResult: Sendable, Equatable {
+    /// Local records removed.
     public var records = 0
     /// The ids of the purged records (`records` of them), in no particular order: for the log.
     public var ids: [String] = []

@@ -3,13 +3,18 @@ import TSyncModel
 
 /// A pull query saved under an id (the seeds' MS_TableConfig delta token).
 public struct SavedQuery: Sendable, Equatable {
+    /// The table the query pulls.
     public var table: String
+    /// The query's id (`pull --query-id`), which names its checkpoint.
     public var queryID: String
     /// The OData filter of the pull, as given.
     public var filter: String?
+    /// Where the last pull of this query stopped; nil before the first or after `--reset`.
     public var checkpoint: Checkpoint?
+    /// When this query was last pulled; nil when never.
     public var lastPullAt: Timestamp?
 
+    /// A saved query as stored.
     public init(table: String, queryID: String, filter: String?, checkpoint: Checkpoint? = nil, lastPullAt: Timestamp? = nil) {
         self.table = table
         self.queryID = queryID
@@ -20,6 +25,7 @@ public struct SavedQuery: Sendable, Equatable {
 }
 
 extension LocalStore {
+    /// The saved query `queryID` of `table`; nil when none is saved.
     public func savedQuery(table: String, queryID: String) throws(TSyncError) -> SavedQuery? {
         try read { db in
             try StoreRows.savedQueries(db, where: "tbl = ? AND query_id = ?", [table, queryID]).first

@@ -4,6 +4,7 @@ import TSyncQuery
 
 /// One line of `tsync tables`.
 public struct TableSummary: Sendable, Equatable {
+    /// The table's name.
     public var table: String
     /// Local records (the working copy).
     public var records: Int

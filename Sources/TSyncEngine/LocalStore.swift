@@ -16,6 +16,7 @@ import TSyncModel
 ///   `Sync/LocalStore+Pull.swift`, `Sync/LocalStore+Conflicts.swift`, `Sync/LocalStore+Items.swift`,
 ///   `LocalStore+Errors.swift`, `LocalStore+Queries.swift`, `LocalStore+Purge.swift`
 public final class LocalStore: Sendable {
+    /// Where the store lives: its directory, database and configuration file.
     public let location: StoreLocation
     /// A pool (WAL: readers never wait); a read-only queue when the store cannot be written.
     let pool: any DatabaseWriter
@@ -26,7 +27,7 @@ public final class LocalStore: Sendable {
     /// Stores up to this size are checked page by page (`PRAGMA quick_check`) when opened: about
     /// 50 ms at this size, growing with the file, so larger stores rely on SQLite reporting a damaged
     /// page when a command reads it.
-    public static let quickCheckLimit = 16 * 1024 * 1024
+    package static let quickCheckLimit = 16 * 1024 * 1024
 
     private init(location: StoreLocation, pool: any DatabaseWriter) {
         self.location = location
@@ -127,10 +128,12 @@ public final class LocalStore: Sendable {
 
     // MARK: Configuration
 
+    /// The store's settings (`config.json`), as `tsync config` shows them.
     public func configuration() throws(TSyncError) -> StoreConfiguration {
         try StoreConfiguration.load(from: location.configurationPath)
     }
 
+    /// Writes the store's settings back to `config.json`.
     public func saveConfiguration(_ configuration: StoreConfiguration) throws(TSyncError) {
         try configuration.save(to: location.configurationPath)
     }

@@ -13,8 +13,9 @@ import TSyncModel
 /// | insert → insert, update → insert, delete (pending or in flight) → anything | rejected |
 ///
 /// Pure, so the table can be tested row by row; `LocalStore` applies the outcome.
-public enum QueueCollapse {
-    public enum Outcome: Sendable, Equatable {
+package enum QueueCollapse {
+    /// What queuing one more operation does to an item's queue.
+    package enum Outcome: Sendable, Equatable {
         /// Append a new operation of this kind at the end of the queue.
         case append(OperationKind)
         /// Keep the pending operation (and its queue position), now of this kind.
@@ -27,7 +28,7 @@ public enum QueueCollapse {
     ///   - newest: the kind of the item's newest operation, or nil when it has none.
     ///   - inFlight: whether that operation is being pushed right now.
     ///   - new: the change being made.
-    public static func outcome(
+    package static func outcome(
         newest: OperationKind?, inFlight: Bool, new: OperationKind, table: String, id: String
     ) throws(TSyncError) -> Outcome {
         let item = "\(table)/\(id)"

@@ -9,6 +9,7 @@ import TSyncModel
 public struct StoreConfiguration: Sendable, Equatable {
     private var object: [String: JSONValue]
 
+    /// No settings: every key takes its default.
     public init() { object = [:] }
 
     /// The server URL that push and pull talk to.
@@ -78,6 +79,8 @@ public struct StoreConfiguration: Sendable, Equatable {
         return number
     }
 
+    /// Reads `config.json` at `path`; a missing file is no settings, one that is not a JSON object an
+    /// error that says to fix or delete it.
     public static func load(from path: String) throws(TSyncError) -> StoreConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             return StoreConfiguration()
@@ -117,6 +120,7 @@ public struct StoreConfiguration: Sendable, Equatable {
         return result
     }
 
+    /// Writes the settings to `path` in one atomic replace, keys this version does not know kept.
     public func save(to path: String) throws(TSyncError) {
         let text = JSONSerializer.string(.object(object), pretty: true) + "\n"
         do {
@@ -191,6 +195,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The key as `tsync config` names it (`push.onConflict`).
     public var description: String {
         switch self {
         case .remoteURL: "remote.url"

@@ -7,20 +7,26 @@ import TSyncModel
 /// nearest `.tsync/` from the working directory upwards. An explicit directory is taken as given
 /// (no upward search), so a script that names a store never silently uses another one.
 public struct StoreLocation: Sendable, Equatable {
-    public static let directoryName = ".tsync"
-    public static let databaseFileName = "store.sqlite"
-    public static let configurationFileName = "config.json"
+    /// The store's directory name, found in the working directory or a parent.
+    package static let directoryName = ".tsync"
+    /// The SQLite database's file name in the store directory.
+    package static let databaseFileName = "store.sqlite"
+    /// The settings file's name in the store directory.
+    package static let configurationFileName = "config.json"
 
     /// The `.tsync` directory itself.
     public let directory: String
 
+    /// The store in `directory` (the `.tsync` directory itself).
     public init(directory: String) {
         self.directory = directory
     }
 
     /// The directory that holds `.tsync/` (the "working tree").
     public var root: String { (directory as NSString).deletingLastPathComponent }
+    /// The SQLite database of the store.
     public var databasePath: String { (directory as NSString).appendingPathComponent(Self.databaseFileName) }
+    /// The store's `config.json`.
     public var configurationPath: String {
         (directory as NSString).appendingPathComponent(Self.configurationFileName)
     }

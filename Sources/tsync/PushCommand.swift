@@ -9,8 +9,8 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
         discussion: """
             Every pending operation of every table (or of the --table tables) is sent in the order \
             it was queued. A conflict or a rejected operation is recorded in the error table and \
-            the push goes on with the others; operations of an item with an unresolved error are \
-            held back until it is resolved. The exit code is 2 while the error table holds errors \
+            the push goes on with the others; operations of an item with an unsettled error are \
+            held back until it is settled. The exit code is 2 while the error table holds errors \
             of the pushed tables (see `tsync conflicts`, then `tsync resolve`). \
             When the server cannot be reached (exit 3) or refuses the login (exit 4) the push \
             stops and every operation not yet answered stays queued.
@@ -47,7 +47,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             --atomic sends the whole queue as one batch the server applies all or nothing: if \
             any operation would fail, nothing is written, the failing operations go to the error \
             table (exit 2) and the others stay pending. It needs tsync serve, a queue within its \
-            batch limit, no unresolved error, and one queued operation per item; it settles \
+            batch limit, no unsettled error, and one queued operation per item; it settles \
             nothing, so conflict policies (the flag or the store's settings) do not apply.
 
             SIGINT (Ctrl-C) or SIGTERM stops the push at its next safe point: no new request is \
@@ -62,7 +62,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             "alreadyApplied"); "failed" operations that failed in this push and are in the error \
             table now, "conflicts" those of them that are conflicts (409, 412, and 404 for an item \
             deleted on the server); "heldBack" operations not sent because their item waits behind \
-            an earlier unresolved error; "requests" the HTTP requests made; \
+            an earlier unsettled error; "requests" the HTTP requests made; \
             "operations", for --dry-run, what would be sent: [{"seq", "table", "id", "kind"}] \
             (empty otherwise); "conflictsMet" every conflict answered, settled ones included; \
             "settled" {"POLICY": count} of the errors a policy settled; "rounds" how many times \

@@ -23,18 +23,17 @@ struct QueriesCommand: ParsableCommand {
     @OptionGroup var output: JSONOption
 
     func run() throws {
-        let queries = try storeOptions.open().savedQueries()
-        if output.json {
-            Console.write(JSONReports.line(.array(queries.map(JSONReports.savedQuery))))
-            return
+        Listing.print(
+            try storeOptions.open().savedQueries(), json: output.json, as: { .array($0.map(JSONReports.savedQuery)) },
+            whenEmpty: "no saved queries: `tsync pull TABLE` saves one"
+        ) { queries in
+            var text = ""
+            for query in queries {
+                let checkpoint = query.checkpoint.map { "\($0.updatedAt.iso8601) \($0.id)" } ?? "(none)"
+                text += "\(query.table)\t\(query.queryID)\tfilter: \(query.filter ?? "(none)")\tcheckpoint: \(checkpoint)"
+                text += "\tlast pull: \(query.lastPullAt?.iso8601 ?? "never")\n"
+            }
+            return text
         }
-        var text = ""
-        for query in queries {
-            let checkpoint = query.checkpoint.map { "\($0.updatedAt.iso8601) \($0.id)" } ?? "(none)"
-            text += "\(query.table)\t\(query.queryID)\tfilter: \(query.filter ?? "(none)")\tcheckpoint: \(checkpoint)"
-            text += "\tlast pull: \(query.lastPullAt?.iso8601 ?? "never")\n"
-        }
-        if queries.isEmpty, Console.stdoutIsTerminal { Console.note("no saved queries: `tsync pull TABLE` saves one") }
-        Console.write(text)
     }
 }

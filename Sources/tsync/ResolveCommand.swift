@@ -136,7 +136,7 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             return
         }
         if !output.quiet {
-            var line = "resolved \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"
+            var line = "settled \(StatusFormat.count(report.settledCount, "error")) (\(resolution.rawValue))"
             // A push that left errors says so once, as the error below.
             if let pushSummary = result.push, pushSummary.failed == 0 { line += "; " + SyncFormat.pushSummary(pushSummary, dryRun: false) }
             Console.note(line)

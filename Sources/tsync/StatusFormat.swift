@@ -10,7 +10,7 @@ enum StatusFormat {
         var text = ""
         text.reserveCapacity(report.operations.count * 48)
         for operation in report.operations {
-            // U (unresolved error) followed by the kind of the operation that failed: UA, UM, UD.
+            // U (unsettled error) followed by the kind of the operation that failed: UA, UM, UD.
             if operation.error != nil { text.append("U") }
             text.append(operation.kind.statusLetter)
             text += "\t"

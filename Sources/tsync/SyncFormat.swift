@@ -3,12 +3,12 @@ import TSyncModel
 
 /// The human lines of push, pull and sync (summaries on stderr, dry-run lists on stdout).
 enum SyncFormat {
-    /// "pushed 120, 3 failed (2 conflicts), 1 held back by earlier unresolved errors — run `tsync
+    /// "pushed 120, 3 failed (2 conflicts), 1 held back by earlier unsettled errors — run `tsync
     /// conflicts`". The numbers are those of `push --json`.
     static func pushSummary(_ summary: PushSummary, dryRun: Bool) -> String {
         if dryRun {
             var line = summary.wouldPush == 0 ? "nothing to push" : "would push \(StatusFormat.count(summary.wouldPush, "operation"))"
-            if summary.heldBack > 0 { line += ", \(summary.heldBack) held back by unresolved errors — run `tsync conflicts`" }
+            if summary.heldBack > 0 { line += ", \(summary.heldBack) held back by unsettled errors — run `tsync conflicts`" }
             return line
         }
         if summary.pushed == 0 && summary.failed == 0 && summary.heldBack == 0 && summary.settled.isEmpty { return "nothing to push" }
@@ -25,7 +25,7 @@ enum SyncFormat {
                 "\(summary.failed) failed" + (summary.conflicts > 0 ? " (\(StatusFormat.count(summary.conflicts, "conflict")))" : ""))
         }
         if summary.heldBack > 0 {
-            parts.append("\(summary.heldBack) held back by unresolved errors")
+            parts.append("\(summary.heldBack) held back by unsettled errors")
         }
         var line = parts.joined(separator: ", ")
         if summary.failed > 0 || summary.heldBack > 0 { line += " — run `tsync conflicts`" }
@@ -72,7 +72,7 @@ enum SyncFormat {
     }
 
     /// "of 5 queued operations, 3 would go through, 1 would be settled (merge), 1 would not (1
-    /// held back by an unresolved error)"; no pointer to `tsync conflicts`, which a check does not fill.
+    /// held back by an unsettled error)"; no pointer to `tsync conflicts`, which a check does not fill.
     static func checkSummary(_ predictions: [PushPrediction]) -> String {
         if predictions.isEmpty { return "nothing to push" }
         let ok = predictions.filter { $0.outcome == .succeeds }.count
@@ -89,7 +89,7 @@ enum SyncFormat {
         if !failing.isEmpty {
             line += ", \(failing.count) would not"
             let waiting = failing.filter { $0.outcome == .heldBack }.count
-            if waiting > 0 { line += " (\(waiting) held back by unresolved errors)" }
+            if waiting > 0 { line += " (\(waiting) held back by unsettled errors)" }
             // No "run `tsync conflicts`": a check writes nothing to the error table.
         }
         return line

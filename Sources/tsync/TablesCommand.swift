@@ -20,19 +20,15 @@ struct TablesCommand: ParsableCommand {
     @OptionGroup var output: JSONOption
 
     func run() throws {
-        let tables = try storeOptions.open().tables()
-        if output.json {
-            Console.write(JSONReports.line(JSONReports.tables(tables)))
-            return
+        Listing.print(
+            try storeOptions.open().tables(), json: output.json, as: JSONReports.tables,
+            whenEmpty: "no tables yet: `tsync insert TABLE` or `tsync pull TABLE` creates one"
+        ) { tables in
+            let rows =
+                [["TABLE", "RECORDS", "PENDING", "ERRORS"]]
+                + tables.map { [$0.table, String($0.records), String($0.pending), String($0.errors)] }
+            return TextTable.render(rows, rightAligned: [1, 2, 3])
         }
-        guard !tables.isEmpty else {
-            Console.note("no tables yet: `tsync insert TABLE` or `tsync pull TABLE` creates one")
-            return
-        }
-        let rows =
-            [["TABLE", "RECORDS", "PENDING", "ERRORS"]]
-            + tables.map { [$0.table, String($0.records), String($0.pending), String($0.errors)] }
-        Console.write(TextTable.render(rows, rightAligned: [1, 2, 3]))
     }
 }
 

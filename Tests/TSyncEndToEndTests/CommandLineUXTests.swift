@@ -91,7 +91,7 @@ import TSyncModel
         #expect(JSONOutput.int(summary["pushed"]) == 0 && JSONOutput.int(summary["failed"]) == 0)
         #expect(JSONOutput.int(summary["heldBack"]) == 2, "the two failed operations wait: \(summary)")
         let again = try await b.run(["push"])
-        #expect(again.stderr.contains("pushed 0, 2 held back by unresolved errors"), "\(again.stderr)")
+        #expect(again.stderr.contains("pushed 0, 2 held back by unsettled errors"), "\(again.stderr)")
     }
 
     // MARK: 9. Progress with an end

@@ -67,7 +67,7 @@ extension ReadmeTests {
         #expect(result.stdout.contains("\tupdate todoitem/milk\t412 version-conflict"), "a real conflict: \(result.stdout)")
         #expect(result.stdout.contains("version-conflict\tupdate\ttodoitem\tmilk"), "push --check predicted it")
         #expect(result.stderr.contains("1 failed (1 conflict)"), "\(result.stderr)")
-        #expect(result.stderr.contains("resolved 1 error (theirs)"))
+        #expect(result.stderr.contains("settled 1 error (theirs)"))
         #expect(result.stdout.contains("tsync -C phone resolve --all --theirs"), "the log shows it: \(result.stdout)")
     }
 }

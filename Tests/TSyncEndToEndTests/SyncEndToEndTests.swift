@@ -105,7 +105,7 @@ import TSyncModel
         #expect(try await b.ok(["status", "--porcelain"]) == "UM\ttodo\tx\n", "U and the kind of the failed operation")
         let show = try await b.ok(["conflicts", "show", "\(JSONOutput.int(entry["id"]) ?? 0)"])
         #expect(show.contains("both changed") && show.contains("\"from a\"") && show.contains("\"from b\""))
-        // An operation with an error is not sent again until it is resolved.
+        // An operation with an error is not sent again until it is settled.
         #expect(try await b.run(["push"]).status == 2)
         #expect(try JSONOutput.array(try await b.ok(["conflicts", "--json"])).count == 1)
         #expect(try await b.run(["resolve", "999", "--cancel"]).status == 65)

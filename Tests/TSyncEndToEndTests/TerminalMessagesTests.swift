@@ -19,7 +19,8 @@ import Testing
         _ = try await TSyncProcess.run(["user", "add", "bob", "--password-stdin", "--db", db], in: directory.path, stdin: "bob password\n")
         _ = try await TSyncProcess.run(["user", "remove", "bob", "--db", db], in: directory.path)
         for (command, message) in [
-            (["conflicts"], "no errors"), (["queries"], "no saved queries"), (["user", "list", "--db", db], "no accounts"),
+            (["conflicts"], "no errors"), (["queries"], "no saved queries"), (["tables"], "no tables yet"),
+            (["user", "list", "--db", db], "no accounts"),
         ] {
             let piped = try await store.run(command)
             #expect(piped.status == 0 && piped.stdout.isEmpty && piped.stderr.isEmpty, "\(command): \(piped)")

@@ -101,7 +101,7 @@ import TSyncQuery
         let store = temporary.store
         let theirs = LocalStore.serverRecord("x", ["text": "theirs", "note": "n"], version: "v2")
         let id = try fail(store, theirs: theirs)
-        #expect(try store.resolve(errorID: id, with: .ours, theirs: .record(theirs)) == .settled(pending: true))
+        #expect(try store.settle(errorID: id, with: .ours, theirs: .record(theirs)) == .settled(pending: true))
         let next = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         #expect(next.version == "v2" && next.item["text"] == "ours")
     }
@@ -111,21 +111,21 @@ import TSyncQuery
         do {
             let temporary = try changedItem()
             let id = try fail(temporary.store, theirs: theirs)
-            #expect(try temporary.store.resolve(errorID: id, with: .theirs, theirs: .record(theirs)) == .settled(pending: false))
+            #expect(try temporary.store.settle(errorID: id, with: .theirs, theirs: .record(theirs)) == .settled(pending: false))
             #expect(try temporary.store.record(table: "todo", id: "x") == theirs)
             #expect(try temporary.store.pendingOperations().isEmpty)
         }
         do {
             let temporary = try changedItem()
             let id = try fail(temporary.store, theirs: theirs)
-            #expect(try temporary.store.resolve(errorID: id, with: .cancel, theirs: nil) == .settled(pending: true))
+            #expect(try temporary.store.settle(errorID: id, with: .cancel, theirs: nil) == .settled(pending: true))
             #expect(try temporary.store.conflictDetails().isEmpty)
             #expect(try temporary.store.pushableOperations(tables: nil).count == 1)
         }
         do {
             let temporary = try changedItem()
             let id = try fail(temporary.store, theirs: theirs)
-            #expect(try temporary.store.resolve(errorID: id, with: .discard, theirs: nil) == .settled(pending: false))
+            #expect(try temporary.store.settle(errorID: id, with: .discard, theirs: nil) == .settled(pending: false))
             #expect(try temporary.store.record(table: "todo", id: "x")?.fields["text"] == "base")
             #expect(try temporary.store.pendingOperations().isEmpty)
         }
@@ -136,7 +136,7 @@ import TSyncQuery
             let temporary = try changedItem()
             let theirs = LocalStore.serverRecord("x", ["text": "base", "note": "n2"], version: "v2")
             let id = try fail(temporary.store, theirs: theirs)
-            #expect(try temporary.store.resolve(errorID: id, with: .merge, theirs: .record(theirs)) == .settled(pending: true))
+            #expect(try temporary.store.settle(errorID: id, with: .merge, theirs: .record(theirs)) == .settled(pending: true))
             #expect(try temporary.store.record(table: "todo", id: "x")?.fields == ["text": "ours", "note": "n2"])
             #expect(try temporary.store.claimOperations(tables: nil, limit: 1).first?.version == "v2")
         }
@@ -144,7 +144,7 @@ import TSyncQuery
             let temporary = try changedItem()
             let theirs = LocalStore.serverRecord("x", ["text": "theirs", "note": "n"], version: "v2")
             let id = try fail(temporary.store, theirs: theirs)
-            guard case .refused(let reason) = try temporary.store.resolve(errorID: id, with: .merge, theirs: .record(theirs)) else {
+            guard case .refused(let reason) = try temporary.store.settle(errorID: id, with: .merge, theirs: .record(theirs)) else {
                 Issue.record("expected a refusal")
                 return
             }
@@ -161,7 +161,7 @@ import TSyncQuery
         let existing = LocalStore.serverRecord("z", ["text": "theirs"], version: "v7")
         let id = try fail(store, theirs: existing, status: 409)
         #expect(try store.conflictDetails().first?.failureClass == .alreadyExists)
-        _ = try store.resolve(errorID: id, with: .ours, theirs: .record(existing))
+        _ = try store.settle(errorID: id, with: .ours, theirs: .record(existing))
         let next = try #require(try store.claimOperations(tables: nil, limit: 1).first)
         #expect(next.operation.kind == .update && next.version == "v7")
     }

@@ -15,6 +15,8 @@ public struct CertificateTrust: Sendable, Equatable {
     /// More PEM bundles trusted besides the roots (`http.caFile`).
     public var additionalFiles: [String]
 
+    /// Trust in `file` or `directory` (else the system's roots) and in `additionalFiles` besides; an
+    /// empty path counts as none.
     public init(file: String? = nil, directory: String? = nil, additionalFiles: [String] = []) {
         self.file = file.flatMap { $0.isEmpty ? nil : $0 }
         self.directory = directory.flatMap { $0.isEmpty ? nil : $0 }

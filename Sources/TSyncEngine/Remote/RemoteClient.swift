@@ -15,6 +15,7 @@ import TSyncModel
 /// One client owns one connection pool with keep-alive; create it with `withRemoteClient` so the
 /// pool is shut down however the command ends.
 public struct RemoteClient: Sendable {
+    /// The server this client speaks to.
     public let endpoint: RemoteEndpoint
     let token: String?
     private let http: HTTPClient
@@ -519,11 +520,16 @@ public enum RemoteAnswer: Sendable, Equatable {
 
 /// The server's batch route, as `GET /tables/$batch` describes it.
 public struct BatchCapabilities: Sendable, Equatable {
+    /// The most operations one batch may hold.
     public var maxOperations: Int
+    /// The most bytes one batch body may hold.
     public var maxBytes: Int
+    /// The most bytes one item of a batch may hold.
     public var maxItemBytes: Int
+    /// Whether the server applies a batch all or nothing on request (`push --atomic`).
     public var atomic: Bool
 
+    /// A server's batch limits, as `GET /tables/$batch` describes them.
     public init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
         self.maxOperations = maxOperations
         self.maxBytes = maxBytes
@@ -534,20 +540,25 @@ public struct BatchCapabilities: Sendable, Equatable {
 
 /// One write of a batch, as the single route would take it.
 public struct BatchOperation: Sendable {
+    /// The HTTP method the operation stands for.
     public enum Method: String, Sendable {
         case insert = "POST"
         case update = "PATCH"
         case delete = "DELETE"
     }
 
+    /// Insert (POST), update (PATCH) or delete (DELETE).
     public var method: Method
+    /// The item's table.
     public var table: String
+    /// The item's id.
     public var id: String
     /// The item of an insert or update.
     public var item: [String: JSONValue]?
     /// The version for `If-Match`.
     public var version: String?
 
+    /// One operation of a batch: `version` is the `If-Match` the server checks.
     public init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
         self.method = method
         self.table = table
@@ -565,12 +576,13 @@ public struct BatchOperation: Sendable {
     }
 
     /// The operation as it goes into a batch body.
-    public var encoded: [UInt8] { JSONSerializer.bytes(json) }
+    package var encoded: [UInt8] { JSONSerializer.bytes(json) }
 
     /// Its size in a batch body, to keep batches under the server's byte limit.
-    public var encodedSize: Int { encoded.count + 1 }
+    package var encodedSize: Int { encoded.count + 1 }
 }
 
+/// The server's answer to a batch: an answer per operation, or the whole batch refused as too large.
 public enum BatchReply: Sendable, Equatable {
     /// One answer per operation, in order.
     case answers([RemoteAnswer])
@@ -580,11 +592,17 @@ public enum BatchReply: Sendable, Equatable {
 
 /// One GET of a table.
 public struct PageRequest: Sendable {
+    /// The table to read.
     public var table: String
+    /// `$filter`, OData as the server takes it.
     public var filter: String?
+    /// `$orderby`.
     public var orderBy: String?
+    /// `$top`: the most records in the page.
     public var top: Int?
+    /// `$skip`: records passed over first.
     public var skip: Int?
+    /// `__includeDeleted`: soft-deleted records too (a pull needs them to remove local copies).
     public var includeDeleted: Bool
     /// A `Link: rel=next` URL from the previous page; when set it is used as is.
     public var nextLink: String?
@@ -595,6 +613,7 @@ public struct PageRequest: Sendable {
     /// the live route, docs/DESIGN.md §8.1); nil asks for no wait.
     public var wait: Int?
 
+    /// A page request of `table`.
     public init(
         table: String, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil,
         includeDeleted: Bool = true, nextLink: String? = nil
@@ -620,8 +639,11 @@ public struct PageRequest: Sendable {
     }
 }
 
+/// One page of records read from the server.
 public struct Page: Sendable {
+    /// The page's records.
     public var records: [Record]
+    /// The server's `Link` to the next page; nil on the last.
     public var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
     public var totalCount: Int?

@@ -7,6 +7,7 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// Scheme, host, port and any path prefix, without a trailing slash.
     public let base: String
 
+    /// Parses a server URL, `http://HOST[:PORT][/PATH]` or `https://…`; anything else is a usage error.
     public init(_ text: String) throws(TSyncError) {
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
@@ -23,6 +24,7 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
         base = trimmed
     }
 
+    /// The base URL (`base`), as messages name the server.
     public var description: String { base }
 
     /// Whether what is sent travels unencrypted over a network: plain `http://` to a host that is

@@ -6,14 +6,19 @@ import TSyncModel
 /// AsyncHTTPClient speaks to a proxy), and sends `Proxy-Authorization: Basic` when the proxy URL
 /// carries a user name.
 public struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
+    /// The proxy's host.
     public var host: String
+    /// The proxy's port.
     public var port: Int
+    /// The user for the proxy's Basic authentication, if it asks for one.
     public var username: String?
+    /// The password for it.
     public var password: String?
 
     /// curl's default port for a proxy URL without one.
     public static let defaultPort = 1080
 
+    /// A proxy at `host:port`, with credentials if it needs them.
     public init(host: String, port: Int, username: String? = nil, password: String? = nil) {
         self.host = host
         self.port = port
@@ -88,6 +93,7 @@ public struct ProxySettings: Sendable, Equatable {
     /// No proxy at all.
     public static let direct = ProxySettings(http: nil, https: nil, noProxy: nil)
 
+    /// The proxies to use for `http` and `https` URLs, and the hosts reached directly (`no_proxy`).
     public init(http: RemoteProxy?, https: RemoteProxy?, noProxy: String?) {
         self.http = http
         self.https = https
@@ -130,7 +136,7 @@ public struct ProxySettings: Sendable, Equatable {
     /// `.example.com` match example.com and every name under it; an address matches itself, and
     /// `ADDRESS/BITS` every address in that block (IPv4 or IPv6). Loopback is not special: as
     /// with curl, 127.0.0.1 goes through the proxy unless listed.
-    public func bypasses(host: String) -> Bool {
+    package func bypasses(host: String) -> Bool {
         var name = host.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         while name.hasSuffix(".") { name.removeLast() }

@@ -5,9 +5,12 @@ import TSyncQuery
 /// How far an incremental pull got: the last record seen, by (updatedAt, id) (docs/DESIGN.md §2.1). The
 /// next pull asks for `updatedAt gt T or (updatedAt eq T and id gt I)` ordered by `updatedAt, id`.
 public struct Checkpoint: Sendable, Equatable {
+    /// The `updatedAt` of the last record pulled.
     public var updatedAt: Timestamp
+    /// Its id: records with the same `updatedAt` are ordered by id.
     public var id: String
 
+    /// The checkpoint after the record `id` of `updatedAt`.
     public init(updatedAt: Timestamp, id: String) {
         self.updatedAt = updatedAt
         self.id = id
@@ -29,6 +32,7 @@ extension Checkpoint: Comparable {
         return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
     }
 
+    /// Equal when both the time and the id are.
     public static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
         lhs.updatedAt == rhs.updatedAt && lhs.id.utf8.elementsEqual(rhs.id.utf8)
     }
@@ -78,7 +82,7 @@ extension Checkpoint: Comparable {
     /// planner. With the bare disjunction SQLite walks the `(updated_at, id)` index from its start on
     /// every page (each page of a 100,000-record pull rescanned everything before it); with a range
     /// on the index's first column it seeks straight to the checkpoint, on any SQL backend.
-    public var filterAfter: String { after.odataText }
+    package var filterAfter: String { after.odataText }
 
     /// `filterAfter` as an expression, written out by TSyncQuery (the one writer of `$filter` text,
     /// its literals quoted one way).
@@ -111,9 +115,12 @@ extension Checkpoint: Comparable {
 /// how many records of "after the checkpoint" were already read. Only the checkpoint is saved: a
 /// pull stopped inside such a run reads the run again, which rewrites the same records.
 public struct PullPosition: Sendable, Equatable {
+    /// The checkpoint the pull resumes from; nil from the start.
     public var checkpoint: Checkpoint?
+    /// Records after the checkpoint already read, passed over with `$skip` by the next page.
     public var skip: Int
 
+    /// A position at `checkpoint`, `skip` records past it.
     public init(checkpoint: Checkpoint?, skip: Int = 0) {
         self.checkpoint = checkpoint
         self.skip = skip

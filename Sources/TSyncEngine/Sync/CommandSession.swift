@@ -19,6 +19,7 @@ public final class CommandSession: Sendable {
         /// The arguments as the log keeps them: without secrets, long ones cut.
         public var arguments: [String]
 
+        /// The entry of `command`, run with `arguments`, from which the caller has already removed secrets.
         public init(command: String, arguments: [String]) {
             self.command = command
             self.arguments = arguments
@@ -89,7 +90,7 @@ public final class CommandSession: Sendable {
     }
 
     /// Whether the run has a log entry to finish.
-    public var isLogged: Bool { state.withLock { $0.entry != nil } }
+    package var isLogged: Bool { state.withLock { $0.entry != nil } }
 
     // MARK: - What the run did
 

@@ -42,8 +42,10 @@ public struct ConflictPolicies: Sendable, Equatable {
     /// The store's `push.*` and `table.NAME.*` settings.
     public var settings: PolicySettings
 
+    /// How many times a push goes round again after settling conflicts when `--retries` is not given.
     public static let defaultRetries = 3
 
+    /// The policies from the flags (which win) and the store's settings.
     public init(
         settings: PolicySettings = PolicySettings(), onConflict: ConflictPolicy? = nil, prefer: ThreeWayMerge.Side? = nil,
         retries: Int = defaultRetries
@@ -54,6 +56,7 @@ public struct ConflictPolicies: Sendable, Equatable {
         self.retries = retries
     }
 
+    /// The policy for `table`: the flag, else `table.NAME.onConflict`, else `push.onConflict`, else `fail`.
     public func policy(for table: String) -> ConflictPolicy {
         onConflict ?? settings.tables[table]?.onConflict ?? settings.onConflict ?? .fail
     }
@@ -64,6 +67,7 @@ public struct ConflictPolicies: Sendable, Equatable {
         return (settings.onConflict ?? .fail) == .fail && settings.tables.values.allSatisfy { ($0.onConflict ?? .fail) == .fail }
     }
 
+    /// The side a merge prefers for `table`, looked up as `policy(for:)` is.
     public func preference(for table: String) -> ThreeWayMerge.Side? {
         prefer ?? settings.tables[table]?.prefer ?? settings.prefer
     }
@@ -71,19 +75,27 @@ public struct ConflictPolicies: Sendable, Equatable {
 
 /// The policy settings of a store's configuration, checked (`StoreConfiguration.policySettings`).
 public struct PolicySettings: Sendable, Equatable {
+    /// The settings of one table (`table.NAME.onConflict`, `table.NAME.prefer`).
     public struct Table: Sendable, Equatable {
+        /// The table's policy; nil: the store's.
         public var onConflict: ConflictPolicy?
+        /// The table's merge preference; nil: the store's.
         public var prefer: ThreeWayMerge.Side?
 
+        /// A table's settings.
         public init(onConflict: ConflictPolicy? = nil, prefer: ThreeWayMerge.Side? = nil) {
             self.onConflict = onConflict
             self.prefer = prefer
         }
     }
 
+    /// `push.onConflict`; nil: `fail`.
     public var onConflict: ConflictPolicy?
+    /// `push.prefer`; nil: none.
     public var prefer: ThreeWayMerge.Side?
+    /// Per-table settings, by table name.
     public var tables: [String: Table] = [:]
 
+    /// No settings.
     public init() {}
 }

@@ -8,17 +8,22 @@ import TSyncModel
 /// `SyncSession` (`TSYNC_TOKEN` on the command line) overrides the file, for CI where the token
 /// comes from a secret store.
 public struct Credentials: Sendable, Equatable {
+    /// The remote the token was issued by: it is sent to no other.
     public var remote: String
+    /// The user logged in.
     public var user: String
+    /// The session token sent as `X-ZUMO-AUTH`.
     public var token: String
 
+    /// Credentials of `user` at `remote`.
     public init(remote: String, user: String, token: String) {
         self.remote = remote
         self.user = user
         self.token = token
     }
 
-    public static let fileName = "credentials"
+    /// The credentials file's name in the store directory (mode 0600).
+    package static let fileName = "credentials"
 
     /// The saved token, when it was obtained from that same remote; else none.
     package static func savedToken(storeDirectory: String, remote: RemoteEndpoint) throws(TSyncError) -> String? {
@@ -26,6 +31,7 @@ public struct Credentials: Sendable, Equatable {
         return saved.token
     }
 
+    /// The credentials saved in `storeDirectory`; nil when nobody is logged in.
     public static func load(storeDirectory: String) throws(TSyncError) -> Credentials? {
         let path = filePath(storeDirectory)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
@@ -65,7 +71,8 @@ public struct Credentials: Sendable, Equatable {
             JSONSerializer.bytes(object) + [0x0A], path: (storeDirectory as NSString).appendingPathComponent(deviceFileName))
     }
 
-    public static let deviceFileName = "device"
+    /// The device id file's name in the store directory.
+    package static let deviceFileName = "device"
 
     private static func writePrivately(_ bytes: [UInt8], path: String) throws(TSyncError) {
         let temporary = path + ".tmp"

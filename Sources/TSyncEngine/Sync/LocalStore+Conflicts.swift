@@ -4,6 +4,7 @@ import TSyncModel
 /// One entry of the error table with what is needed to understand and settle it
 /// (`tsync conflicts`, docs/DESIGN.md §2.6): the error, and base / ours / theirs.
 public struct ConflictDetails: Sendable, Equatable {
+    /// The recorded error.
     public var error: OperationError
     /// The last server copy the client saw before its change (nil for a new item).
     public var base: TSyncModel.Record?
@@ -13,6 +14,7 @@ public struct ConflictDetails: Sendable, Equatable {
     /// pull brought since (and skipped, the change being queued).
     public var theirs: TSyncModel.Record?
 
+    /// The error's class (`version-conflict`, `missing`, …), from its operation and status.
     public var failureClass: FailureClass { FailureClass(kind: error.kind, status: error.httpStatus ?? 0) }
     /// User fields that differ between ours and theirs.
     public var differingFields: [String] { ThreeWayMerge.differingFields(ours?.fields, theirs?.fields) }

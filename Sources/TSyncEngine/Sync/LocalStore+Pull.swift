@@ -2,16 +2,16 @@ import GRDB
 import TSyncModel
 
 /// What `applyServerPage` did.
-public struct PageResult: Sendable, Equatable {
+package struct PageResult: Sendable, Equatable {
     /// Records inserted or replaced.
-    public var upserted = 0
+    package var upserted = 0
     /// Local records removed because the server marked them deleted.
-    public var removed = 0
+    package var removed = 0
     /// Records left alone because the item has a pending local operation.
-    public var skipped = 0
+    package var skipped = 0
     /// With `detailed`: what each record changed in the working copy, in page order, leaving out
     /// records that changed nothing (the copy the store already had: the echo of its own push).
-    public var changes: [PulledChange] = []
+    package var changes: [PulledChange] = []
 }
 
 /// One record of a page that changed the working copy (`tsync watch` prints each).
@@ -37,6 +37,7 @@ public struct PullCounts: Sendable, Equatable {
     /// empty page that ends a pull (docs/DESIGN.md §8) is not counted.
     public var pages = 0
 
+    /// Nothing counted yet.
     public init() {}
 
     mutating func add(page result: PageResult, received: Int) {
@@ -55,7 +56,7 @@ extension LocalStore {
     /// `checkpoint` is given it is saved in the same transaction, so the checkpoint never runs ahead
     /// of the records.
     @discardableResult
-    public func applyServerPage(
+    package func applyServerPage(
         table: String, records: [TSyncModel.Record], saving query: SavedQuery? = nil, detailed: Bool = false
     ) throws(TSyncError) -> PageResult {
         try Identifiers.validateTableName(table)

@@ -7,15 +7,18 @@ public struct ItemKey: Hashable, Sendable {
     let table: String
     let id: String
 
+    /// The item `id` of `table`.
     public init(table: String, id: String) {
         self.table = table
         self.id = id
     }
 
+    /// Equal when table and id are.
     public static func == (a: ItemKey, b: ItemKey) -> Bool {
         a.table.utf8.elementsEqual(b.table.utf8) && a.id.utf8.elementsEqual(b.id.utf8)
     }
 
+    /// Hashes table and id.
     public func hash(into hasher: inout Hasher) {
         for byte in table.utf8 { hasher.combine(byte) }
         hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: the two parts cannot run together
@@ -25,6 +28,7 @@ public struct ItemKey: Hashable, Sendable {
 
 /// An operation taken out of the queue by a push, with what to send.
 public struct OutgoingOperation: Sendable, Equatable {
+    /// The queued operation.
     public var operation: PendingOperation
     /// User fields and `id` (no server properties): the body of a POST or PATCH; for a delete, the
     /// item that was deleted.
@@ -40,6 +44,7 @@ public struct OutgoingOperation: Sendable, Equatable {
     /// the server may have applied it whatever this push does.
     public var sentBefore = false
 
+    /// An operation as it will be sent.
     public init(
         operation: PendingOperation, item: [String: JSONValue], version: String?, restoresDeleted: Bool = false,
         sentBefore: Bool = false
@@ -60,7 +65,7 @@ public struct OutgoingOperation: Sendable, Equatable {
 /// duplicate), or done.
 extension LocalStore {
     /// Operations push would send now, in queue order, skipping every operation of an item whose
-    /// earlier (or own) operation has an unresolved error: an error holds back only its own item
+    /// earlier (or own) operation has an unsettled error: an error holds back only its own item
     /// (docs/DESIGN.md §2.3), and an item's operations are never reordered.
     package func pushableOperations(tables: [String]?) throws(TSyncError) -> [OutgoingOperation] {
         try read { db in try Self.selectPushable(db, tables: tables, limit: nil) }
@@ -77,7 +82,7 @@ extension LocalStore {
         }
     }
 
-    /// Operations that wait behind an unresolved error (the errored ones included).
+    /// Operations that wait behind an unsettled error (the errored ones included).
     package func heldBackOperationCount(tables: [String]?) throws(TSyncError) -> Int {
         try read { db in
             let (clause, arguments) = Self.tableClause(tables)

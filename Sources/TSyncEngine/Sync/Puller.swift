@@ -4,11 +4,14 @@ import TSyncQuery
 
 /// What `pull` should fetch.
 public struct PullRequest: Sendable {
+    /// The table to pull.
     public var table: String
     /// OData `$filter` of the user; nil for the whole table. With a saved query id and no filter
     /// given, the saved filter is used.
     public var filter: String?
+    /// The id of the saved query whose checkpoint the pull resumes and moves; nil: no checkpoint.
     public var queryID: String?
+    /// Records asked for per page.
     public var pageSize: Int
     /// Forget the query's checkpoint first (and accept a changed filter).
     public var reset: Bool
@@ -16,8 +19,10 @@ public struct PullRequest: Sendable {
     /// live route of `tsync watch`, docs/DESIGN.md §8.1); nil for a plain pull. With a query id only.
     public var wait: Int?
 
+    /// Records per page when `--page-size` is not given.
     public static let defaultPageSize = 1000
 
+    /// A pull of `table`.
     public init(table: String, filter: String? = nil, queryID: String? = nil, pageSize: Int = defaultPageSize, reset: Bool = false) {
         self.table = table
         self.filter = filter
@@ -29,8 +34,11 @@ public struct PullRequest: Sendable {
 
 /// What a pull did, for `pull --json`.
 public struct PullSummary: Sendable, Equatable {
+    /// The table pulled.
     public var table: String
+    /// The saved query pulled, if any.
     public var queryID: String?
+    /// What the pull did to the local records.
     public var counts = PullCounts()
     /// The push of the table's pending operations that ran first.
     public var push = PushSummary()
@@ -51,7 +59,9 @@ public struct PullSummary: Sendable, Equatable {
 /// over, and a pull killed between pages resumes where it stopped. `Link` only tells that more may
 /// follow. Without a query id the pull follows `Link` when the server sends it, else `$skip`.
 public struct Puller: Sendable {
+    /// The store pulled into.
     public var store: LocalStore
+    /// The server pulled from.
     public var remote: any SyncRemote
 
     /// When set and stopped, the pull ends after the page it is writing.
@@ -60,6 +70,7 @@ public struct Puller: Sendable {
     /// server's answer to a `wait` (`Page.waitApplied`): `tsync watch`'s events.
     public var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: Page) async -> Void)?
 
+    /// A puller from `remote` into `store`; a `stopRequest` ends it between pages.
     public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
         self.store = store
         self.remote = remote

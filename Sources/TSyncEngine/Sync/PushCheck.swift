@@ -2,17 +2,20 @@ import TSyncModel
 
 /// What `push --check` predicts for one queued operation.
 public struct PushPrediction: Sendable, Equatable {
+    /// What the server would answer the operation.
     public enum Outcome: Sendable, Equatable {
         /// The server would take it (or already holds what it asks for).
         case succeeds
         /// The server would refuse it, for this reason.
         case fails(FailureClass)
-        /// An earlier operation of the same item would fail, or has an unresolved error (its own
+        /// An earlier operation of the same item would fail, or has an unsettled error (its own
         /// included): this one would wait behind it.
         case heldBack
     }
 
+    /// The queued operation judged.
     public var operation: PendingOperation
+    /// What the push would do with it.
     public var outcome: Outcome
     /// The conflict policy that would settle the failure (or the failure this operation waits
     /// behind) within the same push, as `push --on-conflict` or the store's settings say; nil

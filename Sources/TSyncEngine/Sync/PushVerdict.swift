@@ -11,13 +11,13 @@ import TSyncModel
 ///   insert arrived;
 /// - update answered 412 (or 409, for a version in the body) whose server item, not deleted, has
 ///   the same user fields as the item sent: the earlier update arrived and bumped the version. The
-///   end state is exactly what the client asked for, so there is nothing to resolve — even if
+///   end state is exactly what the client asked for, so there is nothing to settle — even if
 ///   another client happened to write the same values;
 /// - delete answered 404 or 410, or 412 with a server item marked deleted: the item is gone, which
 ///   is what the delete asked for.
 ///
 /// Everything else that is not 2xx is a failure of that one operation, recorded in the error table.
-public enum PushVerdict: Sendable, Equatable {
+package enum PushVerdict: Sendable, Equatable {
     /// The server holds what the operation asked for; `serverRecord` is its copy when it sent one.
     case succeeded(serverRecord: Record?, alreadyApplied: Bool)
     /// The operation failed on its own; the push goes on.
@@ -83,6 +83,7 @@ public enum FailureClass: String, Sendable, Equatable, CaseIterable {
     /// 5xx: the server failed; retrying later (`--cancel`, then push) may work.
     case serverError = "server-error"
 
+    /// The class of a failure of a `kind` operation answered `status`.
     public init(kind: OperationKind, status: Int) {
         switch (kind, status) {
         case (.insert, 409): self = .alreadyExists

@@ -18,7 +18,7 @@ public struct PushSummary: Sendable, Equatable {
     public var settled: [ConflictPolicy: Int] = [:]
     /// Times the queue was sent: 1, plus one for each push again after settling conflicts.
     public var rounds = 1
-    /// Operations not sent because their item has an unresolved error (`tsync conflicts`); an
+    /// Operations not sent because their item has an unsettled error (`tsync conflicts`); an
     /// operation that failed in this push was sent, and is counted in `failed` only.
     public var heldBack = 0
     /// Operations a dry run would send.
@@ -34,6 +34,7 @@ public struct PushSummary: Sendable, Equatable {
     /// The conflicts a policy settled, one by one (`tsync watch` reports each).
     public var settledItems: [SettledItem] = []
 
+    /// Nothing pushed yet.
     public init() {}
 
     /// Sets `heldBack` from the operations now waiting behind errors (`waiting`), less those that
@@ -79,12 +80,15 @@ public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 /// a round is `roundSize` operations sent one request each, `concurrency` at a time. Distinct
 /// items per round keep every item's operations in queue order either way.
 public struct Pusher: Sendable {
+    /// The store pushed from.
     public var store: LocalStore
+    /// The server pushed to.
     public var remote: any SyncRemote
     /// Operations claimed per round when sending one request per operation.
-    public var roundSize = 64
+    package var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
     public let concurrency: Int
+    /// Requests in flight at once when no concurrency is given.
     public static let defaultConcurrency = 8
 
     /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
@@ -173,7 +177,7 @@ public struct Pusher: Sendable {
     /// them or none. When any would fail, nothing is written: the failing operations go to the
     /// error table with what the server answered, the others stay pending (exit 2 on the command
     /// line). Needs a server whose batch route is atomic, a queue within its batch limit, one
-    /// operation per item, and no unresolved error among them.
+    /// operation per item, and no unsettled error among them.
     package func pushAtomically(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
@@ -182,7 +186,7 @@ public struct Pusher: Sendable {
         summary.setHeldBack(waiting: try store.heldBackOperationCount(tables: tables))
         if summary.heldBack > 0 {
             throw TSyncError(
-                .failure, "\(summary.heldBack) operation(s) wait behind unresolved errors, which an atomic push cannot",
+                .failure, "\(summary.heldBack) operation(s) wait behind unsettled errors, which an atomic push cannot",
                 remedy: .resolveErrorsFirst)
         }
         guard !pending.isEmpty else { return summary }
@@ -431,7 +435,7 @@ public struct Pusher: Sendable {
                 case let refused:
                     // Someone else undeleted (or changed) it, or a retry of ours already did: a
                     // 412 whose copy equals what we send counts as done, anything else is a
-                    // conflict against that live copy, to resolve again.
+                    // conflict against that live copy, to settle again.
                     return verdict(outgoing, try await verified(refused, of: outgoing, remote: remote))
                 }
             }

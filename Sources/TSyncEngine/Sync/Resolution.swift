@@ -1,7 +1,8 @@
 import GRDB
 import TSyncModel
 
-/// How to settle a failed operation (`tsync resolve`, docs/DESIGN.md §9).
+/// The way a failed operation is settled, chosen by a person (`tsync resolve`) or a conflict
+/// policy (docs/DESIGN.md §9).
 public enum Resolution: String, Sendable, CaseIterable {
     /// Client wins: keep the operation, based on the server's current version, to be sent again.
     case ours
@@ -27,7 +28,7 @@ public enum ResolutionOutcome: Sendable, Equatable {
     case refused(reason: String)
 }
 
-/// The server's copy of an item as far as resolving needs it: known (maybe deleted), or absent.
+/// The server's copy of an item as far as settling needs it: known (maybe deleted), or absent.
 public enum ServerCopy: Sendable, Equatable {
     case record(TSyncModel.Record)
     case none
@@ -51,7 +52,7 @@ extension LocalStore {
     /// Settles one error in one transaction. `theirs` is the server's copy (from the error, or read
     /// again by the caller); it is ignored by `cancel` and `discard`. `prefer` settles the fields a
     /// merge cannot (`--prefer`).
-    public func resolve(
+    public func settle(
         errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side? = nil
     ) throws(TSyncError) -> ResolutionOutcome {
         try settle(errorID: errorID, with: resolution, theirs: theirs, prefer: prefer, dryRun: false).outcome
@@ -62,7 +63,7 @@ extension LocalStore {
         try read { db in try ItemRows(table: table, id: id).after(db) }
     }
 
-    /// `resolve`, and what it left of the item. With `dryRun` the transaction is rolled back: the
+    /// `settle(errorID:with:theirs:prefer:)`, and what it left of the item. With `dryRun` the transaction is rolled back: the
     /// answer is exactly what settling would do, and nothing changes.
     public func settle(
         errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side?, dryRun: Bool
@@ -70,7 +71,7 @@ extension LocalStore {
         try write { db in
             var result: (ResolutionOutcome, ItemAfterResolution)?
             guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
-                throw TSyncError(.invalidInput, "no error \(errorID) (already resolved?)", remedy: .listErrors)
+                throw TSyncError(.invalidInput, "no error \(errorID) (already settled?)", remedy: .listErrors)
             }
             let rows = ItemRows(table: details.error.table, id: details.error.itemID)
             try db.inSavepoint {

@@ -2,37 +2,48 @@ import TSyncModel
 
 /// Which errors `tsync resolve` settles.
 public enum ErrorSelection: Sendable, Equatable {
+    /// The errors of these numbers (`resolve ID…`).
     case ids([Int64])
+    /// Every error (`--all`).
     case all
+    /// The errors of one table (`--table`).
     case table(String)
 }
 
 /// Narrows a selection to some failure classes and operation kinds (`--class`, `--kind`); an
 /// empty set lets every class or kind through.
 public struct ErrorFilter: Sendable, Equatable {
+    /// The failure classes admitted; empty: all.
     public var classes: Set<FailureClass>
+    /// The operation kinds admitted; empty: all.
     public var kinds: Set<OperationKind>
 
+    /// A filter of `classes` and `kinds` (`--class`, `--kind`).
     public init(classes: Set<FailureClass> = [], kinds: Set<OperationKind> = []) {
         self.classes = classes
         self.kinds = kinds
     }
 
-    public func admits(_ details: ConflictDetails) -> Bool {
+    /// Whether the filter admits the error.
+    package func admits(_ details: ConflictDetails) -> Bool {
         (classes.isEmpty || classes.contains(details.failureClass)) && (kinds.isEmpty || kinds.contains(details.error.kind))
     }
 }
 
 /// One `tsync resolve`: which errors, and how.
 public struct ResolveRequest: Sendable, Equatable {
+    /// Which errors: by id, by table, or all.
     public var selection: ErrorSelection
+    /// Narrows the selection by class and kind.
     public var filter: ErrorFilter
+    /// How to settle them.
     public var resolution: Resolution
     /// For `merge`: the side that wins a field both sides changed.
     public var prefer: ThreeWayMerge.Side?
     /// Work out what settling would do, and change nothing.
     public var dryRun: Bool
 
+    /// A request to settle the errors `selection` and `filter` pick, as `resolution` says.
     public init(
         _ selection: ErrorSelection, filter: ErrorFilter = ErrorFilter(), with resolution: Resolution, prefer: ThreeWayMerge.Side? = nil,
         dryRun: Bool = false
@@ -47,15 +58,21 @@ public struct ResolveRequest: Sendable, Equatable {
 
 /// What `tsync resolve` did, error by error.
 public struct ResolveReport: Sendable, Equatable {
+    /// One error and what settling it did.
     public struct Entry: Sendable, Equatable {
+        /// The error, as it was before.
         public var details: ConflictDetails
+        /// Settled, or refused (a merge).
         public var outcome: ResolutionOutcome
         /// The item once settled (or as it would be, for a dry run).
         public var after: ItemAfterResolution
     }
 
+    /// The errors met, in the order they were settled.
     public var entries: [Entry] = []
+    /// The errors a merge refused: they stay in the error table.
     public var refused: [Entry] { entries.filter { if case .refused = $0.outcome { true } else { false } } }
+    /// How many errors were settled.
     public var settledCount: Int { entries.count - refused.count }
 }
 
@@ -67,9 +84,12 @@ public struct ResolveReport: Sendable, Equatable {
 /// make `--theirs` keep an old copy and `--ours` meet a second conflict. Without a remote, or when
 /// it cannot be reached, the recorded copy serves.
 public struct Resolver: Sendable {
+    /// The store whose errors are settled.
     public var store: LocalStore
+    /// The server to read current copies from; nil: the copies recorded with the errors serve.
     public var remote: (any SyncRemote)?
 
+    /// A resolver of `store`'s errors against `remote`.
     public init(store: LocalStore, remote: (any SyncRemote)?) {
         self.store = store
         self.remote = remote
@@ -94,10 +114,12 @@ public struct Resolver: Sendable {
         }
     }
 
+    /// Settles the errors `selection` picks with `resolution`, no filter, no preference.
     public func resolve(_ selection: ErrorSelection, with resolution: Resolution) async throws(TSyncError) -> ResolveReport {
         try await resolve(ResolveRequest(selection, with: resolution))
     }
 
+    /// Settles the errors `request` picks, each in its own transaction, and reports each.
     public func resolve(_ request: ResolveRequest) async throws(TSyncError) -> ResolveReport {
         var report = ResolveReport()
         let selected = try errors(request.selection).filter { request.filter.admits($0) }

@@ -8,6 +8,7 @@ import Synchronization
 public final class StopRequest: Sendable {
     private let signal = Mutex<Int32?>(nil)
 
+    /// A request not yet made.
     public init() {}
 
     /// Asks the operation to stop; `signal` is kept for the caller's report (nil when none).
@@ -15,6 +16,7 @@ public final class StopRequest: Sendable {
         self.signal.withLock { if $0 == nil { $0 = signal ?? 0 } }
     }
 
+    /// Whether `stop` was called.
     public var isStopped: Bool { signal.withLock { $0 != nil } }
 
     /// The signal given to the first `stop`, 0 when none was given, nil while not stopped.

@@ -117,7 +117,7 @@ public struct SyncSession: Sendable {
 
     // MARK: - Push and pull
 
-    /// What `push` would send now, and what waits behind unresolved errors; sends nothing.
+    /// What `push` would send now, and what waits behind unsettled errors; sends nothing.
     public func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
         try store.requireTables(tables ?? [])
         let operations = try store.pushableOperations(tables: tables)
@@ -169,7 +169,7 @@ public struct SyncSession: Sendable {
                 let table = details.error.table
                 let policy = policies.policy(for: table)
                 guard let resolution = policy.resolution else { continue }
-                switch try store.resolve(
+                switch try store.settle(
                     errorID: details.error.id, with: resolution, theirs: copies[details.item], prefer: policies.preference(for: table))
                 {
                 case .settled(let pending):

@@ -12,12 +12,17 @@ import TSyncModel
 public enum ThreeWayMerge {
     /// One field both sides changed differently. `nil` values mean "absent on that side".
     public struct FieldConflict: Sendable, Equatable {
+        /// The field both sides changed.
         public var field: String
+        /// Its value in the base; nil when absent.
         public var base: JSONValue?
+        /// Its value here.
         public var ours: JSONValue?
+        /// Its value on the server.
         public var theirs: JSONValue?
     }
 
+    /// The merged fields, or the fields that conflict.
     public enum Outcome: Sendable, Equatable {
         /// The merged user fields (possibly equal to one side).
         case merged([String: JSONValue])
