@@ -88,7 +88,9 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
             policies: policies)
         let outcome = try await command.run { () async throws(TSyncError) -> LiveEnd in
             try await session.watch(options) { events in await output.show(events) }
-        } verdict: { end in (interrupted: end == .stopped, failed: 0) }
+        } verdict: { end in
+            (interrupted: end == .stopped, failed: 0)
+        }
         if case .interrupted(let signal, let error) = outcome.verdict {
             Console.error("interrupted: \(error?.commandLineMessage ?? "stopped watching; what was done is kept")")
             throw ExitCode(128 + signal)

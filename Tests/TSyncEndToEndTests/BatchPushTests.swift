@@ -8,7 +8,7 @@ import TSyncModel
     /// plain inserts, updates and deletes on two tables. Returns what B's push printed, B's error
     /// table (kind, table, id, status, class) and the server's records (user fields), to compare.
     private func mixedPush(serverOptions: [String]) async throws -> (summary: [String: JSONValue], errors: [String], server: [String]) {
-        let server = try await SyncServer(options: serverOptions)
+        let server = try await ServeFixture(options: serverOptions)
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo"], stdin: (1...6).map { #"{"id": "t\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
@@ -67,7 +67,7 @@ import TSyncModel
     }
 
     @Test func aBatchSplitsAtTheServersLimit() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "7"])
+        let server = try await ServeFixture(options: ["--max-batch", "7"])
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo"], stdin: (0..<30).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
         let push = try JSONOutput.object(try await store.ok(["push", "--json"]))
@@ -80,7 +80,7 @@ import TSyncModel
     /// or a proxy in front has its own): its 413 makes the client split the batch in halves until
     /// it goes through.
     @Test func a413SplitsTheBatch() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "5"])
+        let server = try await ServeFixture(options: ["--max-batch", "5"])
         let proxy = try LossyProxy(upstream: server.url)
         proxy.replace(
             "GET", "/tables/$batch", status: 200, contentType: "application/json",
@@ -97,7 +97,7 @@ import TSyncModel
     }
 
     @Test func atomicPushWritesNothingWhenOneOperationWouldFail() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "taken", "by": "a"}"#])
@@ -123,7 +123,7 @@ import TSyncModel
     }
 
     @Test func atomicPushNeedsTheBatchRoute() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
         let push = try await store.run(["push", "--atomic"])

@@ -8,7 +8,7 @@ import TSyncModel
     // MARK: upsert
 
     @Test func upsertInsertsMergesAndQueuesNothingTheSecondTime() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         let input = #"{"id": "a", "text": "milk", "n": 1}"# + "\n" + #"{"id": "b", "text": "bread"}"# + "\n"
         let first = try JSONOutput.object(try await store.ok(["upsert", "todo", "--json"], stdin: input))
@@ -59,7 +59,7 @@ import TSyncModel
     }
 
     @Test func upsertOfAnIdWithAPendingDeleteIsRefused() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
         try await store.ok(["push"])
@@ -73,7 +73,7 @@ import TSyncModel
     // MARK: update and delete --filter
 
     @Test func updateAndDeleteByFilterInOneCommand() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(
             ["insert", "todo", "-q"], stdin: (0..<100).map { #"{"id": "r\#($0)", "n": \#($0), "done": false}"# }.joined(separator: "\n"))

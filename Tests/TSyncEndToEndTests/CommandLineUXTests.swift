@@ -8,7 +8,7 @@ import TSyncModel
     // MARK: 5. Unknown tables and fields
 
     @Test func aMistypedTableIsSaidNotKept() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todoitem", #"{"id": "a", "text": "x"}"#])
         try await store.ok(["push"])
@@ -69,7 +69,7 @@ import TSyncModel
     // MARK: 8. Push counts
 
     @Test func thePushLineAndItsJSONAgree() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo"], stdin: #"[{"id": "x", "n": 0}, {"id": "y", "n": 0}]"#)
@@ -97,7 +97,7 @@ import TSyncModel
     // MARK: 9. Progress with an end
 
     @Test func progressShowsTheTotalRateAndTimeLeft() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let writer = try await TSyncSandbox(remote: server.url)
         try await writer.ok(["insert", "todo", "-q"], stdin: (0..<400).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
         try await writer.ok(["push"])
@@ -116,7 +116,7 @@ import TSyncModel
     // MARK: 11. -v, purge and delete, pager, NDJSON
 
     @Test func verboseShowsEachRequestAndNeverTheToken() async throws {
-        let server = try await SyncServer(authenticated: true)
+        let server = try await ServeFixture(authenticated: true)
         let store = try await TSyncSandbox(remote: server.url)
         let token = try #require(try await server.token())
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
@@ -208,7 +208,7 @@ import TSyncModel
     // MARK: 13. Completions that know the store
 
     @Test func bashCompletesTablesErrorsAndQueryIDsFromTheStore() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
         try await store.ok(["insert", "notes", #"{"id": "n"}"#])

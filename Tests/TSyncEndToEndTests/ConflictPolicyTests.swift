@@ -12,8 +12,8 @@ import TSyncModel
     private func race(
         a aChanges: [String] = [#"text="from a""#], b bChanges: [String] = [#"text="from b""#, #"note="b note""#],
         serverOptions: [String] = []
-    ) async throws -> (server: SyncServer, a: TSyncSandbox, b: TSyncSandbox) {
-        let server = try await SyncServer(options: serverOptions)
+    ) async throws -> (server: ServeFixture, a: TSyncSandbox, b: TSyncSandbox) {
+        let server = try await ServeFixture(options: serverOptions)
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "x", "text": "original", "note": "n0"}"#])
@@ -134,7 +134,7 @@ import TSyncModel
     /// Runs a settling command after the race: it exits 0, the server holds what its side wins
     /// (B's text for ours, A's latest for theirs and discard), and B holds the server's copy,
     /// version included, with nothing pending. Returns the server's copy.
-    private func settleInStep(_ b: TSyncSandbox, _ command: [String], server: SyncServer) async throws -> [String: JSONValue] {
+    private func settleInStep(_ b: TSyncSandbox, _ command: [String], server: ServeFixture) async throws -> [String: JSONValue] {
         let settle = try await b.run(command)
         #expect(settle.status == 0, "\(settle)")
         let x = try #require(try await server.record("todo", "x"))
@@ -237,7 +237,7 @@ import TSyncModel
     // MARK: - Configuration
 
     @Test func perTablePoliciesOverrideTheStoreAndTheFlagOverridesBoth() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         for table in ["todo", "audit"] { try await a.ok(["insert", table, #"{"id": "x", "text": "original"}"#]) }
@@ -327,7 +327,7 @@ import TSyncModel
     // MARK: - resolve selectors
 
     @Test func resolveByClassAndKindTouchesOnlyThose() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "x", "text": "original"}"#])
@@ -370,7 +370,7 @@ import TSyncModel
     /// Five items, five fates: the check's prediction matches the push's result operation by
     /// operation, and the check writes nothing on the server.
     @Test func checkPredictsExactlyWhatThePushGets() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         for id in ["changed", "untouched", "deleted", "stale"] { try await a.ok(["insert", "todo", #"{"id": "\#(id)", "n": 0}"#]) }
@@ -428,7 +428,7 @@ import TSyncModel
     /// The check applies the policies the push would apply, and lists what waits behind an error
     /// already in the table: its prediction (exit code included) is the push's result.
     @Test func checkPredictsWhatThePoliciesSettle() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         for id in ["old", "new", "both"] { try await a.ok(["insert", "todo", #"{"id": "\#(id)", "text": "0", "note": "0"}"#]) }
@@ -521,7 +521,7 @@ import TSyncModel
     }
 
     @Test func theLogKeepsItsBoundAndSurvivesKillNine() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])  // one request per operation
+        let server = try await ServeFixture(options: ["--max-batch", "0"])  // one request per operation
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["config", "log.maxEntries", "3"])

@@ -7,8 +7,8 @@ import TSyncModel
 /// client must win by undeleting that copy and updating it, not loop on 409 (docs/DESIGN.md §7).
 @Suite(.serialized) struct DeletedOnServerTests {
     /// A and B share `todo/x`; B deletes it on the server; A's update then fails.
-    private func updateAgainstDelete() async throws -> (server: SyncServer, a: TSyncSandbox) {
-        let server = try await SyncServer()
+    private func updateAgainstDelete() async throws -> (server: ServeFixture, a: TSyncSandbox) {
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "x", "text": "original", "note": "n0"}"#])
@@ -46,7 +46,7 @@ import TSyncModel
     /// An insert whose id the server keeps as a deleted copy: 409 with that copy, shown as deleted,
     /// and `--ours` undeletes it with the local fields.
     @Test func insertOverADeletedCopyIsMarkedAndOursRestoresIt() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "y", "text": "first life"}"#])
         try await a.ok(["push"])

@@ -185,7 +185,7 @@ import TSyncModel
 
     /// https to a port that speaks http: a message that says so, not the TLS library's (docs/DESIGN.md §7).
     @Test func httpsToAnHTTPPortSaysSo() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let https = server.url.replacingOccurrences(of: "http://", with: "https://")
         let store = try await TSyncSandbox(remote: https)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])

@@ -4,7 +4,7 @@ import TSyncModel
 
 /// `tsync serve` against clients that misbehave on the wire (issue 9, server side).
 @Suite(.serialized) struct HostileClientTests {
-    private func port(_ server: SyncServer) async throws -> Int {
+    private func port(_ server: ServeFixture) async throws -> Int {
         try #require(URLComponents(string: server.url)?.port)
     }
 
@@ -13,7 +13,7 @@ import TSyncModel
     /// full socket until its own timeout (docs/DESIGN.md §10).
     @Test(arguments: ["/tables/todo", "/tables/$batch"])
     func aBodyOverTheLimitIsAnswered413WhileTheClientSendsItWhole(path: String) async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 20 << 20)
         await socket.write(
@@ -31,14 +31,14 @@ import TSyncModel
 
 /// Issue 19: clients that would stall the server, or make it believe them.
 @Suite(.serialized) struct HostileRequestTests {
-    private func port(_ server: SyncServer) async throws -> Int {
+    private func port(_ server: ServeFixture) async throws -> Int {
         try #require(URLComponents(string: server.url)?.port)
     }
 
     /// A body that trickles in is cut off at `--body-timeout` with 408, though bytes keep coming
     /// (which resets the idle timeout) and the head was quick (so the header timeout is over).
     @Test func aBodyThatTricklesIsAnswered408() async throws {
-        let server = try await SyncServer(options: ["--body-timeout", "2", "--header-timeout", "1", "--idle-timeout", "30"])
+        let server = try await ServeFixture(options: ["--body-timeout", "2", "--header-timeout", "1", "--idle-timeout", "30"])
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         await socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
         let start = ContinuousClock.now
@@ -55,7 +55,7 @@ import TSyncModel
     }
 
     @Test func expect100ContinueIsAnswered() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         let body = #"{"id": "a"}"#
         await socket.write(
@@ -70,7 +70,7 @@ import TSyncModel
     }
 
     @Test func putIs405WithAllow() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         await socket.write(
             "PUT /tables/todo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
@@ -82,7 +82,7 @@ import TSyncModel
     /// `Link` is built from `X-Forwarded-Proto` only when a `--trusted-proxy` sent it.
     @Test(arguments: [false, true])
     func forwardedProtoIsBelievedOnlyFromATrustedProxy(trusted: Bool) async throws {
-        let server = try await SyncServer(options: trusted ? ["--trusted-proxy", "127.0.0.1"] : [])
+        let server = try await ServeFixture(options: trusted ? ["--trusted-proxy", "127.0.0.1"] : [])
         for id in ["a", "b"] { #expect(try await HTTP.send("POST", server.url + "/tables/todo", body: #"{"id": "\#(id)"}"#).status == 201) }
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         await socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
@@ -95,7 +95,7 @@ import TSyncModel
     /// coding the server does not know), and an upload the client abandons is logged as 499: none
     /// is a 500.
     @Test func unreadableAndAbandonedBodiesAreNot500() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let head = "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         let unknown = try await RawSocket(port: try port(server), timeout: 5)
         await unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
@@ -118,7 +118,7 @@ import TSyncModel
 
     /// HTTP/1.0 without keep-alive: the connection closes after the answer, which says so.
     @Test func http10WithoutKeepAliveIsClosedAfterTheAnswer() async throws {
-        let server = try await SyncServer(options: ["--idle-timeout", "30"])
+        let server = try await ServeFixture(options: ["--idle-timeout", "30"])
         let socket = try await RawSocket(port: try port(server), timeout: 5)
         await socket.write("GET /health HTTP/1.0\r\n\r\n")
         let start = ContinuousClock.now
@@ -132,9 +132,9 @@ import TSyncModel
     /// token the server gave it the first time (its address is forgotten here, so only the token
     /// can tell it; the file is what makes the difference).
     @Test func aStoreThatLoggedInBeforeStillGetsIn() async throws {
-        let server = try await SyncServer(authenticated: true)
+        let server = try await ServeFixture(authenticated: true)
         let store = try await TSyncSandbox(remote: server.url)
-        let first = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let first = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
         #expect(first.status == 0, "\(first)")
         let device = (store.path as NSString).appendingPathComponent(".tsync/device")
         let permissions = try FileManager.default.attributesOfItem(atPath: device)[.posixPermissions] as? NSNumber
@@ -148,19 +148,19 @@ import TSyncModel
                 "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "guess \#(guess)"}"#)
         }
         let stranger = try await HTTP.send(
-            "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "\#(SyncServer.password)"}"#)
+            "POST", server.url + "/.auth/login/custom", body: #"{"username": "alice", "password": "\#(ServeFixture.password)"}"#)
         #expect(stranger.status == 429, "the account is locked for strangers")
 
-        let again = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let again = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
         #expect(again.status == 0, "the store that logged in before gets in: \(again)")
         try FileManager.default.removeItem(atPath: device)
         try await server.sql("DELETE FROM tsync_known_clients WHERE key LIKE 'known:%';")
-        let withoutToken = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let withoutToken = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
         #expect(withoutToken.status == 4, "\(withoutToken)")
     }
 
     /// Records whose filter below takes seconds: 300 of 4 KB, written straight into the database.
-    private func slowTable(_ server: SyncServer) async throws {
+    private func slowTable(_ server: ServeFixture) async throws {
         #expect(try await HTTP.send("POST", server.url + "/tables/slow", body: #"{"id": "seed"}"#).status == 201)
         try await server.sql(
             """
@@ -177,7 +177,7 @@ import TSyncModel
     }()
 
     @Test func aQueryPastTheTimeoutIsAnswered503AndStops() async throws {
-        let server = try await SyncServer(options: ["--query-timeout", "1"])
+        let server = try await ServeFixture(options: ["--query-timeout", "1"])
         try await slowTable(server)
         let start = ContinuousClock.now
         let reply = try await HTTP.send("GET", server.url + "/tables/slow?$filter=" + Self.slowFilter)
@@ -189,7 +189,7 @@ import TSyncModel
     /// A client that leaves while its query runs: the work stops (the log shows 499 at once, not
     /// after the query would have finished).
     @Test func workForAClientThatLeftStops() async throws {
-        let server = try await SyncServer(options: ["--query-timeout", "120"])
+        let server = try await ServeFixture(options: ["--query-timeout", "120"])
         try await slowTable(server)
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         await socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -210,7 +210,7 @@ import TSyncModel
 /// and more than the server takes. The server keeps answering everyone else, then closes them.
 @Suite(.serialized) struct ConnectionLimitTests {
     @Test func idleAndSlowClientsDoNotStarveOthers() async throws {
-        let server = try await SyncServer(options: [
+        let server = try await ServeFixture(options: [
             "--header-timeout", "2", "--idle-timeout", "3", "--max-connections", "600",
         ])
         let port = try #require(URLComponents(string: server.url)?.port)
@@ -240,7 +240,7 @@ import TSyncModel
     }
 
     @Test func oneConnectionTooManyIsAnswered503() async throws {
-        let server = try await SyncServer(options: ["--max-connections", "20"])
+        let server = try await ServeFixture(options: ["--max-connections", "20"])
         let port = try #require(URLComponents(string: server.url)?.port)
         let held = try (0..<20).map { _ in try RawSocket(port: port, timeout: 10) }
         try await Task.sleep(for: .milliseconds(300))

@@ -9,7 +9,7 @@ import TSyncModel
     static let decomposed = "e\u{301}"
 
     @Test func lookalikeIdsAreTwoRecordsLocallyAndOnTheServer() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "u", #"{"id": "\#(Self.composed)", "n": 1}"#])
         try await store.ok(["insert", "u", #"{"id": "\#(Self.decomposed)", "n": 2}"#])
@@ -26,14 +26,14 @@ import TSyncModel
     }
 
     /// The ids of the live records of `u`, as bytes (a `[String: …]` would merge the two).
-    private static func serverIDs(_ server: SyncServer) async throws -> Set<[UInt8]> {
+    private static func serverIDs(_ server: ServeFixture) async throws -> Set<[UInt8]> {
         let reply = try await HTTP.send("GET", server.url + "/tables/u")
         guard case .array(let items) = try JSONParser.parse(reply.body) else { return [] }
         return Set(items.compactMap { $0.objectValue?["id"]?.stringValue.map { Array($0.utf8) } })
     }
 
     @Test func aBodyIdThatOnlyLooksLikeTheURLIdIsRefused() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let created = try await HTTP.send(
             "POST", server.url + "/tables/u", body: #"{"id": "\#(Self.composed)", "n": 1}"#)
         #expect(created.status == 201)

@@ -107,7 +107,7 @@ import TSyncModel
     // MARK: diff
 
     @Test func diffOfAnUnknownIDIsBadInput() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "synced"}"#])
         try await store.ok(["push"])

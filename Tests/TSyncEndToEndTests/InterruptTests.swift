@@ -9,7 +9,7 @@ import TSyncModel
     /// one at a time), each held 50 ms by the proxy so the push takes seconds.
     @Test(arguments: [SIGINT, SIGTERM], ["0", "5"])
     func aSignalStopsThePushAndKeepsTheRestQueued(signal: Int32, maxBatch: String) async throws {
-        let server = try await SyncServer(options: ["--max-batch", maxBatch])
+        let server = try await ServeFixture(options: ["--max-batch", maxBatch])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         let total = 400
@@ -73,7 +73,7 @@ import TSyncModel
     }
 
     @Test func anInterruptedPullResumesFromItsCheckpoint() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let writer = try await TSyncSandbox(remote: server.url)
         let total = 300
         try await writer.ok(["insert", "todo"], stdin: (0..<total).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))

@@ -47,7 +47,7 @@ import TSyncModel
     }
 
     /// Two stores of one server, each having pulled `todo` with a query id.
-    static func twoStores(_ server: SyncServer) async throws -> (TSyncSandbox, TSyncSandbox) {
+    static func twoStores(_ server: ServeFixture) async throws -> (TSyncSandbox, TSyncSandbox) {
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "x1", "n": 1}"#])
@@ -57,7 +57,7 @@ import TSyncModel
     }
 
     @Test func changesGoBothWaysAsTheyHappen() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let (a, b) = try await Self.twoStores(server)
         let execOut = (b.path as NSString).appendingPathComponent("exec.out")
         let watcher = try Watcher(b, ["--exec", "cat >> '\(execOut)'"])
@@ -99,7 +99,7 @@ import TSyncModel
     }
 
     @Test func aFailingExecIsReportedAndWatchingGoesOn() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let (a, b) = try await Self.twoStores(server)
         let watcher = try Watcher(b, ["--exec", "cat > /dev/null; exit 3"])
         await watcher.waitFor("connected")
@@ -114,7 +114,7 @@ import TSyncModel
     }
 
     @Test func timeoutEndsTheWatchWithZero() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let (_, b) = try await Self.twoStores(server)
         let result = try await b.run(["watch", "--timeout", "1"])
         #expect(result.status == 0, "\(result)")
@@ -122,7 +122,7 @@ import TSyncModel
     }
 
     @Test func aSignalLeavesTheStoreConsistentWithTheQueueIntact() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let (_, b) = try await Self.twoStores(server)
         let watcher = try Watcher(b, ["--table", "todo"])
         await watcher.waitFor("connected")
@@ -135,7 +135,7 @@ import TSyncModel
     }
 
     @Test func conflictsAreReportedAndSettledByThePolicy() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let (a, b) = try await Self.twoStores(server)
         // B watches another table, so its copy of todo/x1 stays the old one.
         try await a.ok(["insert", "other", #"{"id": "o1"}"#])
@@ -162,7 +162,7 @@ import TSyncModel
     }
 
     @Test func aRestartedServerIsReconnectedWithNothingLostOrDoubled() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let (a, b) = try await Self.twoStores(server)
         let port = try #require(server.url.split(separator: ":").last.map(String.init))
         let watcher = try Watcher(b)
@@ -189,7 +189,7 @@ import TSyncModel
     }
 
     @Test func aPlainServerIsPolledAndThatIsSaidOnce() async throws {
-        let server = try await SyncServer(options: ["--max-watchers", "0"])
+        let server = try await ServeFixture(options: ["--max-watchers", "0"])
         let (a, b) = try await Self.twoStores(server)
         let watcher = try Watcher(b, ["--interval", "0.2"])
         await watcher.waitFor("connected")
@@ -205,7 +205,7 @@ import TSyncModel
     }
 
     @Test func aWatcherNeverSeesAnotherUsersRecords() async throws {
-        let server = try await SyncServer(authenticated: true, options: ["--per-user", "notes"])
+        let server = try await ServeFixture(authenticated: true, options: ["--per-user", "notes"])
         let add = try await TSyncProcess.run(
             ["user", "add", "bob", "--password-stdin", "--db", "sqlite:" + server.databasePath], in: server.directory.path,
             stdin: "bob password\n")
@@ -213,7 +213,7 @@ import TSyncModel
         let alice = try await TSyncSandbox(remote: server.url)
         let bob = try await TSyncSandbox(remote: server.url)
         let bobsOther = try await TSyncSandbox(remote: server.url)
-        try await alice.ok(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        try await alice.ok(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
         for store in [bob, bobsOther] { try await store.ok(["login", "--user", "bob", "--password-stdin"], stdin: "bob password\n") }
         try await bob.ok(["pull", "notes", "--query-id", "mine"])
         let watcher = try Watcher(bob)

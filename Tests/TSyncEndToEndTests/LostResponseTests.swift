@@ -10,8 +10,8 @@ import TSyncModel
 /// Each runs twice: against `tsync serve` with its batch route (the answer to a whole batch is
 /// lost) and with `--max-batch 0` (one request per operation, as with any v2 server).
 @Suite(.serialized) struct LostResponseTests {
-    private func setUp(_ batched: Bool) async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
-        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
+    private func setUp(_ batched: Bool) async throws -> (server: ServeFixture, proxy: LossyProxy, store: TSyncSandbox) {
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         return (server, proxy, store)
@@ -125,7 +125,7 @@ import TSyncModel
 @Suite(.serialized) struct FalseSuccessTests {
     @Test(arguments: [true, false])
     func anHTMLPageIsNotASuccess(batched: Bool) async throws {
-        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
@@ -148,7 +148,7 @@ import TSyncModel
     /// The server applies the write, but the answer arrives damaged: the record is read back, so
     /// the local copy has the server's version and the next edit is no false 412.
     @Test func aDamagedAnswerIsReadBack() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])

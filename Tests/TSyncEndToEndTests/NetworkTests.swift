@@ -193,7 +193,7 @@ struct NetworkTests {
     /// The real server under a wrong path prefix answers its own "no such endpoint" 404: not a
     /// per-operation 404, so nothing is recorded as missing.
     @Test func aWrongPathPrefixIsNotASyncServer() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let sandbox = try await TSyncSandbox(remote: server.url + "/api")
         try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
         for command in [["push"], ["pull", "todo"], ["sync"], ["login", "--user", "alice", "--password-stdin"]] {
@@ -213,7 +213,7 @@ struct NetworkTests {
     // MARK: - Tokens for machines
 
     @Test func aMintedTokenWorksUntilThePasswordChangesAndWhoamiSaysWhose() async throws {
-        let server = try await SyncServer(authenticated: true)
+        let server = try await ServeFixture(authenticated: true)
         let database = "sqlite:" + server.databasePath
         let mint = try await TSyncProcess.run(["user", "token", "alice", "--ttl", "90m", "--db", database], in: server.directory.path)
         #expect(mint.status == 0, "\(mint)")

@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func pushAndPullGoThroughTheProxy() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try ForwardProxy()
         let environment = ["http_proxy": "http://\(proxy.address)"]
         let a = try await TSyncSandbox(remote: server.url)
@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func allProxyIsTheFallback() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try ForwardProxy()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
@@ -79,7 +79,7 @@ import Testing
 
     @Test(arguments: ["127.0.0.1", "*", "localhost, 127.0.0.0/8"])
     func noProxyListingTheServerGoesDirect(noProxy: String) async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try ForwardProxy()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
@@ -91,7 +91,7 @@ import Testing
     }
 
     @Test func anHTTPSProxyIsNotUsedForAnHTTPRemote() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let closed = try LoopbackListener.freePort()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
@@ -100,7 +100,7 @@ import Testing
     }
 
     @Test func aProxyThatCannotBeReachedIsNamedAndNothingIsLost() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let closed = try LoopbackListener.freePort()
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
@@ -118,7 +118,7 @@ import Testing
     }
 
     @Test func proxyCredentialsAreSentAndARefusalIsExit3() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try ForwardProxy(credentials: ("ann", "p@ss word"))
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
@@ -140,7 +140,7 @@ import Testing
     }
 
     @Test func aRefusedTunnelIsExit3NamingTheProxy() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try ForwardProxy()  // tunnels to 127.0.0.1 only, so "localhost" is refused (403)
         let port = try #require(URLComponents(string: server.url)?.port)
         let store = try await TSyncSandbox(remote: "http://localhost:\(port)")

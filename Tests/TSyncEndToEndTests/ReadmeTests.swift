@@ -21,7 +21,7 @@ import Testing
     /// id just before the job's push. The job's policy (merge, prefer ours) settles it in the one
     /// push, the script exits 0, and `tsync log` shows what the push did.
     @Test func theCIJobSettlesAConflictInOnePush() async throws {
-        let server = try await SyncServer(authenticated: true)
+        let server = try await ServeFixture(authenticated: true)
         let token = try #require(try await server.token())
         let proxy = try LossyProxy(upstream: server.url)
         let port = URLComponents(string: server.url)?.port ?? 0

@@ -36,7 +36,7 @@ import Testing
     /// A plain v2 server (no batch route, an HTML 404 for it) still takes pushes: one GET of the
     /// table proves it, at the cost of that one request.
     @Test func aPlainV2ServerIsProvenByOneGETOfATable() async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         proxy.replace(
             "GET", "/tables/$batch", status: 404, contentType: "text/html", body: "<html>Not Found</html>", forward: false, count: 100)
@@ -91,17 +91,17 @@ import Testing
         }
         #expect(web.requests.allSatisfy { $0.hasPrefix("GET ") }, "\(web.requests)")
 
-        let server = try await SyncServer(authenticated: true)
+        let server = try await ServeFixture(authenticated: true)
         let sandbox = try await TSyncSandbox(remote: server.url)
         let terminal = try PseudoTerminal(["login", "--user", "alice"], in: sandbox.path, environment: environment)
         await #expect(terminal.read(until: "password for alice: ", timeout: 30), "a sync server: the prompt comes: \(terminal.output)")
-        terminal.type(SyncServer.password + "\n")
+        terminal.type(ServeFixture.password + "\n")
         await #expect(terminal.wait(timeout: 30) == 0, "\(terminal.output)")
         #expect(terminal.output.contains("logged in to \(server.url) as alice"), "\(terminal.output)")
 
         // Scripts keep --password-stdin.
         let scripted = try await TSyncSandbox(remote: server.url)
-        let login = try await scripted.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let login = try await scripted.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
         #expect(login.status == 0, "\(login)")
         await #expect(try scripted.run(["whoami"]).stdout == "alice at \(server.url)\n")
     }

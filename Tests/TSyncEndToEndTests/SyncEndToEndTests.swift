@@ -9,7 +9,7 @@ import TSyncModel
     // MARK: 1. The seeds' tour
 
     @Test func offlineChangesWaitForTheServerThenPush() async throws {
-        let server = try await SyncServer(authenticated: true)
+        let server = try await ServeFixture(authenticated: true)
         let store = try await TSyncSandbox(remote: "http://127.0.0.1:9")  // nothing listens on the discard port
         try await store.ok(["insert", "todoitem", #"{"id": "milk", "text": "buy milk", "complete": false}"#])
         try await store.ok(["insert", "todoitem", #"{"id": "bread", "text": "buy bread", "complete": false}"#])
@@ -27,7 +27,7 @@ import TSyncModel
         #expect(anonymous.stderr.contains("tsync login"))
         #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodoitem\tmilk\nA\ttodoitem\tbread\n")
 
-        let login = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: SyncServer.password + "\n")
+        let login = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
         #expect(login.status == 0, "\(login)")
         let credentials = (store.path as NSString).appendingPathComponent(".tsync/credentials")
         let permissions = try FileManager.default.attributesOfItem(atPath: credentials)[.posixPermissions] as? NSNumber
@@ -74,8 +74,8 @@ import TSyncModel
     /// push conflicts (exit 2).
     private func conflict(
         a fieldA: String = "text", b fieldB: String = "text"
-    ) async throws -> (server: SyncServer, a: TSyncSandbox, b: TSyncSandbox) {
-        let server = try await SyncServer()
+    ) async throws -> (server: ServeFixture, a: TSyncSandbox, b: TSyncSandbox) {
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "x", "text": "original", "note": "n0"}"#])
@@ -185,7 +185,7 @@ import TSyncModel
     }
 
     @Test func insertOfAnExistingIdConflictsAndOursTurnsItIntoAnUpdate() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "todo", #"{"id": "same", "text": "a"}"#])
@@ -202,7 +202,7 @@ import TSyncModel
     // MARK: 3. Incremental pull
 
     @Test func incrementalPullFetchesOnlyWhatChanged() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let writer = try await TSyncSandbox(remote: server.url)
         let reader = try await TSyncSandbox(remote: server.url)
         let items = (0..<30).map { #"{"id": "r\#(String(format: "%02d", $0))", "n": \#($0)}"# }.joined(separator: "\n")
@@ -246,7 +246,7 @@ import TSyncModel
     /// `t_<name>`, the server's storage layout). Every record must arrive exactly once, without
     /// looping, and a second pull must find nothing new.
     @Test func pageBoundaryInsideEqualTimestampsNeitherLoopsNorSkips() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let writer = try await TSyncSandbox(remote: server.url)
         try await writer.ok(["insert", "ties", #"{"id": "seed", "n": 0}"#])
         try await writer.ok(["push"])
@@ -270,7 +270,7 @@ import TSyncModel
     }
 
     @Test func pullKeepsLocalChangesAndSyncPullsSavedQueries() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: server.url)
         try await a.ok(["insert", "notes"], stdin: #"[{"id": "1", "t": "one"}, {"id": "2", "t": "two"}]"#)
@@ -316,7 +316,7 @@ import TSyncModel
     /// exactly once.
     @Test func serverKilledDuringPushLosesAndDoublesNothing() async throws {
         // Small batches, so that the push is still under way when the server dies.
-        let server = try await SyncServer(options: ["--max-batch", "10"])
+        let server = try await ServeFixture(options: ["--max-batch", "10"])
         let store = try await TSyncSandbox(remote: server.url)
         let count = 3000
         let items = (0..<count).map { #"{"id": "k\#($0)", "n": \#($0)}"# }.joined(separator: "\n")
@@ -346,7 +346,7 @@ import TSyncModel
     /// tsync itself killed (SIGKILL) in the middle of a push: operations in flight are sent again
     /// with the same item, recognised by the server's 409 answer, and nothing is lost or doubled.
     @Test func pushKilledMidwayAndRunAgainLosesAndDoublesNothing() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         let count = 3000
         try await store.ok(["insert", "load"], stdin: (0..<count).map { #"{"id": "k\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
@@ -369,7 +369,7 @@ import TSyncModel
     /// The server killed (SIGKILL) while a pull is under way; the pull stops (exit 3) with the
     /// pages it stored and their checkpoint, and the next pull fetches exactly the rest.
     @Test func pullInterruptedByAServerCrashResumesFromItsCheckpoint() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let writer = try await TSyncSandbox(remote: server.url)
         let count = 4000
         try await writer.ok(["insert", "big"], stdin: (0..<count).map { #"{"id": "b\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))

@@ -4,7 +4,7 @@ import Testing
 /// Issue 20.5: what the small commands say, on a pipe and on a real pseudo-terminal.
 @Suite(.serialized) struct TerminalMessagesTests {
     @Test func pullQuietPrintsNothingButErrors() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let store = try await TSyncSandbox(remote: server.url)
         let quiet = try await store.run(["pull", "nosuch", "-q"])
         #expect(quiet.status == 0 && quiet.stdout.isEmpty && quiet.stderr.isEmpty, "\(quiet)")

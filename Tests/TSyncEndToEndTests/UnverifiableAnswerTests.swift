@@ -9,8 +9,8 @@ import TSyncModel
 @Suite(.serialized) struct UnverifiableAnswerTests {
     /// A store with `a` and `b` pushed, then an update of `a`, a delete of `b` and an insert of
     /// `c` queued.
-    private func setUp(batched: Bool) async throws -> (server: SyncServer, proxy: LossyProxy, store: TSyncSandbox) {
-        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
+    private func setUp(batched: Bool) async throws -> (server: ServeFixture, proxy: LossyProxy, store: TSyncSandbox) {
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
@@ -26,7 +26,7 @@ import TSyncModel
 
     /// Nothing was settled or lost: the three changes are queued, no error recorded, the local
     /// copies are the user's; then, past the faulty proxy, they all reach the server.
-    private func expectNothingLost(_ server: SyncServer, _ store: TSyncSandbox) async throws {
+    private func expectNothingLost(_ server: ServeFixture, _ store: TSyncSandbox) async throws {
         #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
         #expect(try await store.ok(["status", "--porcelain"]) == Self.queued)
         #expect(try JSONOutput.object(try await store.ok(["get", "todo", "a", "--json"]))["text"] == "new a")
@@ -71,7 +71,7 @@ import TSyncModel
     /// the read that confirms it finds the deleted copy.
     @Test(arguments: [true, false])
     func aConfirmedNotFoundIsStillAConflict(batched: Bool) async throws {
-        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
         let store = try await TSyncSandbox(remote: server.url)
         let other = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
@@ -93,7 +93,7 @@ import TSyncModel
         (404, "application/json", #"{"error": "table not found"}"#),
     ])
     func aDeleteTheServerDidNotApplyStaysQueued(status: Int, contentType: String, body: String) async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "b", "text": "old b"}"#])
@@ -115,7 +115,7 @@ import TSyncModel
     /// queues behind it (instead of merging into it and meeting a 412 against its own write).
     @Test(arguments: [true, false])
     func aServerErrorLeavesTheWriteInFlight(batched: Bool) async throws {
-        let server = try await SyncServer(options: batched ? [] : ["--max-batch", "0"])
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
@@ -162,7 +162,7 @@ import TSyncModel
         #"{"id": "other", "text": "new a", "version": "v9", "updatedAt": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z", "deleted": false}"#,
     ])
     func anUpdateTheServerDidNotApplyStaysQueued(body: String) async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
@@ -183,7 +183,7 @@ import TSyncModel
     /// the server": the operation stays queued and no ghost record is written.
     @Test(arguments: [("POST", "/tables/todo", 409), ("PATCH", "/tables/todo/a", 412)])
     func aConflictWithAnotherItemsRecordIsNotAnAnswer(method: String, path: String, status: Int) async throws {
-        let server = try await SyncServer(options: ["--max-batch", "0"])
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         if method == "PATCH" {
@@ -222,7 +222,7 @@ import TSyncModel
     /// 18.5: a batch that claims an update done with the version the item already had (the one
     /// sent in If-Match) did not do it: read back, found unchanged, kept queued.
     @Test func aSuccessWithTheVersionSentIsNotApplied() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "old a"}"#])
@@ -244,7 +244,7 @@ import TSyncModel
 
     /// 18.5: an atomic batch the server applied in part breaks its promise, and the command says so.
     @Test func anAtomicBatchAppliedInPartSaysThePromiseWasBroken() async throws {
-        let server = try await SyncServer()
+        let server = try await ServeFixture()
         let proxy = try LossyProxy(upstream: server.url)
         let store = try await TSyncSandbox(remote: proxy.url)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "a"}"#])

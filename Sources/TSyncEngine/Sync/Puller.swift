@@ -68,7 +68,7 @@ public struct Puller: Sendable {
     public var stopRequest: StopRequest?
     /// Sees each page once it is written, with what it changed (`PageResult.changes`), and the
     /// server's answer to a `wait` (`Page.waitApplied`): `tsync watch`'s events.
-    public var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: Page) async -> Void)?
+    package var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: Page) async -> Void)?
 
     /// A puller from `remote` into `store`; a `stopRequest` ends it between pages.
     public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {

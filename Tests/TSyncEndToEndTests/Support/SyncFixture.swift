@@ -9,7 +9,7 @@ import TSyncModel
 /// A `tsync serve` on loopback for the sync tests, over a SQLite file in a temporary directory,
 /// plus plain HTTP checks that do not go through tsync. Builds on `ServerProcess`, `HTTP` and
 /// `TSyncProcess`.
-final class SyncServer: @unchecked Sendable {
+final class ServeFixture: @unchecked Sendable {
     let directory: TemporaryDirectory
     let databasePath: String
     let authenticated: Bool
@@ -18,7 +18,7 @@ final class SyncServer: @unchecked Sendable {
     private(set) var server: ServerProcess?
     private(set) var url = ""
 
-    /// Starts a server; `authenticated` servers get the account alice / `SyncServer.password`.
+    /// Starts a server; `authenticated` servers get the account alice / `ServeFixture.password`.
     init(authenticated: Bool = false, options: [String] = []) async throws {
         directory = try TemporaryDirectory()
         databasePath = (directory.path as NSString).appendingPathComponent("server.db")
