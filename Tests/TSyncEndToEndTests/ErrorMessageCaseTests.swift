@@ -55,7 +55,9 @@ import Testing
             let result = try await store.run(arguments)
             #expect(result.status == status, "\(arguments): \(result)")
             // `serve` logs its start-up line (version, database) before it finds the database down.
-            let errorLine = arguments.first == "serve" ? result.stderr.split(separator: "\n").last.map(String.init) ?? "" : result.stderr
+            let errorLine =
+                arguments.first == "serve"
+                ? result.stderr.split(separator: "\n").first { $0.hasPrefix("tsync: error: ") }.map(String.init) ?? "" : result.stderr
             #expect(errorLine.hasPrefix("tsync: error: "), "\(arguments): \(result)")
             #expect(Self.capitalizedFirstWord(result.stderr) == nil, "\(arguments): \(result.stderr)")
         }
