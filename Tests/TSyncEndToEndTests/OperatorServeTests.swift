@@ -33,22 +33,22 @@ import TSyncModel
         defer { server.stop() }
         let base = try await server.waitForAddress()
 
-        let refused = try await OperatorHTTP.send(
+        let refused = try await HTTP.send(
             "POST", base + "/.auth/login/custom", body: #"{"username":"alice","password":"wrong guess 1"}"#)
         #expect(refused.status == 401)
-        let login = try await OperatorHTTP.send(
+        let login = try await HTTP.send(
             "POST", base + "/.auth/login/custom", body: #"{"username":"alice","password":"\#(password)"}"#)
         #expect(login.status == 200)
         let token = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
         // Tokens in a header, and in query strings (as a careless client or proxy might put them).
-        let insert = try await OperatorHTTP.send(
+        let insert = try await HTTP.send(
             "POST", base + "/tables/todo?access_token=\(token)", headers: ["X-ZUMO-AUTH": token, "X-Request-Id": "from-client-1"],
             body: #"{"id":"a","text":"hi"}"#)
         #expect(insert.status == 201)
         // Not from a trusted proxy: the client's X-Request-Id is not taken.
         let insertID = try #require(insert.headers["X-Request-Id"])
         #expect(insertID != "from-client-1" && insertID.count == 16, "\(insertID)")
-        let read = try await OperatorHTTP.send(
+        let read = try await HTTP.send(
             "GET", base + "/tables/todo?$top=5&token=\(token)&Password=\(password.replacingOccurrences(of: " ", with: "%20"))&sig=xyz",
             headers: ["Authorization": "Bearer " + token])
         #expect(read.status == 200)
@@ -103,11 +103,11 @@ import TSyncModel
             log: directory.path)
         defer { server.stop() }
         let base = try await server.waitForAddress()
-        let kept = try await OperatorHTTP.send("GET", base + "/health", headers: ["X-Request-Id": "proxy-req.42"])
+        let kept = try await HTTP.send("GET", base + "/health", headers: ["X-Request-Id": "proxy-req.42"])
         #expect(kept.headers["X-Request-Id"] == "proxy-req.42")
         let longID = String(repeating: "a", count: 200)
-        #expect(try await OperatorHTTP.send("GET", base + "/health", headers: ["X-Request-Id": longID]).headers["X-Request-Id"] != longID)
-        let odd = try await OperatorHTTP.send("GET", base + "/health", headers: ["X-Request-Id": "a b<c>"])
+        #expect(try await HTTP.send("GET", base + "/health", headers: ["X-Request-Id": longID]).headers["X-Request-Id"] != longID)
+        let odd = try await HTTP.send("GET", base + "/health", headers: ["X-Request-Id": "a b<c>"])
         #expect(odd.headers["X-Request-Id"]?.count == 16)
 
         let forged = "mallory\n2026-01-01T00:00:00.000Z info forged"
@@ -116,10 +116,10 @@ import TSyncModel
             String(
                 data: try JSONSerialization.data(withJSONObject: ["username": String(repeating: "x", count: 300), "password": "nope nope"]),
                 encoding: .utf8))
-        #expect(try await OperatorHTTP.send("POST", base + "/.auth/login/custom", body: long).status == 400)
+        #expect(try await HTTP.send("POST", base + "/.auth/login/custom", body: long).status == 400)
         let body = try #require(
             String(data: try JSONSerialization.data(withJSONObject: ["username": forged, "password": "nope nope"]), encoding: .utf8))
-        for _ in 0..<7 { _ = try await OperatorHTTP.send("POST", base + "/.auth/login/custom", body: body) }
+        for _ in 0..<7 { _ = try await HTTP.send("POST", base + "/.auth/login/custom", body: body) }
         #expect(try await server.terminate(signal: SIGTERM) == 0)
         let lines = server.log.split(separator: "\n").map(String.init)
         #expect(!lines.contains { $0.hasPrefix("2026-01-01") }, "a client forged a log line")
@@ -192,7 +192,7 @@ import TSyncModel
         let plain = try ServerProcess(
             arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + directory.path + "/p.db"], log: directory.path)
         defer { plain.stop() }
-        #expect(try await OperatorHTTP.send("GET", try await plain.waitForAddress() + "/metrics").status == 404, "off without --metrics")
+        #expect(try await HTTP.send("GET", try await plain.waitForAddress() + "/metrics").status == 404, "off without --metrics")
 
         let server = try ServerProcess(
             arguments: ["serve", "--no-auth", "--metrics", "--port", "0", "--db", "sqlite:" + directory.path + "/s.db"], log: directory.path
@@ -200,15 +200,15 @@ import TSyncModel
         defer { server.stop() }
         let base = try await server.waitForAddress()
         for n in 0..<3 {
-            #expect(try await OperatorHTTP.send("POST", base + "/tables/todo", body: #"{"id":"r\#(n)"}"#).status == 201)
+            #expect(try await HTTP.send("POST", base + "/tables/todo", body: #"{"id":"r\#(n)"}"#).status == 201)
         }
-        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo").status == 200)
-        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo/r1").status == 200)
+        #expect(try await HTTP.send("GET", base + "/tables/todo").status == 200)
+        #expect(try await HTTP.send("GET", base + "/tables/todo/r1").status == 200)
         let batch =
             #"{"operations":[{"method":"POST","table":"todo","item":{"id":"b1"}},{"method":"POST","table":"todo","item":{"id":"b2"}}]}"#
-        let batched = try await OperatorHTTP.send("POST", base + "/tables/$batch", body: batch)
+        let batched = try await HTTP.send("POST", base + "/tables/$batch", body: batch)
         #expect(batched.status == 200, "\(batched.body)")
-        let first = try await OperatorHTTP.send("GET", base + "/metrics")
+        let first = try await HTTP.send("GET", base + "/metrics")
         #expect(first.status == 200)
         #expect(first.headers["Content-Type"]?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = first.body
@@ -222,15 +222,15 @@ import TSyncModel
 
         // A hostile client asks for many distinct paths, tables and methods: the series stay the same.
         for n in 0..<300 {
-            _ = try await OperatorHTTP.send(n % 3 == 0 ? "PROPFIND" : "GET", base + "/random\(n)/path?x=\(n)")
-            _ = try await OperatorHTTP.send("GET", base + "/tables/t\(n)/id\(n)")
+            _ = try await HTTP.send(n % 3 == 0 ? "PROPFIND" : "GET", base + "/random\(n)/path?x=\(n)")
+            _ = try await HTTP.send("GET", base + "/tables/t\(n)/id\(n)")
         }
-        let warm = try await OperatorHTTP.send("GET", base + "/metrics").body
+        let warm = try await HTTP.send("GET", base + "/metrics").body
         for n in 300..<600 {
-            _ = try await OperatorHTTP.send(n % 3 == 0 ? "PROPFIND" : "GET", base + "/random\(n)/path?x=\(n)")
-            _ = try await OperatorHTTP.send("GET", base + "/tables/t\(n)/id\(n)")
+            _ = try await HTTP.send(n % 3 == 0 ? "PROPFIND" : "GET", base + "/random\(n)/path?x=\(n)")
+            _ = try await HTTP.send("GET", base + "/tables/t\(n)/id\(n)")
         }
-        let after = try await OperatorHTTP.send("GET", base + "/metrics").body
+        let after = try await HTTP.send("GET", base + "/metrics").body
         let series = { (text: String) in text.split(separator: "\n").filter { !$0.hasPrefix("#") }.count }
         #expect(series(after) == series(warm), "the series grew with the paths asked for")
         #expect(!after.contains("random") && !after.contains("t599"), "\(after)")
@@ -243,21 +243,21 @@ import TSyncModel
         let server = try ServerProcess(arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + path], log: directory.path)
         defer { server.stop() }
         let base = try await server.waitForAddress()
-        let ready = try await OperatorHTTP.send("GET", base + "/ready")
+        let ready = try await HTTP.send("GET", base + "/ready")
         #expect(ready.status == 200 && ready.body == #"{"status":"ready"}"#, "\(ready.body)")
         // The database moved away under the running server: writes would go to a file no later
         // start opens, so it is not ready; /health (liveness) still answers.
         try FileManager.default.moveItem(atPath: path, toPath: path + ".moved")
-        let gone = try await OperatorHTTP.send("GET", base + "/ready")
+        let gone = try await HTTP.send("GET", base + "/ready")
         #expect(gone.status == 503, "\(gone.body)")
         #expect(
             gone.body == #"{"error":"the database does not answer","status":"unavailable"}"# || gone.body.contains("unavailable"),
             "\(gone.body)")
         #expect(!gone.body.contains(path), "the path stays in the log")
-        #expect(try await OperatorHTTP.send("GET", base + "/health").status == 200)
+        #expect(try await HTTP.send("GET", base + "/health").status == 200)
         #expect(server.log.contains("warning not ready: the database does not answer: the database file"), "\(server.log)")
         try FileManager.default.moveItem(atPath: path + ".moved", toPath: path)
-        #expect(try await OperatorHTTP.send("GET", base + "/ready").status == 200, "back in place")
+        #expect(try await HTTP.send("GET", base + "/ready").status == 200, "back in place")
     }
 
     @Test(.enabled(if: PostgresFixture.adminURL != nil, "TSYNC_TEST_POSTGRES_URL is not set"))
@@ -269,19 +269,19 @@ import TSyncModel
             let server = try ServerProcess(arguments: ["serve", "--no-auth", "--port", "0", "--db", db], log: directory.path)
             defer { server.stop() }
             let base = try await server.waitForAddress()
-            #expect(try await OperatorHTTP.send("GET", base + "/ready").status == 200)
+            #expect(try await HTTP.send("GET", base + "/ready").status == 200)
             // The database stops taking connections and drops the server's: not ready.
             try await PostgresFixture.psql(
                 admin,
                 "ALTER DATABASE \(name) ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'"
             )
-            let down = try await OperatorHTTP.send("GET", base + "/ready")
+            let down = try await HTTP.send("GET", base + "/ready")
             #expect(down.status == 503, "\(down.body)")
-            #expect(try await OperatorHTTP.send("GET", base + "/health").status == 200)
+            #expect(try await HTTP.send("GET", base + "/health").status == 200)
             try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
             var back = 0
             for _ in 0..<50 where back != 200 {
-                back = try await OperatorHTTP.send("GET", base + "/ready").status
+                back = try await HTTP.send("GET", base + "/ready").status
                 if back != 200 { try await Task.sleep(for: .milliseconds(200)) }
             }
             #expect(back == 200, "ready again once the database takes connections: \(server.log)")
@@ -308,9 +308,9 @@ import TSyncModel
         let server = try ServerProcess(arguments: ["serve", "--config", config, "--max-top", "7"], log: directory.path)
         defer { server.stop() }
         let base = try await server.waitForAddress()
-        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo?$top=7").status == 200, "the command line's --max-top wins")
-        #expect(try await OperatorHTTP.send("GET", base + "/tables/todo?$top=8").status == 400)
-        #expect(try await OperatorHTTP.send("GET", base + "/metrics").status == 200)
+        #expect(try await HTTP.send("GET", base + "/tables/todo?$top=7").status == 200, "the command line's --max-top wins")
+        #expect(try await HTTP.send("GET", base + "/tables/todo?$top=8").status == 400)
+        #expect(try await HTTP.send("GET", base + "/metrics").status == 200)
         #expect(try await server.terminate(signal: SIGTERM) == 0)
         let messages = Self.jsonLines(server.log).compactMap { $0["message"]?.stringValue }
         #expect(messages.contains("indexes: todo.n") && messages.contains { $0.hasPrefix("auth: none") }, "\(messages)")
@@ -365,42 +365,6 @@ import TSyncModel
             try "\(name) = [1]\n".write(toFile: config, atomically: true, encoding: .utf8)
             let result = try await TSyncProcess.run(["serve", "--config", config], in: directory.path)
             #expect(result.status == 78 && result.stderr.contains("line 1: \(name) takes"), "\(name): \(result.stderr)")
-        }
-    }
-}
-
-/// HTTP requests with any headers, answering the status, body and headers.
-enum OperatorHTTP {
-    struct Reply {
-        var status: Int
-        var body: String
-        var headers: [String: String]
-    }
-
-    static func send(_ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil) async throws -> Reply {
-        var request = URLRequest(url: try #require(URL(string: url)), timeoutInterval: 15)
-        request.httpMethod = method
-        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let body {
-            request.httpBody = Data(body.utf8)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        return try await withCheckedThrowingContinuation { continuation in
-            URLSession.shared.dataTask(with: request) { data, response, error in
-                if let error {
-                    continuation.resume(throwing: error)
-                } else {
-                    let http = response as? HTTPURLResponse
-                    var fields: [String: String] = [:]
-                    for (name, value) in http?.allHeaderFields ?? [:] {
-                        if let name = name as? String, let value = value as? String { fields[name] = value }
-                    }
-                    continuation.resume(
-                        returning: Reply(
-                            status: http?.statusCode ?? 0, body: String(decoding: data ?? Data(), as: UTF8.self), headers: fields))
-                }
-            }.resume()
         }
     }
 }

@@ -101,25 +101,26 @@ public final class ServerMetrics: Sendable {
             let labels = "method=\"\(key.method)\",route=\"\(Self.escaped(key.route))\""
             out += Self.histogramLines("tsync_http_request_duration_seconds", labels: labels, histogram, bounds: Self.durationBuckets)
         }
-        out += "# HELP tsync_http_response_bytes_total Bytes of answer bodies (of known length).\n"
-        out += "# TYPE tsync_http_response_bytes_total counter\ntsync_http_response_bytes_total \(state.responseBytes)\n"
-        out += "# HELP tsync_records_read_total Records sent in answers to reads.\n"
-        out += "# TYPE tsync_records_read_total counter\ntsync_records_read_total \(state.recordsRead)\n"
-        out += "# HELP tsync_records_written_total Records inserted, updated or deleted.\n"
-        out += "# TYPE tsync_records_written_total counter\ntsync_records_written_total \(state.recordsWritten)\n"
+        out += Self.single(
+            "tsync_http_response_bytes_total", "Bytes of answer bodies (of known length).", type: "counter", state.responseBytes)
+        out += Self.single("tsync_records_read_total", "Records sent in answers to reads.", type: "counter", state.recordsRead)
+        out += Self.single("tsync_records_written_total", "Records inserted, updated or deleted.", type: "counter", state.recordsWritten)
         out += "# HELP tsync_write_batch_size Writes per database transaction (1 for the single routes).\n"
         out += "# TYPE tsync_write_batch_size histogram\n"
         out += Self.histogramLines("tsync_write_batch_size", labels: "", state.batches, bounds: Self.batchBuckets)
-        out += "# HELP tsync_open_connections Client connections open now.\n"
         let open: Int = openConnections.withLock { $0?() } ?? 0
-        out += "# TYPE tsync_open_connections gauge\ntsync_open_connections \(open)\n"
-        out += "# HELP tsync_login_failures_total Logins refused for a wrong name or password.\n"
-        out += "# TYPE tsync_login_failures_total counter\ntsync_login_failures_total \(state.loginFailures)\n"
-        out += "# HELP tsync_login_throttled_total Logins refused because of too many failures (429).\n"
-        out += "# TYPE tsync_login_throttled_total counter\ntsync_login_throttled_total \(state.loginsThrottled)\n"
-        out += "# HELP tsync_query_timeouts_total Reads stopped by the query timeout (503).\n"
-        out += "# TYPE tsync_query_timeouts_total counter\ntsync_query_timeouts_total \(state.queryTimeouts)\n"
+        out += Self.single("tsync_open_connections", "Client connections open now.", type: "gauge", open)
+        out += Self.single(
+            "tsync_login_failures_total", "Logins refused for a wrong name or password.", type: "counter", state.loginFailures)
+        out += Self.single(
+            "tsync_login_throttled_total", "Logins refused because of too many failures (429).", type: "counter", state.loginsThrottled)
+        out += Self.single("tsync_query_timeouts_total", "Reads stopped by the query timeout (503).", type: "counter", state.queryTimeouts)
         return out
+    }
+
+    /// The HELP, TYPE and value lines of a series without labels.
+    private static func single(_ name: String, _ help: String, type: String, _ value: Int) -> String {
+        "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n\(name) \(value)\n"
     }
 
     private static func histogramLines(_ name: String, labels: String, _ histogram: Histogram, bounds: [Double]) -> String {

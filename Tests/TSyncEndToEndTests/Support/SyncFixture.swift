@@ -152,14 +152,19 @@ enum HTTP {
     struct Reply {
         var status: Int
         var body: String
+        var headers: [String: String] = [:]
     }
 
-    /// Sends one request (at most 15 s); `token` goes in X-ZUMO-AUTH, `body` as JSON.
-    static func send(_ method: String, _ url: String, body: String? = nil, token: String? = nil) async throws -> Reply {
+    /// Sends one request (at most 15 s); `token` goes in X-ZUMO-AUTH, `body` as JSON, `headers`
+    /// as given.
+    static func send(
+        _ method: String, _ url: String, headers: [String: String] = [:], body: String? = nil, token: String? = nil
+    ) async throws -> Reply {
         var request = URLRequest(url: try #require(URL(string: url)), timeoutInterval: 15)
         request.httpMethod = method
         request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
         if let token { request.setValue(token, forHTTPHeaderField: "X-ZUMO-AUTH") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body {
             request.httpBody = Data(body.utf8)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -169,8 +174,14 @@ enum HTTP {
                 if let error {
                     continuation.resume(throwing: error)
                 } else {
-                    let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                    continuation.resume(returning: Reply(status: status, body: String(decoding: data ?? Data(), as: UTF8.self)))
+                    let http = response as? HTTPURLResponse
+                    var fields: [String: String] = [:]
+                    for (name, value) in http?.allHeaderFields ?? [:] {
+                        if let name = name as? String, let value = value as? String { fields[name] = value }
+                    }
+                    continuation.resume(
+                        returning: Reply(
+                            status: http?.statusCode ?? 0, body: String(decoding: data ?? Data(), as: UTF8.self), headers: fields))
                 }
             }.resume()
         }
