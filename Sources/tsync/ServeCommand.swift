@@ -237,10 +237,11 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = settings
         try configuration.validate()
         let location = try database.location()
-        logger.info("tsync \(TSync.currentVersion) serving \(location.logDescription)")
         let created = location.sqliteFileToCreate
         try await location.withStorage(logger: Logger(label: "tsync.storage"), queryTimeoutSeconds: configuration.queryTimeoutSeconds) {
             storage in
+            // Said once the database is open: a server that cannot reach it never claims to serve it.
+            logger.info("tsync \(TSync.currentVersion) serving \(location.logDescription)")
             if let created { logger.info("created database at \(created)") }
             try await SyncServer(configuration: configuration, storage: storage, logger: logger).run()
         }

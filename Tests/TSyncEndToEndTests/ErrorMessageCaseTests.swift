@@ -54,11 +54,7 @@ import Testing
         for (arguments, status) in cases {
             let result = try await store.run(arguments)
             #expect(result.status == status, "\(arguments): \(result)")
-            // `serve` logs its start-up line (version, database) before it finds the database down.
-            let errorLine =
-                arguments.first == "serve"
-                ? result.stderr.split(separator: "\n").first { $0.hasPrefix("tsync: error: ") }.map(String.init) ?? "" : result.stderr
-            #expect(errorLine.hasPrefix("tsync: error: "), "\(arguments): \(result)")
+            #expect(result.stderr.hasPrefix("tsync: error: "), "\(arguments): \(result)")
             #expect(Self.capitalizedFirstWord(result.stderr) == nil, "\(arguments): \(result.stderr)")
         }
         let outside = try await TSyncProcess.run(["status"], in: elsewhere.path)
