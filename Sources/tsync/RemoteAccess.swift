@@ -53,7 +53,7 @@ enum RemoteAccess {
     /// `-v`: "GET http://…/tables/todo?… [via proxy HOST:PORT] -> 200 (12 ms, 3.4 kB)". Headers
     /// and bodies are never shown, so neither is a token or a password (nor the proxy's).
     static func describe(_ exchange: RemoteExchange) -> String {
-        let milliseconds = exchange.duration.components.seconds * 1000 + exchange.duration.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = exchange.duration.milliseconds
         let answer = exchange.status.map(String.init) ?? "no answer"
         var sizes: [String] = ["\(milliseconds) ms"]
         if exchange.bytesSent > 0 { sizes.append("sent \(exchange.bytesSent) B") }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -22,14 +23,6 @@ enum CertificateDiagnosis {
         var notAfter: Date
         /// The DNS names and addresses it is for: its subject alternative names, else its common name.
         var names: [String]
-
-        init(subject: String, issuer: String, notBefore: Date, notAfter: Date, names: [String]) {
-            self.subject = subject
-            self.issuer = issuer
-            self.notBefore = notBefore
-            self.notAfter = notAfter
-            self.names = names
-        }
 
         init(_ certificate: NIOSSLCertificate) {
             subject = Self.describe(certificate.subjectName)
@@ -203,11 +196,10 @@ enum CertificateDiagnosis {
     }
 
     /// The chain, as the verification callback saw it (on an event loop).
-    private final class SeenChain: @unchecked Sendable {
-        private let lock = NSLock()
-        private var seen: [Presented]?
-        var chain: [Presented]? { lock.withLock { seen } }
-        func set(_ chain: [Presented]) { lock.withLock { seen = chain } }
+    private final class SeenChain: Sendable {
+        private let seen = Mutex<[Presented]?>(nil)
+        var chain: [Presented]? { seen.withLock { $0 } }
+        func set(_ chain: [Presented]) { seen.withLock { $0 = chain } }
     }
 
     /// Asks the proxy for a tunnel (`CONNECT`), then hands the connection to TLS.

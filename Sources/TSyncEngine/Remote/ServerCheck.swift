@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TSyncModel
 
 /// Whether the remote has shown, in this command, that it speaks the v2 table protocol: nothing is
@@ -10,13 +11,12 @@ import TSyncModel
 /// (`GET /tables/$batch`, which `push` sends anyway) and, when that answer says nothing either way,
 /// one GET of a table with `$top=0`: at most one request more per command. A page read that
 /// succeeded proves it as well. Shared by the copies of one `RemoteClient`.
-final class ServerCheck: @unchecked Sendable {
-    private let lock = NSLock()
-    private var proven = false
+final class ServerCheck: Sendable {
+    private let proven = Mutex(false)
 
-    var isProven: Bool { lock.withLock { proven } }
+    var isProven: Bool { proven.withLock { $0 } }
 
-    func prove() { lock.withLock { proven = true } }
+    func prove() { proven.withLock { $0 = true } }
 
     /// Whether an answer to a GET of a `/tables/…` route is one a v2 server gives: JSON (a page, the
     /// batch route's description, or an error body, such as a plain v2 server's 404 for a table it

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GRDB
 import TSyncModel
 
@@ -142,7 +143,7 @@ extension SyncSession {
 }
 
 /// One watch: its loops and what they share (whether the server answers, whether polling was said).
-private final class LiveRun: @unchecked Sendable {  // `lock` guards the vars
+private final class LiveRun: Sendable {
     let session: SyncSession
     let remote: RemoteClient
     let options: LiveOptions
@@ -151,9 +152,8 @@ private final class LiveRun: @unchecked Sendable {  // `lock` guards the vars
     /// The seconds asked of the server: below the HTTP exchange's deadline.
     let waitSeconds: Int
 
-    private let lock = NSLock()
-    private var connected = true
-    private var saidPolling = false
+    /// Whether the server answered last time, and whether polling has been said.
+    private let state = Mutex((connected: true, saidPolling: false))
 
     init(
         session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?,
@@ -329,33 +329,33 @@ private final class LiveRun: @unchecked Sendable {  // `lock` guards the vars
     // MARK: - The server's state
 
     private func reachable() async {
-        let changed = lock.withLock {
-            defer { connected = true }
-            return !connected
+        let changed = state.withLock { state in
+            defer { state.connected = true }
+            return !state.connected
         }
         if changed { await onEvents([LiveEvent(.connected)]) }
     }
 
     private func unreachable(_ error: TSyncError, retryIn delay: Duration) async {
-        let changed = lock.withLock {
-            defer { connected = false }
-            return connected
+        let changed = state.withLock { state in
+            defer { state.connected = false }
+            return state.connected
         }
         guard changed else { return }
         var event = LiveEvent(.reconnecting)
         event.message = error.message
-        event.retryIn = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        event.retryIn = delay.fractionalSeconds
         await onEvents([event])
     }
 
     private func sayPollingOnce() async {
-        let first = lock.withLock {
-            defer { saidPolling = true }
-            return !saidPolling
+        let first = state.withLock { state in
+            defer { state.saidPolling = true }
+            return !state.saidPolling
         }
         guard first else { return }
         var event = LiveEvent(.polling)
-        event.interval = Double(options.interval.components.seconds) + Double(options.interval.components.attoseconds) / 1e18
+        event.interval = options.interval.fractionalSeconds
         await onEvents([event])
     }
 
@@ -368,11 +368,10 @@ private final class LiveRun: @unchecked Sendable {  // `lock` guards the vars
 }
 
 /// The server's answer to `wait` over one pull: the last page's.
-private final class WaitSeen: @unchecked Sendable {  // `lock` guards `value`
-    private let lock = NSLock()
-    private var value: Int?
+private final class WaitSeen: Sendable {
+    private let value = Mutex<Int?>(nil)
 
-    func reset() { lock.withLock { value = nil } }
-    func record(_ applied: Int?) { lock.withLock { value = applied } }
-    var applied: Int? { lock.withLock { value } }
+    func reset() { value.withLock { $0 = nil } }
+    func record(_ applied: Int?) { value.withLock { $0 = applied } }
+    var applied: Int? { value.withLock { $0 } }
 }

@@ -190,11 +190,3 @@ public struct Authenticator: Sendable {
         return hash
     }
 }
-
-extension Duration {
-    /// Whole milliseconds, the unit of every time the server stores.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -72,8 +72,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     }
 
     private static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - start).fractionalSeconds
     }
 }
 
