@@ -188,6 +188,23 @@ import TSyncModel
         await #expect(try a.ok(["query", "todo", "--json"]) == (try b.ok(["query", "todo", "--json"])), "both stores hold the same")
     }
 
+    /// A server (or a proxy) that says it held the read (`Preference-Applied: wait`) but answers
+    /// an empty page at once: asking again at once would be a storm of requests, so the watch
+    /// waits its interval, as against a plain server.
+    @Test func aWaitClaimedButNotHeldIsNoStorm() async throws {
+        let server = try ScriptedServer { method, target in
+            if method == "GET", target.hasPrefix("/tables/$batch") { return .json(404, #"{"error": "no"}"#) }
+            return .json(200, "[]", headers: [("Preference-Applied", "wait=20")])
+        }
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["pull", "todo", "--query-id", "all"])
+        let before = server.requests.count
+        let watch = try await store.run(["watch", "--timeout", "3", "--interval", "1"])
+        #expect(watch.status == 0, "\(watch)")
+        let reads = server.requests.dropFirst(before).filter { $0.hasPrefix("GET /tables/todo") }.count
+        #expect(reads >= 2 && reads <= 10, "about one read per interval over 3 s, not a storm: \(reads)")
+    }
+
     @Test func aPlainServerIsPolledAndThatIsSaidOnce() async throws {
         let server = try await ServeFixture(options: ["--max-watchers", "0"])
         let (a, b) = try await Self.twoStores(server)

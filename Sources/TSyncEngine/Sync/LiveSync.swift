@@ -212,7 +212,8 @@ private final class LiveRun: Sendable {
             request.wait = waitSeconds
             do {
                 seen.reset()
-                _ = try await puller.pull(request)
+                let asked = ContinuousClock.now
+                let summary = try await puller.pull(request)
                 attempt = 0
                 await reachable()
                 switch seen.applied {
@@ -223,8 +224,13 @@ private final class LiveRun: Sendable {
                 case 0?:
                     // The server holds as many requests as it allows: ask again a little later.
                     try await Task.sleep(for: options.interval)
-                default:
-                    break
+                case let held?:
+                    // A held read comes back empty only when its time is up (or the server stops):
+                    // empty long before that is a server or proxy that says it waits and does not,
+                    // and asking again at once would be a storm of requests.
+                    if summary.counts.received == 0, ContinuousClock.now - asked < .seconds(held) / 2 {
+                        try await Task.sleep(for: options.interval)
+                    }
                 }
             } catch let error as TSyncError where error.kind == .unreachable {
                 if Task.isCancelled { return nil }
