@@ -7,6 +7,9 @@ struct MeteredStorage: ServerStorage {
     let base: any ServerStorage
     let metrics: ServerMetrics
 
+    /// The base's: without it a server with `--metrics` had no live route.
+    var changes: ChangeFeed? { base.changes }
+
     func record(table: String, id: String, scope: OwnerScope) async throws -> Record? {
         let record = try await base.record(table: table, id: id, scope: scope)
         if record != nil { metrics.recordRead(records: 1) }
