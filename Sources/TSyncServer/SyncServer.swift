@@ -73,6 +73,7 @@ public struct SyncServer: Sendable {
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
         metrics?.openConnections.withLock { $0 = { limits.openConnections } }
+        if let feed = storage.changes { metrics?.live.withLock { $0 = { (feed.waiting, feed.queries) } } }
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in

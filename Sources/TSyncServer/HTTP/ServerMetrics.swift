@@ -56,6 +56,8 @@ public final class ServerMetrics: Sendable {
     private let state = Mutex(State())
     /// Read when `/metrics` is asked for: the connections open now.
     let openConnections = Mutex<(@Sendable () -> Int)?>(nil)
+    /// The live route's held reads now and the queries run for held reads so far (`ChangeFeed`).
+    let live = Mutex<(@Sendable () -> (waiting: Int, queries: Int))?>(nil)
 
     public init() {}
 
@@ -115,6 +117,11 @@ public final class ServerMetrics: Sendable {
         out += Self.single(
             "tsync_login_throttled_total", "Logins refused because of too many failures (429).", type: "counter", state.loginsThrottled)
         out += Self.single("tsync_query_timeouts_total", "Reads stopped by the query timeout (503).", type: "counter", state.queryTimeouts)
+        let live = self.live.withLock { $0?() } ?? (waiting: 0, queries: 0)
+        out += Self.single("tsync_live_waiting", "Live reads held now (Prefer: wait).", type: "gauge", live.waiting)
+        out += Self.single(
+            "tsync_live_queries_total", "Queries run for live reads (one per question and commit, shared by the reads that ask it).",
+            type: "counter", live.queries)
         return out
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import TSyncModel
 import TSyncQuery
 
@@ -37,46 +38,56 @@ struct TableRoutes: Sendable {
         let scope = try scope(table, context)
         let storage = storage
         let timeout = configuration.queryTimeoutSeconds
-        let channel = context.channel
         let query = options.query
-        let read: @Sendable () async throws -> RecordPage = {
-            try await QueryDeadline.run(seconds: timeout, channel: channel) {
+        // The page as sent, worked out under the query deadline; `channel` nil for a held read,
+        // whose query may be shared with other clients' (one leaving stops nobody's answer).
+        let read: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
+            let page = try await QueryDeadline.run(seconds: timeout, channel: channel) {
                 try await storage.query(table: table, query, scope: scope)
             }
+            return try Self.body(page, query)
         }
         var headers: HTTPFields = [:]
-        let page: RecordPage
+        let page: PageBody
         // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
         if let seconds = LiveWait.requested(request.headers[.prefer]), let feed = storage.changes, configuration.maximumWatchers > 0 {
+            let question = LiveQuestion(
+                scope: scope,
+                parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] })
             let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers).page(
-                table: table, seconds: seconds, channel: channel, read)
+                table: table, question, seconds: seconds, channel: context.channel, { try await read(nil) })
             page = held
             headers[.preferenceApplied] = "wait=\(granted)"
             headers[.accelBuffering] = "no"
         } else {
-            page = try await read()
+            page = try await read(context.channel)
         }
 
-        if let top = options.query.top, top > 0, page.items.count == top {
+        if let top = options.query.top, top > 0, page.count == top {
             let next = nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top)
             headers[.link] = "<\(next)>; rel=next"
         }
-        // Written straight to bytes, in the serializer's key order: `{"count", "results"}`.
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: page.bytes))
+    }
+
+    /// A page's body, written straight to bytes in the serializer's key order: `{"count", "results"}`.
+    private static func body(_ page: RecordPage, _ query: RecordQuery) throws -> PageBody {
         var body: [UInt8] = []
         body.reserveCapacity(64 + 256 * page.items.count)
         if let count = page.totalCount { body.append(contentsOf: #"{"count":\#(count),"results":"#.utf8) }
         body.append(UInt8(ascii: "["))
         for (index, item) in page.items.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
-            if options.query.select == nil {
+            if query.select == nil {
                 try item.write(to: &body)
             } else {
-                JSONSerializer.write(.object(options.query.project(try item.record().wireObject)), to: &body)
+                JSONSerializer.write(.object(query.project(try item.record().wireObject)), to: &body)
             }
         }
         body.append(UInt8(ascii: "]"))
         if page.totalCount != nil { body.append(UInt8(ascii: "}")) }
-        return JSONResponse.make(.ok, bytes: body, headers: headers)
+        return PageBody(bytes: ByteBuffer(bytes: body), count: page.items.count)
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {

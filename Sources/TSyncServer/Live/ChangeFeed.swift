@@ -7,9 +7,12 @@ import Synchronization
 /// Per table a commit count (`generation`) and the waiters parked on it. A request takes the
 /// generation BEFORE it runs its query, and waits only while the generation is still that one: a
 /// commit between the query and the wait is never missed. A commit resumes every waiter of its
-/// table, which then run their query again (a per-user waiter woken by another user's write finds
+/// table, which then asks its query again (a per-user waiter woken by another user's write finds
 /// nothing and waits again). While nothing is committed a waiter costs no database work: it is a
 /// parked continuation and one timer on its connection's event loop.
+///
+/// Held reads that ask the same question at the same generation share one answer (`answer`): the
+/// 10,000 reads one commit wakes are one query and one page of bytes, not 10,000 of each.
 ///
 /// The write paths call `committed` after their transaction commits; on PostgreSQL a listener
 /// (`PostgresChangeListener`) calls it for the commits of other instances.
@@ -17,12 +20,28 @@ public final class ChangeFeed: Sendable {
     private struct Table {
         var generation: UInt64 = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// The answers of this generation, by question; a commit drops them.
+        var answers: [LiveQuestion: SharedAnswer] = [:]
     }
+
+    /// An answer being worked out (every asker awaits the one task), or worked out.
+    private enum SharedAnswer {
+        case running(Task<PageBody, any Error>)
+        case done(PageBody)
+    }
+
+    /// Questions answered per table and generation, at most: past it the answers kept are
+    /// dropped (a table read with as many different filters shares little anyway).
+    static let maximumAnswers = 256
+    /// A page longer than this is not kept once it is sent: kept answers stay small, so what a
+    /// table nobody writes keeps is bounded (`maximumAnswers` of them).
+    static let maximumKeptBytes = 64 * 1024
 
     private struct State {
         var tables: [String: Table] = [:]
         var nextWaiter: UInt64 = 0
         var waiting = 0
+        var queries = 0
     }
 
     private let state = Mutex(State())
@@ -40,6 +59,9 @@ public final class ChangeFeed: Sendable {
     /// Requests parked now.
     public var waiting: Int { state.withLock { $0.waiting } }
 
+    /// Queries run by `answer` so far: fewer than the reads answered when they share.
+    public var queries: Int { state.withLock { $0.queries } }
+
     /// Says that a transaction that wrote to `tables` committed: their waiters wake.
     public func committed(_ tables: some Sequence<String>) {
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -47,6 +69,7 @@ public final class ChangeFeed: Sendable {
             for table in Set(tables.map(Self.key)) {
                 var entry = state.tables[table] ?? Table()
                 entry.generation &+= 1
+                entry.answers.removeAll()
                 woken.append(contentsOf: entry.waiters.values)
                 entry.waiters.removeAll()
                 state.tables[table] = entry
@@ -54,6 +77,52 @@ public final class ChangeFeed: Sendable {
             return woken
         }
         for continuation in woken { continuation.resume() }
+    }
+
+    /// The answer to `question` on `table` at `generation`: the one every held read that asks it
+    /// at that generation gets, worked out once by `work`. Taken after `generation` was read, so
+    /// it holds every commit counted by then, exactly as the asker's own query would. A failure
+    /// is not kept: the next asker tries again.
+    func answer(
+        table: String, _ question: LiveQuestion, generation: UInt64, _ work: @escaping @Sendable () async throws -> PageBody
+    ) async throws -> PageBody {
+        let key = Self.key(table)
+        let shared = state.withLock { state -> SharedAnswer in
+            var entry = state.tables[key] ?? Table()
+            if entry.generation == generation, let answer = entry.answers[question] { return answer }
+            state.queries += 1
+            let task = Task { try await work() }
+            // Kept for the askers of its own generation only: after a commit a new query is due.
+            if entry.generation == generation {
+                if entry.answers.count >= Self.maximumAnswers { entry.answers.removeAll() }
+                entry.answers[question] = .running(task)
+                state.tables[key] = entry
+            }
+            return .running(task)
+        }
+        switch shared {
+        case .done(let page):
+            return page
+        case .running(let task):
+            do {
+                let page = try await task.value
+                keep(page, key: key, question, generation: generation)
+                return page
+            } catch {
+                state.withLock { state in
+                    if state.tables[key]?.generation == generation { state.tables[key]?.answers[question] = nil }
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Keeps a worked-out answer for later askers of its generation, when it is small.
+    private func keep(_ page: PageBody, key: String, _ question: LiveQuestion, generation: UInt64) {
+        state.withLock { state in
+            guard state.tables[key]?.generation == generation, case .running? = state.tables[key]?.answers[question] else { return }
+            state.tables[key]?.answers[question] = page.bytes.readableBytes <= Self.maximumKeptBytes ? .done(page) : nil
+        }
     }
 
     /// Wakes every waiter of every table: notifications may have been missed (a PostgreSQL

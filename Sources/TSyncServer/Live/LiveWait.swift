@@ -35,11 +35,13 @@ struct LiveWait: Sendable {
 
     /// Runs `query` at once; when its page is empty and a wait was granted, again after each
     /// commit to `table`, until it is not empty or the wait is over. Returns the page and the
-    /// seconds granted (0 when the server holds its limit of waiters already).
+    /// seconds granted (0 when the server holds its limit of waiters already). A held read's
+    /// query is shared with every other held read that asks `question` at the same generation
+    /// (`ChangeFeed.answer`): `query` must depend on nothing else.
     func page(
-        table: String, seconds: Int, channel: (any Channel)?,
-        _ query: @Sendable () async throws -> RecordPage
-    ) async throws -> (RecordPage, granted: Int) {
+        table: String, _ question: LiveQuestion, seconds: Int, channel: (any Channel)?,
+        _ query: @escaping @Sendable () async throws -> PageBody
+    ) async throws -> (PageBody, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
         guard granted > 0, feed.admit(limit: limit) else { return (try await query(), 0) }
         defer { feed.release() }
@@ -48,8 +50,8 @@ struct LiveWait: Sendable {
         while true {
             // Taken before the query: a commit while it runs wakes the wait below at once.
             let generation = feed.generation(table)
-            let page = try await query()
-            if !page.items.isEmpty || ContinuousClock.now >= deadline || shutdown.isSet || channel?.isActive == false
+            let page = try await feed.answer(table: table, question, generation: generation, query)
+            if page.count > 0 || ContinuousClock.now >= deadline || shutdown.isSet || channel?.isActive == false
                 || Task.isCancelled
             {
                 return (page, granted)
@@ -64,6 +66,20 @@ struct LiveWait: Sendable {
             }
         }
     }
+}
+
+/// What a held read asks, besides its table: two reads that ask the same get the same page.
+struct LiveQuestion: Hashable, Sendable {
+    /// Whose records.
+    var scope: OwnerScope
+    /// The read's query parameters (`ListOptions.parameterNames`), decoded, in their order.
+    var parameters: [String]
+}
+
+/// A page as sent: its body, and how many records it holds.
+struct PageBody: Sendable {
+    var bytes: ByteBuffer
+    var count: Int
 }
 
 /// Set once the server begins to stop, read by the wait loop (a class, so the shutdown handler

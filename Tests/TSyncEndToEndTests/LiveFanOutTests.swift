@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// Many held reads on one real `tsync serve` (docs/DESIGN.md §8.1): one commit answers every one
+/// of them with its record, the reads that ask the same question share one query, and a shared
+/// query never answers one user's read with another user's records. Raw sockets, so the test
+/// holds hundreds of reads without a client library's connection pool in the way.
+@Suite(.serialized) struct LiveFanOutTests {
+    static let reads = 300
+    static let path =
+        "/tables/notes?$filter=updatedAt%20gt%20datetimeoffset'2000-01-01T00:00:00.000Z'&$orderby=updatedAt,id&__includeDeleted=true"
+
+    /// Opens `count` held reads of `path` (with `token`), each on its own connection.
+    static func hold(_ count: Int, port: Int, token: String? = nil) async throws -> [RawSocket] {
+        let auth = token.map { "X-ZUMO-AUTH: \($0)\r\n" } ?? ""
+        let request =
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\n\(auth)Prefer: wait=25\r\nConnection: close\r\n\r\n"
+        var sockets: [RawSocket] = []
+        for _ in 0..<count {
+            let socket = try RawSocket(port: port, timeout: 40)
+            #expect(await socket.write(request))
+            sockets.append(socket)
+        }
+        return sockets
+    }
+
+    /// The ids of each answer's page, in the order of `sockets` (nil: no 200 answer with a page).
+    static func answers(_ sockets: [RawSocket]) async -> [[String]?] {
+        await withTaskGroup(of: (Int, [String]?).self) { group in
+            for (index, socket) in sockets.enumerated() {
+                group.addTask {
+                    let answer = await socket.readToEnd()
+                    guard answer.hasPrefix("HTTP/1.1 200"), let split = answer.range(of: "\r\n\r\n"),
+                        case .array(let items)? = try? JSONParser.parse(String(answer[split.upperBound...]))
+                    else { return (index, nil) }
+                    return (index, items.compactMap { $0.objectValue?["id"]?.stringValue })
+                }
+            }
+            var ids = [[String]?](repeating: nil, count: sockets.count)
+            for await (index, answer) in group { ids[index] = answer }
+            return ids
+        }
+    }
+
+    /// A series of the server's `/metrics`.
+    static func metric(_ server: ServeFixture, _ name: String) async throws -> Int? {
+        let reply = try await HTTP.send("GET", server.url + "/metrics")
+        let line = reply.body.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") }
+    }
+
+    /// Waits (bounded) until the server holds `count` reads.
+    static func waitUntilHeld(_ server: ServeFixture, _ count: Int) async throws {
+        for _ in 0..<600 where try await metric(server, "tsync_live_waiting") != count { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try await metric(server, "tsync_live_waiting") == count, "the server holds \(count) reads")
+    }
+
+    static func port(_ server: ServeFixture) throws -> Int {
+        try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+    }
+
+    @Test func oneWriteAnswersEveryHeldReadWithOneSharedQuery() async throws {
+        let server = try await ServeFixture(options: ["--metrics"])
+        let sockets = try await Self.hold(Self.reads, port: try Self.port(server))
+        try await Self.waitUntilHeld(server, Self.reads)
+        let before = try #require(try await Self.metric(server, "tsync_live_queries_total"))
+
+        let write = try await HTTP.send("POST", server.url + "/tables/notes", body: #"{"id": "wake"}"#)
+        #expect(write.status == 201)
+        let answers = await Self.answers(sockets)
+        #expect(answers.filter { $0 == ["wake"] }.count == Self.reads, "every held read answered with the record: \(answers)")
+
+        // Their first queries and the one after the commit were asked alike: a handful ran, not
+        // one per read (a read that came in after another's shared answer was dropped may run
+        // its own, hence not exactly one each).
+        let after = try #require(try await Self.metric(server, "tsync_live_queries_total"))
+        #expect(before < Self.reads / 10, "first queries: \(before)")
+        #expect(after - before < Self.reads / 10, "queries after the commit: \(after - before)")
+        #expect(try await Self.metric(server, "tsync_live_waiting") == 0)
+    }
+
+    @Test func aSharedQueryNeverAnswersOneUserWithAnothersRecords() async throws {
+        let server = try await ServeFixture(authenticated: true, options: ["--per-user", "notes", "--metrics"])
+        let add = try await TSyncProcess.run(
+            ["user", "add", "bob", "--password-stdin", "--db", "sqlite:" + server.databasePath], in: server.directory.path,
+            stdin: "bob password\n")
+        #expect(add.status == 0, "\(add)")
+        let alice = try #require(try await server.token())
+        let login = try await HTTP.send("POST", server.url + "/.auth/login/custom", body: #"{"username":"bob","password":"bob password"}"#)
+        let bob = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
+
+        // The same request from both users, interleaved: the same question but for the scope.
+        let port = try Self.port(server)
+        var alices: [RawSocket] = []
+        var bobs: [RawSocket] = []
+        for _ in 0..<(Self.reads / 20) {
+            alices += try await Self.hold(10, port: port, token: alice)
+            bobs += try await Self.hold(10, port: port, token: bob)
+        }
+        try await Self.waitUntilHeld(server, alices.count + bobs.count)
+
+        // Alice's commit wakes bob's reads too: they find nothing of bob's and are held again.
+        #expect(try await HTTP.send("POST", server.url + "/tables/notes", body: #"{"id": "alices"}"#, token: alice).status == 201)
+        let aliceAnswers = await Self.answers(alices)
+        #expect(aliceAnswers.filter { $0 == ["alices"] }.count == alices.count, "\(aliceAnswers)")
+        try await Self.waitUntilHeld(server, bobs.count)
+        #expect(try await HTTP.send("POST", server.url + "/tables/notes", body: #"{"id": "bobs"}"#, token: bob).status == 201)
+        let bobAnswers = await Self.answers(bobs)
+        #expect(bobAnswers.filter { $0 == ["bobs"] }.count == bobs.count, "\(bobAnswers)")
+    }
+}
