@@ -44,6 +44,10 @@ import GRDB
 /// -- `resolve` takes it when the local change goes (`--theirs`, `--discard`) or is rebased
 /// -- (`--ours`, `--merge`). Removed once a newer copy is applied or the item is settled.
 /// skipped(tbl, id, item TEXT, updated_at TEXT, PRIMARY KEY (tbl, id))
+///
+/// -- v4: the operations pushes delivered, whichever command pushed them, kept `PushLog.retention`
+/// -- so that `tsync watch` reports each one once (`LiveSync`); `pushed_at` in Unix milliseconds.
+/// pushes(id INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind, version, pushed_at INTEGER)
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -138,6 +142,19 @@ enum StoreSchema {
                         updated_at TEXT,
                         PRIMARY KEY (tbl, id)
                     ) WITHOUT ROWID;
+                    """)
+        }
+        migrator.registerMigration("v4: operations pushed") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE pushes (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        tbl TEXT NOT NULL,
+                        item_id TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        version TEXT,
+                        pushed_at INTEGER NOT NULL
+                    );
                     """)
         }
         return migrator

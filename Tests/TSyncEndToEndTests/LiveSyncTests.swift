@@ -188,6 +188,79 @@ import TSyncModel
         await #expect(try a.ok(["query", "todo", "--json"]) == (try b.ok(["query", "todo", "--json"])), "both stores hold the same")
     }
 
+    @Test func aServerDownAtTheStartIsWaitedFor() async throws {
+        let server = try await ServeFixture()
+        let (a, b) = try await Self.twoStores(server)
+        let port = try #require(server.url.split(separator: ":").last.map(String.init))
+        await server.kill()
+        // --timeout ends a watch that never reached its server as any other: 0.
+        let timedOut = try await b.run(["watch", "--timeout", "1"])
+        #expect(timedOut.status == 0, "\(timedOut)")
+        #expect(timedOut.stderr.contains("reconnecting"), "\(timedOut.stderr)")
+
+        let watcher = try Watcher(b)
+        let reconnecting = await watcher.waitFor("reconnecting")
+        #expect(reconnecting?["retryIn"] != nil)
+        #expect(watcher.events("connected").isEmpty)
+        let restarted = try ServerProcess(
+            arguments: ["serve", "--db", "sqlite:" + server.databasePath, "--port", port, "--no-auth"], log: server.directory.path)
+        defer { restarted.stop() }
+        _ = try await restarted.waitForAddress()
+        await watcher.waitFor("connected")
+        try await a.ok(["insert", "todo", #"{"id": "late"}"#])
+        try await a.ok(["push"])
+        await watcher.waitFor("pulled", id: "late")
+        let result = await watcher.stop()
+        #expect(result.status == 130, "\(result)")
+    }
+
+    /// An operation that leaves the queue because another command pushed it is reported as
+    /// pushed, once, even one the watch never saw queued: it was queued and pushed by other
+    /// commands while the watch was stopped (SIGSTOP), so only the push log tells.
+    @Test func anOperationPushedByAnotherCommandIsReportedOnce() async throws {
+        let server = try await ServeFixture()
+        let (_, b) = try await Self.twoStores(server)
+        let watcher = try Watcher(b)
+        await watcher.waitFor("connected")
+        watcher.process.signal(SIGSTOP)
+        try await b.ok(["insert", "todo", #"{"id": "elsewhere"}"#])
+        let push = try await b.run(["push", "--json"])
+        watcher.process.signal(SIGCONT)
+        #expect(push.status == 0, "\(push)")
+        #expect(try JSONOutput.object(push.stdout)["pushed"] == 1, "the other command pushed it: \(push.stdout)")
+        let pushed = await watcher.waitFor("pushed", id: "elsewhere")
+        #expect(pushed?["operation"] == "insert")
+        #expect(pushed?["version"] == (try await server.record("todo", "elsewhere"))?["version"])
+        // Whatever comes next, that operation is not reported again.
+        try await b.ok(["insert", "todo", #"{"id": "next"}"#])
+        await watcher.waitFor("pushed", id: "next")
+        let result = await watcher.stop()
+        #expect(result.status == 130, "\(result)")
+        #expect(watcher.events("pushed").filter { $0["id"] == "elsewhere" }.count == 1, "\(result.stdout)")
+    }
+
+    /// Operations queued while the watch pushes, and pushed by another command's push while the
+    /// watch runs: each is reported pushed exactly once, whoever sent it.
+    @Test func everyQueuedOperationIsReportedPushedOnce() async throws {
+        let server = try await ServeFixture()
+        let (_, b) = try await Self.twoStores(server)
+        let watcher = try Watcher(b)
+        await watcher.waitFor("connected")
+        let ids = (1...12).map { "q\($0)" }
+        for (index, id) in ids.enumerated() {
+            try await b.ok(["insert", "todo", #"{"id": "\#(id)"}"#])
+            if index % 4 == 3 { try await b.ok(["push"]) }
+        }
+        for id in ids { await watcher.waitFor("pushed", id: id) }
+        await #expect(try b.ok(["status", "--porcelain"]).isEmpty)
+        let result = await watcher.stop()
+        #expect(result.status == 130, "\(result)")
+        for id in ids {
+            #expect(watcher.events("pushed").filter { $0["id"]?.stringValue == id }.count == 1, "\(id): \(result.stdout)")
+            #expect(try await server.record("todo", id) != nil)
+        }
+    }
+
     /// A server (or a proxy) that says it held the read (`Preference-Applied: wait`) but answers
     /// an empty page at once: asking again at once would be a storm of requests, so the watch
     /// waits its interval, as against a plain server.

@@ -102,17 +102,6 @@ extension LocalStore {
             return QueueMark(lastSeq: row?["s"] ?? 0, count: row?["c"] ?? 0)
         }
     }
-
-    /// The operations queued now, without their items.
-    func queuedOperations() throws(TSyncError) -> [Int64: (table: String, id: String, kind: String)] {
-        try read { db in
-            var operations: [Int64: (table: String, id: String, kind: String)] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT seq, tbl, item_id, kind FROM operations") {
-                operations[row["seq"]] = (row["tbl"], row["item_id"], row["kind"])
-            }
-            return operations
-        }
-    }
 }
 
 extension SyncSession {
@@ -152,8 +141,9 @@ private final class LiveRun: Sendable {
     /// The seconds asked of the server: below the HTTP exchange's deadline.
     let waitSeconds: Int
 
-    /// Whether the server answered last time, and whether polling has been said.
-    private let state = Mutex((connected: true, saidPolling: false))
+    /// Whether the server answered last time, whether polling has been said, and the last entry
+    /// of the push log reported (`PushLog`).
+    private let state = Mutex((connected: true, saidPolling: false, pushLog: Int64(0)))
 
     init(
         session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?,
@@ -171,17 +161,23 @@ private final class LiveRun: Sendable {
     private var stopped: Bool { session.stopRequest?.isStopped == true }
 
     func run(_ queries: [SavedQuery]) async throws(TSyncError) -> LiveEnd {
-        // The sync it starts with: an unreachable server here ends the watch (exit 3), as `sync`.
-        let push = try await pushEvents { () throws(TSyncError) in
-            try await session.pushSettling(remote, tables: nil, policies: options.policies)
+        // The sync it starts with, retried as any later loss is: a watch started before its
+        // server (a laptop offline, a server restarting) waits for it rather than ending.
+        let pushLog = try store.lastPush()
+        state.withLock { $0.pushLog = pushLog }
+        var attempt = 0
+        while true {
+            do throws(TSyncError) {
+                if let end = try await firstSync(queries) { return end }
+                break
+            } catch  where error.kind == .unreachable {
+                attempt += 1
+                let delay = Self.backoff(attempt)
+                await unreachable(error, retryIn: delay)
+                if let end = await pause(delay) { return end }
+            }
         }
-        if push.interrupted || stopped { return .stopped }
-        for query in queries {
-            var puller = Puller(store: store, remote: remote, stopRequest: session.stopRequest)
-            puller.pageObserver = pageObserver(query, seen: nil)
-            let summary = try await puller.pull(PullRequest(table: query.table, queryID: query.queryID))
-            if summary.interrupted || stopped { return .stopped }
-        }
+        state.withLock { $0.connected = true }
         await onEvents([LiveEvent(.connected)])
 
         let result = await withTaskGroup(of: Result<LiveEnd, TSyncError>?.self) { group in
@@ -197,6 +193,34 @@ private final class LiveRun: Sendable {
             return first ?? .success(.stopped)
         }
         return try result.get()
+    }
+
+    /// Push with the policies, then a pull of each watched query; how the watch ends when it
+    /// was stopped during it.
+    private func firstSync(_ queries: [SavedQuery]) async throws(TSyncError) -> LiveEnd? {
+        let push = try await pushEvents { () throws(TSyncError) in
+            try await session.pushSettling(remote, tables: nil, policies: options.policies)
+        }
+        if push.interrupted || stopped { return .stopped }
+        for query in queries {
+            var puller = Puller(store: store, remote: remote, stopRequest: session.stopRequest)
+            puller.pageObserver = pageObserver(query, seen: nil)
+            let summary = try await puller.pull(PullRequest(table: query.table, queryID: query.queryID))
+            if summary.interrupted || stopped { return .stopped }
+        }
+        return nil
+    }
+
+    /// Waits `delay`, looking at the stop request and the deadline every `queuePollInterval`: how
+    /// the watch ends when one of them comes first, nil after the delay.
+    private func pause(_ delay: Duration) async -> LiveEnd? {
+        let end = ContinuousClock.now + delay
+        while ContinuousClock.now < end {
+            if stopped { return .stopped }
+            if let deadline, ContinuousClock.now >= deadline { return .timedOut }
+            try? await Task.sleep(for: min(LiveOptions.queuePollInterval, end - ContinuousClock.now))
+        }
+        return stopped ? .stopped : nil
     }
 
     // MARK: - Pull
@@ -265,7 +289,8 @@ private final class LiveRun: Sendable {
     // MARK: - Push, stop and timeout
 
     /// Looks at the queue every `queuePollInterval` and pushes what other commands queued; ends
-    /// the watch on the stop request (after the push under way) or at the deadline.
+    /// the watch on the stop request (after the push under way) or at the deadline. Between pushes
+    /// it reports what other commands pushed (`tsync push` in another shell), from the push log.
     private func controlLoop() async -> Result<LiveEnd, TSyncError>? {
         var last: QueueMark?
         var attempt = 0
@@ -291,6 +316,9 @@ private final class LiveRun: Sendable {
                         retryAt = ContinuousClock.now + delay
                         await unreachable(error, retryIn: delay)
                     }
+                } else {
+                    let pushed = try pushedEvents()
+                    if !pushed.isEmpty { await onEvents(pushed) }
                 }
                 last = mark
             } catch {
@@ -300,23 +328,12 @@ private final class LiveRun: Sendable {
         }
     }
 
-    /// Runs a push and reports what it did, operation by operation.
+    /// Runs a push and reports what it did, operation by operation: every operation pushed since
+    /// the last report (by it, those queued while it ran included, or by another command), each
+    /// policy's settlement, each failure.
     private func pushEvents(_ push: () async throws(TSyncError) -> PushSummary) async throws(TSyncError) -> PushSummary {
-        let before = try store.queuedOperations()
         let summary = try await push()
-        let after = try store.queuedOperations()
-        var events: [LiveEvent] = []
-        let settledTheirs = Set(summary.settledItems.filter { $0.policy == .theirs }.map { "\($0.table)/\($0.id)" })
-        var reported = Set<String>()
-        for (seq, operation) in before.sorted(by: { $0.key < $1.key }) where after[seq] == nil {
-            let key = "\(operation.table)/\(operation.id)"
-            guard !settledTheirs.contains(key) else { continue }
-            var event = LiveEvent(.pushed, table: operation.table, id: operation.id)
-            event.operation = operation.kind
-            event.version = try? store.record(table: operation.table, id: operation.id)?.system.version
-            events.append(event)
-            reported.insert(key)
-        }
+        var events = try pushedEvents()
         for item in summary.settledItems {
             var event = LiveEvent(.settled, table: item.table, id: item.id)
             event.policy = item.policy.rawValue
@@ -330,6 +347,20 @@ private final class LiveRun: Sendable {
         }
         if !events.isEmpty { await onEvents(events) }
         return summary
+    }
+
+    /// A `pushed` event for each entry of the push log not reported yet: each operation that left
+    /// the queue because it was pushed, whoever pushed it, once.
+    private func pushedEvents() throws(TSyncError) -> [LiveEvent] {
+        let entries = try store.pushes(after: state.withLock { $0.pushLog })
+        guard let newest = entries.last else { return [] }
+        state.withLock { $0.pushLog = newest.id }
+        return entries.map { entry in
+            var event = LiveEvent(.pushed, table: entry.table, id: entry.itemID)
+            event.operation = entry.kind
+            event.version = entry.version ?? (try? store.record(table: entry.table, id: entry.itemID))?.system.version
+            return event
+        }
     }
 
     // MARK: - The server's state

@@ -1,0 +1,64 @@
+import Foundation
+import GRDB
+import TSyncModel
+
+/// The operations pushes delivered (the `pushes` table), written in the transaction that takes
+/// them off the queue, by whichever command pushed them. The queue alone cannot tell `tsync watch`
+/// what became of an operation another command pushed (it is simply gone, maybe before the watch
+/// ever saw it queued); this log does, so each is reported `pushed` exactly once
+/// (docs/DESIGN.md §8.1). Entries are dropped after `retention`.
+enum PushLog {
+    /// How long an entry is kept: far longer than a watch takes between two looks.
+    static let retention: Int64 = 10 * 60 * 1000
+
+    /// One operation delivered.
+    struct Entry: Sendable, Equatable {
+        var id: Int64
+        var table: String
+        var itemID: String
+        /// insert, update or delete.
+        var kind: String
+        /// The server's version of the record, when its answer had one.
+        var version: String?
+    }
+
+    /// Logs `pushed` (each operation with the version the server answered) and drops what is older
+    /// than `retention`: the oldest rows come first, so only the expired ones are read.
+    static func append(_ db: Database, _ pushed: [(PendingOperation, String?)]) throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let rows = JSONSerializer.string(
+            .array(
+                pushed.map { operation, version in
+                    .array([
+                        .string(operation.table), .string(operation.itemID), .string(operation.kind.rawValue),
+                        version.map(JSONValue.string) ?? .null,
+                    ])
+                }))
+        try db.execute(
+            sql: """
+                INSERT INTO pushes (tbl, item_id, kind, version, pushed_at)
+                SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+                       json_extract(value, '$[3]'), ?
+                FROM json_each(?)
+                """,
+            arguments: [now, rows])
+        try db.execute(
+            sql: "DELETE FROM pushes WHERE id < (SELECT id FROM pushes WHERE pushed_at >= ? ORDER BY id LIMIT 1)",
+            arguments: [now - retention])
+    }
+}
+
+extension LocalStore {
+    /// The newest entry of the push log now (0 when there is none): where a watch starts reading.
+    func lastPush() throws(TSyncError) -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT ifnull(max(id), 0) FROM pushes") ?? 0 }
+    }
+
+    /// The entries of the push log after `id`, oldest first.
+    func pushes(after id: Int64) throws(TSyncError) -> [PushLog.Entry] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT id, tbl, item_id, kind, version FROM pushes WHERE id > ? ORDER BY id", arguments: [id])
+                .map { PushLog.Entry(id: $0[0], table: $0[1], itemID: $0[2], kind: $0[3], version: $0[4]) }
+        }
+    }
+}
