@@ -13,13 +13,20 @@
 # `Prefer: wait=25` on an empty page), its resident memory is read before and after (VmRSS), one
 # record is inserted, and the time from its commit to each held read's answer is measured.
 # Prints KB of server memory per held read, and p50/p99/max of the fan-out.
-# Usage: scripts/bench-live.sh [N] [INTERVAL] [PAUSE] [W]   (defaults 200 1 0.05 10000)
+# Then catch-up after a reconnect: a watcher's server is killed, C records are written meanwhile
+# (a batched `tsync push` through a second server on the same database), and the server comes
+# back on its port. Prints records/s from the watcher's first `pulled` event of them to its last
+# (the events' `at`: each page written to the store and printed), the delay before the first
+# (the reconnect's jittered backoff), and the anchor: `tsync pull` of the same records into a
+# fresh store in the same run (wall time of the command), and the ratio.
+# Usage: scripts/bench-live.sh [N] [INTERVAL] [PAUSE] [W] [C]   (defaults 200 1 0.05 10000 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-200}
 interval=${2:-1}
 pause=${3:-0.05}
 idle=${4:-10000}
+catchup=${5:-100000}
 
 if [ -z "${TSYNC_BIN:-}" ]; then
     swift build -c release --product tsync >&2
@@ -97,6 +104,65 @@ for side in ("live", "plain"):
     print(f"{side:8} {got}/{len(committed)} events  p50 {pct(values, 50):7.1f} ms  p99 {pct(values, 99):7.1f} ms  max {max(values) if values else float('nan'):7.1f} ms")
 if results["live"] and results["plain"]:
     print(f"polling / live: p50 x{pct(results['plain'], 50) / max(pct(results['live'], 50), 0.5):.0f}, p99 x{pct(results['plain'], 99) / max(pct(results['live'], 99), 0.5):.0f}")
+PY
+
+# Catch-up after a reconnect.
+serve_start "$bin" "$work/catch.log" --db "sqlite:$work/catch.db" --no-auth
+catch_url=$SERVE_URL
+catch_pid=${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}
+"$bin" init "$work/catch" --remote "$catch_url" >/dev/null
+"$bin" -C "$work/catch" pull items --query-id all >/dev/null 2>&1
+"$bin" -C "$work/catch" watch --json >"$work/catch.events" 2>"$work/catch.err" &
+watchers+=($!)
+for _ in $(seq 1 100); do grep -q '"connected"' "$work/catch.events" && break; sleep 0.1; done
+kill -KILL "$catch_pid"
+wait "$catch_pid" 2>/dev/null || true
+serve_start "$bin" "$work/catch-writer.log" --db "sqlite:$work/catch.db" --no-auth
+"$bin" init "$work/catch-writer" --remote "$SERVE_URL" >/dev/null
+awk -v count="$catchup" 'BEGIN { for (i = 0; i < count; i++) printf "{\"id\":\"c%07d\",\"text\":\"record number %d\",\"n\":%d}\n", i, i, i }' |
+    "$bin" -C "$work/catch-writer" insert items >/dev/null
+"$bin" -C "$work/catch-writer" push -q >/dev/null
+restarted=$(date +%s.%N)
+"$bin" serve --port "${catch_url##*:}" --db "sqlite:$work/catch.db" --no-auth >"$work/catch-again.log" 2>&1 &
+SERVE_PIDS+=($!)
+"$bin" init "$work/catch-anchor" --remote "$catch_url" >/dev/null
+python3 - "$work" "$catchup" "$restarted" <<'PY'
+import json, sys, time
+from datetime import datetime
+
+work, count, restarted = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+deadline = time.time() + 120
+while True:
+    ats = []
+    with open(f"{work}/catch.events") as events:
+        for line in events:
+            if '"pulled"' in line:
+                event = json.loads(line)
+                if event.get("table") == "items":
+                    ats.append(datetime.strptime(event["at"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp())
+    if len(ats) >= count or time.time() > deadline:
+        break
+    time.sleep(0.2)
+if not ats:
+    print(f"catch-up  0/{count} records after the restart")
+    sys.exit(0)
+spent = max(ats[-1] - ats[0], 0.001)
+with open(f"{work}/catch.rate", "w") as out:
+    out.write(f"{len(ats) / spent:.0f}")
+print(f"catch-up  {len(ats)}/{count} records: {len(ats) / spent:,.0f} records/s ({spent:.2f} s from the first pulled event to the last; "
+      f"first {ats[0] - restarted:.2f} s after the restart)")
+PY
+anchor_start=$(date +%s.%N)
+"$bin" -C "$work/catch-anchor" pull items --query-id all -q >/dev/null
+anchor_end=$(date +%s.%N)
+python3 - "$catchup" "$anchor_start" "$anchor_end" "$work/catch.rate" <<'PY'
+import os, sys
+count, start, end, rate_file = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+pull = count / (end - start)
+line = f"pull      {count} records: {pull:,.0f} records/s ({end - start:.2f} s, the whole command)"
+if os.path.exists(rate_file):
+    line += f"; catch-up / pull: {float(open(rate_file).read()) / pull:.2f}"
+print(line)
 PY
 
 # Idle watchers.
