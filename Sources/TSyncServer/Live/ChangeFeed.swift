@@ -9,7 +9,9 @@ import Synchronization
 /// commit between the query and the wait is never missed. A commit resumes every waiter of its
 /// table, which then asks its query again (a per-user waiter woken by another user's write finds
 /// nothing and waits again). While nothing is committed a waiter costs no database work: it is a
-/// parked continuation and one timer on its connection's event loop.
+/// parked continuation; one sweep every quarter second looks at every waiter's deadline and
+/// connection (`sweep`). (A timer per waiter was an entry in its event loop's heap, and removing
+/// 10,000 of them at one commit cost more than answering the reads.)
 ///
 /// Held reads that ask the same question at the same generation share one answer (`answer`): the
 /// 10,000 reads one commit wakes are one query and one page of bytes, not 10,000 of each.
@@ -19,7 +21,7 @@ import Synchronization
 public final class ChangeFeed: Sendable {
     private struct Table {
         var generation: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var waiters: [UInt64: Waiter] = [:]
         /// The answers of this generation, by question; a commit drops them.
         var answers: [LiveQuestion: SharedAnswer] = [:]
     }
@@ -37,8 +39,18 @@ public final class ChangeFeed: Sendable {
     /// table nobody writes keeps is bounded (`maximumAnswers` of them).
     static let maximumKeptBytes = 64 * 1024
 
+    /// A parked request: what wakes it besides a commit.
+    private struct Waiter {
+        var continuation: CheckedContinuation<Void, Never>
+        var deadline: ContinuousClock.Instant
+        /// Its client's connection: a closed one ends the wait.
+        var channel: (any Channel)?
+    }
+
     private struct State {
         var tables: [String: Table] = [:]
+        /// Whether the sweep runs (it stops when nobody waits).
+        var sweeping = false
         var nextWaiter: UInt64 = 0
         var waiting = 0
         var queries = 0
@@ -70,7 +82,7 @@ public final class ChangeFeed: Sendable {
                 var entry = state.tables[table] ?? Table()
                 entry.generation &+= 1
                 entry.answers.removeAll()
-                woken.append(contentsOf: entry.waiters.values)
+                woken.append(contentsOf: entry.waiters.values.map(\.continuation))
                 entry.waiters.removeAll()
                 state.tables[table] = entry
             }
@@ -143,9 +155,12 @@ public final class ChangeFeed: Sendable {
         state.withLock { $0.waiting -= 1 }
     }
 
-    /// Waits until the table's generation is no longer `generation` (a commit), `deadline`, the
-    /// client's connection closes (looked at once a second), the task is cancelled, or the server
-    /// shuts down (`onShutdown` is given the wake-up to call).
+    /// How often the sweep looks at the waiters' deadlines and connections.
+    static let sweepInterval = Duration.milliseconds(250)
+
+    /// Waits until the table's generation is no longer `generation` (a commit), `deadline` (within
+    /// `sweepInterval`), the client's connection closes, the task is cancelled, or the server shuts
+    /// down (through a commit, `LiveWait`).
     func wait(
         table: String, after generation: UInt64, until deadline: ContinuousClock.Instant, channel: (any Channel)?
     ) async {
@@ -154,57 +169,53 @@ public final class ChangeFeed: Sendable {
             state.nextWaiter &+= 1
             return state.nextWaiter
         }
-        let wake: @Sendable () -> Void = { [self] in resume(key, id) }
-        // The timer: on the connection's event loop when there is one (no task per waiter).
-        let timer: Cancellable
-        if let channel {
-            let repeated = channel.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { task in
-                if !channel.isActive || ContinuousClock.now >= deadline {
-                    wake()
-                    task.cancel()
-                }
-            }
-            timer = Cancellable { repeated.cancel() }
-        } else {
-            let task = Task {
-                try? await Task.sleep(until: deadline)
-                wake()
-            }
-            timer = Cancellable { task.cancel() }
-        }
-        defer { timer.cancel() }
-        if let channel {
-            // Shorter than a second: the timer's first look is after one.
-            let delay = deadline - ContinuousClock.now
-            if delay < .seconds(1) {
-                let nanoseconds = max(0, delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000)
-                channel.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { wake() }
-            }
-        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let parked = state.withLock { state -> Bool in
+                let (parked, startSweep) = state.withLock { state -> (Bool, Bool) in
                     var entry = state.tables[key] ?? Table()
-                    guard entry.generation == generation, !Task.isCancelled else { return false }
-                    entry.waiters[id] = continuation
+                    guard entry.generation == generation, !Task.isCancelled else { return (false, false) }
+                    entry.waiters[id] = Waiter(continuation: continuation, deadline: deadline, channel: channel)
                     state.tables[key] = entry
-                    return true
+                    defer { state.sweeping = true }
+                    return (true, !state.sweeping)
                 }
                 if !parked { continuation.resume() }
+                if startSweep { Task { await self.sweep() } }
             }
         } onCancel: {
-            wake()
+            resume(key, id)
+        }
+    }
+
+    /// Every `sweepInterval` while anyone waits: wakes the waiters whose deadline passed or whose
+    /// client went away. One task for all of them, a look at each a few nanoseconds.
+    private func sweep() async {
+        while true {
+            try? await Task.sleep(for: Self.sweepInterval)
+            let now = ContinuousClock.now
+            let (due, done) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+                var due: [CheckedContinuation<Void, Never>] = []
+                var left = 0
+                for key in Array(state.tables.keys) {
+                    guard var entry = state.tables[key], !entry.waiters.isEmpty else { continue }
+                    for (id, waiter) in entry.waiters where waiter.deadline <= now || waiter.channel?.isActive == false {
+                        due.append(waiter.continuation)
+                        entry.waiters[id] = nil
+                    }
+                    left += entry.waiters.count
+                    state.tables[key] = entry
+                }
+                if left == 0 { state.sweeping = false }
+                return (due, left == 0)
+            }
+            for continuation in due { continuation.resume() }
+            if done { return }
         }
     }
 
     /// Resumes one waiter if it is still parked.
     func resume(_ key: String, _ id: UInt64) {
-        let continuation = state.withLock { $0.tables[key]?.waiters.removeValue(forKey: id) }
+        let continuation = state.withLock { $0.tables[key]?.waiters.removeValue(forKey: id)?.continuation }
         continuation?.resume()
     }
-}
-
-/// A thing to cancel, whatever kind of timer it is.
-private struct Cancellable: Sendable {
-    let cancel: @Sendable () -> Void
 }
