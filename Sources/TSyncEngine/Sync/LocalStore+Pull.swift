@@ -74,6 +74,23 @@ extension LocalStore {
                         """,
                     arguments: [ids, table]))
             let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
+            // `detailed`: the records the store holds at the version sent already (the echo of a
+            // push), by one statement too: one per record was half of what a watch's catch-up spent.
+            // A lookup per element (not a join, which SQLite may turn into a scan of `records`).
+            var unchanged: Set<Int> = []
+            if detailed {
+                let versions = JSONSerializer.string(
+                    .array(records.map { .array([.string($0.id), $0.system.version.map(JSONValue.string) ?? .null]) }))
+                unchanged = Set(
+                    try Int.fetchAll(
+                        db,
+                        sql: """
+                            SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
+                            WHERE (SELECT r.version FROM records r WHERE r.tbl = ? AND r.id = json_extract(j.value, '$[0]'))
+                                = json_extract(j.value, '$[1]')
+                            """,
+                        arguments: [versions, table]))
+            }
             for (index, record) in records.enumerated() {
                 if busy.contains(index) {
                     // Not applied, and the checkpoint moves past it: kept for `resolve`.
@@ -90,15 +107,9 @@ extension LocalStore {
                         result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.system.version))
                     }
                 } else {
-                    var unchanged = false
-                    if detailed, let version = record.system.version {
-                        unchanged =
-                            try String.fetchOne(
-                                db, sql: "SELECT version FROM records WHERE tbl = ? AND id = ?", arguments: [table, record.id]) == version
-                    }
                     try StoreRows.upsertRecord(db, table: table, record: record)
                     result.upserted += 1
-                    if detailed, !unchanged {
+                    if detailed, !unchanged.contains(index) {
                         result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.system.version))
                     }
                 }

@@ -79,12 +79,9 @@ public final class ChangeFeed: Sendable {
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             var woken: [CheckedContinuation<Void, Never>] = []
             for table in Set(tables.map(Self.key)) {
-                var entry = state.tables[table] ?? Table()
-                entry.generation &+= 1
-                entry.answers.removeAll()
-                woken.append(contentsOf: entry.waiters.values.map(\.continuation))
-                entry.waiters.removeAll()
-                state.tables[table] = entry
+                let waiters = state.tables[table]?.waiters ?? [:]
+                state.tables[table] = Table(generation: (state.tables[table]?.generation ?? 0) &+ 1)
+                woken.append(contentsOf: waiters.values.map(\.continuation))
             }
             return woken
         }
@@ -100,15 +97,15 @@ public final class ChangeFeed: Sendable {
     ) async throws -> PageBody {
         let key = Self.key(table)
         let shared = state.withLock { state -> SharedAnswer in
-            var entry = state.tables[key] ?? Table()
-            if entry.generation == generation, let answer = entry.answers[question] { return answer }
+            // Read and changed in place: a copy of the entry would copy its waiters.
+            let current = state.tables[key]?.generation ?? 0
+            if current == generation, let answer = state.tables[key]?.answers[question] { return answer }
             state.queries += 1
             let task = Task { try await work() }
             // Kept for the askers of its own generation only: after a commit a new query is due.
-            if entry.generation == generation {
-                if entry.answers.count >= Self.maximumAnswers { entry.answers.removeAll() }
-                entry.answers[question] = .running(task)
-                state.tables[key] = entry
+            if current == generation {
+                if state.tables[key]?.answers.count ?? 0 >= Self.maximumAnswers { state.tables[key]?.answers.removeAll() }
+                state.tables[key, default: Table()].answers[question] = .running(task)
             }
             return .running(task)
         }
@@ -172,10 +169,10 @@ public final class ChangeFeed: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let (parked, startSweep) = state.withLock { state -> (Bool, Bool) in
-                    var entry = state.tables[key] ?? Table()
-                    guard entry.generation == generation, !Task.isCancelled else { return (false, false) }
-                    entry.waiters[id] = Waiter(continuation: continuation, deadline: deadline, channel: channel)
-                    state.tables[key] = entry
+                    guard state.tables[key]?.generation ?? 0 == generation, !Task.isCancelled else { return (false, false) }
+                    // In place: a copy of the table's entry would copy its 10,000 waiters for each one parked.
+                    state.tables[key, default: Table()].waiters[id] = Waiter(
+                        continuation: continuation, deadline: deadline, channel: channel)
                     defer { state.sweeping = true }
                     return (true, !state.sweeping)
                 }
@@ -197,13 +194,16 @@ public final class ChangeFeed: Sendable {
                 var due: [CheckedContinuation<Void, Never>] = []
                 var left = 0
                 for key in Array(state.tables.keys) {
-                    guard var entry = state.tables[key], !entry.waiters.isEmpty else { continue }
-                    for (id, waiter) in entry.waiters where waiter.deadline <= now || waiter.channel?.isActive == false {
-                        due.append(waiter.continuation)
-                        entry.waiters[id] = nil
+                    let ids =
+                        state.tables[key].map { entry in
+                            entry.waiters.compactMap { id, waiter in waiter.deadline <= now || waiter.channel?.isActive == false ? id : nil
+                            }
+                        } ?? []
+                    // Removed in place (no copy of the other waiters).
+                    for id in ids {
+                        if let waiter = state.tables[key]?.waiters.removeValue(forKey: id) { due.append(waiter.continuation) }
                     }
-                    left += entry.waiters.count
-                    state.tables[key] = entry
+                    left += state.tables[key]?.waiters.count ?? 0
                 }
                 if left == 0 { state.sweeping = false }
                 return (due, left == 0)
