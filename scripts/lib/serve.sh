@@ -15,7 +15,7 @@ serve_start() {
     SERVE_PIDS+=($!)
     SERVE_URL=""
     for _ in $(seq 1 100); do
-        SERVE_URL=$(grep -o 'listening on http://[^ "]*' "$log" | head -n 1 | sed 's/^listening on //' || true)
+        SERVE_URL=$(grep -o 'listening on http://[^ "]*' "$log" 2>/dev/null | head -n 1 | sed 's/^listening on //' || true)
         [ -n "$SERVE_URL" ] && return 0
         sleep 0.1
     done
