@@ -22,44 +22,54 @@ struct ServerLog: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
-        guard level >= .warning || source == "TSyncServer" || source == "tsync" else { return }
-        let all = metadata.merging(extra ?? [:]) { $1 }
-        switch format {
-        case .text: Console.note(Self.text(level: level, message: message.description, metadata: all))
-        case .json: Console.note(Self.json(level: level, message: message.description, metadata: all))
+    func log(event: LogEvent) {
+        guard event.level >= .warning || event.source == "TSyncServer" || event.source == "tsync" else { return }
+        let message = event.message.description
+        // A request line (one per request): its fields are written only in JSON, straight from
+        // the line, with no metadata to merge or sort.
+        if case .stringConvertible(let line as RequestLogLine)? = event.metadata?[LogFields.request] {
+            switch format {
+            case .text: Console.note(Self.prefix(level: event.level) + message)
+            case .json:
+                var out = Self.jsonHead(level: event.level, message: message)
+                line.writeJSONFields(to: &out)
+                Console.note(out + "}")
+            }
+            return
         }
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        switch format {
+        case .text: Console.note(Self.text(level: event.level, message: message, metadata: all))
+        case .json: Console.note(Self.json(level: event.level, message: message, metadata: all))
+        }
+    }
+
+    private static func prefix(level: Logger.Level) -> String { "\(Timestamp.now().iso8601) \(level) " }
+
+    private static func jsonHead(level: Logger.Level, message: String) -> String {
+        var out = "{\"time\":\"\(Timestamp.now().iso8601)\",\"level\":\"\(level)\",\"message\":"
+        JSONSerializer.writeString(message, to: &out)
+        return out
     }
 
     /// Metadata as `key=value` after the message, except where the message already says it all
     /// (request lines, failed logins: `LogFields.inMessage`).
     static func text(level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
-        var text = "\(Timestamp.now().iso8601) \(level) \(message)"
+        var text = prefix(level: level) + message
         guard metadata[LogFields.inMessage] == nil else { return text }
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) where !key.hasPrefix("hb.") { text += " \(key)=\(value)" }
         return text
     }
 
-    /// `time`, `level`, `message` first, then the metadata as fields; numbers and nulls where the
-    /// field is one (`LogFields`).
+    /// `time`, `level`, `message` first, then the metadata as text fields (a request line's typed
+    /// fields are its own: `RequestLogLine`).
     static func json(level: Logger.Level, message: String, metadata: Logger.Metadata) -> String {
-        var out = "{\"time\":\"\(Timestamp.now().iso8601)\",\"level\":\"\(level)\",\"message\":"
-        JSONSerializer.writeString(message, to: &out)
+        var out = jsonHead(level: level, message: message)
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) where !key.hasPrefix("hb.") && key != LogFields.inMessage {
             out += ","
             JSONSerializer.writeString(key, to: &out)
             out += ":"
-            let text = value.description
-            if LogFields.nullable.contains(key), text == "null" {
-                out += "null"
-            } else if LogFields.numeric.contains(key), Double(text) != nil {
-                out += text
-            } else {
-                JSONSerializer.writeString(text, to: &out)
-            }
+            JSONSerializer.writeString(value.description, to: &out)
         }
         return out + "}"
     }

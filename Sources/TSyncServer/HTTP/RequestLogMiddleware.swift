@@ -42,26 +42,12 @@ struct RequestLogMiddleware: RouterMiddleware {
     }
 
     private func log(_ request: Request, context: Context, status: Int?, bytes: Int?, seconds: Double, requestID: String) {
-        let target = QueryRedaction.target(path: request.uri.path, query: request.uri.query, limit: Self.maximumTargetLength)
-        let milliseconds = (seconds * 1_000_000).rounded() / 1000
-        let client = context.clientAddress ?? "-"
-        let user = context.requestUser.withLock { $0 }
-        // Only reached without a status for errors ErrorMiddleware did not answer (it answers all).
-        let statusText = status.map(String.init) ?? "failed"
-        let metadata: Logger.Metadata = [
-            LogFields.inMessage: "1",
-            "method": .string(request.method.rawValue),
-            "path": .string(target),
-            "status": .string(statusText),
-            "durationMs": .string(String(milliseconds)),
-            "bytes": .string(bytes.map(String.init) ?? "null"),
-            "user": .string(user.map(LogText.bounded) ?? "null"),
-            "client": .string(client),
-            "requestId": .string(requestID),
-        ]
-        context.logger.info(
-            "\(client) \(request.method) \(LogText.escaped(target)) \(statusText) \(milliseconds) ms user=\(user.map(LogText.bounded) ?? "-") id=\(requestID)",
-            metadata: metadata)
+        let line = RequestLogLine(
+            method: request.method.rawValue,
+            target: QueryRedaction.target(path: request.uri.path, query: request.uri.query, limit: Self.maximumTargetLength),
+            status: status, milliseconds: (seconds * 1_000_000).rounded() / 1000, bytes: bytes,
+            user: context.requestUser.withLock { $0 }.map(LogText.bounded), client: context.clientAddress ?? "-", requestID: requestID)
+        context.logger.info("\(line.message)", metadata: [LogFields.request: .stringConvertible(line)])
     }
 
     /// The route template of a matched request (`/tables/{table}`); every other path is one label,
@@ -81,10 +67,52 @@ public enum LogFields {
     /// Present on lines whose message already says what their fields say (request lines, failed
     /// logins): the text log shows the message alone.
     public static let inMessage = "tsync.fields"
-    /// Fields whose text is a number in JSON (the rest are strings).
-    public static let numeric: Set<String> = ["status", "durationMs", "bytes"]
-    /// Fields whose "null" text is JSON null.
-    public static let nullable: Set<String> = ["bytes", "user"]
+    /// A request line's fields, as one `RequestLogLine` (`.stringConvertible`): a handler writes
+    /// them as JSON only when its format asks for them, and the text log shows the message alone.
+    public static let request = "tsync.request"
+}
+
+/// One request's log line. Its fields stay values until a log handler writes them, so the text log
+/// (the message alone) builds no JSON fields and the JSON log no dictionary to merge and sort: a
+/// line is written on every request, and its cost is part of every request's.
+public struct RequestLogLine: Sendable, CustomStringConvertible {
+    let method: String
+    /// Redacted and cut (`QueryRedaction`).
+    let target: String
+    /// nil only for errors `ErrorMiddleware` did not answer (it answers all).
+    let status: Int?
+    let milliseconds: Double
+    let bytes: Int?
+    /// Bounded and escaped (`LogText.bounded`).
+    let user: String?
+    let client: String
+    let requestID: String
+
+    /// `127.0.0.1 GET /tables/todo 200 1.2 ms user=alice id=…`
+    public var message: String {
+        "\(client) \(method) \(LogText.escaped(target)) \(statusText) \(milliseconds) ms user=\(user ?? "-") id=\(requestID)"
+    }
+
+    public var description: String { message }
+
+    private var statusText: String { status.map(String.init) ?? "failed" }
+
+    /// The fields as JSON members in key order, each after a comma (`,"bytes":12,"client":…`):
+    /// numbers as numbers, a missing size or user as null.
+    public func writeJSONFields(to out: inout String) {
+        out += bytes.map { ",\"bytes\":\($0)" } ?? ",\"bytes\":null"
+        out += ",\"client\":"
+        JSONSerializer.writeString(client, to: &out)
+        out += ",\"durationMs\":\(milliseconds),\"method\":"
+        JSONSerializer.writeString(method, to: &out)
+        out += ",\"path\":"
+        JSONSerializer.writeString(target, to: &out)
+        out += ",\"requestId\":"
+        JSONSerializer.writeString(requestID, to: &out)
+        out += status.map { ",\"status\":\($0)" } ?? ",\"status\":\"failed\""
+        out += ",\"user\":"
+        if let user { JSONSerializer.writeString(user, to: &out) } else { out += "null" }
+    }
 }
 
 /// `X-Request-Id`: the one a trusted proxy sent (when it is short and plain), or a new one.
