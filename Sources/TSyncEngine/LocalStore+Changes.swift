@@ -27,6 +27,24 @@ extension LocalStore {
                 throw number(error, offset)
             }
         }
+        return try insert(table: table, prepared: prepared)
+    }
+
+    /// Inserts new records as `insert(table:objects:)` does, read from `records` (`NewRecords`).
+    public func insert(table: String, records: NewRecords) throws(TSyncError) -> [String] {
+        switch records.form {
+        case .objects(let objects): return try insert(table: table, objects: objects)
+        case .prepared(let prepared):
+            try Identifiers.validateTableName(table)
+            return try insert(table: table, prepared: prepared)
+        }
+    }
+
+    /// Inserts records already validated and in the store's form: ids and bodies.
+    private func insert(table: String, prepared: [(id: String, body: String)]) throws(TSyncError) -> [String] {
+        let number = { (error: TSyncError, offset: Int) -> TSyncError in
+            prepared.count > 1 ? error.prefixed("record \(offset + 1): ") : error
+        }
         let queuedAt = Timestamp.now().iso8601
         try write { db in
             try StoreRows.registerTable(db, table)

@@ -26,6 +26,11 @@ enum StoreRows {
 
     /// Inserts or replaces a record with the system properties it carries.
     static func upsertRecord(_ db: Database, table: String, record: TSyncModel.Record) throws {
+        try upsertRecord(db, table: table, stored: StoredRecord(record))
+    }
+
+    /// The same for a record in the store's form: its body is written as it is.
+    static func upsertRecord(_ db: Database, table: String, stored record: StoredRecord) throws {
         try db.cachedStatement(
             sql: """
                 INSERT INTO records (tbl, id, body, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)
@@ -33,8 +38,7 @@ enum StoreRows {
                     updated_at = excluded.updated_at, version = excluded.version
                 """
         ).execute(arguments: [
-            table, record.id, StoredJSON.encode(record.fields), record.system.createdAt?.iso8601,
-            record.system.updatedAt?.iso8601, record.system.version,
+            table, record.id, record.body, record.createdAt?.iso8601, record.updatedAt?.iso8601, record.version,
         ])
     }
 

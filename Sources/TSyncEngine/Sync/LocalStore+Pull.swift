@@ -59,6 +59,14 @@ extension LocalStore {
     package func applyServerPage(
         table: String, records: [TSyncModel.Record], saving query: SavedQuery? = nil, detailed: Bool = false
     ) throws(TSyncError) -> PageResult {
+        try applyServerPage(table: table, stored: records.map(StoredRecord.init), saving: query, detailed: detailed)
+    }
+
+    /// The same, for records already in the store's form (a pull's pages: `readStoredPage`).
+    @discardableResult
+    package func applyServerPage(
+        table: String, stored records: [StoredRecord], saving query: SavedQuery? = nil, detailed: Bool = false
+    ) throws(TSyncError) -> PageResult {
         try Identifiers.validateTableName(table)
         return try write { db in
             try StoreRows.registerTable(db, table)
@@ -77,29 +85,29 @@ extension LocalStore {
             for (index, record) in records.enumerated() {
                 if busy.contains(index) {
                     // Not applied, and the checkpoint moves past it: kept for `resolve`.
-                    try StoreRows.saveSkippedCopy(db, table: table, record: record)
+                    try StoreRows.saveSkippedCopy(db, table: table, record: try record.record())
                     result.skipped += 1
                     continue
                 }
                 if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: record.id) }
-                if record.system.deleted {
+                if record.deleted {
                     try StoreRows.deleteRecord(db, table: table, id: record.id)
                     let removed = db.changesCount
                     result.removed += removed
                     if detailed, removed > 0 {
-                        result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.system.version))
+                        result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.version))
                     }
                 } else {
                     var unchanged = false
-                    if detailed, let version = record.system.version {
+                    if detailed, let version = record.version {
                         unchanged =
                             try String.fetchOne(
                                 db, sql: "SELECT version FROM records WHERE tbl = ? AND id = ?", arguments: [table, record.id]) == version
                     }
-                    try StoreRows.upsertRecord(db, table: table, record: record)
+                    try StoreRows.upsertRecord(db, table: table, stored: record)
                     result.upserted += 1
                     if detailed, !unchanged {
-                        result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.system.version))
+                        result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.version))
                     }
                 }
             }
