@@ -42,6 +42,34 @@ enum StoreRows {
         ])
     }
 
+    /// Rows per statement of `upsertRecords`: one statement per row made GRDB's per-statement
+    /// work (arguments, binding, lookup) a large part of a pull.
+    static let upsertChunkSize = 64
+
+    /// Writes `records` as `upsertRecord` does, in order, several rows per statement, and empties it.
+    static func upsertRecords(_ db: Database, table: String, _ records: inout [StoredRecord]) throws {
+        guard !records.isEmpty else { return }
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(records.count * 6)
+        let tableValue = table.databaseValue
+        for record in records {
+            values += [
+                tableValue, record.id.databaseValue, record.body.databaseValue, record.createdAt?.iso8601.databaseValue ?? .null,
+                record.updatedAt?.iso8601.databaseValue ?? .null, record.version?.databaseValue ?? .null,
+            ]
+        }
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO records (tbl, id, body, created_at, updated_at, version) VALUES \(
+                    Array(repeating: "(?, ?, ?, ?, ?, ?)", count: records.count).joined(separator: ", "))
+                ON CONFLICT (tbl, id) DO UPDATE SET body = excluded.body, created_at = excluded.created_at,
+                    updated_at = excluded.updated_at, version = excluded.version
+                """)
+        statement.setUncheckedArguments(StatementArguments(values))
+        try statement.execute()
+        records.removeAll(keepingCapacity: true)
+    }
+
     /// Stores the server's copy of a record whose local fields (with or without `id`) are
     /// `localFields`. When the server kept exactly those fields, as it does for nearly every pushed
     /// insert and update, only the server's properties are written: the body stays as it is,

@@ -61,11 +61,13 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// optional fractional seconds, optionally `Z` or an offset (none means UTC). Digits past the
     /// millisecond are dropped.
     public init?(iso8601 text: String) {
-        self.init(iso8601: Array(text.utf8)[...])
+        var text = text
+        guard let parsed = text.withUTF8({ Timestamp(iso8601: $0) }) else { return nil }
+        self = parsed
     }
 
     /// The same, read from bytes (a page of records is read without making a `String` of each).
-    public init?(iso8601 text: ArraySlice<UInt8>) {
+    public init?(iso8601 text: UnsafeBufferPointer<UInt8>) {
         let bytes = text
         var index = text.startIndex
         func number(_ digits: Int) -> Int64? {

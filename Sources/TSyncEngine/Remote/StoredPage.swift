@@ -168,7 +168,7 @@ enum StoredPageDecoder {
     private static func timestamp(_ cursor: inout CanonicalJSONCursor) -> Timestamp?? {
         if cursor.null() { return .some(nil) }
         guard let range = cursor.plainString(),
-            let timestamp = Timestamp(iso8601: Array(UnsafeBufferPointer(rebasing: cursor.bytes[range]))[...])
+            let timestamp = Timestamp(iso8601: UnsafeBufferPointer(rebasing: cursor.bytes[range]))
         else { return nil }
         return timestamp
     }

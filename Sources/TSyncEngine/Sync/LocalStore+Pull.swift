@@ -82,6 +82,10 @@ extension LocalStore {
                         """,
                     arguments: [ids, table]))
             let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
+            // Upserts are written several rows per statement, in page order: a delete writes
+            // those before it first (the page may name its id twice).
+            var upserts: [StoredRecord] = []
+            upserts.reserveCapacity(StoreRows.upsertChunkSize)
             for (index, record) in records.enumerated() {
                 if busy.contains(index) {
                     // Not applied, and the checkpoint moves past it: kept for `resolve`.
@@ -91,26 +95,32 @@ extension LocalStore {
                 }
                 if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: record.id) }
                 if record.deleted {
+                    try StoreRows.upsertRecords(db, table: table, &upserts)
                     try StoreRows.deleteRecord(db, table: table, id: record.id)
                     let removed = db.changesCount
                     result.removed += removed
                     if detailed, removed > 0 {
                         result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.version))
                     }
+                } else if !detailed {
+                    upserts.append(record)
+                    result.upserted += 1
+                    if upserts.count == StoreRows.upsertChunkSize { try StoreRows.upsertRecords(db, table: table, &upserts) }
                 } else {
                     var unchanged = false
-                    if detailed, let version = record.version {
+                    if let version = record.version {
                         unchanged =
                             try String.fetchOne(
                                 db, sql: "SELECT version FROM records WHERE tbl = ? AND id = ?", arguments: [table, record.id]) == version
                     }
                     try StoreRows.upsertRecord(db, table: table, stored: record)
                     result.upserted += 1
-                    if detailed, !unchanged {
+                    if !unchanged {
                         result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.version))
                     }
                 }
             }
+            try StoreRows.upsertRecords(db, table: table, &upserts)
             if let query { try StoreRows.saveQuery(db, query) }
             return result
         }
