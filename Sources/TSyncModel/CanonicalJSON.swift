@@ -2,11 +2,11 @@
 /// in that canonical form without building a `JSONValue`: the fast path of a pull, whose pages
 /// hold thousands of records a client only has to store.
 ///
-/// The promise is narrow and checked by `CanonicalJSONTests`: whenever `copyValue` succeeds, it
+/// The promise is narrow and checked by `PropertyTests`: whenever `copyValue` succeeds, it
 /// appended exactly the bytes `JSONSerializer` writes for the value `JSONParser` reads from the same
-/// text. Whatever it is not sure of (an object whose names are not plain ASCII in canonical order,
-/// a name given twice, an integer beyond 64 bits, invalid text of any kind) makes it give up and
-/// return false, and the caller reads the input the general way, which decides and words any error.
+/// text. Whatever it is not sure of (a member name that is not plain ASCII, a name given twice, an
+/// integer beyond 64 bits, invalid text of any kind) makes it give up and return false, and the
+/// caller reads the input the general way, which decides and words any error.
 public struct CanonicalJSONCursor: ~Copyable {
     /// The input; valid only inside the `withUnsafeBufferPointer` that made the cursor.
     public let bytes: UnsafeBufferPointer<UInt8>
