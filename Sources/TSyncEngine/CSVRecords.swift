@@ -1,3 +1,4 @@
+import Foundation
 import TSyncModel
 
 /// Records as CSV, for `insert --csv` and `query --csv` (sqlite-utils users expect it): a header
@@ -48,6 +49,49 @@ public enum CSVRecords {
             objects.append(object)
         }
         return objects
+    }
+
+    /// What `objects(from:)`, `RecordInput.newRecord` and `StoredJSON.encode` make of CSV text,
+    /// made without a dictionary per row: ids (generated where the cell is empty) and bodies,
+    /// each row's cells written in the serializer's order of the header's names (sorted once).
+    /// Nil on anything wrong, for the general path to word: no rows, a bad header or row, an
+    /// invalid id.
+    static func prepared(from text: String) -> [(id: String, body: String)]? {
+        var reader = CSVReader(text)
+        guard var rows = (try? reader.rows())?[...], let first = rows.popFirst() else { return nil }
+        let header = first.cells.map(\.text)
+        guard header.allSatisfy({ !$0.isEmpty }), Set(header).count == header.count else { return nil }
+        let idColumn = header.firstIndex(of: "id")
+        let columns = header.indices.filter { header[$0] != "id" && !RecordInput.serverProperties.contains(header[$0]) }
+            .sorted { header[$0] < header[$1] }
+            .map { column in
+                var name: [UInt8] = []
+                JSONSerializer.writeString(header[column], to: &name)
+                name.append(UInt8(ascii: ":"))
+                return (column: column, name: name)
+            }
+        var records: [(id: String, body: String)] = []
+        records.reserveCapacity(rows.count)
+        var body: [UInt8] = []
+        for row in rows {
+            guard row.cells.count <= header.count else { return nil }
+            var id: String?
+            if let idColumn, idColumn < row.cells.count, row.cells[idColumn].quoted || !row.cells[idColumn].text.isEmpty {
+                id = row.cells[idColumn].text
+            }
+            if let id, (try? Identifiers.validateRecordID(id)) == nil { return nil }
+            body.removeAll(keepingCapacity: true)
+            body.append(UInt8(ascii: "{"))
+            for (column, name) in columns where column < row.cells.count {
+                guard let value = value(of: row.cells[column]) else { continue }
+                if body.count > 1 { body.append(UInt8(ascii: ",")) }
+                body.append(contentsOf: name)
+                JSONSerializer.write(value, to: &body)
+            }
+            body.append(UInt8(ascii: "}"))
+            records.append((id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self)))
+        }
+        return records
     }
 
     /// The JSON value a cell stands for (see the type's rules); nil for an absent field.

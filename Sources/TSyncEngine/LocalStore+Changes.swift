@@ -27,6 +27,24 @@ extension LocalStore {
                 throw number(error, offset)
             }
         }
+        return try insert(table: table, prepared: prepared)
+    }
+
+    /// Inserts new records as `insert(table:objects:)` does, read from `records` (`NewRecords`).
+    public func insert(table: String, records: NewRecords) throws(TSyncError) -> [String] {
+        switch records.form {
+        case .objects(let objects): return try insert(table: table, objects: objects)
+        case .prepared(let prepared):
+            try Identifiers.validateTableName(table)
+            return try insert(table: table, prepared: prepared)
+        }
+    }
+
+    /// Inserts records already validated and in the store's form: ids and bodies.
+    private func insert(table: String, prepared: [(id: String, body: String)]) throws(TSyncError) -> [String] {
+        let number = { (error: TSyncError, offset: Int) -> TSyncError in
+            prepared.count > 1 ? error.prefixed("record \(offset + 1): ") : error
+        }
         let queuedAt = Timestamp.now().iso8601
         try write { db in
             try StoreRows.registerTable(db, table)
@@ -123,16 +141,18 @@ extension LocalStore {
         _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String
     ) throws {
         let placeholders = Array(repeating: "(?, ?, ?)", count: rows.count).joined(separator: ", ")
-        var recordValues: [DatabaseValue] = []
-        var operationValues: [DatabaseValue] = []
+        // Optional existentials, not `DatabaseValue`s: GRDB converts those through a key path per value.
+        var recordValues: [(any DatabaseValueConvertible)?] = []
+        var operationValues: [(any DatabaseValueConvertible)?] = []
         recordValues.reserveCapacity(rows.count * 3)
         operationValues.reserveCapacity(rows.count * 3)
-        let tableValue = table.databaseValue
-        let queuedAtValue = queuedAt.databaseValue
         for row in rows {
-            let idValue = row.id.databaseValue
-            recordValues += [tableValue, idValue, row.body.databaseValue]
-            operationValues += [tableValue, idValue, queuedAtValue]
+            recordValues.append(table)
+            recordValues.append(row.id)
+            recordValues.append(row.body)
+            operationValues.append(table)
+            operationValues.append(row.id)
+            operationValues.append(queuedAt)
         }
         let insertRecords = try db.cachedStatement(sql: "INSERT INTO records (tbl, id, body) VALUES \(placeholders)")
         insertRecords.setUncheckedArguments(StatementArguments(recordValues))

@@ -68,3 +68,117 @@ enum StoredJSON {
         return object
     }
 }
+
+/// Records for `insert`, read from a user's input. Input as tsync itself writes it, and most
+/// input people pipe, is read straight into the store's form (ids and body text) without a
+/// `JSONValue` per record; anything the fast readers are not sure of is read the general way
+/// (`RecordInput.objects`, `CSVRecords.objects`), which decides and words every error.
+public struct NewRecords: Sendable {
+    enum Form: Sendable {
+        case objects([[String: JSONValue]])
+        /// Validated, server properties dropped, ids generated where missing.
+        case prepared([(id: String, body: String)])
+    }
+    let form: Form
+
+    /// Records given as objects (`insert(table:objects:)`'s rules apply).
+    public init(objects: [[String: JSONValue]]) {
+        form = .objects(objects)
+    }
+
+    private init(prepared: [(id: String, body: String)]) {
+        form = .prepared(prepared)
+    }
+
+    public var isEmpty: Bool {
+        switch form {
+        case .objects(let objects): objects.isEmpty
+        case .prepared(let prepared): prepared.isEmpty
+        }
+    }
+
+    /// The records of a JSON array or NDJSON stream.
+    public static func json(_ bytes: [UInt8]) throws(TSyncError) -> NewRecords {
+        if let prepared = NewRecordsDecoder.decode(bytes) { return NewRecords(prepared: prepared) }
+        return NewRecords(objects: try RecordInput.objects(from: bytes))
+    }
+
+    /// The records of CSV text (`CSVRecords`' rules).
+    public static func csv(_ text: String) throws(TSyncError) -> NewRecords {
+        if let prepared = CSVRecords.prepared(from: text) { return NewRecords(prepared: prepared) }
+        return NewRecords(objects: try CSVRecords.objects(from: text))
+    }
+}
+
+/// The fast reader of `NewRecords.json`: every record an object whose names are plain ASCII,
+/// each once (`CanonicalJSONCursor`), whose `id` is a valid id, null or absent. Its result is what
+/// `RecordInput.newRecord` and `StoredJSON.encode` make of the same input; nil: read it the
+/// general way.
+enum NewRecordsDecoder {
+    static func decode(_ bytes: [UInt8]) -> [(id: String, body: String)]? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var cursor = CanonicalJSONCursor(buffer)
+            var records: [(id: String, body: String)] = []
+            var body: [UInt8] = []
+            body.reserveCapacity(512)
+            if cursor.take(UInt8(ascii: "[")) {
+                if !cursor.take(UInt8(ascii: "]")) {
+                    repeat {
+                        guard let record = readRecord(&cursor, body: &body) else { return nil }
+                        records.append(record)
+                    } while cursor.take(UInt8(ascii: ","))
+                    guard cursor.take(UInt8(ascii: "]")) else { return nil }
+                }
+                cursor.skipWhitespace()
+                return cursor.atEnd ? records : nil
+            }
+            cursor.skipWhitespace()
+            while !cursor.atEnd {
+                guard let record = readRecord(&cursor, body: &body) else { return nil }
+                records.append(record)
+                cursor.skipWhitespace()
+            }
+            return records
+        }
+    }
+
+    private static func readRecord(_ cursor: inout CanonicalJSONCursor, body: inout [UInt8]) -> (id: String, body: String)? {
+        guard cursor.take(UInt8(ascii: "{")) else { return nil }
+        body.removeAll(keepingCapacity: true)
+        body.append(UInt8(ascii: "{"))
+        var id: String??
+        var ignored: [UInt8] = []
+        var seenIgnored = Set<String>()
+        var members = CanonicalJSONCursor.Members(start: body.count)
+        if !cursor.take(UInt8(ascii: "}")) {
+            repeat {
+                guard let name = cursor.memberName() else { return nil }
+                if cursor.range(name, is: "id") {
+                    guard id == nil else { return nil }
+                    if cursor.null() {
+                        id = .some(nil)
+                    } else {
+                        guard let text = cursor.plainStringValue(), (try? Identifiers.validateRecordID(text)) != nil else { return nil }
+                        id = text
+                    }
+                } else if isServerProperty(name, cursor) {
+                    // Ignored, as `RecordInput.newRecord` ignores it; still valid JSON, named once.
+                    let text = String(decoding: UnsafeBufferPointer(rebasing: cursor.bytes[name]), as: UTF8.self)
+                    guard seenIgnored.insert(text).inserted, cursor.copyValue(to: &ignored) else { return nil }
+                } else {
+                    members.begin(name, in: cursor, output: &body)
+                    guard cursor.copyValue(to: &body) else { return nil }
+                    members.end(output: body)
+                }
+            } while cursor.take(UInt8(ascii: ","))
+            guard cursor.take(UInt8(ascii: "}")), members.finish(in: cursor, output: &body) else { return nil }
+        }
+        body.append(UInt8(ascii: "}"))
+        return ((id ?? nil) ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self))
+    }
+
+    private static func isServerProperty(_ name: Range<Int>, _ cursor: borrowing CanonicalJSONCursor) -> Bool {
+        cursor.range(name, is: "createdAt") || cursor.range(name, is: "updatedAt") || cursor.range(name, is: "version")
+            || cursor.range(name, is: "deleted")
+    }
+}

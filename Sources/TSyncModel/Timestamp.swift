@@ -61,10 +61,17 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// optional fractional seconds, optionally `Z` or an offset (none means UTC). Digits past the
     /// millisecond are dropped.
     public init?(iso8601 text: String) {
-        let bytes = Array(text.utf8)
-        var index = 0
+        var text = text
+        guard let parsed = text.withUTF8({ Timestamp(iso8601: $0) }) else { return nil }
+        self = parsed
+    }
+
+    /// The same, read from bytes (a page of records is read without making a `String` of each).
+    public init?(iso8601 text: UnsafeBufferPointer<UInt8>) {
+        let bytes = text
+        var index = text.startIndex
         func number(_ digits: Int) -> Int64? {
-            guard index + digits <= bytes.count else { return nil }
+            guard index + digits <= bytes.endIndex else { return nil }
             var value: Int64 = 0
             for byte in bytes[index..<index + digits] {
                 guard byte >= 48, byte <= 57 else { return nil }
@@ -74,7 +81,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             return value
         }
         func take(_ character: UInt8) -> Bool {
-            guard index < bytes.count, bytes[index] == character else { return false }
+            guard index < bytes.endIndex, bytes[index] == character else { return false }
             index += 1
             return true
         }
@@ -96,7 +103,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                 if take(46) {
                     var scale: Int64 = 100
                     var digits = 0
-                    while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                    while index < bytes.endIndex, bytes[index] >= 48, bytes[index] <= 57 {
                         millisecond += Int64(bytes[index] - 48) * scale
                         scale /= 10
                         digits += 1
@@ -106,7 +113,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                 }
             }
             if take(90) || take(122) {  // 'Z', 'z'
-            } else if index < bytes.count, bytes[index] == 43 || bytes[index] == 45 {  // '+', '-'
+            } else if index < bytes.endIndex, bytes[index] == 43 || bytes[index] == 45 {  // '+', '-'
                 let sign: Int64 = bytes[index] == 45 ? -1 : 1
                 index += 1
                 guard let oh = number(2) else { return nil }
@@ -116,7 +123,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                 offsetMinutes = sign * (oh * 60 + om)
             }
         }
-        guard index == bytes.count else { return nil }
+        guard index == bytes.endIndex else { return nil }
         let days = Self.days(fromCivil: year, month, day)
         millisecondsSinceEpoch =
             ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millisecond

@@ -45,14 +45,14 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
     var csv = false
 
     func run() throws {
-        let objects = try RecordsInput.read(json: json, csv: csv, command: "insert", table: table)
+        let records = try RecordsInput.newRecords(json: json, csv: csv, command: "insert", table: table)
         let session = try storeOptions.session()
         let store = session.store
-        guard !objects.isEmpty else {
+        guard !records.isEmpty else {
             Console.note("no records on stdin; nothing inserted")
             return
         }
-        let ids = try store.insert(table: table, objects: objects)
+        let ids = try store.insert(table: table, records: records)
         session.record(changed: table, ids: ids)
         guard !quiet else { return }
         var output = ""

@@ -74,6 +74,67 @@ import Testing
         }
     }
 
+    /// A pull stores user fields copied by `CanonicalJSONCursor` instead of parsed and written
+    /// again: what it copies must be the serializer's bytes for the parser's value, and it must
+    /// copy every value whose names are plain ASCII, however it is spaced or ordered.
+    @Test func canonicalCopyIsTheSerializersOutput() async {
+        await propertyCheck(count: 400, input: Arbitrary.values) { value in
+            let compact = JSONSerializer.bytes(value)
+            for text in [compact, JSONSerializer.bytes(value, pretty: true), Self.reversingMembers(compact)] {
+                let copied = Self.canonicalCopy(text)
+                if let copied { #expect(copied == compact, "\(String(decoding: text, as: UTF8.self))") }
+                if Self.namesArePlainASCII(value) { #expect(copied != nil, "\(String(decoding: text, as: UTF8.self))") }
+            }
+        }
+    }
+
+    /// On any bytes, the canonical copy either gives up or agrees with the parser and serializer.
+    @Test func canonicalCopyAgreesWithTheParserOnArbitraryBytes() async {
+        await propertyCheck(count: 2000, input: Arbitrary.noise) { bytes in
+            guard let copied = Self.canonicalCopy(bytes) else { return }
+            let value = try? JSONParser.parse(bytes: bytes)
+            #expect(value.map { JSONSerializer.bytes($0) } == copied, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+
+    /// The canonical copy of one whole value, or nil.
+    private static func canonicalCopy(_ bytes: [UInt8]) -> [UInt8]? {
+        bytes.withUnsafeBufferPointer { buffer in
+            var cursor = CanonicalJSONCursor(buffer)
+            var output: [UInt8] = []
+            guard cursor.copyValue(to: &output) else { return nil }
+            cursor.skipWhitespace()
+            return cursor.atEnd ? output : nil
+        }
+    }
+
+    private static func namesArePlainASCII(_ value: JSONValue) -> Bool {
+        switch value {
+        case .array(let elements): return elements.allSatisfy(namesArePlainASCII)
+        case .object(let object):
+            return object.allSatisfy { member in
+                member.key.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+                    && namesArePlainASCII(member.value)
+            }
+        default: return true
+        }
+    }
+
+    /// The same JSON with the members of its outermost object in reverse order (input people type
+    /// is rarely sorted).
+    private static func reversingMembers(_ bytes: [UInt8]) -> [UInt8] {
+        guard case .object(let object)? = try? JSONParser.parse(bytes: bytes), !object.isEmpty else { return bytes }
+        var output = Array("{".utf8)
+        for (offset, member) in object.sorted(by: { $0.key > $1.key }).enumerated() {
+            if offset > 0 { output.append(UInt8(ascii: ",")) }
+            JSONSerializer.writeString(member.key, to: &output)
+            output.append(UInt8(ascii: ":"))
+            JSONSerializer.write(member.value, to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
     /// The value `bytes` parse to; failing to parse is an issue.
     private func parsed(_ bytes: [UInt8]) -> JSONValue? {
         do { return try JSONParser.parse(bytes: bytes) } catch {

@@ -136,6 +136,25 @@ public struct RemoteClient: Sendable {
     public func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         let response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" })
+        return try page(from: response, request)
+    }
+
+    /// A page in the store's form: a page as `tsync serve` writes it is read straight into it
+    /// (`StoredPageDecoder`); any other goes the way of `readPage`, with its rules and errors.
+    package func readStoredPage(_ request: PageRequest) async throws(TSyncError) -> StoredPage {
+        let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
+        var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
+        if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
+            let page = StoredPage(
+                records: decoded.records, nextLink: try nextLink(response, table: request.table), totalCount: decoded.totalCount)
+            serverCheck.prove()
+            return page
+        }
+        if response.status == 200, !response.body.isEmpty { response.json = try? JSONParser.parse(bytes: response.body) }
+        return StoredPage(try page(from: response, request))
+    }
+
+    private func page(from response: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> Page {
         if response.status == 200, response.json == nil, response.hasBody, !response.isJSON {
             throw notASyncServer(response, instead: "a page of records")
         }
@@ -170,18 +189,20 @@ public struct RemoteClient: Sendable {
                 throw .failure("pulling \(request.table): the server sent a record that is not valid (\(error.message))")
             }
         }
-        var nextLink: String?
-        if let link = LinkHeader.next(in: response.headers) {
-            guard let resolved = endpoint.resolve(link: link) else {
-                throw .failure(
-                    "pulling \(request.table): the server's next-page link points to another server (\(link)); refusing to follow it")
-            }
-            nextLink = resolved
-        }
+        let nextLink = try nextLink(response, table: request.table)
         serverCheck.prove()
         return Page(
             records: records, nextLink: nextLink, totalCount: totalCount,
             waitApplied: request.wait == nil ? nil : LiveWaitHeader.applied(response.headers.first(name: "Preference-Applied")))
+    }
+
+    /// The answer's `Link` to the next page, resolved; one to another server is refused.
+    private func nextLink(_ response: HTTPAnswer, table: String) throws(TSyncError) -> String? {
+        guard let link = LinkHeader.next(in: response.headers) else { return nil }
+        guard let resolved = endpoint.resolve(link: link) else {
+            throw .failure("pulling \(table): the server's next-page link points to another server (\(link)); refusing to follow it")
+        }
+        return resolved
     }
 
     /// `POST /tables/{table}`.
@@ -312,7 +333,7 @@ public struct RemoteClient: Sendable {
 
     func send(
         _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true,
-        discovering: Bool = false, prefer: String? = nil
+        discovering: Bool = false, prefer: String? = nil, parsesSuccess: Bool = true
     ) async throws(TSyncError) -> HTTPAnswer {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
@@ -369,7 +390,9 @@ public struct RemoteClient: Sendable {
         }
         let status = Int(response.status.code)
         let data = Array(bytes.readableBytesView)
-        var answer = HTTPAnswer(status: status, headers: response.headers, json: data.isEmpty ? nil : try? JSONParser.parse(bytes: data))
+        // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
+        let parses = !data.isEmpty && (parsesSuccess || status != 200)
+        var answer = HTTPAnswer(status: status, headers: response.headers, json: parses ? try? JSONParser.parse(bytes: data) : nil)
         answer.body = data
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
         // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is

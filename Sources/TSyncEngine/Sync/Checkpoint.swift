@@ -51,10 +51,20 @@ extension Checkpoint: Comparable {
     /// stays inside the run keeps the checkpoint and walks the run by offset (`skip`), so a run
     /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8).
     public static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
+        try self.position(after: records.map { (id: $0.id, updatedAt: $0.system.updatedAt) }, from: position)
+    }
+
+    package static func position(afterStored records: [StoredRecord], from position: PullPosition) throws(TSyncError) -> PullPosition {
+        try self.position(after: records.lazy.map { (id: $0.id, updatedAt: $0.updatedAt) }, from: position)
+    }
+
+    private static func position(
+        after records: some Collection<(id: String, updatedAt: Timestamp?)>, from position: PullPosition
+    ) throws(TSyncError) -> PullPosition {
         var last = position.checkpoint
         var strict = position.skip == 0
         for record in records {
-            guard let updatedAt = record.system.updatedAt else {
+            guard let updatedAt = record.updatedAt else {
                 throw .failure("the server sent \(Identifiers.quoted(record.id)) without updatedAt, so no position can be kept")
             }
             let current = Checkpoint(updatedAt: updatedAt, id: record.id)

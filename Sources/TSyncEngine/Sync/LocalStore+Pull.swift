@@ -59,6 +59,14 @@ extension LocalStore {
     package func applyServerPage(
         table: String, records: [TSyncModel.Record], saving query: SavedQuery? = nil, detailed: Bool = false
     ) throws(TSyncError) -> PageResult {
+        try applyServerPage(table: table, stored: records.map(StoredRecord.init), saving: query, detailed: detailed)
+    }
+
+    /// The same, for records already in the store's form (a pull's pages: `readStoredPage`).
+    @discardableResult
+    package func applyServerPage(
+        table: String, stored records: [StoredRecord], saving query: SavedQuery? = nil, detailed: Bool = false
+    ) throws(TSyncError) -> PageResult {
         try Identifiers.validateTableName(table)
         return try write { db in
             try StoreRows.registerTable(db, table)
@@ -80,7 +88,7 @@ extension LocalStore {
             var unchanged: Set<Int> = []
             if detailed {
                 let versions = JSONSerializer.string(
-                    .array(records.map { .array([.string($0.id), $0.system.version.map(JSONValue.string) ?? .null]) }))
+                    .array(records.map { .array([.string($0.id), $0.version.map(JSONValue.string) ?? .null]) }))
                 unchanged = Set(
                     try Int.fetchAll(
                         db,
@@ -91,29 +99,36 @@ extension LocalStore {
                             """,
                         arguments: [versions, table]))
             }
+            // Upserts are written several rows per statement, in page order: a delete writes
+            // those before it first (the page may name its id twice).
+            var upserts: [StoredRecord] = []
+            upserts.reserveCapacity(StoreRows.upsertChunkSize)
             for (index, record) in records.enumerated() {
                 if busy.contains(index) {
                     // Not applied, and the checkpoint moves past it: kept for `resolve`.
-                    try StoreRows.saveSkippedCopy(db, table: table, record: record)
+                    try StoreRows.saveSkippedCopy(db, table: table, record: try record.record())
                     result.skipped += 1
                     continue
                 }
                 if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: record.id) }
-                if record.system.deleted {
+                if record.deleted {
+                    try StoreRows.upsertRecords(db, table: table, &upserts)
                     try StoreRows.deleteRecord(db, table: table, id: record.id)
                     let removed = db.changesCount
                     result.removed += removed
                     if detailed, removed > 0 {
-                        result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.system.version))
+                        result.changes.append(PulledChange(id: record.id, kind: .removed, version: record.version))
                     }
                 } else {
-                    try StoreRows.upsertRecord(db, table: table, record: record)
+                    upserts.append(record)
                     result.upserted += 1
                     if detailed, !unchanged.contains(index) {
-                        result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.system.version))
+                        result.changes.append(PulledChange(id: record.id, kind: .upserted, version: record.version))
                     }
+                    if upserts.count == StoreRows.upsertChunkSize { try StoreRows.upsertRecords(db, table: table, &upserts) }
                 }
             }
+            try StoreRows.upsertRecords(db, table: table, &upserts)
             if let query { try StoreRows.saveQuery(db, query) }
             return result
         }

@@ -127,7 +127,8 @@ public struct Puller: Sendable {
         var position = PullPosition(checkpoint: checkpoint)
         var first = pageRequest(at: position)
         first.inlineCount = request.wait == nil  // the total, for the progress line
-        var fetching: PageFetch? = PageFetch(remote, first)
+        let keepsPages = pageObserver != nil
+        var fetching: PageFetch? = PageFetch(remote, first, keepsPage: keepsPages)
         var total: Int?
         // The ids read while walking a run of equal timestamps by offset: a page of the walk that
         // brings none new means the server ignores $skip there, which would loop forever.
@@ -139,11 +140,11 @@ public struct Puller: Sendable {
             // Refused before anything of the page is written: the checkpoint stays where the
             // records are known to be complete.
             do throws(TSyncError) {
-                let next = try Checkpoint.position(after: page.records, from: position)
+                let next = try Checkpoint.position(afterStored: page.records, from: position)
                 if next.skip > 0, !page.records.isEmpty {
                     if position.skip == 0 { run.removeAll() }
                     let before = run.count
-                    for record in page.records { run.insert(Self.fingerprint([record])) }
+                    for record in page.records { run.insert(Self.fingerprint(record.id)) }
                     if run.count == before {
                         throw TSyncError.failure(
                             "the server sent the same records again inside a run of equal updatedAt values (it ignores $skip there), so the pull cannot get past them"
@@ -157,12 +158,11 @@ public struct Puller: Sendable {
             }
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
             // the Azure servers do): only an empty page is (issue 18.9).
-            if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position)) }
+            if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position), keepsPage: keepsPages) }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
-            let result = try store.applyServerPage(
-                table: request.table, records: page.records, saving: query, detailed: pageObserver != nil)
-            await pageObserver?(request.table, result, page)
+            let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: keepsPages)
+            if let observer = pageObserver, let original = page.page { await observer(request.table, result, original) }
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
         summary.checkpoint = position.checkpoint
@@ -172,7 +172,7 @@ public struct Puller: Sendable {
         var skip = 0
         var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
         first.inlineCount = true  // the total, for the progress line
-        var fetching: PageFetch? = PageFetch(remote, first)
+        var fetching: PageFetch? = PageFetch(remote, first, keepsPage: false)
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
@@ -191,7 +191,7 @@ public struct Puller: Sendable {
                 )
             }
             var new = 0
-            for record in page.records where seen.insert(Self.fingerprint([record])).inserted { new += 1 }
+            for record in page.records where seen.insert(Self.fingerprint(record.id)).inserted { new += 1 }
             if !page.records.isEmpty, new == 0 {
                 throw .failure(
                     "pulling \(request.table) from \(remote.endpoint): the server sent a page of records it had sent before (it ignores $skip, or its pages overlap); stopped after \(summary.counts.received) records, which may not be all"
@@ -205,9 +205,9 @@ public struct Puller: Sendable {
                     remote,
                     PageRequest(
                         table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
-                        nextLink: page.nextLink))
+                        nextLink: page.nextLink), keepsPage: false)
             }
-            let result = try store.applyServerPage(table: request.table, records: page.records)
+            let result = try store.applyServerPage(table: request.table, stored: page.records)
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
     }
@@ -216,7 +216,7 @@ public struct Puller: Sendable {
     /// total the first page gave), and say whether a stop request ends the pull here, between
     /// pages, while more are to come.
     private func stopsAfter(
-        _ page: Page, applied result: PageResult, summary: inout PullSummary, total: inout Int?, more: Bool, progress: SyncProgress?
+        _ page: StoredPage, applied result: PageResult, summary: inout PullSummary, total: inout Int?, more: Bool, progress: SyncProgress?
     ) -> Bool {
         summary.counts.add(page: result, received: page.records.count)
         summary.items.add(table: summary.table, ids: page.records.lazy.map(\.id))
@@ -229,29 +229,29 @@ public struct Puller: Sendable {
 }
 
 extension Puller {
-    /// A hash of the ids of a page (bytes, in order): an equal one means the server sent the same
-    /// records again. Eight bytes, however many records.
-    static func fingerprint(_ records: [Record]) -> Int {
+    /// A hash of an id's bytes: an equal one means the server sent the same record again. Eight
+    /// bytes, however long the id.
+    static func fingerprint(_ id: String) -> Int {
         var hasher = Hasher()
-        for record in records {
-            for byte in record.id.utf8 { hasher.combine(byte) }
-            hasher.combine(0 as UInt8)
-        }
+        for byte in id.utf8 { hasher.combine(byte) }
+        hasher.combine(0 as UInt8)
         return hasher.finalize()
     }
 }
 
 /// One page request, started at once so it overlaps with writing the previous page.
 private final class PageFetch: Sendable {
-    private let task: Task<Result<Page, TSyncError>, Never>
+    private let task: Task<Result<StoredPage, TSyncError>, Never>
 
-    init(_ remote: any SyncRemote, _ request: PageRequest) {
-        task = Task { await Self.read(remote, request) }
+    /// `keepsPage`: the page as `readPage` gives it is wanted too (`tsync watch`'s events);
+    /// otherwise tsync's own client reads it straight into the store's form.
+    init(_ remote: any SyncRemote, _ request: PageRequest, keepsPage: Bool) {
+        task = Task { await Self.read(remote, request, keepsPage: keepsPage) }
     }
 
     /// The page; cancelling the caller cancels the request (a live pull's held request ends
     /// with the watch).
-    func page() async throws(TSyncError) -> Page {
+    func page() async throws(TSyncError) -> StoredPage {
         let task = task
         return try await withTaskCancellationHandler {
             await task.value
@@ -262,9 +262,10 @@ private final class PageFetch: Sendable {
 
     func cancel() { task.cancel() }
 
-    private static func read(_ remote: any SyncRemote, _ request: PageRequest) async -> Result<Page, TSyncError> {
+    private static func read(_ remote: any SyncRemote, _ request: PageRequest, keepsPage: Bool) async -> Result<StoredPage, TSyncError> {
         do throws(TSyncError) {
-            return .success(try await remote.readPage(request))
+            if !keepsPage, let client = remote as? RemoteClient { return .success(try await client.readStoredPage(request)) }
+            return .success(StoredPage(try await remote.readPage(request)))
         } catch {
             return .failure(error)
         }

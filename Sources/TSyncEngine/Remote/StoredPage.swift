@@ -1,0 +1,175 @@
+import TSyncModel
+
+/// A record of a pull in the form the store keeps it: the system properties, and the user fields
+/// as the text of the `records.body` column (`StoredJSON.encode(fields)`, byte for byte).
+package struct StoredRecord: Sendable, Equatable {
+    package var id: String
+    package var createdAt: Timestamp?
+    package var updatedAt: Timestamp?
+    package var version: String?
+    package var deleted: Bool
+    /// The user fields, as the store writes them.
+    package var body: String
+
+    package init(_ record: Record) {
+        id = record.id
+        createdAt = record.system.createdAt
+        updatedAt = record.system.updatedAt
+        version = record.system.version
+        deleted = record.system.deleted
+        body = StoredJSON.encode(record.fields)
+    }
+
+    init(id: String, createdAt: Timestamp?, updatedAt: Timestamp?, version: String?, deleted: Bool, body: String) {
+        self.id = id
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+        self.deleted = deleted
+        self.body = body
+    }
+
+    /// The record itself, for the rare uses that need its fields (a copy kept for `resolve`).
+    func record() throws(TSyncError) -> Record {
+        Record(
+            id: id, fields: try StoredJSON.decodeObject(body, what: "record \(id) of a page"),
+            system: SystemProperties(createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted))
+    }
+}
+
+/// One page of a pull, its records in the store's form (`SyncRemote.readStoredPage`).
+package struct StoredPage: Sendable {
+    package var records: [StoredRecord]
+    /// The server's `Link` to the next page; nil on the last.
+    package var nextLink: String?
+    /// The server's count of the matching records over all pages, when it was asked and told.
+    package var totalCount: Int?
+    /// The page as `readPage` gives it, when it was read that way (`tsync watch` sees it).
+    package var page: Page?
+
+    package init(_ page: Page) {
+        records = page.records.map(StoredRecord.init)
+        nextLink = page.nextLink
+        totalCount = page.totalCount
+        self.page = page
+    }
+
+    init(records: [StoredRecord], nextLink: String?, totalCount: Int?) {
+        self.records = records
+        self.nextLink = nextLink
+        self.totalCount = totalCount
+    }
+}
+
+/// Reads a page as `tsync serve` writes it (docs/DESIGN.md §6.2, `PageRecord.stored`) straight
+/// into `StoredRecord`s: each record's user fields are copied as the store keeps them, with no
+/// `JSONValue`, dictionary or re-serialization per record, which were most of a pull's work.
+///
+/// It takes only what it is sure of (`CanonicalJSONCursor`): a JSON array of records, or an object
+/// of `results` and `count`; in each record a string `id`, system properties of their own types,
+/// and user fields named in plain ASCII, each once. Anything else (another server's order or
+/// escapes in names, a damaged page) gives nil, and the caller reads the page the general way,
+/// which keeps every rule and error message of `Record(wire:)` and `JSONParser`.
+enum StoredPageDecoder {
+    static func decode(_ body: [UInt8]) -> (records: [StoredRecord], totalCount: Int?)? {
+        body.withUnsafeBufferPointer { buffer in
+            var cursor = CanonicalJSONCursor(buffer)
+            var records: [StoredRecord] = []
+            var totalCount: Int?
+            if cursor.next(is: UInt8(ascii: "[")) {
+                guard readRecords(&cursor, into: &records) else { return nil }
+            } else {
+                guard cursor.take(UInt8(ascii: "{")) else { return nil }
+                var sawResults = false
+                var sawCount = false
+                repeat {
+                    guard let name = cursor.memberName() else { return nil }
+                    if cursor.range(name, is: "results"), !sawResults {
+                        sawResults = true
+                        guard readRecords(&cursor, into: &records) else { return nil }
+                    } else if cursor.range(name, is: "count"), !sawCount {
+                        sawCount = true
+                        guard let count = cursor.integer() else { return nil }
+                        if count >= 0 { totalCount = Int(count) }
+                    } else {
+                        return nil
+                    }
+                } while cursor.take(UInt8(ascii: ","))
+                guard sawResults, cursor.take(UInt8(ascii: "}")) else { return nil }
+            }
+            cursor.skipWhitespace()
+            guard cursor.atEnd else { return nil }
+            return (records, totalCount)
+        }
+    }
+
+    private static func readRecords(_ cursor: inout CanonicalJSONCursor, into records: inout [StoredRecord]) -> Bool {
+        guard cursor.take(UInt8(ascii: "[")) else { return false }
+        if cursor.take(UInt8(ascii: "]")) { return true }
+        var body: [UInt8] = []
+        body.reserveCapacity(512)
+        repeat {
+            guard let record = readRecord(&cursor, body: &body) else { return false }
+            records.append(record)
+        } while cursor.take(UInt8(ascii: ","))
+        return cursor.take(UInt8(ascii: "]"))
+    }
+
+    private static func readRecord(_ cursor: inout CanonicalJSONCursor, body: inout [UInt8]) -> StoredRecord? {
+        guard cursor.take(UInt8(ascii: "{")) else { return nil }
+        body.removeAll(keepingCapacity: true)
+        body.append(UInt8(ascii: "{"))
+        var id: String?
+        var createdAt: Timestamp??
+        var updatedAt: Timestamp??
+        var version: String??
+        var deleted: Bool??
+        var members = CanonicalJSONCursor.Members(start: body.count)
+        if !cursor.take(UInt8(ascii: "}")) {
+            repeat {
+                guard let name = cursor.memberName() else { return nil }
+                if cursor.range(name, is: "id") {
+                    guard id == nil, let text = cursor.plainStringValue(), (try? Identifiers.validateRecordID(text)) != nil
+                    else { return nil }
+                    id = text
+                } else if cursor.range(name, is: "createdAt") {
+                    guard createdAt == nil, let timestamp = timestamp(&cursor) else { return nil }
+                    createdAt = timestamp
+                } else if cursor.range(name, is: "updatedAt") {
+                    guard updatedAt == nil, let timestamp = timestamp(&cursor) else { return nil }
+                    updatedAt = timestamp
+                } else if cursor.range(name, is: "version") {
+                    guard version == nil else { return nil }
+                    if cursor.null() {
+                        version = .some(nil)
+                    } else {
+                        guard let text = cursor.plainStringValue() else { return nil }
+                        version = text
+                    }
+                } else if cursor.range(name, is: "deleted") {
+                    guard deleted == nil, let flag = cursor.booleanOrNull() else { return nil }
+                    deleted = flag
+                } else {
+                    members.begin(name, in: cursor, output: &body)
+                    guard cursor.copyValue(to: &body) else { return nil }
+                    members.end(output: body)
+                }
+            } while cursor.take(UInt8(ascii: ","))
+            guard cursor.take(UInt8(ascii: "}")), members.finish(in: cursor, output: &body) else { return nil }
+        }
+        guard let id else { return nil }
+        body.append(UInt8(ascii: "}"))
+        return StoredRecord(
+            id: id, createdAt: createdAt ?? nil, updatedAt: updatedAt ?? nil, version: version ?? nil,
+            deleted: (deleted ?? nil) ?? false, body: String(decoding: body, as: UTF8.self))
+    }
+
+    /// A date string or null: `.some(nil)` for null, nil when neither.
+    private static func timestamp(_ cursor: inout CanonicalJSONCursor) -> Timestamp?? {
+        if cursor.null() { return .some(nil) }
+        guard let range = cursor.plainString(),
+            let timestamp = Timestamp(iso8601: UnsafeBufferPointer(rebasing: cursor.bytes[range]))
+        else { return nil }
+        return timestamp
+    }
+}

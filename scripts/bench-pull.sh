@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Local-write benchmark (issue 25), not a test: how close `pull` and `insert` come to the limit of
+# the machine's SQLite, with the anchor measured in the same run: `sqlite3 .import` of the same
+# rows (id and JSON body, as CSV) into a fresh database, which parses nothing and checks nothing.
+# For each COUNT:
+#   1. a cold clone: `pull --query-id` of COUNT records from `tsync serve` (SQLite, loopback) into
+#      an empty store, with its peak memory (/usr/bin/time -v);
+#   2. `insert` of the same COUNT records from NDJSON, and from CSV, into empty stores;
+#   3. the anchor.
+# Prints seconds, records/s, peak memory and each one's ratio to the anchor (aim: >= 0.5; pull's
+# memory flat, <= 64 MB at 1,000,000).
+# Usage: scripts/bench-pull.sh [COUNT...]   (default 100000 1000000; TSYNC=path skips the build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+counts=("$@")
+[ ${#counts[@]} -gt 0 ] || counts=(100000 1000000)
+
+scripts/install-deps.sh --with-bench   # GNU time, sqlite3
+if [ -z "${TSYNC:-}" ]; then
+    swift build -c release --product tsync >&2
+    TSYNC="$(swift build -c release --show-bin-path)/tsync"
+fi
+bin=$TSYNC
+
+. scripts/lib/serve.sh
+work=$(mktemp -d /tmp/tsync-bench-pull.XXXXXX)
+cleanup() {
+    serve_stop_all
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Runs a command under /usr/bin/time -v (stdin from $STDIN); sets `seconds` and `peak_kb`.
+measure() {
+    local log="$work/time.log"
+    /usr/bin/time -v "$@" <"${STDIN:-/dev/null}" >/dev/null 2>"$log" || { cat "$log" >&2; exit 1; }
+    seconds=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
+    peak_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
+}
+rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.01; printf "%.2f", a / b }'; }
+
+# Records like bench-read's: six user fields of every scalar kind.
+items() {
+    awk -v count="$1" 'BEGIN {
+        for (i = 0; i < count; i++)
+            printf "{\"id\":\"item-%07d\",\"text\":\"record number %d\",\"complete\":%s,\"priority\":%d,\"rank\":%d,\"category\":\"c-%d\",\"due\":\"2026-%02d-%02dT12:00:00.000Z\"}\n",
+                i, i, (i % 2 ? "true" : "false"), i % 1000, (i * 7919) % count, i % 100, 1 + i % 12, 1 + i % 28
+    }'
+}
+csv_items() {
+    awk -v count="$1" 'BEGIN {
+        print "id,text,complete,priority,rank,category,due"
+        for (i = 0; i < count; i++)
+            printf "item-%07d,\"record number %d\",%s,%d,%d,\"c-%d\",\"2026-%02d-%02dT12:00:00.000Z\"\n",
+                i, i, (i % 2 ? "true" : "false"), i % 1000, (i * 7919) % count, i % 100, 1 + i % 12, 1 + i % 28
+    }'
+}
+
+echo "tsync pull/insert vs sqlite3 .import ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
+summary=()
+for count in "${counts[@]}"; do
+    echo "== $count records"
+    items "$count" >"$work/items.ndjson"
+    csv_items "$count" >"$work/items.csv"
+    awk '{ id = substr($0, 8, 12); gsub(/"/, "\"\"", $0); printf "%s,\"%s\"\n", id, $0 }' "$work/items.ndjson" >"$work/import.csv"
+
+    serve_start "$bin" "$work/serve-$count.log" --no-auth --db "sqlite:$work/server-$count.db"
+    "$bin" init "$work/writer-$count" --remote "$SERVE_URL" >/dev/null
+    "$bin" -C "$work/writer-$count" insert items -q <"$work/items.ndjson"
+    "$bin" -C "$work/writer-$count" push -q >/dev/null
+    rm -rf "$work/writer-$count"
+
+    "$bin" init "$work/reader-$count" --remote "$SERVE_URL" >/dev/null
+    measure "$bin" -C "$work/reader-$count" pull items --query-id clone -q
+    pull_s=$seconds pull_kb=$peak_kb
+    serve_stop_all
+    pulled=$(sqlite3 "$work/reader-$count/.tsync/store.sqlite" "SELECT count(*) FROM records")
+    [ "$pulled" = "$count" ] || { echo "bench-pull: the pull brought $pulled records, not $count" >&2; exit 1; }
+    rm -rf "$work/reader-$count" "$work/server-$count.db"*
+
+    "$bin" init "$work/ndjson-$count" >/dev/null
+    STDIN="$work/items.ndjson" measure "$bin" -C "$work/ndjson-$count" insert items -q
+    ndjson_s=$seconds ndjson_kb=$peak_kb
+    rm -rf "$work/ndjson-$count"
+    "$bin" init "$work/csv-$count" >/dev/null
+    STDIN="$work/items.csv" measure "$bin" -C "$work/csv-$count" insert items --csv -q
+    csv_s=$seconds csv_kb=$peak_kb
+    rm -rf "$work/csv-$count"
+
+    measure sqlite3 "$work/import-$count.db" "CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);" ".mode csv" ".import $work/import.csv records"
+    import_s=$seconds
+    rm -f "$work/import-$count.db"
+
+    echo "pull (cold clone)  : ${pull_s}s, $(rate "$count" "$pull_s") records/s, peak memory $((pull_kb / 1024)) MB"
+    echo "insert from NDJSON : ${ndjson_s}s, $(rate "$count" "$ndjson_s") records/s, peak memory $((ndjson_kb / 1024)) MB"
+    echo "insert from CSV    : ${csv_s}s, $(rate "$count" "$csv_s") records/s, peak memory $((csv_kb / 1024)) MB"
+    echo "sqlite3 .import    : ${import_s}s, $(rate "$count" "$import_s") rows/s"
+    summary+=("$(printf 'summary %8d: pull / .import = %s (peak %d MB); insert NDJSON / .import = %s; insert CSV / .import = %s' \
+        "$count" "$(ratio "$import_s" "$pull_s")" "$((pull_kb / 1024))" "$(ratio "$import_s" "$ndjson_s")" "$(ratio "$import_s" "$csv_s")")")
+done
+echo
+printf '%s\n' "${summary[@]}"
