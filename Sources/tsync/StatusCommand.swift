@@ -1,5 +1,6 @@
 import ArgumentParser
 import TSyncEngine
+import TSyncModel
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,20 +51,35 @@ struct StatusCommand: ParsableCommand {
     }
 
     func run() throws {
-        let report = try storeOptions.open().status()
-        let text: String
-        if output.json {
-            text = JSONReports.line(JSONReports.status(report))
-        } else if output.ndjson {
-            text = JSONLinesOptions.lines(report.operations.map(JSONReports.operation))
-        } else if porcelain {
-            text = StatusFormat.porcelain(report)
-        } else if short {
-            text = StatusFormat.short(report, style: Style(enabled: Console.colorOnStdout))
+        let store = try storeOptions.open()
+        let isClean: Bool
+        if output.json || output.ndjson || porcelain {
+            // The forms that list every operation write each as it is read.
+            isClean = try store.status { (report, operations) throws(TSyncError) -> Bool in
+                var out = StreamedOutput()
+                let frame = output.json ? JSONReports.statusFrame(report) : nil
+                if let frame { out.append(frame.head) }
+                var first = true
+                while out.flushed(), let operation = try operations.next() {
+                    if porcelain {
+                        StatusFormat.porcelain(operation, to: &out)
+                    } else {
+                        if frame != nil, !first { out.append(byte: UInt8(ascii: ",")) }
+                        out.append(json: JSONReports.operation(operation))
+                        if frame == nil { out.append(byte: UInt8(ascii: "\n")) }
+                    }
+                    first = false
+                }
+                if let frame { out.append(frame.tail) }
+                out.flush()
+                return report.isClean
+            }
         } else {
-            text = StatusFormat.long(report, style: Style(enabled: Console.colorOnStdout))
+            let report = try store.status(samplesPerTable: short ? 0 : StatusFormat.itemsShownPerTable)
+            let style = Style(enabled: Console.colorOnStdout)
+            Console.write(short ? StatusFormat.short(report, style: style) : StatusFormat.long(report, style: style))
+            isClean = report.isClean
         }
-        Console.write(text)
-        if exitCode, !report.isClean { throw ExitCode(ExitStatus.failure) }
+        if exitCode, !isClean { throw ExitCode(ExitStatus.failure) }
     }
 }
