@@ -27,6 +27,12 @@ extension LocalStore {
         }
     }
 
+    /// Every queued operation in queue order, through a cursor valid only while `body` runs: for
+    /// the forms that list the operations and need no counts (`status --porcelain`, `--ndjson`).
+    public func pendingOperations<Result>(_ body: (PendingOperations) throws(TSyncError) -> Result) throws(TSyncError) -> Result {
+        try read { db in try body(try PendingOperations(db, location: location)) }
+    }
+
     /// Queued operations in queue (push) order, optionally of one table.
     public func pendingOperations(table: String? = nil) throws(TSyncError) -> [PendingOperation] {
         try read { db in try StoreRows.pendingOperations(db, table: table) }

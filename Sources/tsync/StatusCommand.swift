@@ -53,26 +53,38 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let store = try storeOptions.open()
         let isClean: Bool
-        if output.json || output.ndjson || porcelain {
-            // The forms that list every operation write each as it is read.
+        if output.json {
+            // The counts first (they come before the operations in the object), then each
+            // operation written as it is read, from the same snapshot.
             isClean = try store.status { (report, operations) throws(TSyncError) -> Bool in
                 var out = StreamedOutput()
-                let frame = output.json ? JSONReports.statusFrame(report) : nil
-                if let frame { out.append(frame.head) }
+                let frame = JSONReports.statusFrame(report)
+                out.append(frame.head)
                 var first = true
+                while out.flushed(), let operation = try operations.next() {
+                    if !first { out.append(byte: UInt8(ascii: ",")) }
+                    out.append(json: JSONReports.operation(operation))
+                    first = false
+                }
+                out.append(frame.tail)
+                out.flush()
+                return report.isClean
+            }
+        } else if output.ndjson || porcelain {
+            isClean = try store.pendingOperations { (operations) throws(TSyncError) -> Bool in
+                var out = StreamedOutput()
+                var isClean = true
                 while out.flushed(), let operation = try operations.next() {
                     if porcelain {
                         StatusFormat.porcelain(operation, to: &out)
                     } else {
-                        if frame != nil, !first { out.append(byte: UInt8(ascii: ",")) }
                         out.append(json: JSONReports.operation(operation))
-                        if frame == nil { out.append(byte: UInt8(ascii: "\n")) }
+                        out.append(byte: UInt8(ascii: "\n"))
                     }
-                    first = false
+                    isClean = false
                 }
-                if let frame { out.append(frame.tail) }
                 out.flush()
-                return report.isClean
+                return isClean
             }
         } else {
             let report = try store.status(samplesPerTable: short ? 0 : StatusFormat.itemsShownPerTable)
