@@ -13,17 +13,25 @@ extension LocalStore {
         }
     }
 
-    /// The report (without samples), then every queued operation in queue order, from one
-    /// snapshot, so the counts and the operations agree. `body` reads the operations through the
-    /// cursor it is given, which is valid only while `body` runs: they go by one at a time, so a
-    /// report of any size starts at once and never sits whole in memory.
+    /// Every queued operation in queue order, from one snapshot, for a report that lists them
+    /// between what it knows before reading them (`StatusReport.Head`) and its counts, which the
+    /// cursor keeps as it goes (`PendingOperations.report`). `body` reads the operations through
+    /// the cursor, valid only while `body` runs: they go by one at a time, so a report of any size
+    /// starts at once, reads the queue once and never sits whole in memory.
     public func status<Result>(
-        _ body: (StatusReport, PendingOperations) throws(TSyncError) -> Result
+        _ body: (StatusReport.Head, PendingOperations) throws(TSyncError) -> Result
     ) throws(TSyncError) -> Result {
         let remote = try configuration().remote
         return try read { db in
-            let report = try StoreRows.statusReport(db, directory: location.directory, remote: remote, samplesPerTable: 0)
-            return try body(report, try PendingOperations(db, location: location))
+            let head = StatusReport.Head(
+                isClean: !(try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations)") ?? false),
+                errorCount: try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM errors e JOIN operations o ON o.seq = e.operation_seq") ?? 0)
+            let operations = try PendingOperations(db, location: location)
+            operations.storeDirectory = location.directory
+            operations.remote = remote
+            operations.savedQueries = try StoreRows.savedQueries(db)
+            return try body(head, operations)
         }
     }
 
@@ -44,6 +52,19 @@ extension LocalStore {
 public final class PendingOperations {
     private let rows: RowCursor
     private let location: StoreLocation
+    private var tables: [TableStatus] = []
+    private var positions: [String: Int] = [:]
+    private var current = -1
+    fileprivate var storeDirectory = ""
+    fileprivate var remote: String?
+    fileprivate var savedQueries: [SavedQuery] = []
+
+    /// The report of the operations read so far (of all of them once `next()` has returned nil),
+    /// with the store's saved queries and remote when the cursor came from `LocalStore.status(_:)`.
+    public var report: StatusReport {
+        StatusReport(
+            storeDirectory: storeDirectory, remote: remote, tables: tables.sorted { $0.table < $1.table }, savedQueries: savedQueries)
+    }
 
     fileprivate init(_ db: Database, location: StoreLocation) throws {
         self.location = location
@@ -61,7 +82,20 @@ public final class PendingOperations {
     public func next() throws(TSyncError) -> PendingOperation? {
         do {
             guard let row = try rows.next() else { return nil }
-            return try StoreRows.pendingOperation(row)
+            let operation = try StoreRows.pendingOperation(row)
+            // Queues come in runs of one table: the lookup is needed only where a run ends.
+            if current < 0 || tables[current].table != operation.table {
+                if let position = positions[operation.table] {
+                    current = position
+                } else {
+                    current = tables.count
+                    positions[operation.table] = current
+                    tables.append(TableStatus(table: operation.table))
+                }
+            }
+            tables[current].count(operation.kind)
+            if operation.error != nil { tables[current].errors += 1 }
+            return operation
         } catch {
             throw StoreFailure.map(error, location: location)
         }

@@ -24,6 +24,15 @@ public struct StatusReport: Sendable {
     /// Nothing waits to be pushed.
     public var isClean: Bool { tables.isEmpty }
 
+    /// What a report knows before the queue is read (`LocalStore.status(_:)`): what `status
+    /// --json` writes before the operations.
+    public struct Head: Sendable {
+        /// Nothing waits to be pushed.
+        public var isClean: Bool
+        /// Operations with a recorded error.
+        public var errorCount: Int
+    }
+
     /// A report as `LocalStore.status` reads it.
     public init(
         storeDirectory: String, remote: String?, tables: [TableStatus], samples: [PendingOperation] = [],

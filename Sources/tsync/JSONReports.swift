@@ -41,6 +41,12 @@ enum JSONReports {
         return (Array(whole[..<cut]), Array(whole[cut...]) + [UInt8(ascii: "\n")])
     }
 
+    /// The start of `status --json` up to its operations, from what is known before they are
+    /// read: the head of `statusFrame` (its members before "operations", in key order).
+    static func statusHead(_ head: StatusReport.Head) -> [UInt8] {
+        Array(#"{"clean":\#(head.isClean),"errors":\#(head.errorCount),"operations":["#.utf8)
+    }
+
     /// The object of `status --json` with `operations` as its operations.
     static func status(_ report: StatusReport, operations: [PendingOperation]) -> JSONValue {
         [

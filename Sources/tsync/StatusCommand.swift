@@ -54,21 +54,20 @@ struct StatusCommand: ParsableCommand {
         let store = try storeOptions.open()
         let isClean: Bool
         if output.json {
-            // The counts first (they come before the operations in the object), then each
-            // operation written as it is read, from the same snapshot.
-            isClean = try store.status { (report, operations) throws(TSyncError) -> Bool in
+            // The operations are written as they are read, between the object's head and its
+            // tail, whose counts are those of the operations written.
+            isClean = try store.status { (head, operations) throws(TSyncError) -> Bool in
                 var out = StreamedOutput()
-                let frame = JSONReports.statusFrame(report)
-                out.append(frame.head)
+                out.append(JSONReports.statusHead(head))
                 var first = true
                 while out.flushed(), let operation = try operations.next() {
                     if !first { out.append(byte: UInt8(ascii: ",")) }
                     out.append(json: JSONReports.operation(operation))
                     first = false
                 }
-                out.append(frame.tail)
+                out.append(JSONReports.statusFrame(operations.report).tail)
                 out.flush()
-                return report.isClean
+                return head.isClean
             }
         } else if output.ndjson || porcelain {
             isClean = try store.pendingOperations { (operations) throws(TSyncError) -> Bool in

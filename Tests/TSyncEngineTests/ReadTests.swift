@@ -102,12 +102,14 @@ import TSyncQuery
         #expect(sampled.tables == report.tables)
 
         // The whole queue, through the cursor, agrees with the counts of the same snapshot.
-        let (counted, operations) = try store.status { (report, cursor) throws(TSyncError) in
+        let (head, counted, operations) = try store.status { (head, cursor) throws(TSyncError) in
             var operations: [PendingOperation] = []
             while let operation = try cursor.next() { operations.append(operation) }
-            return (report, operations)
+            return (head, cursor.report, operations)
         }
-        #expect(counted.tables == report.tables)
+        #expect(!head.isClean && head.errorCount == 1)
+        #expect(counted.tables == report.tables, "counted as they were read")
+        #expect(counted.savedQueries.count == 1 && counted.storeDirectory == store.location.directory)
         #expect(operations == (try store.pendingOperations()))
         #expect(operations.map(\.itemID) == ["a", "b", "c", "d", "n1", "n2"])
         #expect(operations.map { $0.error?.httpStatus } == [nil, nil, 409, nil, nil, nil])
