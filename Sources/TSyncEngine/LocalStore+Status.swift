@@ -48,7 +48,7 @@ extension LocalStore {
 }
 
 /// The operation queue in push order, read one operation at a time from the snapshot of
-/// `LocalStore.status(_:)`; valid only inside its closure.
+/// `LocalStore.status(_:)` or `LocalStore.pendingOperations(_:)`; valid only inside its closure.
 public final class PendingOperations {
     private let rows: RowCursor
     private let location: StoreLocation
