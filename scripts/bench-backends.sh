@@ -7,28 +7,40 @@
 #   page q/s       GET of an incremental-pull page: (updatedAt, id) checkpoint filter, $top=50
 # wrk's threads are spread round robin over the instances (scripts/bench/spread.lua), as a load
 # balancer would. Servers run with --no-auth on loopback, so the figures are the storage's and the
+#   pull rec/s     `tsync pull --query-id` of PULL_RECORDS records into an empty store, one instance,
+#                  with its ratio to the same pull over SQLite (issue 25: PostgreSQL >= 0.7 of SQLite)
 # HTTP stack's, not Argon2's. A throwaway PostgreSQL cluster is started and removed.
 # Usage: scripts/bench-backends.sh [-d SECONDS] [-c CONNECTIONS] [-t THREADS] [-n SEED_RECORDS]
+#                                  [-p PULL_RECORDS] [-P]   (-P: the pulls only, no wrk figures;
+#                                  TSYNC_BIN=path uses that tsync instead of building one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=10
 connections=16
 threads=2
 seed=5000
-while getopts "d:c:t:n:" option; do
+pull_records=100000
+pull_only=false
+while getopts "d:c:t:n:p:P" option; do
     case "$option" in
         d) duration=$OPTARG ;;
         c) connections=$OPTARG ;;
         t) threads=$OPTARG ;;
         n) seed=$OPTARG ;;
-        *) echo "usage: $0 [-d SECONDS] [-c CONNECTIONS] [-t THREADS] [-n SEED_RECORDS]" >&2; exit 64 ;;
+        p) pull_records=$OPTARG ;;
+        P) pull_only=true ;;
+        *) echo "usage: $0 [-d SECONDS] [-c CONNECTIONS] [-t THREADS] [-n SEED_RECORDS] [-p PULL_RECORDS] [-P]" >&2; exit 64 ;;
     esac
 done
 (( threads % 2 == 0 )) || { echo "-t must be even, so that two instances get the same share" >&2; exit 64; }
 
 scripts/install-deps.sh --with-postgres --with-bench
-swift build -c release --product tsync >&2
-bin="$(swift build -c release --show-bin-path)/tsync"
+if [ -n "${TSYNC_BIN:-}" ]; then
+    bin=$TSYNC_BIN   # a tsync built elsewhere, e.g. an older one to compare with
+else
+    swift build -c release --product tsync >&2
+    bin="$(swift build -c release --show-bin-path)/tsync"
+fi
 lua="$PWD/scripts/bench/spread.lua"
 
 . scripts/postgres.sh
@@ -105,6 +117,71 @@ measure() {
     failures=$(echo "$output" | awk '/Non-2xx or 3xx responses:/ { print $5 }')
     echo "${rate:-0} ${failures:-0}"
 }
+
+# pull_case BACKEND DB: seeds PULL_RECORDS records (one push through the batch route), then times
+# `tsync pull --query-id` of them into an empty store; sets pull_seconds and pull_peak_kb.
+pull_case() {
+    local backend=$1 db=$2
+    start_server "$db" "$work/pull-$backend.log"
+    local url="http://127.0.0.1:$started_port"
+    "$bin" init "$work/pull-writer-$backend" --remote "$url" >/dev/null
+    awk -v n="$pull_records" 'BEGIN {
+        for (i = 0; i < n; i++)
+            printf "{\"id\":\"item-%07d\",\"text\":\"record number %d\",\"complete\":%s,\"priority\":%d,\"tags\":[\"a\",\"b\"]}\n", i, i, (i % 2 ? "true" : "false"), i % 5
+    }' | "$bin" -C "$work/pull-writer-$backend" insert items >/dev/null
+    "$bin" -C "$work/pull-writer-$backend" push -q
+    pull_into "$backend" "$url" first
+    if [ "$backend" = postgres ]; then
+        # Right after a bulk load PostgreSQL has no statistics of the new rows yet and plans a page
+        # as a sort of every later row; autovacuum's ANALYZE comes within a minute. Both figures.
+        pull_cold_seconds=$pull_seconds
+        psql -q "$db" -c "ANALYZE tsync_records"
+        pull_into "$backend" "$url" analyzed
+    fi
+    stop_servers
+}
+
+# pull_into BACKEND URL NAME: one timed pull into a new empty store.
+pull_into() {
+    local log="$work/pull-$1-$3-time.log" store="$work/pull-reader-$1-$3"
+    "$bin" init "$store" --remote "$2" >/dev/null
+    /usr/bin/time -v "$bin" -C "$store" pull items --query-id all -q >/dev/null 2>"$log" || { cat "$log" >&2; exit 1; }
+    pull_seconds=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
+    pull_peak_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
+    local pulled
+    pulled=$("$bin" -C "$store" query items --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+    [ "$pulled" = "$pull_records" ] || { echo "bench-backends: the pull over $1 brought $pulled records, not $pull_records" >&2; exit 1; }
+}
+
+pull_lines=()
+declare -A pull_rate
+for backend in sqlite postgres; do
+    if [ "$backend" = sqlite ]; then
+        db="sqlite:$work/pull.db"
+    else
+        psql -q "$pg_admin_url" -c "CREATE DATABASE tsync_pull" >/dev/null
+        db="${pg_admin_url%/*}/tsync_pull"
+    fi
+    echo "== $backend: pull of $pull_records records into an empty store" >&2
+    pull_case "$backend" "$db"
+    pull_rate[$backend]=$(awk -v n="$pull_records" -v s="$pull_seconds" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }')
+    label=$backend
+    if [ "$backend" = postgres ]; then
+        pull_rate[cold]=$(awk -v n="$pull_records" -v s="$pull_cold_seconds" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }')
+        pull_lines+=("| postgres, just loaded (no statistics yet) | $pull_records | ${pull_cold_seconds}s | ${pull_rate[cold]} | |")
+        label="postgres, analyzed"
+    fi
+    pull_lines+=("| $label | $pull_records | ${pull_seconds}s | ${pull_rate[$backend]} | $((pull_peak_kb / 1024)) MB |")
+done
+echo
+echo "tsync pull --query-id into an empty store, release build, one instance; $(nproc) CPUs ($(uname -m))"
+echo
+echo "| backend | records | wall | records/s | client peak memory |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${pull_lines[@]}"
+awk -v p="${pull_rate[postgres]}" -v c="${pull_rate[cold]}" -v s="${pull_rate[sqlite]}" \
+    'BEGIN { printf "\npull over PostgreSQL / pull over SQLite: %.2f analyzed, %.2f just loaded (goal >= 0.7)\n", p / s, c / s }'
+$pull_only && exit 0
 
 filter=$(urlencode "n ge 1000 and n lt 4000 and substringof('7', text) and done eq false")
 results=()

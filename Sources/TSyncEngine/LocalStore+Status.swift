@@ -2,14 +2,43 @@ import GRDB
 import TSyncModel
 
 extension LocalStore {
-    /// The queue, errors, saved queries and remote, as `tsync status` shows them.
-    public func status() throws(TSyncError) -> StatusReport {
+    /// The counts of the queue, the saved queries and the remote, as `tsync status` shows them,
+    /// with the first `samplesPerTable` operations of each table. One pass over the queue that
+    /// decodes nothing but each operation's table and kind (and the samples): a million queued
+    /// operations cost a scan, not a million values.
+    public func status(samplesPerTable: Int = 0) throws(TSyncError) -> StatusReport {
         let remote = try configuration().remote
-        let (operations, queries) = try read { db in
-            (try StoreRows.pendingOperations(db, table: nil), try StoreRows.savedQueries(db))
+        return try read { db in
+            try StoreRows.statusReport(db, directory: location.directory, remote: remote, samplesPerTable: samplesPerTable)
         }
-        return StatusReport(
-            storeDirectory: location.directory, remote: remote, operations: operations, savedQueries: queries)
+    }
+
+    /// Every queued operation in queue order, from one snapshot, for a report that lists them
+    /// between what it knows before reading them (`StatusReport.Head`) and its counts, which the
+    /// cursor keeps as it goes (`PendingOperations.report`). `body` reads the operations through
+    /// the cursor, valid only while `body` runs: they go by one at a time, so a report of any size
+    /// starts at once, reads the queue once and never sits whole in memory.
+    public func status<Result>(
+        _ body: (StatusReport.Head, PendingOperations) throws(TSyncError) -> Result
+    ) throws(TSyncError) -> Result {
+        let remote = try configuration().remote
+        return try read { db in
+            let head = StatusReport.Head(
+                isClean: !(try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations)") ?? false),
+                errorCount: try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM errors e JOIN operations o ON o.seq = e.operation_seq") ?? 0)
+            let operations = try PendingOperations(db, location: location)
+            operations.storeDirectory = location.directory
+            operations.remote = remote
+            operations.savedQueries = try StoreRows.savedQueries(db)
+            return try body(head, operations)
+        }
+    }
+
+    /// Every queued operation in queue order, through a cursor valid only while `body` runs: for
+    /// the forms that list the operations and need no counts (`status --porcelain`, `--ndjson`).
+    public func pendingOperations<Result>(_ body: (PendingOperations) throws(TSyncError) -> Result) throws(TSyncError) -> Result {
+        try read { db in try body(try PendingOperations(db, location: location)) }
     }
 
     /// Queued operations in queue (push) order, optionally of one table.
@@ -18,12 +47,71 @@ extension LocalStore {
     }
 }
 
+/// The operation queue in push order, read one operation at a time from the snapshot of
+/// `LocalStore.status(_:)` or `LocalStore.pendingOperations(_:)`; valid only inside its closure.
+public final class PendingOperations {
+    private let rows: RowCursor
+    private let location: StoreLocation
+    private var tables: [TableStatus] = []
+    private var positions: [String: Int] = [:]
+    private var current = -1
+    fileprivate var storeDirectory = ""
+    fileprivate var remote: String?
+    fileprivate var savedQueries: [SavedQuery] = []
+
+    /// The report of the operations read so far (of all of them once `next()` has returned nil),
+    /// with the store's saved queries and remote when the cursor came from `LocalStore.status(_:)`.
+    public var report: StatusReport {
+        StatusReport(
+            storeDirectory: storeDirectory, remote: remote, tables: tables.sorted { $0.table < $1.table }, savedQueries: savedQueries)
+    }
+
+    fileprivate init(_ db: Database, location: StoreLocation) throws {
+        self.location = location
+        // Most queues have no errors: then the join, one index probe per operation, is left out.
+        let hasErrors = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM errors)") ?? false
+        rows = try Row.fetchCursor(
+            db,
+            sql: hasErrors
+                ? StoreRows.pendingOperationsSQL + " ORDER BY o.seq"
+                : StoreRows.queueSQL + " ORDER BY o.seq"
+        )
+    }
+
+    /// The next operation, nil after the last.
+    public func next() throws(TSyncError) -> PendingOperation? {
+        do {
+            guard let row = try rows.next() else { return nil }
+            let operation = try StoreRows.pendingOperation(row)
+            // Queues come in runs of one table: the lookup is needed only where a run ends.
+            if current < 0 || tables[current].table != operation.table {
+                if let position = positions[operation.table] {
+                    current = position
+                } else {
+                    current = tables.count
+                    positions[operation.table] = current
+                    tables.append(TableStatus(table: operation.table))
+                }
+            }
+            tables[current].count(operation.kind)
+            if operation.error != nil { tables[current].errors += 1 }
+            return operation
+        } catch {
+            throw StoreFailure.map(error, location: location)
+        }
+    }
+}
+
 extension StoreRows {
+    static let pendingOperationsSQL = """
+        SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, e.id, e.http_status, e.message
+        FROM operations o LEFT JOIN errors e ON e.operation_seq = o.seq
+        """
+    /// The columns of `pendingOperationsSQL` without the errors: for a queue without any.
+    static let queueSQL = "SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, NULL, NULL, NULL FROM operations o"
+
     static func pendingOperations(_ db: Database, table: String?) throws -> [PendingOperation] {
-        var sql = """
-            SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, e.id, e.http_status, e.message
-            FROM operations o LEFT JOIN errors e ON e.operation_seq = o.seq
-            """
+        var sql = pendingOperationsSQL
         var arguments: StatementArguments = []
         if let table {
             sql += " WHERE o.tbl = ?"
@@ -36,12 +124,12 @@ extension StoreRows {
         return operations
     }
 
-    /// Decodes the columns selected by `pendingOperations`.
+    /// Decodes the columns selected by `pendingOperationsSQL`.
     static func pendingOperation(_ row: Row) throws -> PendingOperation {
         let kindText: String = row[3]
         let stateText: String = row[4]
         guard let kind = OperationKind(rawValue: kindText), let state = OperationState(rawValue: stateText) else {
-            throw TSyncError.failure("the store holds a damaged operation (seq \(row[0] as Int64))")
+            throw damagedOperation(row[0])
         }
         var error: PendingOperation.ErrorSummary?
         if let errorID: Int64 = row[6] {
@@ -50,5 +138,63 @@ extension StoreRows {
         return PendingOperation(
             seq: row[0], table: row[1], itemID: row[2], kind: kind, state: state,
             queuedAt: Timestamp(iso8601: row[5]) ?? Timestamp(millisecondsSinceEpoch: 0), error: error)
+    }
+
+    static func damagedOperation(_ seq: Int64) -> TSyncError {
+        TSyncError.failure("the store holds a damaged operation (seq \(seq))")
+    }
+
+    /// Counts the queue by table and kind in one pass in queue order, decoding whole operations
+    /// only for the samples; errors are counted from the error table, which is small.
+    static func statusReport(_ db: Database, directory: String, remote: String?, samplesPerTable: Int) throws -> StatusReport {
+        var tables: [TableStatus] = []
+        var sampled: [Int] = []
+        var positions: [String: Int] = [:]
+        var samples: [PendingOperation] = []
+        var current = -1
+        var currentTable = ""
+        let rows = try Row.fetchCursor(db, sql: queueSQL + " ORDER BY o.seq")
+        while let row = try rows.next() {
+            let table: String = row[1]
+            // Queues come in runs of one table: the lookup is needed only where a run ends.
+            if current < 0 || table != currentTable {
+                if let position = positions[table] {
+                    current = position
+                } else {
+                    current = tables.count
+                    positions[table] = current
+                    tables.append(TableStatus(table: table))
+                    sampled.append(0)
+                }
+                currentTable = table
+            }
+            let kindText: String = row[3]
+            guard let kind = OperationKind(rawValue: kindText) else { throw damagedOperation(row[0]) }
+            tables[current].count(kind)
+            if sampled[current] < samplesPerTable {
+                sampled[current] += 1
+                samples.append(try pendingOperation(row))
+            }
+        }
+        let errors = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT o.tbl, count(*) FROM errors e JOIN operations o ON o.seq = e.operation_seq GROUP BY o.tbl
+                """)
+        for row in errors {
+            if let position = positions[row[0]] { tables[position].errors = row[1] }
+        }
+        if !errors.isEmpty {
+            for index in samples.indices {
+                guard
+                    let error = try Row.fetchOne(
+                        db, sql: "SELECT id, http_status, message FROM errors WHERE operation_seq = ?", arguments: [samples[index].seq])
+                else { continue }
+                samples[index].error = PendingOperation.ErrorSummary(id: error[0], httpStatus: error[1], message: error[2])
+            }
+        }
+        return StatusReport(
+            storeDirectory: directory, remote: remote, tables: tables.sorted { $0.table < $1.table }, samples: samples,
+            savedQueries: try savedQueries(db))
     }
 }

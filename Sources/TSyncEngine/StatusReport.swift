@@ -1,36 +1,48 @@
 import TSyncModel
 
-/// Everything `tsync status` shows, read in one snapshot.
+/// What `tsync status` shows apart from the queue itself, read in one snapshot: counts per table,
+/// the first few operations of each table, the saved queries and the remote. The queue can hold a
+/// million operations, so the report never holds them: they are read one at a time, through
+/// `PendingOperations`, by the forms that list them all.
 public struct StatusReport: Sendable {
     /// The `.tsync` directory.
     public var storeDirectory: String
     /// The configured remote URL; nil when none.
     public var remote: String?
-    /// Every queued operation, in queue (push) order.
-    public var operations: [PendingOperation]
     /// Tables with pending operations, by name.
     public var tables: [TableStatus]
+    /// The first operations of each table, in queue (push) order: as many per table as
+    /// `LocalStore.status(samplesPerTable:)` was asked for, enough for a summary to name a few.
+    public var samples: [PendingOperation]
     /// The saved pull queries and their checkpoints.
     public var savedQueries: [SavedQuery]
 
     /// Operations waiting to be pushed.
-    public var pendingCount: Int { operations.count }
+    public var pendingCount: Int { tables.reduce(0) { $0 + $1.pending } }
     /// Operations with a recorded error.
-    public var errorCount: Int { operations.reduce(0) { $0 + ($1.error == nil ? 0 : 1) } }
+    public var errorCount: Int { tables.reduce(0) { $0 + $1.errors } }
     /// Nothing waits to be pushed.
-    public var isClean: Bool { operations.isEmpty }
+    public var isClean: Bool { tables.isEmpty }
 
-    /// A report of `storeDirectory` as `LocalStore.status()` reads it.
-    public init(storeDirectory: String, remote: String?, operations: [PendingOperation], savedQueries: [SavedQuery]) {
+    /// What a report knows before the queue is read (`LocalStore.status(_:)`): what `status
+    /// --json` writes before the operations.
+    public struct Head: Sendable {
+        /// Nothing waits to be pushed.
+        public var isClean: Bool
+        /// Operations with a recorded error.
+        public var errorCount: Int
+    }
+
+    /// A report as `LocalStore.status` reads it.
+    public init(
+        storeDirectory: String, remote: String?, tables: [TableStatus], samples: [PendingOperation] = [],
+        savedQueries: [SavedQuery]
+    ) {
         self.storeDirectory = storeDirectory
         self.remote = remote
-        self.operations = operations
+        self.tables = tables
+        self.samples = samples
         self.savedQueries = savedQueries
-        var byTable: [String: TableStatus] = [:]
-        for operation in operations {
-            byTable[operation.table, default: TableStatus(table: operation.table)].count(operation)
-        }
-        tables = byTable.values.sorted { $0.table < $1.table }
     }
 }
 
@@ -53,12 +65,11 @@ public struct TableStatus: Sendable, Equatable {
     /// No operations yet for `table`.
     public init(table: String) { self.table = table }
 
-    mutating func count(_ operation: PendingOperation) {
-        switch operation.kind {
+    mutating func count(_ kind: OperationKind) {
+        switch kind {
         case .insert: inserts += 1
         case .update: updates += 1
         case .delete: deletes += 1
         }
-        if operation.error != nil { errors += 1 }
     }
 }

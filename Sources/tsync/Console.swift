@@ -61,19 +61,24 @@ enum Console {
     /// Writes until done or the reader has gone (EPIPE: a pager that quit, a closed pipe).
     static func writeAll(_ descriptor: Int32, _ text: String) {
         var text = text
-        text.withUTF8 { buffer in
-            guard var pointer = buffer.baseAddress else { return }
-            var remaining = buffer.count
-            while remaining > 0 {
-                let written = Foundation.write(descriptor, pointer, remaining)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return  // EPIPE and the like: the reader is gone, nothing more to say
-                }
-                remaining -= written
-                pointer += written
+        text.withUTF8 { _ = writeAll(descriptor, $0) }
+    }
+
+    /// Writes until done; false when the reader has gone (EPIPE: a pager that quit, a closed
+    /// pipe), which is no error: there is nothing more to say.
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard var pointer = bytes.baseAddress else { return true }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let written = Foundation.write(descriptor, pointer, remaining)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
             }
+            remaining -= written
+            pointer += written
         }
+        return true
     }
 }
 

@@ -38,18 +38,25 @@ struct DiffCommand: ParsableCommand {
 
     func run() throws {
         let store = try storeOptions.open()
-        let entries = try store.diff(table: table, id: id)
-        if output.json {
-            Console.write(JSONReports.line(.array(JSONReports.diff(entries))))
-            return
-        }
-        if output.ndjson {
-            Console.write(JSONLinesOptions.lines(JSONReports.diff(entries)))
+        if output.json || output.ndjson {
+            // Each entry is written as it is read.
+            var out = StreamedOutput()
+            if output.json { out.append(byte: UInt8(ascii: "[")) }
+            var first = true
+            try store.diff(table: table, id: id) { (entry) throws(TSyncError) -> Bool in
+                if output.json, !first { out.append(byte: UInt8(ascii: ",")) }
+                out.append(json: JSONReports.diff(entry))
+                if output.ndjson { out.append(byte: UInt8(ascii: "\n")) }
+                first = false
+                return out.flushed()
+            }
+            if output.json { out.append("]\n") }
+            out.flush()
             return
         }
         let style = Style(enabled: Console.colorOnStdout)
         var text = ""
-        for entry in entries {
+        for entry in try store.diff(table: table, id: id) {
             text += style.bold("\(entry.kind.rawValue) \(entry.table)/\(entry.id)") + "\n"
             for change in entry.changes {
                 if let before = change.before {

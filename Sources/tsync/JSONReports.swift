@@ -26,8 +26,29 @@ enum JSONReports {
     }
 
     /// `status`: `{"store", "remote", "clean", "pending", "errors", "tables": [...],
-    /// "operations": [...], "queries": [...]}`.
-    static func status(_ report: StatusReport) -> JSONValue {
+    /// "operations": [...], "queries": [...]}`, in two parts for the operations (which may be a
+    /// million) to be written between them as they are read: the object as it is with no
+    /// operation, cut inside its empty "operations" array. (That key's text cannot occur inside a
+    /// JSON string, whose quotes are escaped, and no key before it holds a string.)
+    static func statusFrame(_ report: StatusReport) -> (head: [UInt8], tail: [UInt8]) {
+        let whole = JSONSerializer.bytes(status(report, operations: []))
+        let marker = Array(#""operations":[]"#.utf8)
+        guard let start = whole.indices.first(where: { whole[$0...].starts(with: marker) }) else {
+            // Unreachable: the object always has the key.
+            return (whole, [UInt8(ascii: "\n")])
+        }
+        let cut = start + marker.count - 1
+        return (Array(whole[..<cut]), Array(whole[cut...]) + [UInt8(ascii: "\n")])
+    }
+
+    /// The start of `status --json` up to its operations, from what is known before they are
+    /// read: the head of `statusFrame` (its members before "operations", in key order).
+    static func statusHead(_ head: StatusReport.Head) -> [UInt8] {
+        Array(#"{"clean":\#(head.isClean),"errors":\#(head.errorCount),"operations":["#.utf8)
+    }
+
+    /// The object of `status --json` with `operations` as its operations.
+    static func status(_ report: StatusReport, operations: [PendingOperation]) -> JSONValue {
         [
             "store": .string(report.storeDirectory),
             "remote": report.remote.map(JSONValue.string) ?? .null,
@@ -42,7 +63,7 @@ enum JSONReports {
                         "deletes": .int(Int64(table.deletes)), "errors": .int(Int64(table.errors)),
                     ]
                 }),
-            "operations": .array(report.operations.map(operation)),
+            "operations": .array(operations.map(operation)),
             "queries": .array(report.savedQueries.map(savedQuery)),
         ]
     }
@@ -82,26 +103,24 @@ enum JSONReports {
 
     /// `diff`: `[{"table", "id", "kind", "seq", "base": object|null, "ours": object|null,
     /// "changes": [{"field", "change" (added|removed|modified), "before"?, "after"?}]}]` —
-    /// `before` is absent for an added field, `after` for a removed one.
-    static func diff(_ entries: [DiffEntry]) -> [JSONValue] {
-        entries.map { entry in
-            [
-                "table": .string(entry.table),
-                "id": .string(entry.id),
-                "kind": .string(entry.kind.rawValue),
-                "seq": .int(entry.seq),
-                "base": entry.base.map(JSONValue.object) ?? .null,
-                "ours": entry.ours.map(JSONValue.object) ?? .null,
-                "changes": .array(
-                    entry.changes.map { change in
-                        var object: [String: JSONValue] = [
-                            "field": .string(change.field), "change": .string(change.change.rawValue),
-                        ]
-                        if let before = change.before { object["before"] = before }
-                        if let after = change.after { object["after"] = after }
-                        return .object(object)
-                    }),
-            ]
-        }
+    /// `before` is absent for an added field, `after` for a removed one. One element.
+    static func diff(_ entry: DiffEntry) -> JSONValue {
+        [
+            "table": .string(entry.table),
+            "id": .string(entry.id),
+            "kind": .string(entry.kind.rawValue),
+            "seq": .int(entry.seq),
+            "base": entry.base.map(JSONValue.object) ?? .null,
+            "ours": entry.ours.map(JSONValue.object) ?? .null,
+            "changes": .array(
+                entry.changes.map { change in
+                    var object: [String: JSONValue] = [
+                        "field": .string(change.field), "change": .string(change.change.rawValue),
+                    ]
+                    if let before = change.before { object["before"] = before }
+                    if let after = change.after { object["after"] = after }
+                    return .object(object)
+                }),
+        ]
     }
 }

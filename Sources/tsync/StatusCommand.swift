@@ -1,5 +1,6 @@
 import ArgumentParser
 import TSyncEngine
+import TSyncModel
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,20 +51,46 @@ struct StatusCommand: ParsableCommand {
     }
 
     func run() throws {
-        let report = try storeOptions.open().status()
-        let text: String
+        let store = try storeOptions.open()
+        let isClean: Bool
         if output.json {
-            text = JSONReports.line(JSONReports.status(report))
-        } else if output.ndjson {
-            text = JSONLinesOptions.lines(report.operations.map(JSONReports.operation))
-        } else if porcelain {
-            text = StatusFormat.porcelain(report)
-        } else if short {
-            text = StatusFormat.short(report, style: Style(enabled: Console.colorOnStdout))
+            // The operations are written as they are read, between the object's head and its
+            // tail, whose counts are those of the operations written.
+            isClean = try store.status { (head, operations) throws(TSyncError) -> Bool in
+                var out = StreamedOutput()
+                out.append(JSONReports.statusHead(head))
+                var first = true
+                while out.flushed(), let operation = try operations.next() {
+                    if !first { out.append(byte: UInt8(ascii: ",")) }
+                    out.append(json: JSONReports.operation(operation))
+                    first = false
+                }
+                out.append(JSONReports.statusFrame(operations.report).tail)
+                out.flush()
+                return head.isClean
+            }
+        } else if output.ndjson || porcelain {
+            isClean = try store.pendingOperations { (operations) throws(TSyncError) -> Bool in
+                var out = StreamedOutput()
+                var isClean = true
+                while out.flushed(), let operation = try operations.next() {
+                    if porcelain {
+                        StatusFormat.porcelain(operation, to: &out)
+                    } else {
+                        out.append(json: JSONReports.operation(operation))
+                        out.append(byte: UInt8(ascii: "\n"))
+                    }
+                    isClean = false
+                }
+                out.flush()
+                return isClean
+            }
         } else {
-            text = StatusFormat.long(report, style: Style(enabled: Console.colorOnStdout))
+            let report = try store.status(samplesPerTable: short ? 0 : StatusFormat.itemsShownPerTable)
+            let style = Style(enabled: Console.colorOnStdout)
+            Console.write(short ? StatusFormat.short(report, style: style) : StatusFormat.long(report, style: style))
+            isClean = report.isClean
         }
-        Console.write(text)
-        if exitCode, !report.isClean { throw ExitCode(ExitStatus.failure) }
+        if exitCode, !isClean { throw ExitCode(ExitStatus.failure) }
     }
 }

@@ -5,21 +5,16 @@ enum StatusFormat {
     /// Items listed per table in the long form; the rest are counted (porcelain lists them all).
     static let itemsShownPerTable = 10
 
-    /// `CODE<TAB>TABLE<TAB>ID` per operation, in queue order.
-    static func porcelain(_ report: StatusReport) -> String {
-        var text = ""
-        text.reserveCapacity(report.operations.count * 48)
-        for operation in report.operations {
-            // U (unsettled error) followed by the kind of the operation that failed: UA, UM, UD.
-            if operation.error != nil { text.append("U") }
-            text.append(operation.kind.statusLetter)
-            text += "\t"
-            text += operation.table
-            text += "\t"
-            text += operation.itemID
-            text += "\n"
-        }
-        return text
+    /// `CODE<TAB>TABLE<TAB>ID`: the line of one operation, in queue order.
+    static func porcelain(_ operation: PendingOperation, to out: inout StreamedOutput) {
+        // U (unsettled error) followed by the kind of the operation that failed: UA, UM, UD.
+        if operation.error != nil { out.append(byte: UInt8(ascii: "U")) }
+        out.append(byte: operation.kind.statusLetter.asciiValue ?? UInt8(ascii: "?"))
+        out.append(byte: UInt8(ascii: "\t"))
+        out.append(operation.table)
+        out.append(byte: UInt8(ascii: "\t"))
+        out.append(operation.itemID)
+        out.append(byte: UInt8(ascii: "\n"))
     }
 
     static func short(_ report: StatusReport, style: Style) -> String {
@@ -47,7 +42,7 @@ enum StatusFormat {
             lines.append("")
             lines.append(summary + ":")
             var byTable: [String: [PendingOperation]] = [:]
-            for operation in report.operations { byTable[operation.table, default: []].append(operation) }
+            for operation in report.samples { byTable[operation.table, default: []].append(operation) }
             for table in report.tables {
                 lines.append("")
                 var heading = "  \(style.bold(table.table)): \(table.pending) pending ("
@@ -56,13 +51,12 @@ enum StatusFormat {
                     .filter { $0.0 > 0 }.map { count($0.0, $0.1) }.joined(separator: ", ") + ")"
                 if table.errors > 0 { heading += ", " + style.red(count(table.errors, "error")) }
                 lines.append(heading)
-                let operations = byTable[table.table] ?? []
-                for operation in operations.prefix(itemsShownPerTable) {
+                for operation in (byTable[table.table] ?? []).prefix(itemsShownPerTable) {
                     lines.append("    " + item(operation, style: style))
                 }
-                if operations.count > itemsShownPerTable {
+                if table.pending > itemsShownPerTable {
                     lines.append(
-                        "    … and \(operations.count - itemsShownPerTable) more (`tsync status --porcelain` lists them all)")
+                        "    … and \(table.pending - itemsShownPerTable) more (`tsync status --porcelain` lists them all)")
                 }
             }
             lines.append("")

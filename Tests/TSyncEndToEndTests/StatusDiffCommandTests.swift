@@ -77,6 +77,79 @@ import Testing
         #expect(unknown.stderr.contains("unknown table \"nope\""))
     }
 
+    /// Several pieces of streamed output (64 KiB each) across two interleaved tables.
+    private func largeQueue(_ sandbox: TSyncSandbox, count: Int) async throws {
+        let todo = (0..<count).map { #"{"id": "r\#($0)", "text": "item \#($0)", "n": \#($0)}"# }.joined(separator: "\n")
+        try await sandbox.ok(["insert", "todo"], stdin: todo)
+        try await sandbox.ok(["insert", "notes"], stdin: (0..<50).map { #"{"id": "n\#($0)"}"# }.joined(separator: "\n"))
+        try await sandbox.ok(["insert", "todo", #"{"id": "last"}"#])
+    }
+
+    @Test func statusJSONIsOneObjectWhateverTheQueue() async throws {
+        let sandbox = try await TSyncSandbox(remote: "http://127.0.0.1:9")
+        try await largeQueue(sandbox, count: 4000)
+        let text = try await sandbox.ok(["status", "--json"])
+        #expect(text.hasSuffix("}\n") && text.filter { $0 == "\n" }.count == 1, "one line")
+        #expect(text.hasPrefix(#"{"clean":false,"errors":0,"operations":[{"id":"r0","error":null,"kind":"insert","queuedAt":""#))
+        #expect(
+            text.contains(
+                #""seq":4051,"state":"pending","table":"todo"}],"pending":4051,"queries":[],"remote":"http://127.0.0.1:9","store":""#))
+        #expect(
+            text.hasSuffix(
+                #"/.tsync","tables":[{"deletes":0,"errors":0,"inserts":50,"pending":50,"table":"notes","updates":0},"#
+                    + #"{"deletes":0,"errors":0,"inserts":4001,"pending":4001,"table":"todo","updates":0}]}"# + "\n"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["clean", "errors", "operations", "pending", "queries", "remote", "store", "tables"])
+        let operations = try #require(object["operations"] as? [[String: Any]])
+        #expect(operations.count == 4051)
+        #expect(operations.map { $0["seq"] as? Int } == (1...4051).map { $0 })
+        #expect(operations[4000]["table"] as? String == "notes" && operations[4050]["id"] as? String == "last")
+        // The same operations, one per line, in the other forms.
+        let lines = try await sandbox.ok(["status", "--ndjson"]).split(separator: "\n")
+        #expect(lines.count == 4051)
+        #expect(text.contains(#""operations":["# + lines.joined(separator: ",") + "],"))
+        let porcelain = try await sandbox.ok(["status", "--porcelain"]).split(separator: "\n")
+        #expect(porcelain.count == 4051 && porcelain[4000] == "A\tnotes\tn0" && porcelain[4050] == "A\ttodo\tlast")
+        let long = try await sandbox.ok(["status"])
+        #expect(long.contains("4051 pending operations in 2 tables:"))
+        #expect(long.contains("  todo: 4001 pending (4001 inserts)\n    added:     r0\n"))
+        #expect(long.contains("    added:     r9\n    … and 3991 more"))
+        #expect(long.contains("  notes: 50 pending (50 inserts)\n    added:     n0\n"))
+    }
+
+    @Test func diffNDJSONHasALinePerPendingItem() async throws {
+        let sandbox = try await TSyncSandbox()
+        try await largeQueue(sandbox, count: 3000)
+        try await sandbox.ok(["update", "todo", "r5", #"{"text": "changed"}"#])
+        try await sandbox.ok(["delete", "notes", "n1"])
+        let lines = try await sandbox.ok(["diff", "--ndjson"]).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.last == "" && lines.count - 1 == 3050, "3001 + 50 items, one of them gone, and the final newline")
+        let pending = try await sandbox.ok(["status", "--porcelain"]).split(separator: "\n").count
+        #expect(lines.count - 1 == pending)
+        #expect(lines.first?.hasPrefix(#"{"id":"r0","base":null,"changes":[{"after":0,"change":"added","field":"n"},"#) == true)
+        #expect(lines.contains { $0.contains(#""id":"r5""#) && $0.contains(#"{"after":"changed","change":"added","field":"text"}"#) })
+        #expect(!lines.contains { $0.contains(#""id":"n1""#) })
+        let json = try await sandbox.ok(["diff", "--json"])
+        #expect(json == "[" + lines.dropLast().joined(separator: ",") + "]\n")
+        #expect(try await sandbox.ok(["diff", "--json", "notes", "n2"]).hasPrefix(#"[{"id":"n2","#))
+        #expect(try await sandbox.ok(["diff", "--ndjson", "notes", "n2"]).split(separator: "\n").count == 1)
+    }
+
+    @Test func aReaderThatGoesEndsTheReportQuietly() async throws {
+        let sandbox = try await TSyncSandbox()
+        try await largeQueue(sandbox, count: 6000)
+        // SIGPIPE ignored (as under some parents): the write fails with EPIPE, and tsync stops
+        // reading and exits 0 without a word. With SIGPIPE's default, the signal ends it, as any
+        // Unix filter.
+        for command in ["status --json", "status --ndjson", "status --porcelain", "diff --ndjson", "diff --json"] {
+            let script = #"trap '' PIPE; "$0" \#(command) | head -c 10; echo " exit ${PIPESTATUS[0]}" >&2"#
+            let result = try await TSyncProcess.run(
+                ["-c", script, TSyncBinary.path], in: sandbox.path, executable: "/bin/bash")
+            #expect(result.stdout.count == 10, "\(command): \(result)")
+            #expect(result.stderr == " exit 0\n", "\(command): \(result)")
+        }
+    }
+
     @Test func colourOnlyOnATerminalAndNeverWithNoColor() async throws {
         let sandbox = try await TSyncSandbox()
         try await sandbox.ok(["insert", "todo", #"{"id": "a"}"#])

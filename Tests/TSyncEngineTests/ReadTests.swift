@@ -80,18 +80,39 @@ import TSyncQuery
         try store.update(table: "notes", id: "n1", fields: ["x": 1])
         try store.delete(table: "notes", ids: ["n2"])
         try store.saveQuery(SavedQuery(table: "notes", queryID: "all", filter: nil))
+        try store.fail("c", status: 409)
         let report = try store.status()
         #expect(report.pendingCount == 6)
+        #expect(report.errorCount == 1)
         #expect(!report.isClean)
-        #expect(report.operations.map(\.itemID) == ["a", "b", "c", "d", "n1", "n2"])
+        #expect(report.samples.isEmpty, "none asked for")
         var notes = TableStatus(table: "notes")
         notes.updates = 1
         notes.deletes = 1
         var todo = TableStatus(table: "todo")
         todo.inserts = 4
+        todo.errors = 1
         #expect(report.tables == [notes, todo])
         #expect(report.savedQueries.count == 1)
         #expect(report.storeDirectory == store.location.directory)
+
+        let sampled = try store.status(samplesPerTable: 3)
+        #expect(sampled.samples.map(\.itemID) == ["a", "b", "c", "n1", "n2"], "the first 3 of each table, in queue order")
+        #expect(sampled.samples.map { $0.error?.httpStatus } == [nil, nil, 409, nil, nil])
+        #expect(sampled.tables == report.tables)
+
+        // The whole queue, through the cursor, agrees with the counts of the same snapshot.
+        let (head, counted, operations) = try store.status { (head, cursor) throws(TSyncError) in
+            var operations: [PendingOperation] = []
+            while let operation = try cursor.next() { operations.append(operation) }
+            return (head, cursor.report, operations)
+        }
+        #expect(!head.isClean && head.errorCount == 1)
+        #expect(counted.tables == report.tables, "counted as they were read")
+        #expect(counted.savedQueries.count == 1 && counted.storeDirectory == store.location.directory)
+        #expect(operations == (try store.pendingOperations()))
+        #expect(operations.map(\.itemID) == ["a", "b", "c", "d", "n1", "n2"])
+        #expect(operations.map { $0.error?.httpStatus } == [nil, nil, 409, nil, nil, nil])
     }
 
     @Test func diffShowsFieldsAgainstTheBase() throws {
@@ -125,6 +146,12 @@ import TSyncQuery
         #expect(try store.diff().count == 4)
         #expect(try store.diff(table: "todo", id: "n").map(\.id) == ["n"])
         #expect(throws: TSyncError.self) { try store.diff(table: "nope") }
+        var visited: [String] = []
+        try store.diff { (entry) throws(TSyncError) in
+            visited.append(entry.id)
+            return visited.count < 2
+        }
+        #expect(visited == ["s", "d"], "the visitor stops the reading")
     }
 
     @Test func inputStreamsMustHoldObjects() throws {

@@ -90,6 +90,15 @@ enum PostgresSchema {
                 "CREATE INDEX tsync_records_by_owner ON tsync_records (table_name, owner, updated_at, id)",
             ]
         ),
+        PostgresMigration(
+            version: 3, name: "the body as tsync wrote it",
+            statements: [
+                // jsonb keeps no text: a page read from it had every record parsed and written again.
+                // `body_text` holds the JSON tsync stored, which a page sends as it is (docs/DESIGN.md
+                // §6.3); NULL in rows written before this step, which are parsed as before.
+                "ALTER TABLE tsync_records ADD COLUMN body_text text"
+            ]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
@@ -97,6 +106,10 @@ enum PostgresSchema {
         dialect: .postgres, bodyColumn: "body", systemColumns: SQLSchema.snakeCaseSystemColumns)
 
     static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
+
+    /// The columns of a page: the body's text where it was kept, else its jsonb (never both: a
+    /// page of large records would cross the connection twice).
+    static let pageColumns = "id, created_at, updated_at, version, deleted, body_text, CASE WHEN body_text IS NULL THEN body END"
 
     /// The key of a sync table in `tsync_records` and `tsync_table_clocks`.
     static func tableKey(_ table: String) -> String { table.lowercased() }

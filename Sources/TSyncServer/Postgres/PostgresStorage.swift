@@ -64,12 +64,24 @@ public final class PostgresStorage: ServerStorage {
         var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
         try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {
-            let records = try await database.rows(page).map(Self.decode)
+            let items: [PageRecord]
+            if query.orderBy == Self.pullOrder {
+                // An incremental pull's page, in the order of the (table, updated_at, id) index,
+                // which always serves it best. Right after a bulk load, before autovacuum's
+                // ANALYZE, the planner thinks the table tiny and sorts every later row instead
+                // (50 ms a page at 100k records, not 2): no sort, then.
+                items = try await database.transaction { transaction in
+                    try await transaction.execute(PostgresStatement("SET LOCAL enable_sort = off"))
+                    return .commit(try await transaction.rows(page).map(Self.pageRecord))
+                }
+            } else {
+                items = try await database.rows(page).map(Self.pageRecord)
+            }
             var total: Int?
             if query.includeTotalCount {
                 total = try await database.rows(count).first.map { Int(try $0.decode(Int64.self)) } ?? 0
             }
-            return RecordPage(records: records, totalCount: total)
+            return RecordPage(items: items, totalCount: total)
         } catch let error as PostgresServerError where error.isDataException || error.isProgramLimit {
             // The fixed part of the statement is known to be valid, so this comes from the
             // client's $filter/$orderby: a value PostgreSQL cannot hold, or nesting beyond its limits.
@@ -77,8 +89,11 @@ public final class PostgresStorage: ServerStorage {
         }
     }
 
+    /// The order of an incremental pull (docs/DESIGN.md §2.1).
+    private static let pullOrder = [SortKey(field: "updatedAt"), SortKey(field: "id")]
+
     private func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope) throws -> PostgresStatement {
-        var page = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE ")
+        var page = PostgresStatement("SELECT \(PostgresSchema.pageColumns) FROM tsync_records WHERE ")
         try appendConditions(to: &page, table: table, query: query, scope: scope)
         page.append(" ORDER BY ")
         // The table's renderer, so an indexed field's sort key names its key literally, as its index does.
@@ -256,8 +271,8 @@ public final class PostgresStorage: ServerStorage {
                 let key = statement.bind(group.key)
                 let owner = statement.bind(group.owner)
                 statement.append(
-                    "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body) "
-                        + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), u.body::jsonb FROM unnest("
+                    "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body, body_text) "
+                        + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), u.body::jsonb, u.body FROM unnest("
                         + [
                             statement.bind(group.ids), statement.bind(group.stamps), statement.bind(group.versions),
                             statement.bind(group.bodies),
@@ -301,19 +316,21 @@ public final class PostgresStorage: ServerStorage {
     {
         guard let updatedAt = record.system.updatedAt else { return }
         var statement = advancingClock(key: key, to: updatedAt)
-        let body = statement.bind(JSONSerializer.string(.object(record.fields))) + "::jsonb"
+        // The text is bound once and kept twice: as jsonb for queries, as it is for pages.
+        let text = statement.bind(JSONSerializer.string(.object(record.fields)))
+        let body = text + "::jsonb"
         if isNew {
             statement.append(
-                "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body) VALUES ("
+                "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body, body_text) VALUES ("
                     + [
                         statement.bind(key), statement.bind(record.id), statement.bind(updatedAt.iso8601),
                         statement.bind(updatedAt.iso8601), statement.bind(record.system.version), statement.bind(false),
-                        statement.bind(owner(of: scope, current: nil)), body,
+                        statement.bind(owner(of: scope, current: nil)), body, text,
                     ].joined(separator: ", ") + ")")
         } else {
             statement.append(
                 "UPDATE tsync_records SET updated_at = \(statement.bind(updatedAt.iso8601)), version = \(statement.bind(record.system.version)), "
-                    + "deleted = \(statement.bind(record.system.deleted)), body = \(body) "
+                    + "deleted = \(statement.bind(record.system.deleted)), body = \(body), body_text = \(text) "
                     + "WHERE table_name = \(statement.bind(key)) AND id = \(statement.bind(record.id))")
         }
         try await transaction.execute(statement)
@@ -411,6 +428,17 @@ public final class PostgresStorage: ServerStorage {
         }
     }
 
+    /// A row of `pageColumns`: its stored text as it is (`PageRecord.stored`, no parse and no
+    /// serialization), or parsed from jsonb when it has none (written before migration 3).
+    private static func pageRecord(_ row: PostgresRow) throws -> PageRecord {
+        let (id, createdAt, updatedAt, version, deleted, text, body) = try row.decode(
+            (String, String, String, String, Bool, String?, String?).self)
+        if let text {
+            return .stored(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: text)
+        }
+        return .parsed(try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body ?? ""))
+    }
+
     private static func decode(_ row: PostgresRow) throws -> Record {
         try decodeWithOwner(row).record
     }
@@ -418,12 +446,18 @@ public final class PostgresStorage: ServerStorage {
     private static func decodeWithOwner(_ row: PostgresRow) throws -> (record: Record, owner: String?) {
         let (id, createdAt, updatedAt, version, deleted, owner, body) = try row.decode(
             (String, String, String, String, Bool, String?, String).self)
+        return (try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body), owner)
+    }
+
+    private static func record(id: String, createdAt: String, updatedAt: String, version: String, deleted: Bool, body: String) throws
+        -> Record
+    {
         guard case .object(let fields) = try JSONParser.parseStored(body) else {
             throw TSyncError.failure("record \(Identifiers.quoted(id)) has a corrupt body in the server database")
         }
         let system = SystemProperties(
             createdAt: Timestamp(iso8601: createdAt), updatedAt: Timestamp(iso8601: updatedAt), version: version, deleted: deleted)
-        return (Record(id: id, fields: fields, system: system), owner)
+        return Record(id: id, fields: fields, system: system)
     }
 }
 

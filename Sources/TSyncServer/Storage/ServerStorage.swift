@@ -114,10 +114,11 @@ public struct RecordPage: Sendable {
     public func records() throws -> [Record] { try items.map { try $0.record() } }
 }
 
-/// One record of a page, as the storage read it. SQLite keeps the fields as the JSON text tsync
-/// wrote and the timestamps as ISO text: a page is answered from that text as it is, with no parse
-/// and no serialization of what is sent unchanged (docs/DESIGN.md §6.2). PostgreSQL's jsonb comes back in
-/// its own form, so its records are parsed.
+/// One record of a page, as the storage read it. Both backends keep the fields as the JSON text
+/// tsync wrote (SQLite as the body itself, PostgreSQL beside its jsonb) and the timestamps as ISO
+/// text: a page is answered from that text as it is, with no parse and no serialization of what
+/// is sent unchanged (docs/DESIGN.md §6.2, §6.3). Only rows PostgreSQL stored before it kept the
+/// text come back parsed.
 public enum PageRecord: Sendable {
     case parsed(Record)
     /// The columns' text; `fields` a JSON object written by `JSONSerializer`, without `id` or
