@@ -146,7 +146,8 @@ public struct RemoteClient: Sendable {
         var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             let page = StoredPage(
-                records: decoded.records, nextLink: try nextLink(response, table: request.table), totalCount: decoded.totalCount)
+                records: decoded.records, nextLink: try nextLink(response, table: request.table), totalCount: decoded.totalCount,
+                waitApplied: waitApplied(response, request))
             serverCheck.prove()
             return page
         }
@@ -193,7 +194,12 @@ public struct RemoteClient: Sendable {
         serverCheck.prove()
         return Page(
             records: records, nextLink: nextLink, totalCount: totalCount,
-            waitApplied: request.wait == nil ? nil : LiveWaitHeader.applied(response.headers.first(name: "Preference-Applied")))
+            waitApplied: waitApplied(response, request))
+    }
+
+    /// The server's answer to the request's `wait`: nil when it asked none or was told nothing.
+    private func waitApplied(_ response: HTTPAnswer, _ request: PageRequest) -> Int? {
+        request.wait == nil ? nil : LiveWaitHeader.applied(response.headers.first(name: "Preference-Applied"))
     }
 
     /// The answer's `Link` to the next page, resolved; one to another server is refused.

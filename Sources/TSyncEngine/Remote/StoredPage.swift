@@ -44,20 +44,21 @@ package struct StoredPage: Sendable {
     package var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
     package var totalCount: Int?
-    /// The page as `readPage` gives it, when it was read that way (`tsync watch` sees it).
-    package var page: Page?
+    /// For a request with `wait`: the seconds the server says it applied (`Page.waitApplied`).
+    package var waitApplied: Int?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)
         nextLink = page.nextLink
         totalCount = page.totalCount
-        self.page = page
+        waitApplied = page.waitApplied
     }
 
-    init(records: [StoredRecord], nextLink: String?, totalCount: Int?) {
+    init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?) {
         self.records = records
         self.nextLink = nextLink
         self.totalCount = totalCount
+        self.waitApplied = waitApplied
     }
 }
 

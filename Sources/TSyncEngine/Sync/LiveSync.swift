@@ -272,7 +272,7 @@ private final class LiveRun: Sendable {
     }
 
     /// Turns each written page into events (`seen`: where the server's answer to `wait` goes).
-    private func pageObserver(_ query: SavedQuery, seen: WaitSeen?) -> @Sendable (String, PageResult, Page) async -> Void {
+    private func pageObserver(_ query: SavedQuery, seen: WaitSeen?) -> @Sendable (String, PageResult, StoredPage) async -> Void {
         let onEvents = onEvents
         return { table, result, page in
             seen?.record(page.waitApplied)

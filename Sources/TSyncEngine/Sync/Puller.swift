@@ -67,8 +67,8 @@ public struct Puller: Sendable {
     /// When set and stopped, the pull ends after the page it is writing.
     public var stopRequest: StopRequest?
     /// Sees each page once it is written, with what it changed (`PageResult.changes`), and the
-    /// server's answer to a `wait` (`Page.waitApplied`): `tsync watch`'s events.
-    package var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: Page) async -> Void)?
+    /// server's answer to a `wait` (`StoredPage.waitApplied`): `tsync watch`'s events.
+    package var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: StoredPage) async -> Void)?
 
     /// A puller from `remote` into `store`; a `stopRequest` ends it between pages.
     public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
@@ -127,8 +127,7 @@ public struct Puller: Sendable {
         var position = PullPosition(checkpoint: checkpoint)
         var first = pageRequest(at: position)
         first.inlineCount = request.wait == nil  // the total, for the progress line
-        let keepsPages = pageObserver != nil
-        var fetching: PageFetch? = PageFetch(remote, first, keepsPage: keepsPages)
+        var fetching: PageFetch? = PageFetch(remote, first)
         var total: Int?
         // The ids read while walking a run of equal timestamps by offset: a page of the walk that
         // brings none new means the server ignores $skip there, which would loop forever.
@@ -158,11 +157,11 @@ public struct Puller: Sendable {
             }
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
             // the Azure servers do): only an empty page is (issue 18.9).
-            if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position), keepsPage: keepsPages) }
+            if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position)) }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
-            let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: keepsPages)
-            if let observer = pageObserver, let original = page.page { await observer(request.table, result, original) }
+            let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: pageObserver != nil)
+            if let observer = pageObserver { await observer(request.table, result, page) }
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
         summary.checkpoint = position.checkpoint
@@ -172,7 +171,7 @@ public struct Puller: Sendable {
         var skip = 0
         var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
         first.inlineCount = true  // the total, for the progress line
-        var fetching: PageFetch? = PageFetch(remote, first, keepsPage: false)
+        var fetching: PageFetch? = PageFetch(remote, first)
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
@@ -205,7 +204,7 @@ public struct Puller: Sendable {
                     remote,
                     PageRequest(
                         table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
-                        nextLink: page.nextLink), keepsPage: false)
+                        nextLink: page.nextLink))
             }
             let result = try store.applyServerPage(table: request.table, stored: page.records)
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
@@ -243,10 +242,9 @@ extension Puller {
 private final class PageFetch: Sendable {
     private let task: Task<Result<StoredPage, TSyncError>, Never>
 
-    /// `keepsPage`: the page as `readPage` gives it is wanted too (`tsync watch`'s events);
-    /// otherwise tsync's own client reads it straight into the store's form.
-    init(_ remote: any SyncRemote, _ request: PageRequest, keepsPage: Bool) {
-        task = Task { await Self.read(remote, request, keepsPage: keepsPage) }
+    /// tsync's own client reads the page straight into the store's form.
+    init(_ remote: any SyncRemote, _ request: PageRequest) {
+        task = Task { await Self.read(remote, request) }
     }
 
     /// The page; cancelling the caller cancels the request (a live pull's held request ends
@@ -262,9 +260,9 @@ private final class PageFetch: Sendable {
 
     func cancel() { task.cancel() }
 
-    private static func read(_ remote: any SyncRemote, _ request: PageRequest, keepsPage: Bool) async -> Result<StoredPage, TSyncError> {
+    private static func read(_ remote: any SyncRemote, _ request: PageRequest) async -> Result<StoredPage, TSyncError> {
         do throws(TSyncError) {
-            if !keepsPage, let client = remote as? RemoteClient { return .success(try await client.readStoredPage(request)) }
+            if let client = remote as? RemoteClient { return .success(try await client.readStoredPage(request)) }
             return .success(StoredPage(try await remote.readPage(request)))
         } catch {
             return .failure(error)
