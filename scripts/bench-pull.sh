@@ -30,14 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a command under /usr/bin/time -v (stdin from $STDIN); sets `seconds` and `peak_kb`.
-measure() {
-    local log="$work/time.log"
-    /usr/bin/time -v "$@" <"${STDIN:-/dev/null}" >/dev/null 2>"$log" || { cat "$log" >&2; exit 1; }
-    seconds=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
-    peak_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-}
-rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }'; }
+. scripts/lib/measure.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.01; printf "%.2f", a / b }'; }
 
 # Records like bench-read's: six user fields of every scalar kind.

@@ -31,14 +31,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Runs a command under /usr/bin/time -v; sets `seconds` and `peak_kb`.
-measure() {
-    local log="$work/time.log"
-    /usr/bin/time -v "$@" >"$work/out.json" 2>"$log" || { cat "$log" >&2; exit 1; }
-    seconds=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
-    peak_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
-}
-rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }'; }
+. scripts/lib/measure.sh
+# Each command's JSON report, for json_field.
+OUT="$work/out.json"
 json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$work/out.json" "$1"; }
 
 items() {  # NDJSON records: $1 = first index, $2 = count
