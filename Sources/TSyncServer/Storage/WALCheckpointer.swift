@@ -15,8 +15,10 @@ import Synchronization
 /// after a checkpoint that caught up, which a steady stream of writes may never leave room for.
 /// So past `truncatePages` the WAL is truncated (TRUNCATE): that holds the write lock, but only
 /// for the frames committed since the PASSIVE checkpoint just before it, and for readers still
-/// on the WAL for at most `busyTimeout`. When readers hold on longer, it tries again
-/// `checkpointPages` later.
+/// on the WAL for at most `busyTimeout`, and while the file is cut (20 to 140 ms measured for
+/// 16 to 22 MiB under the release bench). When readers hold on longer, it tries again
+/// `checkpointPages` later. Not RESTART (cheaper under the lock): measured, writers did not
+/// start the WAL over after it and the file grew to 75 to 121 MB.
 final class WALCheckpointer: Sendable {
     /// New WAL pages that call for a checkpoint: SQLite's own default (4 MiB of 4 KiB pages).
     static let checkpointPages = 1000
