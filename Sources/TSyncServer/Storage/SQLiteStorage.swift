@@ -31,12 +31,15 @@ public final class SQLiteStorage: ServerStorage {
     /// request body, the largest thing stored.
     static let maximumValueBytes = 8 << 20
 
+    /// How long a connection waits for another's lock (seconds).
+    static let writerBusyTimeout = 10.0
+
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public init(path: String, clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws {
         var configuration = Configuration()
         // Another instance (or `tsync user`) may hold the write lock for a moment.
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(Self.writerBusyTimeout)
         configuration.label = "tsync-server"
         let checkpointer = WALCheckpointer()
         self.checkpointer = checkpointer
@@ -62,7 +65,7 @@ public final class SQLiteStorage: ServerStorage {
     /// database is closed.
     public func withCheckpoints<Result: Sendable>(_ body: () async throws -> Result) async throws -> Result {
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { [checkpointer, path = pool.path] in await checkpointer.run(path: path) }
+            group.addTask { [checkpointer, pool] in await checkpointer.run(pool: pool) }
             defer { group.cancelAll() }
             return try await body()
         }

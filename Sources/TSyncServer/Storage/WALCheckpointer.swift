@@ -13,19 +13,24 @@ import Synchronization
 ///
 /// A PASSIVE checkpoint never rewinds the WAL, and a writer rewinds it only when it begins just
 /// after a checkpoint that caught up, which a steady stream of writes may never leave room for.
-/// So past `truncatePages` the WAL is truncated (TRUNCATE): that holds the write lock, but only
-/// for the frames committed since the PASSIVE checkpoint just before it, and for readers still
-/// on the WAL for at most `busyTimeout`, and while the file is cut (20 to 140 ms measured for
-/// 16 to 22 MiB under the release bench). When readers hold on longer, it tries again
-/// `checkpointPages` later. Not RESTART (cheaper under the lock): measured, writers did not
-/// start the WAL over after it and the file grew to 75 to 121 MB.
+/// So past `restartPages` a RESTART checkpoint follows, queued with the writes on the pool's
+/// writer: it copies what was committed since the PASSIVE one and waits for readers still on the
+/// WAL (at most `busyTimeout`), and the writer's next transaction starts the WAL over. When readers
+/// hold on longer, it tries again `checkpointPages` later. Not from this task's own connection:
+/// there it polled for the write lock against a steady stream of writes, took up to 0.4 s to get
+/// it, and then copied, under that lock, everything committed meanwhile (the WAL reached 75 MB).
+/// Not TRUNCATE: cutting a 16 to 22 MiB file took 20 to 140 ms under the lock; the file stays at
+/// its largest, and `journalSizeLimit` cuts it back after a burst.
 final class WALCheckpointer: Sendable {
     /// New WAL pages that call for a checkpoint: SQLite's own default (4 MiB of 4 KiB pages).
     static let checkpointPages = 1000
-    /// WAL pages past which the WAL is truncated (16 MiB of 4 KiB pages).
-    static let truncatePages = 4 * checkpointPages
-    /// How long a TRUNCATE waits for the writer and readers before it gives up until next time.
-    static let busyTimeout = 1.0
+    /// WAL pages past which the WAL is started over (16 MiB of 4 KiB pages).
+    static let restartPages = 4 * checkpointPages
+    /// The size a writer cuts the WAL file back to when it starts the WAL over: only a burst of
+    /// writes faster than the checkpoints (a batch of many large records) leaves it larger.
+    static let journalSizeLimit = 64 << 20
+    /// How long a RESTART holds the writer waiting for readers before it gives up until next time.
+    static let busyTimeout = 0.1
 
     private struct State {
         /// The WAL's pages at the last commit; fewer at a commit means a writer rewound it.
@@ -46,6 +51,7 @@ final class WALCheckpointer: Sendable {
     /// outlive the connection: the pool's configuration, which holds the connections, holds it.
     func watch(_ db: Database) throws {
         try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+        try db.execute(sql: "PRAGMA journal_size_limit = \(Self.journalSizeLimit)")
         sqlite3_wal_hook(
             db.sqliteConnection,
             { context, _, _, pages in
@@ -67,24 +73,28 @@ final class WALCheckpointer: Sendable {
         if due { wake.yield() }
     }
 
-    /// Checkpoints the database at `path` whenever a commit says it is due, until cancelled.
-    /// A checkpoint that fails is tried again at the next commit that finds one due.
-    func run(path: String) async {
+    /// Checkpoints `pool`'s database whenever a commit says it is due, until cancelled. A
+    /// checkpoint that fails is tried again at the next commit that finds one due.
+    func run(pool: DatabasePool) async {
         var configuration = Configuration()
-        configuration.busyMode = .timeout(Self.busyTimeout)
         configuration.label = "tsync-checkpoint"
-        guard let connection = try? DatabaseQueue(path: path, configuration: configuration) else { return }
+        guard let connection = try? DatabaseQueue(path: pool.path, configuration: configuration) else { return }
         for await _ in wakeUps {
-            let walPages = (try? await connection.writeWithoutTransaction(Self.checkpoint)) ?? state.withLock { $0.walPages }
+            var walPages =
+                (try? await connection.writeWithoutTransaction { try $0.checkpoint(.passive).walFrameCount })
+                ?? state.withLock { $0.walPages }
+            if walPages >= Self.restartPages, (try? await pool.writeWithoutTransaction(Self.restart)) != nil {
+                walPages = 0
+            }
             state.withLock { $0.dueAt = walPages + Self.checkpointPages }
         }
     }
 
-    /// One PASSIVE checkpoint, and a TRUNCATE when the WAL is past `truncatePages`. Returns the
-    /// WAL's pages after them.
-    @Sendable private static func checkpoint(_ db: Database) throws -> Int {
-        let walPages = try db.checkpoint(.passive).walFrameCount
-        guard walPages >= truncatePages else { return walPages }
-        return try db.checkpoint(.truncate).walFrameCount
+    /// A RESTART checkpoint on the pool's writer, which waits for readers for `busyTimeout` rather
+    /// than the writer's own timeout: every write waits behind it.
+    @Sendable private static func restart(_ db: Database) throws {
+        sqlite3_busy_timeout(db.sqliteConnection, Int32(busyTimeout * 1000))
+        defer { sqlite3_busy_timeout(db.sqliteConnection, Int32(SQLiteStorage.writerBusyTimeout * 1000)) }
+        _ = try db.checkpoint(.restart)
     }
 }
