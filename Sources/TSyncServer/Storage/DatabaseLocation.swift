@@ -47,7 +47,8 @@ public enum DatabaseLocation: Sendable, Equatable {
             if mustExist, !FileManager.default.fileExists(atPath: path) {
                 throw TSyncError(.invalidInput, "no server database at \(Identifiers.quoted(path))", remedy: .checkDatabaseLocation)
             }
-            return try await body(try SQLiteStorage(path: path))
+            let storage = try SQLiteStorage(path: path)
+            return try await storage.withCheckpoints { try await body(storage) }
         case .postgres(let url):
             return try await PostgresStorage.withStorage(url: url, logger: logger, statementTimeoutSeconds: queryTimeoutSeconds) {
                 storage in try await body(storage)

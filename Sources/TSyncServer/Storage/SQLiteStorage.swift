@@ -24,19 +24,27 @@ public final class SQLiteStorage: ServerStorage {
     public let changes: ChangeFeed? = ChangeFeed()
     /// The file opened, as found then (`checkReady`: a file removed or replaced under the server).
     let openedFile: SQLiteFileIdentity?
+    /// Copies the WAL back into the database beside the writers (`withCheckpoints`).
+    private let checkpointer: WALCheckpointer
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
     static let maximumValueBytes = 8 << 20
+
+    /// How long a connection waits for another's lock (seconds).
+    static let writerBusyTimeout = 10.0
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public init(path: String, clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws {
         var configuration = Configuration()
         // Another instance (or `tsync user`) may hold the write lock for a moment.
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(Self.writerBusyTimeout)
         configuration.label = "tsync-server"
+        let checkpointer = WALCheckpointer()
+        self.checkpointer = checkpointer
         configuration.prepareDatabase { db in
+            try checkpointer.watch(db)
             // A string or blob SQLite builds may not exceed this: a `replace` in a client's
             // $filter cannot make SQLite allocate gigabytes (docs/DESIGN.md §10).
             sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
@@ -50,6 +58,17 @@ public final class SQLiteStorage: ServerStorage {
                 "cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
         }
         self.clock = clock
+    }
+
+    /// Runs `body` with the WAL checkpointed in the background (`WALCheckpointer`), and stops
+    /// checkpointing when it ends. Without this scope the WAL is only checkpointed when the
+    /// database is closed.
+    public func withCheckpoints<Result: Sendable>(_ body: () async throws -> Result) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [checkpointer, pool] in await checkpointer.run(pool: pool) }
+            defer { group.cancelAll() }
+            return try await body()
+        }
     }
 
     // MARK: - Reads
