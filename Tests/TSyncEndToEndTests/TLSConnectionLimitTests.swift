@@ -20,10 +20,14 @@ import Testing
         let sandbox = try await TSyncSandbox(remote: url)
         try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
 
-        // One connection holds the only place (the header timeout, 10 s, is far off).
-        let held = try RawSocket(port: port, timeout: 10)
-        try await Task.sleep(for: .milliseconds(300))
-        let busy = try await sandbox.run(["push"], environment: environment)
+        // One connection holds the only place (the header timeout, 10 s, is far off). The push's
+        // slot is taken first: waiting for one under the whole suite could outlast the held
+        // connection.
+        let (held, busy) = try await CommandSlots.shared.holding {
+            let held = try RawSocket(port: port, timeout: 10)
+            try await Task.sleep(for: .milliseconds(300))
+            return (held, try await TSyncProcess(["push"], in: sandbox.path, environment: environment).wait())
+        }
         #expect(busy.status == 3, "\(busy)")
         #expect(busy.stderr.contains("answered HTTP 503: it cannot serve now"), "\(busy)")
         #expect(busy.stderr.contains("too many open connections") && busy.stderr.contains("retry after 1 s"), "\(busy)")

@@ -178,22 +178,35 @@ final class CommandSlots: @unchecked Sendable {
     static let shared = CommandSlots(permits: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount))
 
     private let lock = NSLock()
+    private let total: Int
     private var permits: Int
     private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    private let total: Int
+    /// Tests waiting for every slot (`exclusively`): served before `waiters`, so a slot that
+    /// frees up goes to them, and no new command starts while they wait.
+    private var exclusives: [CheckedContinuation<Void, Never>] = []
 
     init(permits: Int) {
         self.permits = permits
         total = permits
     }
 
-    /// Runs `body` while no command of any other test runs: for a test that measures nothing but
-    /// must hold hundreds of requests within the server's 25 s wait, which the full suite's
-    /// commands on 2 cores could stretch past it. The slots are taken one by one as they free up.
+    /// Runs `body` while no command of any other test runs: for a test that must hold hundreds of
+    /// requests within a server's 25 s wait, which the whole suite's commands on 2 cores could
+    /// stretch past. It waits only for the commands under way. `body` must not run a command
+    /// through `TSyncProcess.run` (it would wait for itself).
     func exclusively<T>(_ body: () async throws -> T) async rethrows -> T {
-        for _ in 0..<total { await acquire() }
-        defer { for _ in 0..<total { release() } }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = lock.withLock {
+                if permits == total, exclusives.isEmpty {
+                    permits = 0
+                    return true
+                }
+                exclusives.append(continuation)
+                return false
+            }
+            if granted { continuation.resume() }
+        }
+        defer { releaseAll() }
         return try await body()
     }
 
@@ -207,7 +220,7 @@ final class CommandSlots: @unchecked Sendable {
     private func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = lock.withLock {
-                if permits > 0 {
+                if permits > 0, exclusives.isEmpty {
                     permits -= 1
                     return true
                 }
@@ -220,6 +233,12 @@ final class CommandSlots: @unchecked Sendable {
 
     private func release() {
         let next: CheckedContinuation<Void, Never>? = lock.withLock {
+            if !exclusives.isEmpty {
+                permits += 1
+                guard permits == total else { return nil }
+                permits = 0
+                return exclusives.removeFirst()
+            }
             if waiters.isEmpty {
                 permits += 1
                 return nil
@@ -227,6 +246,21 @@ final class CommandSlots: @unchecked Sendable {
             return waiters.removeFirst()
         }
         next?.resume()
+    }
+
+    /// The end of an exclusive run: the next exclusive one, or every slot back to the waiters.
+    private func releaseAll() {
+        let next: [CheckedContinuation<Void, Never>] = lock.withLock {
+            if !exclusives.isEmpty { return [exclusives.removeFirst()] }
+            permits = total
+            var resumed: [CheckedContinuation<Void, Never>] = []
+            while permits > 0, !waiters.isEmpty {
+                permits -= 1
+                resumed.append(waiters.removeFirst())
+            }
+            return resumed
+        }
+        for continuation in next { continuation.resume() }
     }
 }
 
