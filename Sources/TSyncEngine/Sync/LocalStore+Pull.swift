@@ -83,21 +83,24 @@ extension LocalStore {
                     arguments: [ids, table]))
             let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
             // `detailed`: the records the store holds at the version sent already (the echo of a
-            // push), by one statement too: one per record was half of what a watch's catch-up spent.
-            // A lookup per element (not a join, which SQLite may turn into a scan of `records`).
+            // push), by one statement too, over the same ids: one per record was half of what a
+            // watch's catch-up spent. A lookup per element (not a join, which SQLite may turn into
+            // a scan of `records`).
             var unchanged: Set<Int> = []
             if detailed {
-                let versions = JSONSerializer.string(
-                    .array(records.map { .array([.string($0.id), $0.version.map(JSONValue.string) ?? .null]) }))
-                unchanged = Set(
-                    try Int.fetchAll(
-                        db,
-                        sql: """
-                            SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
-                            WHERE (SELECT r.version FROM records r WHERE r.tbl = ? AND r.id = json_extract(j.value, '$[0]'))
-                                = json_extract(j.value, '$[1]')
-                            """,
-                        arguments: [versions, table]))
+                let held = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT CAST(j.key AS INTEGER), (SELECT r.version FROM records r WHERE r.tbl = ? AND r.id = j.value)
+                        FROM json_each(?) j
+                        """,
+                    arguments: [table, ids])
+                for row in held {
+                    let index: Int = row[0]
+                    if let version: String = row[1], records.indices.contains(index), records[index].version == version {
+                        unchanged.insert(index)
+                    }
+                }
             }
             // Upserts are written several rows per statement, in page order: a delete writes
             // those before it first (the page may name its id twice).
