@@ -16,9 +16,10 @@ actor WatchOutput {
     func show(_ events: [LiveEvent]) async {
         var json: [UInt8] = []
         var lines = ""
+        var times = EventTimes()
         for event in events {
             if self.json {
-                Self.write(event, to: &json)
+                Self.write(event, to: &json, times: &times)
             } else if let line = Self.line(event) {
                 lines += line + "\n"
             } else {
@@ -30,7 +31,7 @@ actor WatchOutput {
         let changes = events.filter { Self.isChange($0.kind) }
         guard let exec, !changes.isEmpty else { return }
         var input: [UInt8] = []
-        for change in changes { Self.write(change, to: &input) }
+        for change in changes { Self.write(change, to: &input, times: &times) }
         await run(exec, input: input)
     }
 
@@ -45,7 +46,7 @@ actor WatchOutput {
     /// serializer's key order (`id` first, then code-point order), written straight to bytes: a
     /// catch-up after a reconnect writes one per record, and an object per event built and
     /// sorted was a seventh of its time.
-    static func write(_ event: LiveEvent, to output: inout [UInt8]) {
+    static func write(_ event: LiveEvent, to output: inout [UInt8], times: inout EventTimes) {
         func member(_ key: String, _ value: String?, first: Bool = false) {
             if !first { output.append(UInt8(ascii: ",")) }
             output.append(UInt8(ascii: "\""))
@@ -60,7 +61,7 @@ actor WatchOutput {
         }
         output.append(UInt8(ascii: "{"))
         member("id", event.id, first: true)
-        member("at", event.at.iso8601)
+        member("at", times.iso8601(event.at))
         member("event", event.kind.rawValue)
         member("interval", event.interval)
         if let message = event.message { member("message", message) }
@@ -71,6 +72,18 @@ actor WatchOutput {
         member("table", event.table)
         if let version = event.version { member("version", version) }
         output.append(contentsOf: "}\n".utf8)
+    }
+
+    /// The last event time written and its text: a page's events share one time.
+    struct EventTimes {
+        private var last: (Timestamp, String)?
+
+        mutating func iso8601(_ time: Timestamp) -> String {
+            if let last, last.0 == time { return last.1 }
+            let text = time.iso8601
+            last = (time, text)
+            return text
+        }
     }
 
     /// The stdout line of a change; nil for what goes to stderr.

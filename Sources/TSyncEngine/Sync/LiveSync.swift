@@ -125,8 +125,16 @@ extension SyncSession {
         }
         let deadline = options.timeout.map { ContinuousClock.now + $0 }
         return try await withRemote { remote throws(TSyncError) in
-            try await LiveRun(session: self, remote: remote, options: options, deadline: deadline, onEvents: onEvents)
-                .run(queries)
+            let output = EventRelay(onEvents)
+            let end: Result<LiveEnd, TSyncError>
+            do throws(TSyncError) {
+                end = .success(
+                    try await LiveRun(session: self, remote: remote, options: options, deadline: deadline, output: output).run(queries))
+            } catch {
+                end = .failure(error)
+            }
+            await output.drain()
+            return try end.get()
         }
     }
 }
@@ -137,7 +145,8 @@ private final class LiveRun: Sendable {
     let remote: RemoteClient
     let options: LiveOptions
     let deadline: ContinuousClock.Instant?
-    let onEvents: @Sendable ([LiveEvent]) async -> Void
+    /// Where the events go, in order (`EventRelay`).
+    let output: EventRelay
     /// The seconds asked of the server: below the HTTP exchange's deadline.
     let waitSeconds: Int
 
@@ -146,14 +155,13 @@ private final class LiveRun: Sendable {
     private let state = Mutex((connected: true, saidPolling: false, pushLog: Int64(0)))
 
     init(
-        session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?,
-        onEvents: @escaping @Sendable ([LiveEvent]) async -> Void
+        session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?, output: EventRelay
     ) {
         self.session = session
         self.remote = remote
         self.options = options
         self.deadline = deadline
-        self.onEvents = onEvents
+        self.output = output
         waitSeconds = max(1, min(LiveOptions.maximumWaitSeconds, Int(session.timeout.components.seconds) - 5))
     }
 
@@ -178,7 +186,7 @@ private final class LiveRun: Sendable {
             }
         }
         state.withLock { $0.connected = true }
-        await onEvents([LiveEvent(.connected)])
+        await output.send([LiveEvent(.connected)])
 
         let result = await withTaskGroup(of: Result<LiveEnd, TSyncError>?.self) { group in
             for query in queries { group.addTask { await self.pullLoop(query) } }
@@ -273,16 +281,18 @@ private final class LiveRun: Sendable {
 
     /// Turns each written page into events (`seen`: where the server's answer to `wait` goes).
     private func pageObserver(_ query: SavedQuery, seen: WaitSeen?) -> @Sendable (String, PageResult, StoredPage) async -> Void {
-        let onEvents = onEvents
+        let output = output
         return { table, result, page in
             seen?.record(page.waitApplied)
+            // One time for the page: its records were written in one transaction.
+            let at = Timestamp.now()
             let events = result.changes.map { change in
-                var event = LiveEvent(change.kind == .removed ? .deleted : .pulled, table: table, id: change.id)
+                var event = LiveEvent(change.kind == .removed ? .deleted : .pulled, table: table, id: change.id, at: at)
                 event.queryID = query.queryID
                 event.version = change.version
                 return event
             }
-            if !events.isEmpty { await onEvents(events) }
+            if !events.isEmpty { await output.send(events) }
         }
     }
 
@@ -318,7 +328,7 @@ private final class LiveRun: Sendable {
                     }
                 } else {
                     let pushed = try pushedEvents()
-                    if !pushed.isEmpty { await onEvents(pushed) }
+                    if !pushed.isEmpty { await output.send(pushed) }
                 }
                 last = mark
             } catch {
@@ -345,7 +355,7 @@ private final class LiveRun: Sendable {
             event.message = error.message
             events.append(event)
         }
-        if !events.isEmpty { await onEvents(events) }
+        if !events.isEmpty { await output.send(events) }
         return summary
     }
 
@@ -370,7 +380,7 @@ private final class LiveRun: Sendable {
             defer { state.connected = true }
             return !state.connected
         }
-        if changed { await onEvents([LiveEvent(.connected)]) }
+        if changed { await output.send([LiveEvent(.connected)]) }
     }
 
     private func unreachable(_ error: TSyncError, retryIn delay: Duration) async {
@@ -382,7 +392,7 @@ private final class LiveRun: Sendable {
         var event = LiveEvent(.reconnecting)
         event.message = error.message
         event.retryIn = delay.fractionalSeconds
-        await onEvents([event])
+        await output.send([event])
     }
 
     private func sayPollingOnce() async {
@@ -393,7 +403,7 @@ private final class LiveRun: Sendable {
         guard first else { return }
         var event = LiveEvent(.polling)
         event.interval = options.interval.fractionalSeconds
-        await onEvents([event])
+        await output.send([event])
     }
 
     /// Jittered exponential backoff: 0.25 s doubling to 10 s at most, each wait a random point in
@@ -401,6 +411,38 @@ private final class LiveRun: Sendable {
     static func backoff(_ attempt: Int) -> Duration {
         let ceiling = min(10.0, 0.25 * pow(2.0, Double(min(attempt, 10) - 1)))
         return .milliseconds(Int(ceiling * Double.random(in: 0.5...1.0) * 1000))
+    }
+}
+
+/// Hands the watch's batches of events to the caller's `onEvents` in the order they are sent,
+/// one batch at a time, while the watch goes on: a page's events are printed (and `--exec` runs)
+/// while the next page is written, not before it is fetched further. At most one batch is on its
+/// way: `send` waits for the one before.
+final class EventRelay: Sendable {
+    private let deliver: @Sendable ([LiveEvent]) async -> Void
+    private let last = Mutex<Task<Void, Never>?>(nil)
+
+    init(_ deliver: @escaping @Sendable ([LiveEvent]) async -> Void) {
+        self.deliver = deliver
+    }
+
+    /// Starts delivering `events` after every batch sent before, once the batch before is out.
+    func send(_ events: [LiveEvent]) async {
+        let deliver = deliver
+        let previous = last.withLock { last in
+            let previous = last
+            last = Task {
+                await previous?.value
+                await deliver(events)
+            }
+            return previous
+        }
+        await previous?.value
+    }
+
+    /// Waits until every batch sent is delivered.
+    func drain() async {
+        await last.withLock { $0 }?.value
     }
 }
 
