@@ -49,18 +49,6 @@ enum StoreRows {
     /// Writes `records` as `upsertRecord` does, in order, several rows per statement, and empties it.
     static func upsertRecords(_ db: Database, table: String, _ records: inout [StoredRecord]) throws {
         guard !records.isEmpty else { return }
-        // Optional existentials, not `DatabaseValue`s: GRDB converts those through a key path
-        // per value, a tenth of a pull's time.
-        var values: [(any DatabaseValueConvertible)?] = []
-        values.reserveCapacity(records.count * 6)
-        for record in records {
-            values.append(table)
-            values.append(record.id)
-            values.append(record.body)
-            values.append(record.createdAt?.iso8601)
-            values.append(record.updatedAt?.iso8601)
-            values.append(record.version)
-        }
         let statement = try db.cachedStatement(
             sql: """
                 INSERT INTO records (tbl, id, body, created_at, updated_at, version) VALUES \(
@@ -68,7 +56,15 @@ enum StoreRows {
                 ON CONFLICT (tbl, id) DO UPDATE SET body = excluded.body, created_at = excluded.created_at,
                     updated_at = excluded.updated_at, version = excluded.version
                 """)
-        statement.setUncheckedArguments(StatementArguments(values))
+        var values = DirectBindings(statement)
+        for record in records {
+            try values.bind(table)
+            try values.bind(record.id)
+            try values.bind(record.body)
+            try values.bind(record.createdAt?.iso8601)
+            try values.bind(record.updatedAt?.iso8601)
+            try values.bind(record.version)
+        }
         try statement.execute()
         records.removeAll(keepingCapacity: true)
     }

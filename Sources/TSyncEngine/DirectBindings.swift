@@ -1,0 +1,40 @@
+import GRDB
+import GRDBSQLite
+
+/// Values bound straight to a prepared statement, in order: for the statements that write a
+/// page of records, dozens of rows at a time. GRDB's own arguments make a `DatabaseValue` of
+/// each value and bind it from there, which was most of the time a pull spent writing a page.
+struct DirectBindings {
+    private let statement: Statement
+    private var index: CInt = 0
+
+    /// Starts binding `statement` from its first parameter. It is reset and its old values
+    /// cleared; GRDB is told it has its arguments, so that `execute()` runs it as bound here.
+    init(_ statement: Statement) {
+        statement.setUncheckedArguments(StatementArguments())
+        self.statement = statement
+    }
+
+    /// Binds the next parameter to `text`, or to NULL. SQLite copies the bytes.
+    mutating func bind(_ text: String?) throws {
+        index += 1
+        let handle = statement.sqliteStatement
+        let index = index
+        guard var text else { return try check(sqlite3_bind_null(handle, index)) }
+        try check(
+            text.withUTF8 { bytes in
+                // An empty buffer may have no address, and a NULL address binds NULL, not "".
+                guard let address = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, sqliteTransient) }
+                return sqlite3_bind_text(handle, index, address, CInt(bytes.count), sqliteTransient)
+            })
+    }
+
+    private func check(_ code: CInt) throws {
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(index)", sql: statement.sql)
+        }
+    }
+}
+
+/// SQLite's `SQLITE_TRANSIENT`: copy the bytes now (a C macro Swift does not import).
+private let sqliteTransient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
