@@ -40,6 +40,56 @@ extension LocalStore {
         }
     }
 
+    /// Inserts the records of NDJSON, a JSON array (`csv` false) or CSV read from `source` as
+    /// `insert(table:records:)` does, a batch at a time in one transaction, so memory stays flat
+    /// however long the input; `inserted` gets each id in input order (before the commit).
+    /// Input is read inside the transaction: other writers wait for it.
+    ///
+    /// Nil: nothing was inserted (rolled back), and the caller reads the whole input the general
+    /// way (`NewRecords`, `insert(table:records:)`), which words any error exactly as it always has:
+    /// the stream leaves to it an empty input, anything the fast readers are not sure of, and every
+    /// failure (an invalid record, an existing id, a busy store).
+    public func insert(
+        table: String, streaming source: any ByteSource, csv: Bool, inserted: (String) -> Void
+    ) -> Int? {
+        guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
+        var records = StreamedRecords(source, format: csv ? .csv : .json)
+        let queuedAt = Timestamp.now().iso8601
+        return try? write { db -> Int in
+            try StoreRows.registerTable(db, table)
+            let tableHasDeletes =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND kind = 'delete')",
+                    arguments: [table]) ?? false
+            var batch: [(id: String, body: String)] = []
+            batch.reserveCapacity(Self.insertChunkSize)
+            var count = 0
+            var progress = StreamedRecords.Progress.more
+            while progress == .more {
+                batch.removeAll(keepingCapacity: true)
+                progress = try records.next(into: &batch, limit: Self.insertChunkSize)
+                guard progress != .declined else { throw StreamDeclined() }
+                if tableHasDeletes {
+                    for record in batch {
+                        guard let newest = try StoreRows.newestOperation(db, table: table, id: record.id) else { continue }
+                        _ = try QueueCollapse.outcome(
+                            newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: record.id)
+                    }
+                }
+                guard !batch.isEmpty else { continue }
+                try insertRows(db, table: table, batch[...], queuedAt: queuedAt)
+                for record in batch { inserted(record.id) }
+                count += batch.count
+            }
+            // What an empty input means is the general path's to say.
+            guard count > 0 else { throw StreamDeclined() }
+            return count
+        }
+    }
+
+    /// Rolls back a streamed insert the general path is to redo.
+    private struct StreamDeclined: Error {}
+
     /// Inserts records already validated and in the store's form: ids and bodies.
     private func insert(table: String, prepared: [(id: String, body: String)]) throws(TSyncError) -> [String] {
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
