@@ -77,7 +77,7 @@ extension LocalStore {
                     }
                 }
                 guard !batch.isEmpty else { continue }
-                try insertRows(db, table: table, batch[...], queuedAt: queuedAt)
+                try insertRows(db, table: table, batch[...], queuedAt: queuedAt, rollingBack: true)
                 for record in batch { inserted(record.id) }
                 count += batch.count
             }
@@ -186,10 +186,16 @@ extension LocalStore {
     /// overhead the largest cost of inserting 100,000 records.
     static let insertChunkSize = 64
 
-    /// Inserts new records and their insert operations, several rows per statement.
+    /// Inserts new records and their insert operations, several rows per statement. With
+    /// `rollingBack`, a statement that breaks a constraint rolls the whole transaction back
+    /// (`INSERT OR ROLLBACK`) instead of undoing itself alone: SQLite then keeps no statement
+    /// journal, which for a bulk insert was a temporary file written a page at a time, about as
+    /// many pages as the insert itself.
     func insertRows(
-        _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String
+        _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String,
+        rollingBack: Bool = false
     ) throws {
+        let insert = rollingBack ? "INSERT OR ROLLBACK INTO" : "INSERT INTO"
         let placeholders = Array(repeating: "(?, ?, ?)", count: rows.count).joined(separator: ", ")
         // Optional existentials, not `DatabaseValue`s: GRDB converts those through a key path per value.
         var recordValues: [(any DatabaseValueConvertible)?] = []
@@ -204,11 +210,11 @@ extension LocalStore {
             operationValues.append(row.id)
             operationValues.append(queuedAt)
         }
-        let insertRecords = try db.cachedStatement(sql: "INSERT INTO records (tbl, id, body) VALUES \(placeholders)")
+        let insertRecords = try db.cachedStatement(sql: "\(insert) records (tbl, id, body) VALUES \(placeholders)")
         insertRecords.setUncheckedArguments(StatementArguments(recordValues))
         try insertRecords.execute()
         let insertOperations = try db.cachedStatement(
-            sql: "INSERT INTO operations (tbl, item_id, queued_at, kind) VALUES "
+            sql: "\(insert) operations (tbl, item_id, queued_at, kind) VALUES "
                 + Array(repeating: "(?, ?, ?, 'insert')", count: rows.count).joined(separator: ", "))
         insertOperations.setUncheckedArguments(StatementArguments(operationValues))
         try insertOperations.execute()
