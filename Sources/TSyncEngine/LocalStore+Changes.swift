@@ -56,6 +56,12 @@ extension LocalStore {
         var records = StreamedRecords(source, format: csv ? .csv : .json)
         let queuedAt = Timestamp.now().iso8601
         return try? write { db -> Int in
+            // SQLite's default page cache (2 MB) spills pages the insert writes again: each page
+            // reached the WAL about twice. 16 MB holds the four B-trees' working set, for as long
+            // as this transaction runs.
+            let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
+            try db.execute(sql: "PRAGMA cache_size = -16384")
+            defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }
             try StoreRows.registerTable(db, table)
             let tableHasDeletes =
                 try Bool.fetchOne(
