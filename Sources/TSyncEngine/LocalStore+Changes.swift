@@ -55,6 +55,19 @@ extension LocalStore {
     ) -> Int? {
         guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
         var records = StreamedRecords(source, format: csv ? .csv : .json)
+        // Read ahead before taking the write lock, as an insert did when it held its input: an
+        // input of up to this many records is read whole, and other writers wait only for its
+        // writes. Beyond it, input is read inside the transaction.
+        var ahead: [(id: String, body: String)] = []
+        var aheadBytes = 0
+        var progress = StreamedRecords.Progress.more
+        while progress == .more, ahead.count < Self.readAhead.records, aheadBytes < Self.readAhead.bytes {
+            let start = ahead.count
+            guard let next = try? records.next(into: &ahead, limit: start + Self.insertChunkSize), next != .declined
+            else { return nil }
+            progress = next
+            for record in ahead[start...] { aheadBytes += record.body.utf8.count }
+        }
         let queuedAt = Timestamp.now().iso8601
         return try? write { db -> Int in
             // SQLite's default page cache (2 MB) spills pages the insert writes again: each page
@@ -71,11 +84,19 @@ extension LocalStore {
             var batch: [(id: String, body: String)] = []
             batch.reserveCapacity(Self.insertChunkSize)
             var count = 0
-            var progress = StreamedRecords.Progress.more
-            while progress == .more {
+            var read = 0
+            var last = false
+            while !last {
                 batch.removeAll(keepingCapacity: true)
-                progress = try records.next(into: &batch, limit: Self.insertChunkSize)
-                guard progress != .declined else { throw StreamDeclined() }
+                if read < ahead.count {
+                    batch.append(contentsOf: ahead[read..<min(read + Self.insertChunkSize, ahead.count)])
+                    read += batch.count
+                    last = read == ahead.count && progress == .end
+                } else {
+                    progress = try records.next(into: &batch, limit: Self.insertChunkSize)
+                    guard progress != .declined else { throw StreamDeclined() }
+                    last = progress == .end
+                }
                 if tableHasDeletes {
                     for record in batch {
                         guard let newest = try StoreRows.newestOperation(db, table: table, id: record.id) else { continue }
@@ -93,6 +114,9 @@ extension LocalStore {
             return count
         }
     }
+
+    /// What a streamed insert reads before it takes the write lock, at most.
+    static let readAhead = (records: 16_384, bytes: 8 << 20)
 
     /// Rolls back a streamed insert the general path is to redo.
     private struct StreamDeclined: Error {}

@@ -42,10 +42,13 @@ enum RecordsInput {
 
 /// Stdin for a streamed `insert`, which can be read again from its start when the general path
 /// has to read it whole: a file is read again from where it started, and a pipe is kept in a
-/// temporary file as it is read.
+/// temporary file as it is read (in memory where no temporary file can be made).
 final class ReplayableStandardInput: ByteSource {
     private var startOffset: off_t?
     private var spool: UnsafeMutablePointer<FILE>?
+    private var kept: [UInt8]?
+    /// Why the copy is incomplete: then the input cannot be read again, and says why.
+    private var copyFailure: TSyncError?
     private var scratch: [UInt8] = []
 
     init() {
@@ -54,7 +57,9 @@ final class ReplayableStandardInput: ByteSource {
             let offset = lseek(STDIN_FILENO, 0, SEEK_CUR)
             if offset >= 0 { startOffset = offset }
         }
-        if startOffset == nil { spool = tmpfile() }
+        guard startOffset == nil else { return }
+        spool = tmpfile()
+        if spool == nil { kept = [] }
     }
 
     deinit {
@@ -69,23 +74,28 @@ final class ReplayableStandardInput: ByteSource {
         } while count < 0 && errno == EINTR
         guard count >= 0 else { throw .failure("cannot read stdin: \(String(cString: strerror(errno)))") }
         buffer.append(contentsOf: scratch[0..<count])
-        if startOffset == nil {
-            guard let spool, scratch.withUnsafeBytes({ fwrite($0.baseAddress, 1, count, spool) }) == count else {
-                throw .failure("cannot keep a copy of stdin in a temporary file (\(String(cString: strerror(errno))))")
-            }
+        if let spool, scratch.withUnsafeBytes({ fwrite($0.baseAddress, 1, count, spool) }) != count {
+            let reason = String(cString: strerror(errno))
+            let failure = TSyncError.failure(
+                "cannot keep a copy of stdin in a temporary file (\(reason)); redirect a file to stdin instead of a pipe")
+            copyFailure = failure
+            throw failure
         }
+        kept?.append(contentsOf: scratch[0..<count])
         return count
     }
 
     /// The whole input, from its start.
     func replay() throws -> [UInt8] {
+        if let copyFailure { throw copyFailure }
         if let startOffset {
             guard lseek(STDIN_FILENO, startOffset, SEEK_SET) == startOffset else {
                 throw TSyncError.failure("cannot read stdin again: \(String(cString: strerror(errno)))")
             }
             return Console.readStandardInput()
         }
-        guard let spool, fseek(spool, 0, SEEK_SET) == 0 else {
+        guard let spool else { return (kept ?? []) + Console.readStandardInput() }
+        guard fseek(spool, 0, SEEK_SET) == 0 else {
             throw TSyncError.failure("cannot read the copy of stdin again: \(String(cString: strerror(errno)))")
         }
         var bytes: [UInt8] = []
@@ -95,6 +105,7 @@ final class ReplayableStandardInput: ByteSource {
             if count == 0 { break }
             bytes.append(contentsOf: chunk[0..<count])
         }
+        guard ferror(spool) == 0 else { throw TSyncError.failure("cannot read the copy of stdin again") }
         return bytes + Console.readStandardInput()
     }
 }
@@ -105,6 +116,9 @@ final class InsertedIDs {
     private(set) var sample: [String] = []
     private var pending: [UInt8] = []
     private var spill: UnsafeMutablePointer<FILE>?
+    /// Bytes in `spill`, which holds the ids before those in `pending`.
+    private var written = 0
+    private var spillFailed = false
     private let keep: Bool
     private static let memoryLimit = 1 << 20
 
@@ -121,24 +135,38 @@ final class InsertedIDs {
         guard keep else { return }
         pending.append(contentsOf: id.utf8)
         pending.append(UInt8(ascii: "\n"))
-        if pending.count >= Self.memoryLimit, let file = spill ?? tmpfile() {
+        if pending.count >= Self.memoryLimit, !spillFailed, let file = spill ?? Self.unbufferedTemporaryFile() {
             spill = file
-            if pending.withUnsafeBytes({ fwrite($0.baseAddress, 1, $0.count, file) }) == pending.count {
+            let count = pending.count
+            if pending.withUnsafeBytes({ fwrite($0.baseAddress, 1, count, file) }) == count {
+                written += count
                 pending.removeAll(keepingCapacity: true)
+            } else {
+                // A full disk: what reached the file of this piece is cut off, the rest stays in memory.
+                spillFailed = true
+                ftruncate(fileno(file), off_t(written))
             }
         }
+    }
+
+    private static func unbufferedTemporaryFile() -> UnsafeMutablePointer<FILE>? {
+        guard let file = tmpfile() else { return nil }
+        setvbuf(file, nil, _IONBF, 0)
+        return file
     }
 
     /// Writes the ids to stdout, one a line.
     func write() {
         if let spill, fseek(spill, 0, SEEK_SET) == 0 {
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            while true {
-                let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, spill) }
-                let written = chunk.withUnsafeBufferPointer { buffer in
+            var left = written
+            while left > 0 {
+                let count = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, min($0.count, left), spill) }
+                left -= count
+                let delivered = chunk.withUnsafeBufferPointer { buffer in
                     Console.writeAll(STDOUT_FILENO, UnsafeBufferPointer(rebasing: buffer[0..<count]))
                 }
-                guard count > 0, written else { break }
+                guard count > 0, delivered else { break }
             }
         }
         pending.withUnsafeBufferPointer { _ = Console.writeAll(STDOUT_FILENO, $0) }
