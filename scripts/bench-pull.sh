@@ -9,7 +9,8 @@
 #   3. the anchor.
 # Prints seconds, records/s, peak memory and each one's ratio to the anchor (aim: >= 0.5; pull's
 # memory flat, <= 64 MB at 1,000,000).
-# Usage: scripts/bench-pull.sh [COUNT...]   (default 100000 1000000; TSYNC=path skips the build)
+# Usage: scripts/bench-pull.sh [COUNT...]   (default 100000 1000000; TSYNC=path skips the build;
+# PULL=0 measures only the inserts and the anchor)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 counts=("$@")
@@ -58,19 +59,22 @@ for count in "${counts[@]}"; do
     csv_items "$count" >"$work/items.csv"
     awk '{ id = substr($0, 8, 12); gsub(/"/, "\"\"", $0); printf "%s,\"%s\"\n", id, $0 }' "$work/items.ndjson" >"$work/import.csv"
 
-    serve_start "$bin" "$work/serve-$count.log" --no-auth --db "sqlite:$work/server-$count.db"
-    "$bin" init "$work/writer-$count" --remote "$SERVE_URL" >/dev/null
-    "$bin" -C "$work/writer-$count" insert items -q <"$work/items.ndjson"
-    "$bin" -C "$work/writer-$count" push -q >/dev/null
-    rm -rf "$work/writer-$count"
+    pull_s=0 pull_kb=0
+    if [ "${PULL:-1}" != 0 ]; then
+        serve_start "$bin" "$work/serve-$count.log" --no-auth --db "sqlite:$work/server-$count.db"
+        "$bin" init "$work/writer-$count" --remote "$SERVE_URL" >/dev/null
+        "$bin" -C "$work/writer-$count" insert items -q <"$work/items.ndjson"
+        "$bin" -C "$work/writer-$count" push -q >/dev/null
+        rm -rf "$work/writer-$count"
 
-    "$bin" init "$work/reader-$count" --remote "$SERVE_URL" >/dev/null
-    measure "$bin" -C "$work/reader-$count" pull items --query-id clone -q
-    pull_s=$seconds pull_kb=$peak_kb
-    serve_stop_all
-    pulled=$(sqlite3 "$work/reader-$count/.tsync/store.sqlite" "SELECT count(*) FROM records")
-    [ "$pulled" = "$count" ] || { echo "bench-pull: the pull brought $pulled records, not $count" >&2; exit 1; }
-    rm -rf "$work/reader-$count" "$work/server-$count.db"*
+        "$bin" init "$work/reader-$count" --remote "$SERVE_URL" >/dev/null
+        measure "$bin" -C "$work/reader-$count" pull items --query-id clone -q
+        pull_s=$seconds pull_kb=$peak_kb
+        serve_stop_all
+        pulled=$(sqlite3 "$work/reader-$count/.tsync/store.sqlite" "SELECT count(*) FROM records")
+        [ "$pulled" = "$count" ] || { echo "bench-pull: the pull brought $pulled records, not $count" >&2; exit 1; }
+        rm -rf "$work/reader-$count" "$work/server-$count.db"*
+    fi
 
     "$bin" init "$work/ndjson-$count" >/dev/null
     STDIN="$work/items.ndjson" measure "$bin" -C "$work/ndjson-$count" insert items -q
@@ -85,12 +89,16 @@ for count in "${counts[@]}"; do
     import_s=$seconds
     rm -f "$work/import-$count.db"
 
-    echo "pull (cold clone)  : ${pull_s}s, $(rate "$count" "$pull_s") records/s, peak memory $((pull_kb / 1024)) MB"
+    if [ "${PULL:-1}" != 0 ]; then
+        echo "pull (cold clone)  : ${pull_s}s, $(rate "$count" "$pull_s") records/s, peak memory $((pull_kb / 1024)) MB"
+    fi
     echo "insert from NDJSON : ${ndjson_s}s, $(rate "$count" "$ndjson_s") records/s, peak memory $((ndjson_kb / 1024)) MB"
     echo "insert from CSV    : ${csv_s}s, $(rate "$count" "$csv_s") records/s, peak memory $((csv_kb / 1024)) MB"
     echo "sqlite3 .import    : ${import_s}s, $(rate "$count" "$import_s") rows/s"
-    summary+=("$(printf 'summary %8d: pull / .import = %s (peak %d MB); insert NDJSON / .import = %s; insert CSV / .import = %s' \
-        "$count" "$(ratio "$import_s" "$pull_s")" "$((pull_kb / 1024))" "$(ratio "$import_s" "$ndjson_s")" "$(ratio "$import_s" "$csv_s")")")
+    pull_summary="pull / .import = $(ratio "$import_s" "$pull_s") (peak $((pull_kb / 1024)) MB)"
+    [ "${PULL:-1}" != 0 ] || pull_summary="pull not measured"
+    summary+=("$(printf 'summary %8d: %s; insert NDJSON / .import = %s (peak %d MB); insert CSV / .import = %s (peak %d MB)' \
+        "$count" "$pull_summary" "$(ratio "$import_s" "$ndjson_s")" "$((ndjson_kb / 1024))" "$(ratio "$import_s" "$csv_s")" "$((csv_kb / 1024))")")
 done
 echo
 printf '%s\n' "${summary[@]}"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark of `tsync serve` (not a test): release build, SQLite, loopback, --no-auth.
+# Benchmark of `tsync serve` (not a test): release build, SQLite (BACKEND=postgres: a throwaway
+# PostgreSQL cluster, scripts/postgres.sh), loopback, --no-auth.
 # Seeds RECORDS records, then measures with wrk for DURATION each:
 #   - a filtered page of 50 ($filter on two body fields, $orderby, $top=50)
 #   - an incremental-pull page of 50 ($filter/$orderby on updatedAt, id: the (updated_at, id) index)
@@ -33,17 +34,31 @@ fi
 
 . scripts/lib/serve.sh
 work=$(mktemp -d)
+backend=${BACKEND:-sqlite}
 cleanup() {
     serve_stop_all
+    if [ "$backend" = postgres ]; then pg_stop; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
+case $backend in
+sqlite) db="sqlite:$work/bench.db" ;;
+postgres)
+    . scripts/postgres.sh
+    pg_start
+    db=$TSYNC_TEST_POSTGRES_URL
+    ;;
+*)
+    echo "BACKEND is sqlite or postgres" >&2
+    exit 1
+    ;;
+esac
 
-serve_start "$bin" "$work/serve.log" --no-auth --db "sqlite:$work/bench.db"
+serve_start "$bin" "$work/serve.log" --no-auth --db "$db"
 base=$SERVE_URL
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(uname -sr)"
-echo "server: $base, database $work/bench.db (WAL), request log on"
+echo "server: $base, database $db, request log on"
 
 # wrk always runs for its whole duration, even once every thread has stopped: watch the count
 # and interrupt it (SIGINT makes wrk stop and report) when the table is full.
@@ -62,7 +77,7 @@ echo "seeded: $count records in $seed_seconds s (POST, one connection per wrk th
 
 if [ -n "${COMPARE:-}" ]; then
     # shellcheck disable=SC2086
-    serve_start "$bin" "$work/serve-compare.log" --no-auth --db "sqlite:$work/bench.db" $COMPARE
+    serve_start "$bin" "$work/serve-compare.log" --no-auth --db "$db" $COMPARE
     other=$SERVE_URL
     rate() { wrk -t"$threads" -c"$connections" -d"$duration" -s "$lua/query.lua" "$1" -- "$2" | grep '^RESULT' | awk '{print $3}'; }
     median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -58,23 +58,46 @@ public enum CSVRecords {
     /// invalid id.
     static func prepared(from text: String) -> [(id: String, body: String)]? {
         var reader = CSVReader(text)
-        guard var rows = (try? reader.rows())?[...], let first = rows.popFirst() else { return nil }
-        let header = first.cells.map(\.text)
-        guard header.allSatisfy({ !$0.isEmpty }), Set(header).count == header.count else { return nil }
-        let idColumn = header.firstIndex(of: "id")
-        let columns = header.indices.filter { header[$0] != "id" && !RecordInput.serverProperties.contains(header[$0]) }
-            .sorted { header[$0] < header[$1] }
-            .map { column in
-                var name: [UInt8] = []
-                JSONSerializer.writeString(header[column], to: &name)
-                name.append(UInt8(ascii: ":"))
-                return (column: column, name: name)
-            }
+        guard var rows = (try? reader.rows())?[...], let first = rows.popFirst(), let layout = Layout(header: first) else {
+            return nil
+        }
         var records: [(id: String, body: String)] = []
         records.reserveCapacity(rows.count)
         var body: [UInt8] = []
         for row in rows {
-            guard row.cells.count <= header.count else { return nil }
+            guard let record = layout.record(row, body: &body) else { return nil }
+            records.append(record)
+        }
+        return records
+    }
+
+    /// The header's columns in the order the serializer writes their names (sorted once), for
+    /// making a record's id and body from a row without a dictionary.
+    struct Layout {
+        let width: Int
+        let idColumn: Int?
+        let columns: [(column: Int, name: [UInt8])]
+
+        /// Nil for a header the general path refuses: an empty name, or a name twice.
+        init?(header row: CSVReader.Row) {
+            let header = row.cells.map(\.text)
+            guard header.allSatisfy({ !$0.isEmpty }), Set(header).count == header.count else { return nil }
+            width = header.count
+            idColumn = header.firstIndex(of: "id")
+            columns = header.indices.filter { header[$0] != "id" && !RecordInput.serverProperties.contains(header[$0]) }
+                .sorted { header[$0] < header[$1] }
+                .map { column in
+                    var name: [UInt8] = []
+                    JSONSerializer.writeString(header[column], to: &name)
+                    name.append(UInt8(ascii: ":"))
+                    return (column: column, name: name)
+                }
+        }
+
+        /// The row's id (generated where the cell is empty) and body; nil for a row with more
+        /// cells than the header, or an invalid id. `body` is scratch space.
+        func record(_ row: CSVReader.Row, body: inout [UInt8]) -> (id: String, body: String)? {
+            guard row.cells.count <= width else { return nil }
             var id: String?
             if let idColumn, idColumn < row.cells.count, row.cells[idColumn].quoted || !row.cells[idColumn].text.isEmpty {
                 id = row.cells[idColumn].text
@@ -83,15 +106,14 @@ public enum CSVRecords {
             body.removeAll(keepingCapacity: true)
             body.append(UInt8(ascii: "{"))
             for (column, name) in columns where column < row.cells.count {
-                guard let value = value(of: row.cells[column]) else { continue }
+                guard let value = CSVRecords.value(of: row.cells[column]) else { continue }
                 if body.count > 1 { body.append(UInt8(ascii: ",")) }
                 body.append(contentsOf: name)
                 JSONSerializer.write(value, to: &body)
             }
             body.append(UInt8(ascii: "}"))
-            records.append((id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self)))
+            return (id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self))
         }
-        return records
     }
 
     /// The JSON value a cell stands for (see the type's rules); nil for an absent field.
@@ -212,25 +234,40 @@ struct CSVReader {
         }
     }
 
+    /// A window of input read in pieces (`StreamedRecords`), from `start`. Line numbers count
+    /// from the window, so its errors are not for users: the general path words those.
+    init(bytes: [UInt8], from start: Int) {
+        self.bytes = bytes
+        index = start
+        lineStart = start
+    }
+
+    /// Where the next row starts.
+    var position: Int { index }
+
+    /// Whether the input is read to its end.
+    var atEnd: Bool { index >= bytes.count }
+
     /// Every row; blank lines (nothing between two line ends) are skipped.
     mutating func rows() throws(TSyncError) -> [Row] {
         var rows: [Row] = []
-        while index < bytes.count {
-            if isLineEnd(bytes[index]) {
-                skipLineEnd()
-                continue
-            }
-            let start = line
-            var cells: [Cell] = []
-            while true {
-                cells.append(try cell())
-                guard index < bytes.count, bytes[index] == Self.comma else { break }
-                index += 1
-            }
-            if index < bytes.count { skipLineEnd() }
-            rows.append(Row(cells: cells, line: start))
-        }
+        while let row = try row() { rows.append(row) }
         return rows
+    }
+
+    /// The next row, blank lines skipped; nil at the end of the input.
+    mutating func row() throws(TSyncError) -> Row? {
+        while index < bytes.count, isLineEnd(bytes[index]) { skipLineEnd() }
+        guard index < bytes.count else { return nil }
+        let start = line
+        var cells: [Cell] = []
+        while true {
+            cells.append(try cell())
+            guard index < bytes.count, bytes[index] == Self.comma else { break }
+            index += 1
+        }
+        if index < bytes.count { skipLineEnd() }
+        return Row(cells: cells, line: start)
     }
 
     /// The cell at `index`, which is left at the comma, line end or end of input after it.

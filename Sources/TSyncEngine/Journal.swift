@@ -31,7 +31,13 @@ public struct ItemSample: Sendable, Equatable {
 
     /// Counts items of one table met, keeping their names while the sample is not full.
     public mutating func add(table: String, ids: some Collection<String>) {
-        var rest = ids.count
+        add(table: table, ids: ids, of: ids.count)
+    }
+
+    /// Counts `total` items of one table met, of which `ids` are the first (at least as many as
+    /// the sample keeps, or all of them): a command that does not hold every id.
+    public mutating func add(table: String, ids: some Collection<String>, of total: Int) {
+        var rest = total
         for id in ids {
             guard items.count < Self.limit else { break }
             add(table: table, id: id)

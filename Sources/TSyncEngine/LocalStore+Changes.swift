@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 import TSyncModel
 
 /// Local changes: each writes the working copy and the operation queue in one transaction,
@@ -39,6 +40,86 @@ extension LocalStore {
             return try insert(table: table, prepared: prepared)
         }
     }
+
+    /// Inserts the records of NDJSON, a JSON array (`csv` false) or CSV read from `source` as
+    /// `insert(table:records:)` does, a batch at a time in one transaction, so memory stays flat
+    /// however long the input; `inserted` gets each id in input order (before the commit).
+    /// Input is read inside the transaction: other writers wait for it.
+    ///
+    /// Nil: nothing was inserted (rolled back), and the caller reads the whole input the general
+    /// way (`NewRecords`, `insert(table:records:)`), which words any error exactly as it always has:
+    /// the stream leaves to it an empty input, anything the fast readers are not sure of, and every
+    /// failure (an invalid record, an existing id, a busy store).
+    public func insert(
+        table: String, streaming source: any ByteSource, csv: Bool, inserted: (String) -> Void
+    ) -> Int? {
+        guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
+        var records = StreamedRecords(source, format: csv ? .csv : .json)
+        // Read ahead before taking the write lock, as an insert did when it held its input: an
+        // input of up to this many records is read whole, and other writers wait only for its
+        // writes. Beyond it, input is read inside the transaction.
+        var ahead: [(id: String, body: String)] = []
+        var aheadBytes = 0
+        var progress = StreamedRecords.Progress.more
+        while progress == .more, ahead.count < Self.readAhead.records, aheadBytes < Self.readAhead.bytes {
+            let start = ahead.count
+            guard let next = try? records.next(into: &ahead, limit: start + Self.insertChunkSize), next != .declined
+            else { return nil }
+            progress = next
+            for record in ahead[start...] { aheadBytes += record.body.utf8.count }
+        }
+        let queuedAt = Timestamp.now().iso8601
+        return try? write { db -> Int in
+            // SQLite's default page cache (2 MB) spills pages the insert writes again: each page
+            // reached the WAL about twice. 16 MB holds the four B-trees' working set, for as long
+            // as this transaction runs.
+            let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
+            try db.execute(sql: "PRAGMA cache_size = -16384")
+            defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }
+            try StoreRows.registerTable(db, table)
+            let tableHasDeletes =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND kind = 'delete')",
+                    arguments: [table]) ?? false
+            var batch: [(id: String, body: String)] = []
+            batch.reserveCapacity(Self.insertChunkSize)
+            var count = 0
+            var read = 0
+            var last = false
+            while !last {
+                batch.removeAll(keepingCapacity: true)
+                if read < ahead.count {
+                    batch.append(contentsOf: ahead[read..<min(read + Self.insertChunkSize, ahead.count)])
+                    read += batch.count
+                    last = read == ahead.count && progress == .end
+                } else {
+                    progress = try records.next(into: &batch, limit: Self.insertChunkSize)
+                    guard progress != .declined else { throw StreamDeclined() }
+                    last = progress == .end
+                }
+                if tableHasDeletes {
+                    for record in batch {
+                        guard let newest = try StoreRows.newestOperation(db, table: table, id: record.id) else { continue }
+                        _ = try QueueCollapse.outcome(
+                            newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: record.id)
+                    }
+                }
+                guard !batch.isEmpty else { continue }
+                try insertRows(db, table: table, batch[...], queuedAt: queuedAt, rollingBack: true)
+                for record in batch { inserted(record.id) }
+                count += batch.count
+            }
+            // What an empty input means is the general path's to say.
+            guard count > 0 else { throw StreamDeclined() }
+            return count
+        }
+    }
+
+    /// What a streamed insert reads before it takes the write lock, at most.
+    static let readAhead = (records: 16_384, bytes: 8 << 20)
+
+    /// Rolls back a streamed insert the general path is to redo.
+    private struct StreamDeclined: Error {}
 
     /// Inserts records already validated and in the store's form: ids and bodies.
     private func insert(table: String, prepared: [(id: String, body: String)]) throws(TSyncError) -> [String] {
@@ -136,33 +217,66 @@ extension LocalStore {
     /// overhead the largest cost of inserting 100,000 records.
     static let insertChunkSize = 64
 
-    /// Inserts new records and their insert operations, several rows per statement.
+    /// Inserts new records and their insert operations, several rows per statement. With
+    /// `rollingBack`, a statement that breaks a constraint rolls the whole transaction back
+    /// (`INSERT OR ROLLBACK`) instead of undoing itself alone: SQLite then keeps no statement
+    /// journal, which for a bulk insert was a temporary file written a page at a time, about as
+    /// many pages as the insert itself.
     func insertRows(
-        _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String
+        _ db: Database, table: String, _ rows: ArraySlice<(id: String, body: String)>, queuedAt: String,
+        rollingBack: Bool = false
     ) throws {
+        let insert = rollingBack ? "INSERT OR ROLLBACK INTO" : "INSERT INTO"
         let placeholders = Array(repeating: "(?, ?, ?)", count: rows.count).joined(separator: ", ")
-        // Optional existentials, not `DatabaseValue`s: GRDB converts those through a key path per value.
-        var recordValues: [(any DatabaseValueConvertible)?] = []
-        var operationValues: [(any DatabaseValueConvertible)?] = []
-        recordValues.reserveCapacity(rows.count * 3)
-        operationValues.reserveCapacity(rows.count * 3)
-        for row in rows {
-            recordValues.append(table)
-            recordValues.append(row.id)
-            recordValues.append(row.body)
-            operationValues.append(table)
-            operationValues.append(row.id)
-            operationValues.append(queuedAt)
+        let insertRecords = try db.cachedStatement(sql: "\(insert) records (tbl, id, body) VALUES \(placeholders)")
+        try Self.execute(insertRecords, db) { bind in
+            for row in rows {
+                bind(table)
+                bind(row.id)
+                bind(row.body)
+            }
         }
-        let insertRecords = try db.cachedStatement(sql: "INSERT INTO records (tbl, id, body) VALUES \(placeholders)")
-        insertRecords.setUncheckedArguments(StatementArguments(recordValues))
-        try insertRecords.execute()
         let insertOperations = try db.cachedStatement(
-            sql: "INSERT INTO operations (tbl, item_id, queued_at, kind) VALUES "
+            sql: "\(insert) operations (tbl, item_id, queued_at, kind) VALUES "
                 + Array(repeating: "(?, ?, ?, 'insert')", count: rows.count).joined(separator: ", "))
-        insertOperations.setUncheckedArguments(StatementArguments(operationValues))
-        try insertOperations.execute()
+        try Self.execute(insertOperations, db) { bind in
+            for row in rows {
+                bind(table)
+                bind(row.id)
+                bind(queuedAt)
+            }
+        }
     }
+
+    /// Runs `statement` with the texts `bind` is handed, in order, bound straight to SQLite: GRDB's
+    /// arguments (an existential and a conversion per value) were an eighth of a bulk insert.
+    private static func execute(_ statement: Statement, _ db: Database, binding: ((String) -> Void) -> Void) throws {
+        let handle = statement.sqliteStatement
+        sqlite3_reset(handle)
+        var index: Int32 = 0
+        var bound = SQLITE_OK
+        binding { text in
+            index += 1
+            var text = text
+            let code = text.withUTF8 { utf8 in
+                // An empty buffer may have no address, which SQLite would bind as NULL.
+                utf8.isEmpty
+                    ? sqlite3_bind_text(handle, index, "", 0, nil)
+                    : sqlite3_bind_text(handle, index, utf8.baseAddress, Int32(utf8.count), transient)
+            }
+            if bound == SQLITE_OK { bound = code }
+        }
+        let code = bound == SQLITE_OK ? sqlite3_step(handle) : bound
+        defer { sqlite3_reset(handle) }
+        guard code == SQLITE_DONE else {
+            throw DatabaseError(
+                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
+                sql: statement.sql)
+        }
+    }
+
+    /// SQLite copies the text before the call returns.
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
     /// Queues `kind` for an item whose record is `current` (before the change), collapsing into the
     /// item's pending operation where docs/DESIGN.md §1 says so.

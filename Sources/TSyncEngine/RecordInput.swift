@@ -142,7 +142,7 @@ enum NewRecordsDecoder {
         }
     }
 
-    private static func readRecord(_ cursor: inout CanonicalJSONCursor, body: inout [UInt8]) -> (id: String, body: String)? {
+    static func readRecord(_ cursor: inout CanonicalJSONCursor, body: inout [UInt8]) -> (id: String, body: String)? {
         guard cursor.take(UInt8(ascii: "{")) else { return nil }
         body.removeAll(keepingCapacity: true)
         body.append(UInt8(ascii: "{"))

@@ -45,8 +45,38 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
     var csv = false
 
     func run() throws {
-        let records = try RecordsInput.newRecords(json: json, csv: csv, command: "insert", table: table)
+        let source = try RecordsInput.source(json: json, csv: csv, command: "insert", table: table)
+        guard case .argument(let text) = source else { return try insertStandardInput() }
+        let records = NewRecords(objects: [try RecordInput.object(from: text)])
         let session = try storeOptions.session()
+        try insert(records, session: session)
+    }
+
+    /// Streams stdin into the store, a batch at a time, so that memory stays flat however long
+    /// the input. Where the stream declines (an empty or unusual input, any error), nothing was
+    /// inserted, and the whole input is read and inserted the general way, in the order it always
+    /// was: the input is read and checked before the store opens, and the session (its log entry)
+    /// begins once the input is known good.
+    private func insertStandardInput() throws {
+        let input = ReplayableStandardInput()
+        let store: LocalStore
+        do {
+            store = try LocalStore.open(storeOptions.location())
+        } catch {
+            _ = try RecordsInput.newRecords(input.replay(), csv: csv)
+            throw error
+        }
+        let ids = InsertedIDs(keep: !quiet)
+        if let count = store.insert(table: table, streaming: input, csv: csv, inserted: ids.append) {
+            CommandLog.begin(store).record(changed: table, count: count, firstIDs: ids.sample)
+            ids.write()
+            return
+        }
+        let records = try RecordsInput.newRecords(input.replay(), csv: csv)
+        try insert(records, session: CommandLog.begin(store))
+    }
+
+    private func insert(_ records: NewRecords, session: CommandSession) throws {
         let store = session.store
         guard !records.isEmpty else {
             Console.note("no records on stdin; nothing inserted")

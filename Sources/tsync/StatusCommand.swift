@@ -69,17 +69,23 @@ struct StatusCommand: ParsableCommand {
                 out.flush()
                 return head.isClean
             }
-        } else if output.ndjson || porcelain {
+        } else if porcelain {
+            var out = StreamedOutput()
+            var empty = true
+            try store.queuedItems { item in
+                StatusFormat.porcelain(item, to: &out)
+                empty = false
+                return out.flushed()
+            }
+            out.flush()
+            isClean = empty
+        } else if output.ndjson {
             isClean = try store.pendingOperations { (operations) throws(TSyncError) -> Bool in
                 var out = StreamedOutput()
                 var isClean = true
                 while out.flushed(), let operation = try operations.next() {
-                    if porcelain {
-                        StatusFormat.porcelain(operation, to: &out)
-                    } else {
-                        out.append(json: JSONReports.operation(operation))
-                        out.append(byte: UInt8(ascii: "\n"))
-                    }
+                    out.append(json: JSONReports.operation(operation))
+                    out.append(byte: UInt8(ascii: "\n"))
                     isClean = false
                 }
                 out.flush()

@@ -6,9 +6,9 @@ enum StatusFormat {
     static let itemsShownPerTable = 10
 
     /// `CODE<TAB>TABLE<TAB>ID`: the line of one operation, in queue order.
-    static func porcelain(_ operation: PendingOperation, to out: inout StreamedOutput) {
+    static func porcelain(_ operation: QueuedItem, to out: inout StreamedOutput) {
         // U (unsettled error) followed by the kind of the operation that failed: UA, UM, UD.
-        if operation.error != nil { out.append(byte: UInt8(ascii: "U")) }
+        if operation.failed { out.append(byte: UInt8(ascii: "U")) }
         out.append(byte: operation.kind.statusLetter.asciiValue ?? UInt8(ascii: "?"))
         out.append(byte: UInt8(ascii: "\t"))
         out.append(operation.table)

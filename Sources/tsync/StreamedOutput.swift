@@ -20,6 +20,7 @@ struct StreamedOutput {
 
     mutating func append(_ text: String) { buffer.append(contentsOf: text.utf8) }
     mutating func append(_ bytes: [UInt8]) { buffer.append(contentsOf: bytes) }
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) { buffer.append(contentsOf: bytes) }
     mutating func append(byte: UInt8) { buffer.append(byte) }
 
     /// Appends `value` as compact JSON (`JSONSerializer`'s form).

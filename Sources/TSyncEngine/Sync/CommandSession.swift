@@ -130,6 +130,15 @@ public final class CommandSession: Sendable {
         }
     }
 
+    /// Records `count` items of `table` changed, of which `firstIDs` are the first (at least
+    /// `ItemSample.limit` of them, or all): a streamed insert does not hold every id.
+    public func record(changed table: String, count: Int, firstIDs: [String]) {
+        state.withLock { state in
+            state.counts.changed += count
+            state.items.add(table: table, ids: firstIDs, of: count)
+        }
+    }
+
     // MARK: - The workflows
 
     /// A `SyncSession` of this run: its stop request, and every push and pull it finishes goes
