@@ -1,5 +1,4 @@
 import GRDB
-import GRDBSQLite
 import TSyncModel
 
 /// Local changes: each writes the working copy and the operation queue in one transaction,
@@ -229,54 +228,24 @@ extension LocalStore {
         let insert = rollingBack ? "INSERT OR ROLLBACK INTO" : "INSERT INTO"
         let placeholders = Array(repeating: "(?, ?, ?)", count: rows.count).joined(separator: ", ")
         let insertRecords = try db.cachedStatement(sql: "\(insert) records (tbl, id, body) VALUES \(placeholders)")
-        try Self.execute(insertRecords, db) { bind in
-            for row in rows {
-                bind(table)
-                bind(row.id)
-                bind(row.body)
-            }
+        var records = DirectBindings(insertRecords)
+        for row in rows {
+            try records.bind(table)
+            try records.bind(row.id)
+            try records.bind(row.body)
         }
+        try insertRecords.execute()
         let insertOperations = try db.cachedStatement(
             sql: "\(insert) operations (tbl, item_id, queued_at, kind) VALUES "
                 + Array(repeating: "(?, ?, ?, 'insert')", count: rows.count).joined(separator: ", "))
-        try Self.execute(insertOperations, db) { bind in
-            for row in rows {
-                bind(table)
-                bind(row.id)
-                bind(queuedAt)
-            }
+        var operations = DirectBindings(insertOperations)
+        for row in rows {
+            try operations.bind(table)
+            try operations.bind(row.id)
+            try operations.bind(queuedAt)
         }
+        try insertOperations.execute()
     }
-
-    /// Runs `statement` with the texts `bind` is handed, in order, bound straight to SQLite: GRDB's
-    /// arguments (an existential and a conversion per value) were an eighth of a bulk insert.
-    private static func execute(_ statement: Statement, _ db: Database, binding: ((String) -> Void) -> Void) throws {
-        let handle = statement.sqliteStatement
-        sqlite3_reset(handle)
-        var index: Int32 = 0
-        var bound = SQLITE_OK
-        binding { text in
-            index += 1
-            var text = text
-            let code = text.withUTF8 { utf8 in
-                // An empty buffer may have no address, which SQLite would bind as NULL.
-                utf8.isEmpty
-                    ? sqlite3_bind_text(handle, index, "", 0, nil)
-                    : sqlite3_bind_text(handle, index, utf8.baseAddress, Int32(utf8.count), transient)
-            }
-            if bound == SQLITE_OK { bound = code }
-        }
-        let code = bound == SQLITE_OK ? sqlite3_step(handle) : bound
-        defer { sqlite3_reset(handle) }
-        guard code == SQLITE_DONE else {
-            throw DatabaseError(
-                resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)),
-                sql: statement.sql)
-        }
-    }
-
-    /// SQLite copies the text before the call returns.
-    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
     /// Queues `kind` for an item whose record is `current` (before the change), collapsing into the
     /// item's pending operation where docs/DESIGN.md §1 says so.
