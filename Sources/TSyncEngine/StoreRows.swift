@@ -47,7 +47,9 @@ enum StoreRows {
     static let upsertChunkSize = 64
 
     /// Writes `records` as `upsertRecord` does, in order, several rows per statement, and empties it.
-    static func upsertRecords(_ db: Database, table: String, _ records: inout [StoredRecord]) throws {
+    /// With `written`: a row the store holds at the record's version already (the echo of a push)
+    /// is left as it is, and the ids of the rows written are added to `written`.
+    static func upsertRecords(_ db: Database, table: String, _ records: inout [StoredRecord], written: inout Set<String>?) throws {
         guard !records.isEmpty else { return }
         let statement = try db.cachedStatement(
             sql: """
@@ -55,7 +57,8 @@ enum StoreRows {
                     Array(repeating: "(?, ?, ?, ?, ?, ?)", count: records.count).joined(separator: ", "))
                 ON CONFLICT (tbl, id) DO UPDATE SET body = excluded.body, created_at = excluded.created_at,
                     updated_at = excluded.updated_at, version = excluded.version
-                """)
+                """
+                    + (written == nil ? "" : " WHERE excluded.version IS NULL OR records.version IS NOT excluded.version RETURNING id"))
         var values = DirectBindings(statement)
         for record in records {
             try values.bind(table)
@@ -65,7 +68,12 @@ enum StoreRows {
             try values.bind(record.updatedAt?.iso8601)
             try values.bind(record.version)
         }
-        try statement.execute()
+        if written != nil {
+            let ids = try String.fetchCursor(statement)
+            while let id = try ids.next() { written?.insert(id) }
+        } else {
+            try statement.execute()
+        }
         records.removeAll(keepingCapacity: true)
     }
 
