@@ -217,7 +217,9 @@ public final class PostgresStorage: ServerStorage {
             // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
             var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
             for (key, ids) in tables {
-                let floor = try await WriteFloor.register(transaction, key: key, now: now)
+                // With this instance's `NOTIFY` of the table, for the other instances' listeners.
+                let notice = (PostgresChangeListener.channel, "\(instance) \(key)")
+                let floor = try await WriteFloor.register(transaction, key: key, now: now, notice: notice)
                 let (records, newest) = try await Self.currentRecords(transaction, key: key, ids: ids)
                 found[key] = records
                 stamps[key] = WriteFloor.stamp(floor: floor, now: now, newest: newest)
@@ -255,10 +257,6 @@ public final class PostgresStorage: ServerStorage {
             try await pending.flush(transaction)
             if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback((WriteOutcome.rolledBack(outcomes), false)) }
             guard outcomes.contains(where: \.succeeded) else { return .rollback((outcomes, false)) }
-            // Delivered to every instance's listener when (and only if) the transaction commits.
-            for table in Self.changedTables(writes, outcomes) {
-                try await transaction.execute(notification(table))
-            }
             return .commit((outcomes, true))
         }
     }

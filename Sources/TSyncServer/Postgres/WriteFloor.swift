@@ -37,17 +37,23 @@ enum WriteFloor {
     /// newest `updatedAt` of the table + 1 ms when that is later. A statement of its own, before
     /// the statements that read records, so that they see what committed before readers could
     /// see the floor.
-    static func register(_ transaction: PostgresTransaction, key: String, now: Timestamp) async throws -> Timestamp {
-        var statement = PostgresStatement("SELECT pg_advisory_xact_lock_shared(")
+    /// - Parameter notice: a `NOTIFY` (channel, payload) sent by the same statement, sparing a
+    ///   round trip: PostgreSQL delivers it when, and only if, the transaction commits.
+    static func register(
+        _ transaction: PostgresTransaction, key: String, now: Timestamp, notice: (channel: String, payload: String)? = nil
+    ) async throws -> Timestamp {
+        // The floor first: the columns after it (the lock's, the notice's) are void.
+        var statement = PostgresStatement("SELECT f.floor, pg_advisory_xact_lock_shared(")
         let hash = statement.bind(tableHash(key) << Int64(floorBits))
         let largest = statement.bind(largestFloor)
+        statement.append("\(hash) | least(f.floor, \(largest)))")
+        if let notice { statement.append(", pg_notify(\(statement.bind(notice.channel)), \(statement.bind(notice.payload)))") }
         let clock = statement.bind(now.millisecondsSinceEpoch)
         statement.append(
-            "\(hash) | least(f.floor, \(largest))), f.floor FROM (SELECT greatest(\(clock), "
-                + "(extract(epoch FROM max(updated_at)::timestamptz) * 1000)::bigint + 1) AS floor "
+            " FROM (SELECT greatest(\(clock), (extract(epoch FROM max(updated_at)::timestamptz) * 1000)::bigint + 1) AS floor "
                 + "FROM tsync_records WHERE table_name = \(statement.bind(key))) AS f")
         guard let row = try await transaction.rows(statement).first else { return now }
-        let (_, floor) = try row.decode((String?, Int64?).self)
+        let floor = try row.makeRandomAccess()[0].decode(Int64?.self)
         return Timestamp(millisecondsSinceEpoch: floor ?? now.millisecondsSinceEpoch)
     }
 

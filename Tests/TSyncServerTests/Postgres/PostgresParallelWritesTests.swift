@@ -97,6 +97,18 @@ struct PostgresParallelWritesTests {
         }
     }
 
+    /// A write that does not commit registered a floor all the same, and a held read may have
+    /// stopped below it: it wakes the table's held reads as a commit does.
+    @Test func aWriteThatDoesNotCommitWakesHeldReads() async throws {
+        try await withStorages(capsPulls: true) { storage, _ in
+            let feed = try #require(storage.changes)
+            let before = feed.generation("t")
+            let missing = RecordWrite(table: "t", action: .modify(id: "nobody", change: .softDelete, expected: .any), scope: .shared)
+            #expect(try await storage.write([missing], atomic: false) == [.notFound])
+            #expect(feed.generation("t") == before + 1)
+        }
+    }
+
     // MARK: - Helpers
 
     /// The ids an incremental reader ends with after: record "base"; a writer in flight stamps
