@@ -95,9 +95,6 @@ public final class PostgresStorage: ServerStorage {
         }
     }
 
-    /// The order of an incremental pull (docs/DESIGN.md §2.1).
-    private static let pullOrder = [SortKey(field: "updatedAt"), SortKey(field: "id")]
-
     /// - Parameter below: the cap of a pull-shaped page (`WriteFloor.pullCap`): only records
     ///   whose `updatedAt` is before it.
     private func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope, below cap: Timestamp? = nil) throws
@@ -193,8 +190,13 @@ public final class PostgresStorage: ServerStorage {
                 // include what it wrote, so the answer is the one a serial order gives.
                 await floorsWithdrawn(tables.map(\.0))
                 continue
-            } catch {
+            } catch let error as PostgresServerError {
                 await floorsWithdrawn(tables.map(\.0))
+                throw error
+            } catch {
+                // The connection failed or the request went away: the database may not be there
+                // to tell the other instances (their held reads wait out their time), this one's can.
+                changes?.committed(tables.map(\.0))
                 throw error
             }
         }
