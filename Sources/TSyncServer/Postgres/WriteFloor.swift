@@ -15,12 +15,18 @@ import TSyncModel
 /// so its next statement saw M and it stamps above.
 enum WriteFloor {
     /// Bits of the key for the floor (milliseconds since 1970: enough until 2109); a floor past
-    /// them is registered as the largest that fits, which is below it and so still true.
+    /// them is registered as the largest that fits, which is below it and so still true (one
+    /// before 1970, which no wall clock gives, as 0).
     static let floorBits = 42
     static let largestFloor: Int64 = (1 << floorBits) - 1
     /// Bits of the key for the table (21: the key stays positive). Two tables with the same
     /// hash see each other's floors: their reads are capped lower than they need, never higher.
     static let tableBits = 21
+    /// With the table's hash, the key of a second shared lock every writer of the table holds:
+    /// a reader that can take it exclusively knows, without reading `pg_locks` (0.2 ms of the
+    /// database's time), that no writer is in flight. Two 32-bit keys, so apart from every
+    /// 64-bit one. ("tswr" in ASCII.)
+    static let writersKey: Int64 = 0x7473_7772
 
     /// The table part of a lock key, already shifted: FNV-1a of the table key, so every instance
     /// computes the same.
@@ -42,11 +48,13 @@ enum WriteFloor {
     static func register(
         _ transaction: PostgresTransaction, key: String, now: Timestamp, notice: (channel: String, payload: String)? = nil
     ) async throws -> Timestamp {
-        // The floor first: the columns after it (the lock's, the notice's) are void.
+        // The floor first: the columns after it (the locks', the notice's) are void.
         var statement = PostgresStatement("SELECT f.floor, pg_advisory_xact_lock_shared(")
+        statement.append(statement.bind(writersKey) + "::integer, " + statement.bind(tableHash(key)) + "::integer), ")
+        statement.append("pg_advisory_xact_lock_shared(")
         let hash = statement.bind(tableHash(key) << Int64(floorBits))
         let largest = statement.bind(largestFloor)
-        statement.append("\(hash) | least(f.floor, \(largest)))")
+        statement.append("\(hash) | greatest(0, least(f.floor, \(largest))))")
         if let notice { statement.append(", pg_notify(\(statement.bind(notice.channel)), \(statement.bind(notice.payload)))") }
         let clock = statement.bind(now.millisecondsSinceEpoch)
         statement.append(
@@ -69,11 +77,15 @@ enum WriteFloor {
     /// before it; nil when nothing may be read yet (the table had no record when it looked).
     /// Also turns off sorts for the transaction (`PostgresStorage.query`), sparing a round trip.
     static func pullCap(_ transaction: PostgresTransaction, key: String) async throws -> Timestamp? {
+        // No writer in flight when the writers' lock can be taken (it is then held to the end of
+        // this short transaction: a writer that comes meanwhile waits for it); else the floors.
         var statement = PostgresStatement("SELECT set_config('enable_sort', 'off', true), (SELECT max(updated_at) FROM tsync_records ")
-        statement.append("WHERE table_name = \(statement.bind(key))), (SELECT min(((l.classid::bigint & 1023) << 32) | l.objid::bigint) ")
-        statement.append("FROM pg_locks AS l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.classid::bigint >> 10 = ")
-        statement.append(
-            statement.bind(tableHash(key)) + " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))")
+        statement.append("WHERE table_name = \(statement.bind(key))), ")
+        let hash = statement.bind(tableHash(key))
+        statement.append("CASE WHEN pg_try_advisory_xact_lock(\(statement.bind(writersKey))::integer, \(hash)::integer) THEN NULL ")
+        statement.append("ELSE (SELECT min(((l.classid::bigint & 1023) << 32) | l.objid::bigint) ")
+        statement.append("FROM pg_locks AS l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.classid::bigint >> 10 = \(hash)")
+        statement.append(" AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) END")
         guard let row = try await transaction.rows(statement).first else { return nil }
         let (_, newestText, floor) = try row.decode((String?, String?, Int64?).self)
         guard let newest = newestText.flatMap(Timestamp.init(iso8601:)) else { return nil }
