@@ -80,6 +80,10 @@ final class PostgresDatabase: Sendable {
                     // The original error matters more than a failed rollback; a broken connection
                     // is discarded by the pool anyway.
                     _ = try? await transaction.execute(PostgresStatement("ROLLBACK"))
+                    // A pull's look at the writers takes a session lock and lets it go in the same
+                    // statement (`WriteFloor.pullCap`); should that statement fail in between, the
+                    // lock must not stay with the connection and keep the table's writers out.
+                    _ = try? await transaction.execute(PostgresStatement("SELECT pg_advisory_unlock_all()"))
                     throw error
                 }
                 switch outcome {

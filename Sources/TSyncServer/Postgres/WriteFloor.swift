@@ -77,12 +77,15 @@ enum WriteFloor {
     /// before it; nil when nothing may be read yet (the table had no record when it looked).
     /// Also turns off sorts for the transaction (`PostgresStorage.query`), sparing a round trip.
     static func pullCap(_ transaction: PostgresTransaction, key: String) async throws -> Timestamp? {
-        // No writer in flight when the writers' lock can be taken (it is then held to the end of
-        // this short transaction: a writer that comes meanwhile waits for it); else the floors.
+        // No writer in flight when the writers' lock can be taken; it is let go at once (a
+        // writer that comes meanwhile waits microseconds, and other readers are not kept out).
+        // Else the floors.
         var statement = PostgresStatement("SELECT set_config('enable_sort', 'off', true), (SELECT max(updated_at) FROM tsync_records ")
         statement.append("WHERE table_name = \(statement.bind(key))), ")
         let hash = statement.bind(tableHash(key))
-        statement.append("CASE WHEN pg_try_advisory_xact_lock(\(statement.bind(writersKey))::integer, \(hash)::integer) THEN NULL ")
+        let writers = "\(statement.bind(writersKey))::integer, \(hash)::integer"
+        statement.append(
+            "CASE WHEN pg_try_advisory_lock(\(writers)) THEN (CASE WHEN pg_advisory_unlock(\(writers)) THEN NULL::bigint END) ")
         statement.append("ELSE (SELECT min(((l.classid::bigint & 1023) << 32) | l.objid::bigint) ")
         statement.append("FROM pg_locks AS l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.classid::bigint >> 10 = \(hash)")
         statement.append(" AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) END")
