@@ -33,6 +33,11 @@ final class PostgresDatabase: Sendable {
         if let statementTimeoutSeconds {
             // Stops a query the server would otherwise finish for nobody (docs/DESIGN.md §10).
             configuration.options.additionalStartupParameters.append(("statement_timeout", "\(statementTimeoutSeconds * 1000)"))
+            // A transaction left open between its statements (an instance stalled mid-write)
+            // holds its write floor, and pull-shaped reads stop below it until it ends
+            // (docs/DESIGN.md §10): PostgreSQL ends it after the same time.
+            configuration.options.additionalStartupParameters.append(
+                ("idle_in_transaction_session_timeout", "\(statementTimeoutSeconds * 1000)"))
         }
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let database = PostgresDatabase(url: url, client: client, logger: logger, statementTimeoutSeconds: statementTimeoutSeconds)
@@ -65,7 +70,9 @@ final class PostgresDatabase: Sendable {
         do {
             return try await client.withConnection { connection in
                 let transaction = PostgresTransaction(connection: connection, logger: logger)
-                try await transaction.execute(PostgresStatement("BEGIN"))
+                // Whatever the database's default: the write floors and pull caps (docs/DESIGN.md
+                // §10) need each statement to see what committed before it started.
+                try await transaction.execute(PostgresStatement("BEGIN ISOLATION LEVEL READ COMMITTED"))
                 let outcome: PostgresTransaction.Outcome<Result>
                 do {
                     outcome = try await body(transaction)
@@ -73,6 +80,10 @@ final class PostgresDatabase: Sendable {
                     // The original error matters more than a failed rollback; a broken connection
                     // is discarded by the pool anyway.
                     _ = try? await transaction.execute(PostgresStatement("ROLLBACK"))
+                    // A pull's look at the writers takes a session lock and lets it go in the same
+                    // statement (`WriteFloor.pullCap`); should that statement fail in between, the
+                    // lock must not stay with the connection and keep the table's writers out.
+                    _ = try? await transaction.execute(PostgresStatement("SELECT pg_advisory_unlock_all()"))
                     throw error
                 }
                 switch outcome {
@@ -154,6 +165,8 @@ struct PostgresServerError: Error, CustomStringConvertible {
 
     /// A unique constraint was violated.
     var isUniqueViolation: Bool { sqlState == "23505" }
+    /// The transaction was chosen to end a deadlock.
+    var isDeadlock: Bool { sqlState == "40P01" }
     /// A value could not be stored or compared (e.g. `\u0000` in jsonb, a NUL in text).
     var isDataException: Bool { sqlState.hasPrefix("22") }
     /// The statement is beyond a limit of the server (e.g. expression nesting).

@@ -40,8 +40,8 @@ enum PostgresSchema {
                 )
                 """,
                 "CREATE INDEX tsync_records_by_updated ON tsync_records (table_name, updated_at, id)",
-                // The last updatedAt given out per table, in milliseconds. Its row is the per-table
-                // write lock (see PostgresStorage).
+                // The last updatedAt given out per table, in milliseconds. Its row was the per-table
+                // write lock; no longer written since writers run in parallel (`WriteFloor`).
                 """
                 CREATE TABLE tsync_table_clocks (
                     table_name text COLLATE "C" PRIMARY KEY,

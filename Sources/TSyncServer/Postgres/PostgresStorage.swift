@@ -8,12 +8,12 @@ import TSyncQuery
 /// balancer, all sharing one database (docs/DESIGN.md §6.3, §10). Nothing lives in the instance: records,
 /// accounts, tokens and login counters are all in the database.
 ///
-/// Writes to one sync table are serialized across instances by its row in `tsync_table_clocks`:
-/// every write transaction first locks that row (an upsert, which also creates it on the first
-/// write), reads the last `updatedAt` given out, and stores the next one with the record. The lock
-/// is held until commit, and a commit is visible before its locks are released, so commit order
-/// and `updatedAt` order agree and `updatedAt` only grows (docs/DESIGN.md §2.2). The version check reads
-/// the record after the lock is taken, so it sees every earlier commit: no lost update.
+/// Writers of one table run in parallel, across instances too, and an incremental pull still
+/// never skips a record (docs/DESIGN.md §2.2, §10): each write transaction first registers a floor
+/// for its `updatedAt` as a shared advisory lock (`WriteFloor`), then stamps at least that floor
+/// and more than every `updatedAt` its next statement sees; a pull-shaped read returns only what
+/// is below every registered floor and below what had committed before it looked. The version
+/// check reads the record `FOR UPDATE`, so it sees every earlier commit: no lost update.
 public final class PostgresStorage: ServerStorage {
     let database: PostgresDatabase
     private let clock: @Sendable () -> Timestamp
@@ -26,9 +26,14 @@ public final class PostgresStorage: ServerStorage {
     /// Tells this instance's notifications from other instances' (it has woken its own already).
     let instance = String(UInt64.random(in: 0...UInt64.max), radix: 16)
 
-    init(database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp) {
+    /// Whether pull-shaped reads stop below the writers in flight (`WriteFloor`). Only a test
+    /// turns it off, to show that without it the race test finds a skipped record.
+    let capsPulls: Bool
+
+    init(database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true) {
         self.database = database
         self.clock = clock
+        self.capsPulls = capsPulls
     }
 
     /// Connects to `url`, creates or upgrades the schema, and runs `body` with the storage; the
@@ -60,22 +65,23 @@ public final class PostgresStorage: ServerStorage {
     }
 
     public func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
-        let page = try pageStatement(table: table, query, scope: scope)
         var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
         try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {
             let items: [PageRecord]
-            if query.orderBy == Self.pullOrder {
-                // An incremental pull's page, in the order of the (table, updated_at, id) index,
-                // which always serves it best. Right after a bulk load, before autovacuum's
-                // ANALYZE, the planner thinks the table tiny and sorts every later row instead
-                // (50 ms a page at 100k records, not 2): no sort, then.
+            if query.orderBy.first == SortKey(field: "updatedAt") {
                 items = try await database.transaction { transaction in
-                    try await transaction.execute(PostgresStatement("SET LOCAL enable_sort = off"))
+                    // Pull order (updatedAt first, ascending) is served by the (table, updated_at,
+                    // id) index. Right after a bulk load, before autovacuum's ANALYZE, the planner
+                    // thinks the table tiny and sorts every later row instead (50 ms a page at 100k
+                    // records, not 2): no sort, then. The same statement finds the page's cap.
+                    let cap = try await WriteFloor.pullCap(transaction, key: PostgresSchema.tableKey(table))
+                    if capsPulls, cap == nil { return .commit([]) }
+                    let page = try pageStatement(table: table, query, scope: scope, below: capsPulls ? cap : nil)
                     return .commit(try await transaction.rows(page).map(Self.pageRecord))
                 }
             } else {
-                items = try await database.rows(page).map(Self.pageRecord)
+                items = try await database.rows(try pageStatement(table: table, query, scope: scope)).map(Self.pageRecord)
             }
             var total: Int?
             if query.includeTotalCount {
@@ -89,12 +95,14 @@ public final class PostgresStorage: ServerStorage {
         }
     }
 
-    /// The order of an incremental pull (docs/DESIGN.md §2.1).
-    private static let pullOrder = [SortKey(field: "updatedAt"), SortKey(field: "id")]
-
-    private func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope) throws -> PostgresStatement {
+    /// - Parameter below: the cap of a pull-shaped page (`WriteFloor.pullCap`): only records
+    ///   whose `updatedAt` is before it.
+    private func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope, below cap: Timestamp? = nil) throws
+        -> PostgresStatement
+    {
         var page = PostgresStatement("SELECT \(PostgresSchema.pageColumns) FROM tsync_records WHERE ")
         try appendConditions(to: &page, table: table, query: query, scope: scope)
+        if let cap { page.append(" AND updated_at < " + page.bind(cap.iso8601)) }
         page.append(" ORDER BY ")
         // The table's renderer, so an indexed field's sort key names its key literally, as its index does.
         page.append(try renderer(table).orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
@@ -164,67 +172,110 @@ public final class PostgresStorage: ServerStorage {
     // MARK: - Writes
 
     public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
-        let now = clock()
-        let outcomes = try await writing {
-            try await database.transaction { transaction in
-                // Lock each touched table's clock once, before reading its records, so the reads
-                // see every earlier commit; then read all the batch's records of it at once.
-                var clocks: [String: Timestamp] = [:]
-                var stamps: [String: Timestamp] = [:]
-                // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
-                var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
-                for (key, ids) in Self.idsByTable(writes) {
-                    clocks[key] = try await Self.lockClock(transaction, key: key)
-                    found[key] = try await Self.currentRecords(transaction, key: key, ids: ids)
+        let tables = Self.idsByTable(writes)
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let (outcomes, committed) = try await writing { try await writeOnce(writes, tables: tables, atomic: atomic) }
+                if committed {
+                    changes?.committed(Self.changedTables(writes, outcomes))
+                } else {
+                    await floorsWithdrawn(tables.map(\.0))
                 }
-                var outcomes: [WriteOutcome] = []
-                outcomes.reserveCapacity(writes.count)
-                var pending = PendingInserts()
-                for write in writes {
-                    let key = PostgresSchema.tableKey(write.table)
-                    if let problem = Self.unstorable(write) {
-                        outcomes.append(.unstorable(problem))
-                        continue
-                    }
-                    let current = found[key]?[Array(write.id.utf8)]
-                    let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false)
-                    {
-                        // One time per table and transaction (`WriteRules.nextUpdatedAt`).
-                        if let assigned = stamps[key] { return assigned }
-                        let next = WriteRules.nextUpdatedAt(now: now, lastAssigned: clocks[key])
-                        stamps[key] = next
-                        return next
-                    }
-                    switch step {
-                    case .answer(let outcome):
-                        outcomes.append(outcome)
-                    case .store(let stored, let isNew):
-                        if isNew {
-                            // New records wait and go in with one statement per table and owner.
-                            pending.append(key: key, owner: Self.owner(of: write.scope, current: nil), stored)
-                        } else {
-                            // An update may touch a record inserted earlier in this batch.
-                            try await pending.flush(transaction)
-                            try await Self.store(stored, isNew: false, key: key, scope: write.scope, transaction)
-                        }
-                        found[key, default: [:]][Array(stored.id.utf8)] = (stored, Self.owner(of: write.scope, current: current?.owner))
-                        outcomes.append(isNew ? .inserted(stored) : .modified(stored))
-                    }
-                }
-                try await pending.flush(transaction)
-                if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback(WriteOutcome.rolledBack(outcomes)) }
-                guard outcomes.contains(where: \.succeeded) else { return .rollback(outcomes) }
-                // Delivered to every instance's listener when (and only if) the transaction commits.
-                for table in Self.changedTables(writes, outcomes) {
-                    var notify = PostgresStatement("SELECT pg_notify('\(PostgresChangeListener.channel)', ")
-                    notify.append(notify.bind("\(instance) \(table)") + ")")
-                    try await transaction.execute(notify)
-                }
-                return .commit(outcomes)
+                return outcomes
+            } catch let error as PostgresServerError where (error.isUniqueViolation || error.isDeadlock) && attempt < Self.maximumAttempts {
+                // Two transactions inserted one id (or locked rows in opposite orders): the
+                // other committed, or was chosen to go on. Run again: the records read now
+                // include what it wrote, so the answer is the one a serial order gives.
+                await floorsWithdrawn(tables.map(\.0))
+                continue
+            } catch let error as PostgresServerError {
+                await floorsWithdrawn(tables.map(\.0))
+                throw error
+            } catch {
+                // The connection failed or the request went away: the database may not be there
+                // to tell the other instances (their held reads wait out their time), this one's can.
+                changes?.committed(tables.map(\.0))
+                throw error
             }
         }
-        changes?.committed(Self.changedTables(writes, outcomes))
-        return outcomes
+    }
+
+    /// Runs of one write transaction before a unique violation or a deadlock is the client's
+    /// error (each run sees the other transaction's commit, so a second one is rare already).
+    private static let maximumAttempts = 5
+
+    /// One run of a write transaction; `committed` is false when it rolled back.
+    private func writeOnce(_ writes: [RecordWrite], tables: [(String, [String])], atomic: Bool) async throws -> (
+        [WriteOutcome], committed: Bool
+    ) {
+        let now = clock()
+        return try await database.transaction { transaction in
+            // Per table: register the floor of this transaction's `updatedAt`, then (in the
+            // next statement, so with a snapshot taken after the floor was visible to readers)
+            // read the batch's records of it, locked, and what the table holds at most.
+            var stamps: [String: Timestamp] = [:]
+            // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
+            var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
+            for (key, ids) in tables {
+                // With this instance's `NOTIFY` of the table, for the other instances' listeners.
+                let notice = (PostgresChangeListener.channel, "\(instance) \(key)")
+                let floor = try await WriteFloor.register(transaction, key: key, now: now, notice: notice)
+                let (records, newest) = try await Self.currentRecords(transaction, key: key, ids: ids)
+                found[key] = records
+                stamps[key] = WriteFloor.stamp(floor: floor, now: now, newest: newest)
+            }
+            var outcomes: [WriteOutcome] = []
+            outcomes.reserveCapacity(writes.count)
+            var pending = PendingInserts()
+            for write in writes {
+                let key = PostgresSchema.tableKey(write.table)
+                if let problem = Self.unstorable(write) {
+                    outcomes.append(.unstorable(problem))
+                    continue
+                }
+                let current = found[key]?[Array(write.id.utf8)]
+                let stamp = stamps[key] ?? now
+                let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false) {
+                    stamp
+                }
+                switch step {
+                case .answer(let outcome):
+                    outcomes.append(outcome)
+                case .store(let stored, let isNew):
+                    if isNew {
+                        // New records wait and go in with one statement per table and owner.
+                        pending.append(key: key, owner: Self.owner(of: write.scope, current: nil), stored)
+                    } else {
+                        // An update may touch a record inserted earlier in this batch.
+                        try await pending.flush(transaction)
+                        try await Self.store(stored, isNew: false, key: key, scope: write.scope, transaction)
+                    }
+                    found[key, default: [:]][Array(stored.id.utf8)] = (stored, Self.owner(of: write.scope, current: current?.owner))
+                    outcomes.append(isNew ? .inserted(stored) : .modified(stored))
+                }
+            }
+            try await pending.flush(transaction)
+            if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback((WriteOutcome.rolledBack(outcomes), false)) }
+            guard outcomes.contains(where: \.succeeded) else { return .rollback((outcomes, false)) }
+            return .commit((outcomes, true))
+        }
+    }
+
+    /// `NOTIFY` of a change to `table`, for the other instances' listeners.
+    private func notification(_ table: String) -> PostgresStatement {
+        var notify = PostgresStatement("SELECT pg_notify('\(PostgresChangeListener.channel)', ")
+        notify.append(notify.bind("\(instance) \(table)") + ")")
+        return notify
+    }
+
+    /// After a write transaction that registered floors and did not commit: a held read whose
+    /// page stopped below one of them would wait for a commit that never comes, so its waiters
+    /// (this instance's, and through `NOTIFY` every other's) are woken to read again.
+    private func floorsWithdrawn(_ tables: [String]) async {
+        changes?.committed(tables)
+        for table in tables { _ = try? await database.rows(notification(table)) }
     }
 
     /// The keys of the tables that `writes` changed.
@@ -234,8 +285,7 @@ public final class PostgresStorage: ServerStorage {
 
     /// New records of a batch, written with one `INSERT … SELECT FROM unnest(…)` per table and
     /// owner instead of one statement each: on a loopback connection the round trips, not the
-    /// rows, are what a batch of inserts costs. Each statement also advances the table's clock to
-    /// its last `updatedAt`, as single writes do.
+    /// rows, are what a batch of inserts costs.
     private struct PendingInserts {
         struct Group {
             var key: String
@@ -244,7 +294,6 @@ public final class PostgresStorage: ServerStorage {
             var stamps: [String] = []
             var versions: [String] = []
             var bodies: [String] = []
-            var last = Timestamp(millisecondsSinceEpoch: 0)
         }
 
         private var groups: [Group] = []
@@ -262,12 +311,11 @@ public final class PostgresStorage: ServerStorage {
             groups[index].stamps.append(updatedAt.iso8601)
             groups[index].versions.append(record.system.version ?? "")
             groups[index].bodies.append(JSONSerializer.string(.object(record.fields)))
-            groups[index].last = updatedAt
         }
 
         mutating func flush(_ transaction: PostgresTransaction) async throws {
             for group in groups {
-                var statement = PostgresStorage.advancingClock(key: group.key, to: group.last)
+                var statement = PostgresStatement()
                 let key = statement.bind(group.key)
                 let owner = statement.bind(group.owner)
                 statement.append(
@@ -297,25 +345,38 @@ public final class PostgresStorage: ServerStorage {
         return order.map { ($0, ids[$0] ?? []) }
     }
 
-    /// The current rows of `ids`, locked until commit, with their owners.
+    /// The current rows of `ids`, locked until commit, with their owners, and the newest
+    /// `updatedAt` of the table in this statement's snapshot (nil when it has no record).
     private static func currentRecords(_ transaction: PostgresTransaction, key: String, ids: [String]) async throws
-        -> [[UInt8]: (record: Record, owner: String?)]
+        -> ([[UInt8]: (record: Record, owner: String?)], newest: Timestamp?)
     {
-        var select = PostgresStatement("SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE table_name = ")
-        select.append(select.bind(key) + " AND id = ANY(" + select.bind(ids) + ") FOR UPDATE")
+        // One round trip: the locked rows (none for new ids) beside the table's newest time.
+        var select = PostgresStatement("WITH locked AS (SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE table_name = ")
+        let table = select.bind(key)
+        select.append(table + " AND id = ANY(" + select.bind(ids) + ") FOR UPDATE) ")
+        select.append("SELECT (SELECT max(updated_at) FROM tsync_records WHERE table_name = \(table)), locked.* ")
+        select.append("FROM (SELECT 1) AS one LEFT JOIN locked ON true")
         var records: [[UInt8]: (record: Record, owner: String?)] = [:]
+        var newest: Timestamp?
         for row in try await transaction.rows(select) {
-            let (record, owner) = try decodeWithOwner(row)
-            records[Array(record.id.utf8)] = (record, owner)
+            let (maximum, id, createdAt, updatedAt, version, deleted, owner, body) = try row.decode(
+                (String?, String?, String?, String?, String?, Bool?, String?, String?).self)
+            if let maximum = maximum.flatMap(Timestamp.init(iso8601:)) { newest = Swift.max(newest ?? maximum, maximum) }
+            guard let id, let createdAt, let updatedAt, let version, let deleted, let body else { continue }
+            let record = try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body)
+            records[Array(id.utf8)] = (record, owner)
+            // A row locked after waiting for another writer is its newest version, which may be
+            // newer than the snapshot's maximum.
+            if let stamp = record.system.updatedAt { newest = Swift.max(newest ?? stamp, stamp) }
         }
-        return records
+        return (records, newest)
     }
 
     private static func store(_ record: Record, isNew: Bool, key: String, scope: OwnerScope, _ transaction: PostgresTransaction)
         async throws
     {
         guard let updatedAt = record.system.updatedAt else { return }
-        var statement = advancingClock(key: key, to: updatedAt)
+        var statement = PostgresStatement()
         // The text is bound once and kept twice: as jsonb for queries, as it is for pages.
         let text = statement.bind(JSONSerializer.string(.object(record.fields)))
         let body = text + "::jsonb"
@@ -376,23 +437,6 @@ public final class PostgresStorage: ServerStorage {
     }
 
     // MARK: - Helpers
-
-    /// Locks the table's clock row until the end of the transaction (creating it on the table's
-    /// first write) and returns the last `updatedAt` given out in the table.
-    private static func lockClock(_ transaction: PostgresTransaction, key: String) async throws -> Timestamp {
-        var statement = PostgresStatement("INSERT INTO tsync_table_clocks AS clock (table_name, last_updated_at) VALUES (")
-        statement.append(statement.bind(key) + ", 0) ON CONFLICT (table_name) DO UPDATE SET last_updated_at = clock.last_updated_at")
-        statement.append(" RETURNING last_updated_at")
-        return Timestamp(millisecondsSinceEpoch: try await transaction.rows(statement).first?.decode(Int64.self) ?? 0)
-    }
-
-    /// The start of a write statement that also records `updatedAt` as the table's last one, so a
-    /// write costs no extra round trip while the table is locked.
-    static func advancingClock(key: String, to updatedAt: Timestamp) -> PostgresStatement {
-        var statement = PostgresStatement("WITH clock AS (UPDATE tsync_table_clocks SET last_updated_at = ")
-        statement.append(statement.bind(updatedAt.millisecondsSinceEpoch) + " WHERE table_name = " + statement.bind(key) + ") ")
-        return statement
-    }
 
     /// Runs a write, turning a value PostgreSQL refuses to store into the client's mistake.
     private func writing<Result>(_ body: () async throws -> Result) async throws -> Result {

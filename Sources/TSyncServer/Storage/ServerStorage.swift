@@ -22,7 +22,8 @@ public protocol ServerStorage: Sendable {
     /// Applies `writes` in order in ONE transaction and returns one outcome per write. A write that
     /// fails (409, 404, 412…) does not stop the others; with `atomic`, any failure rolls the whole
     /// batch back and every write that had succeeded answers `.notApplied`. Each touched table's
-    /// clock is taken once, so `updatedAt` grows strictly in commit order (docs/DESIGN.md §2.2). The single
+    /// `updatedAt` is taken once, so that no incremental pull ever passes a write still to commit
+    /// (docs/DESIGN.md §2.2, §10). The single
     /// routes' `insert` and `modify` are batches of one (see `RecordWrite`).
     func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome]
 

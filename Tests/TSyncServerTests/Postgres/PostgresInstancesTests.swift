@@ -133,9 +133,8 @@ struct PostgresInstancesTests {
     }
 
     /// Issue 10: writers sending batches (`POST /tables/$batch`, inserts and updates on two tables)
-    /// to both instances at once, a reader pulling incrementally while they write: batches take
-    /// each table's clock once and commit in `updatedAt` order, so the reader ends equal to the
-    /// server.
+    /// to both instances at once, a reader pulling incrementally while they write: a pull never
+    /// passes a batch still to commit (docs/DESIGN.md §10), so the reader ends equal to the server.
     @Test func incrementalReaderMissesNothingUnderBatchesOnTwoInstances() async throws {
         try await withTwoInstances { first, second in
             let instances = [first, second]
@@ -189,8 +188,8 @@ struct PostgresInstancesTests {
         }
     }
 
-    /// A per-table clock shared by the instances: one whose wall clock runs behind still gives
-    /// later writes later updatedAt values.
+    /// One instance whose wall clock runs behind still gives later writes later updatedAt values:
+    /// each write is stamped after the newest it sees.
     @Test func updatedAtKeepsGrowingAcrossInstancesWithSkewedClocks() async throws {
         let ahead = Timestamp(millisecondsSinceEpoch: 1_800_000_000_000)
         let behind = Timestamp(millisecondsSinceEpoch: 1_700_000_000_000)
