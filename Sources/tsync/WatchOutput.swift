@@ -26,7 +26,7 @@ actor WatchOutput {
                 Console.note(Self.note(event))
             }
         }
-        if !json.isEmpty { Console.write(String(decoding: json, as: UTF8.self)) }
+        if !json.isEmpty { _ = json.withUnsafeBufferPointer { Console.writeAll(STDOUT_FILENO, $0) } }
         if !lines.isEmpty { Console.write(lines) }
         let changes = events.filter { Self.isChange($0.kind) }
         guard let exec, !changes.isEmpty else { return }
