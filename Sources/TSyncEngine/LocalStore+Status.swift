@@ -92,9 +92,7 @@ extension LocalStore {
 public final class PendingOperations {
     private let rows: RowCursor
     private let location: StoreLocation
-    private var tables: [TableStatus] = []
-    private var positions: [String: Int] = [:]
-    private var current = -1
+    private var tally = QueueTally()
     fileprivate var storeDirectory = ""
     fileprivate var remote: String?
     fileprivate var savedQueries: [SavedQuery] = []
@@ -103,7 +101,7 @@ public final class PendingOperations {
     /// with the store's saved queries and remote when the cursor came from `LocalStore.status(_:)`.
     public var report: StatusReport {
         StatusReport(
-            storeDirectory: storeDirectory, remote: remote, tables: tables.sorted { $0.table < $1.table }, savedQueries: savedQueries)
+            storeDirectory: storeDirectory, remote: remote, tables: tally.byName, savedQueries: savedQueries)
     }
 
     fileprivate init(_ db: Database, location: StoreLocation) throws {
@@ -123,18 +121,9 @@ public final class PendingOperations {
         do {
             guard let row = try rows.next() else { return nil }
             let operation = try StoreRows.pendingOperation(row)
-            // Queues come in runs of one table: the lookup is needed only where a run ends.
-            if current < 0 || tables[current].table != operation.table {
-                if let position = positions[operation.table] {
-                    current = position
-                } else {
-                    current = tables.count
-                    positions[operation.table] = current
-                    tables.append(TableStatus(table: operation.table))
-                }
-            }
-            tables[current].count(operation.kind)
-            if operation.error != nil { tables[current].errors += 1 }
+            let position = tally.position(of: operation.table)
+            tally.tables[position].count(operation.kind)
+            if operation.error != nil { tally.tables[position].errors += 1 }
             return operation
         } catch {
             throw StoreFailure.map(error, location: location)
@@ -187,32 +176,18 @@ extension StoreRows {
     /// Counts the queue by table and kind in one pass in queue order, decoding whole operations
     /// only for the samples; errors are counted from the error table, which is small.
     static func statusReport(_ db: Database, directory: String, remote: String?, samplesPerTable: Int) throws -> StatusReport {
-        var tables: [TableStatus] = []
+        var tally = QueueTally()
         var sampled: [Int] = []
-        var positions: [String: Int] = [:]
         var samples: [PendingOperation] = []
-        var current = -1
-        var currentTable = ""
         let rows = try Row.fetchCursor(db, sql: queueSQL + " ORDER BY o.seq")
         while let row = try rows.next() {
-            let table: String = row[1]
-            // Queues come in runs of one table: the lookup is needed only where a run ends.
-            if current < 0 || table != currentTable {
-                if let position = positions[table] {
-                    current = position
-                } else {
-                    current = tables.count
-                    positions[table] = current
-                    tables.append(TableStatus(table: table))
-                    sampled.append(0)
-                }
-                currentTable = table
-            }
+            let position = tally.position(of: row[1])
+            if position == sampled.count { sampled.append(0) }
             let kindText: String = row[3]
             guard let kind = OperationKind(rawValue: kindText) else { throw damagedOperation(row[0]) }
-            tables[current].count(kind)
-            if sampled[current] < samplesPerTable {
-                sampled[current] += 1
+            tally.tables[position].count(kind)
+            if sampled[position] < samplesPerTable {
+                sampled[position] += 1
                 samples.append(try pendingOperation(row))
             }
         }
@@ -222,7 +197,7 @@ extension StoreRows {
                 SELECT o.tbl, count(*) FROM errors e JOIN operations o ON o.seq = e.operation_seq GROUP BY o.tbl
                 """)
         for row in errors {
-            if let position = positions[row[0]] { tables[position].errors = row[1] }
+            if let position = tally.existingPosition(of: row[0]) { tally.tables[position].errors = row[1] }
         }
         if !errors.isEmpty {
             for index in samples.indices {
@@ -234,9 +209,36 @@ extension StoreRows {
             }
         }
         return StatusReport(
-            storeDirectory: directory, remote: remote, tables: tables.sorted { $0.table < $1.table }, samples: samples,
+            storeDirectory: directory, remote: remote, tables: tally.byName, samples: samples,
             savedQueries: try savedQueries(db))
     }
+}
+
+/// The counts of a queue read in queue order, a `TableStatus` per table. Queues come in runs of
+/// one table, so the table's counts are looked up only where a run ends.
+struct QueueTally {
+    var tables: [TableStatus] = []
+    private var positions: [String: Int] = [:]
+    private var current = -1
+
+    /// Where `table`'s counts are in `tables`, added when it is new.
+    mutating func position(of table: String) -> Int {
+        if current >= 0, tables[current].table == table { return current }
+        if let position = positions[table] {
+            current = position
+        } else {
+            current = tables.count
+            positions[table] = current
+            tables.append(TableStatus(table: table))
+        }
+        return current
+    }
+
+    /// Where `table`'s counts are, nil when it has none.
+    func existingPosition(of table: String) -> Int? { positions[table] }
+
+    /// The tables by name, as reports list them.
+    var byName: [TableStatus] { tables.sorted { $0.table < $1.table } }
 }
 
 /// One queued operation as `LocalStore.queuedItems` hands it over: valid only during the call.

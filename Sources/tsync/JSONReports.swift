@@ -25,36 +25,20 @@ enum JSONReports {
             })
     }
 
-    /// `status`: `{"store", "remote", "clean", "pending", "errors", "tables": [...],
-    /// "operations": [...], "queries": [...]}`, in two parts for the operations (which may be a
-    /// million) to be written between them as they are read: the object as it is with no
-    /// operation, cut inside its empty "operations" array. (That key's text cannot occur inside a
-    /// JSON string, whose quotes are escaped, and no key before it holds a string.)
-    static func statusFrame(_ report: StatusReport) -> (head: [UInt8], tail: [UInt8]) {
-        let whole = JSONSerializer.bytes(status(report, operations: []))
-        let marker = Array(#""operations":[]"#.utf8)
-        guard let start = whole.indices.first(where: { whole[$0...].starts(with: marker) }) else {
-            // Unreachable: the object always has the key.
-            return (whole, [UInt8(ascii: "\n")])
-        }
-        let cut = start + marker.count - 1
-        return (Array(whole[..<cut]), Array(whole[cut...]) + [UInt8(ascii: "\n")])
-    }
-
-    /// The start of `status --json` up to its operations, from what is known before they are
-    /// read: the head of `statusFrame` (its members before "operations", in key order).
+    /// `status`: `{"clean", "errors", "operations": [...], "pending", "queries": [...], "remote",
+    /// "store", "tables": [...]}` (the serializer's key order), written in two parts around the
+    /// operations, which may be a million and are written as they are read: the head from what is
+    /// known before them, the tail from the counts once they are all read.
     static func statusHead(_ head: StatusReport.Head) -> [UInt8] {
         Array(#"{"clean":\#(head.isClean),"errors":\#(head.errorCount),"operations":["#.utf8)
     }
 
-    /// The object of `status --json` with `operations` as its operations.
-    static func status(_ report: StatusReport, operations: [PendingOperation]) -> JSONValue {
-        [
+    /// The members after "operations" (they all sort after it), the object's end and the newline.
+    static func statusTail(_ report: StatusReport) -> [UInt8] {
+        let rest: JSONValue = [
             "store": .string(report.storeDirectory),
             "remote": report.remote.map(JSONValue.string) ?? .null,
-            "clean": .bool(report.isClean),
             "pending": .int(Int64(report.pendingCount)),
-            "errors": .int(Int64(report.errorCount)),
             "tables": .array(
                 report.tables.map { table in
                     [
@@ -63,9 +47,10 @@ enum JSONReports {
                         "deletes": .int(Int64(table.deletes)), "errors": .int(Int64(table.errors)),
                     ]
                 }),
-            "operations": .array(operations.map(operation)),
             "queries": .array(report.savedQueries.map(savedQuery)),
         ]
+        // The object's members without its "{": they follow the operations' array.
+        return Array("],".utf8) + JSONSerializer.bytes(rest).dropFirst() + [UInt8(ascii: "\n")]
     }
 
     /// One queued operation: `{"seq", "table", "id", "kind" (insert|update|delete),

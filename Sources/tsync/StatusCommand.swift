@@ -65,7 +65,7 @@ struct StatusCommand: ParsableCommand {
                     out.append(json: JSONReports.operation(operation))
                     first = false
                 }
-                out.append(JSONReports.statusFrame(operations.report).tail)
+                out.append(JSONReports.statusTail(operations.report))
                 out.flush()
                 return head.isClean
             }
