@@ -368,7 +368,7 @@ private final class LiveRun: Sendable {
         return entries.map { entry in
             var event = LiveEvent(.pushed, table: entry.table, id: entry.itemID)
             event.operation = entry.kind
-            event.version = entry.version ?? (try? store.record(table: entry.table, id: entry.itemID))?.system.version
+            event.version = entry.version
             return event
         }
     }

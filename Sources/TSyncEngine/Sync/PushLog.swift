@@ -1,4 +1,3 @@
-import Foundation
 import GRDB
 import TSyncModel
 
@@ -25,7 +24,7 @@ enum PushLog {
     /// Logs `pushed` (each operation with the version the server answered) and drops what is older
     /// than `retention`: the oldest rows come first, so only the expired ones are read.
     static func append(_ db: Database, _ pushed: [(PendingOperation, String?)]) throws {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = Timestamp.now().millisecondsSinceEpoch
         let rows = JSONSerializer.string(
             .array(
                 pushed.map { operation, version in
