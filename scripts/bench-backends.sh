@@ -102,6 +102,16 @@ print(json.loads(connection.getresponse().read())["updatedAt"])
 PY
 }
 
+# fresh_database BACKEND NAME: the --db of a new, empty database NAME on BACKEND.
+fresh_database() {
+    if [ "$1" = sqlite ]; then
+        echo "sqlite:$work/$2.db"
+    else
+        psql -q "$pg_admin_url" -c "CREATE DATABASE $2" >/dev/null
+        echo "${pg_admin_url%/*}/$2"
+    fi
+}
+
 urlencode() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 
 # measure MODE PATH PORTS...: runs wrk and prints "requests/s non-2xx".
@@ -156,12 +166,7 @@ pull_into() {
 pull_lines=()
 declare -A pull_rate
 for backend in sqlite postgres; do
-    if [ "$backend" = sqlite ]; then
-        db="sqlite:$work/pull.db"
-    else
-        psql -q "$pg_admin_url" -c "CREATE DATABASE tsync_pull" >/dev/null
-        db="${pg_admin_url%/*}/tsync_pull"
-    fi
+    db=$(fresh_database "$backend" tsync_pull)
     echo "== $backend: pull of $pull_records records into an empty store" >&2
     pull_case "$backend" "$db"
     pull_rate[$backend]=$(awk -v n="$pull_records" -v s="$pull_seconds" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }')
@@ -186,12 +191,7 @@ $pull_only && exit 0
 filter=$(urlencode "n ge 1000 and n lt 4000 and substringof('7', text) and done eq false")
 results=()
 for backend in sqlite postgres; do
-    if [ "$backend" = sqlite ]; then
-        db="sqlite:$work/bench.db"
-    else
-        psql -q "$pg_admin_url" -c "CREATE DATABASE tsync_bench" >/dev/null
-        db="${pg_admin_url%/*}/tsync_bench"
-    fi
+    db=$(fresh_database "$backend" tsync_bench)
     # One database per backend, seeded once, so one and two instances query the same data.
     start_server "$db" "$work/$backend-seed.log"
     port=$started_port
