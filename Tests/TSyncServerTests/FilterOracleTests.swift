@@ -129,12 +129,12 @@ import TSyncQuery
             var selected: [[String]] = []
             for filter in filters {
                 let query = RecordQuery(filter: try ODataParser.parseFilter(filter), orderBy: order, top: 1000)
-                selected.append(try await storage.query(table: "oracle", query, scope: .shared).items.map(\.id))
+                selected.append(try await storage.query(table: "oracle", query, scope: .shared).records().map(\.id))
             }
             var ordered: [[String]] = []
             for keys in orders {
                 ordered.append(
-                    try await storage.query(table: "oracle", RecordQuery(orderBy: keys, top: 1000), scope: .shared).items.map(\.id))
+                    try await storage.query(table: "oracle", RecordQuery(orderBy: keys, top: 1000), scope: .shared).records().map(\.id))
             }
             return (stored, selected, ordered)
         }

@@ -46,7 +46,10 @@ extension ExpectedVersion {
 
 extension StringProtocol {
     func trimmingSpaces() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        return String(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
+        // Found from each end, not by reversing the whole text twice (every page request of a
+        // pull trims its filter).
+        let isText: (Character) -> Bool = { $0 != " " && $0 != "\t" }
+        guard let first = firstIndex(where: isText), let last = lastIndex(where: isText) else { return "" }
+        return String(self[first...last])
     }
 }

@@ -73,21 +73,30 @@ struct TableRoutes: Sendable {
 
     /// A page's body, written straight to bytes in the serializer's key order: `{"count", "results"}`.
     private static func body(_ page: RecordPage, _ query: RecordQuery) throws -> PageBody {
-        var body: [UInt8] = []
-        body.reserveCapacity(64 + 256 * page.items.count)
-        if let count = page.totalCount { body.append(contentsOf: #"{"count":\#(count),"results":"#.utf8) }
-        body.append(UInt8(ascii: "["))
-        for (index, item) in page.items.enumerated() {
-            if index > 0 { body.append(UInt8(ascii: ",")) }
+        var body = ByteBuffer()
+        body.reserveCapacity(64 + (page.written?.bytes.count ?? 256 * page.items.count))
+        if let count = page.totalCount { body.writeString(#"{"count":\#(count),"results":"#) }
+        body.writeInteger(UInt8(ascii: "["))
+        if let written = page.written, query.select == nil {
+            body.writeBytes(written.bytes)
+        } else {
+            var records: [UInt8] = []
             if query.select == nil {
-                try item.write(to: &body)
+                for (index, item) in page.items.enumerated() {
+                    if index > 0 { records.append(UInt8(ascii: ",")) }
+                    try item.write(to: &records)
+                }
             } else {
-                JSONSerializer.write(.object(query.project(try item.record().wireObject)), to: &body)
+                for (index, record) in try page.records().enumerated() {
+                    if index > 0 { records.append(UInt8(ascii: ",")) }
+                    JSONSerializer.write(.object(query.project(record.wireObject)), to: &records)
+                }
             }
+            body.writeBytes(records)
         }
-        body.append(UInt8(ascii: "]"))
-        if page.totalCount != nil { body.append(UInt8(ascii: "}")) }
-        return PageBody(bytes: ByteBuffer(bytes: body), count: page.items.count)
+        body.writeInteger(UInt8(ascii: "]"))
+        if page.totalCount != nil { body.writeInteger(UInt8(ascii: "}")) }
+        return PageBody(bytes: body, count: page.count)
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {

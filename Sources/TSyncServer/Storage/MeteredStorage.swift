@@ -18,7 +18,7 @@ struct MeteredStorage: ServerStorage {
 
     func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
         let page = try await base.query(table: table, query, scope: scope)
-        metrics.recordRead(records: page.items.count)
+        metrics.recordRead(records: page.count)
         return page
     }
 

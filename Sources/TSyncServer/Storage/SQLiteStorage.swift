@@ -90,15 +90,33 @@ public final class SQLiteStorage: ServerStorage {
                 return RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
             }
             do {
-                // The columns' text as it is (`PageRecord.stored`), read by position.
-                var items: [PageRecord] = []
-                let rows = try Row.fetchCursor(db, sql: selectSQL, arguments: selectArguments)
-                while let row = try rows.next() {
-                    items.append(
-                        .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
+                // The columns' text as it is, read by position: written out as the page sends it
+                // straight from SQLite's bytes, or kept as `PageRecord.stored` for a `$select`.
+                let statement = try db.makeStatement(sql: selectSQL)
+                let rows = try Row.fetchCursor(statement, arguments: selectArguments)
+                let total = { () throws -> Int? in
+                    query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
                 }
-                let total = query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
-                return RecordPage(items: items, totalCount: total)
+                guard query.select == nil else {
+                    var items: [PageRecord] = []
+                    while let row = try rows.next() {
+                        items.append(
+                            .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
+                    }
+                    return RecordPage(items: items, totalCount: try total())
+                }
+                var written = WrittenRecords()
+                let handle = statement.sqliteStatement
+                func text(_ column: CInt) -> UnsafeBufferPointer<UInt8> {
+                    // NULL (which the schema forbids) reads as empty text.
+                    UnsafeBufferPointer(start: sqlite3_column_text(handle, column), count: Int(sqlite3_column_bytes(handle, column)))
+                }
+                while try rows.next() != nil {
+                    try written.append(
+                        id: text(0), createdAt: text(1), updatedAt: text(2), version: text(3),
+                        deleted: sqlite3_column_int64(handle, 4) != 0, fields: text(6))
+                }
+                return RecordPage(written: written, totalCount: try total())
             } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
                 // The fixed part of the statement is known to be valid, so this comes from the
                 // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).

@@ -98,7 +98,13 @@ public enum OwnerScope: Sendable, Hashable {
 }
 
 public struct RecordPage: Sendable {
+    /// The records as the storage read them; empty when it wrote them out (`written`): read
+    /// `count` and `records()` to see either.
     public var items: [PageRecord]
+    /// The records written out already, as `PageRecord.write` writes each, comma-separated, when
+    /// the storage wrote them so (SQLite, for a page without `$select`, from its columns' bytes
+    /// with no `String` per column); `items` is empty then.
+    public var written: WrittenRecords?
     /// Records matching the filter over all pages, when `includeTotalCount` was asked.
     public var totalCount: Int?
 
@@ -111,8 +117,54 @@ public struct RecordPage: Sendable {
         self.init(items: records.map(PageRecord.parsed), totalCount: totalCount)
     }
 
+    public init(written: WrittenRecords, totalCount: Int?) {
+        self.init(items: [], totalCount: totalCount)
+        self.written = written
+    }
+
+    /// The number of records on the page.
+    public var count: Int { written?.count ?? items.count }
+
     /// The records, parsed.
-    public func records() throws -> [Record] { try items.map { try $0.record() } }
+    public func records() throws -> [Record] {
+        guard let written else { return try items.map { try $0.record() } }
+        guard case .array(let values) = try JSONParser.parse(bytes: [UInt8(ascii: "[")] + written.bytes + [UInt8(ascii: "]")]) else {
+            return []
+        }
+        return try values.map { value in
+            guard case .object(let object) = value else { throw TSyncError.failure("a written page holds a record that is not an object") }
+            return try Record(wire: object)
+        }
+    }
+}
+
+/// Records as a page sends them, one after another with commas between (`RecordPage.written`).
+public struct WrittenRecords: Sendable {
+    public var bytes: [UInt8] = []
+    public private(set) var count = 0
+
+    public init() {}
+
+    /// Appends one stored record (the columns `PageRecord.stored` holds, as bytes).
+    mutating func append(
+        id: UnsafeBufferPointer<UInt8>, createdAt: UnsafeBufferPointer<UInt8>, updatedAt: UnsafeBufferPointer<UInt8>,
+        version: UnsafeBufferPointer<UInt8>, deleted: Bool, fields: UnsafeBufferPointer<UInt8>
+    ) throws {
+        if count > 0 { bytes.append(UInt8(ascii: ",")) }
+        let start = bytes.count
+        if !PageRecord.writeStored(
+            id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields, to: &bytes)
+        {
+            // Text the fast writer is unsure of: the general path decides, as for `items`.
+            bytes.removeSubrange(start...)
+            func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
+            let record = PageRecord.stored(
+                id: text(id), createdAt: text(createdAt), updatedAt: text(updatedAt), version: text(version), deleted: deleted,
+                fields: text(fields))
+            JSONSerializer.writeRecord(try record.record(), to: &bytes)
+        }
+        count += 1
+    }
 }
 
 /// One record of a page, as the storage read it. Both backends keep the fields as the JSON text
@@ -154,25 +206,63 @@ public enum PageRecord: Sendable {
         switch self {
         case .parsed(let record):
             JSONSerializer.writeRecord(record, to: &output)
-        case .stored(let id, let createdAt, let updatedAt, let version, let deleted, let fields):
-            guard fields.utf8.first == UInt8(ascii: "{"), fields.utf8.last == UInt8(ascii: "}") else {
-                return JSONSerializer.writeRecord(try record(), to: &output)
+        case .stored(var id, var createdAt, var updatedAt, var version, let deleted, var fields):
+            let written = id.withUTF8 { id in
+                createdAt.withUTF8 { createdAt in
+                    updatedAt.withUTF8 { updatedAt in
+                        version.withUTF8 { version in
+                            fields.withUTF8 { fields in
+                                Self.writeStored(
+                                    id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted,
+                                    fields: fields, to: &output)
+                            }
+                        }
+                    }
+                }
             }
-            output.append(contentsOf: #"{"id":"#.utf8)
-            JSONSerializer.writeString(id, to: &output)
-            output.append(contentsOf: #","createdAt":"#.utf8)
-            JSONSerializer.writeString(createdAt, to: &output)
-            output.append(contentsOf: (deleted ? #","deleted":true,"updatedAt":"# : #","deleted":false,"updatedAt":"#).utf8)
-            JSONSerializer.writeString(updatedAt, to: &output)
-            output.append(contentsOf: #","version":"#.utf8)
-            JSONSerializer.writeString(version, to: &output)
-            if fields.utf8.count > 2 {
-                output.append(UInt8(ascii: ","))
-                output.append(contentsOf: fields.utf8.dropFirst())
-            } else {
-                output.append(UInt8(ascii: "}"))
-            }
+            if !written { JSONSerializer.writeRecord(try record(), to: &output) }
         }
+    }
+
+    /// Writes a stored record from its columns' bytes: `id` and the system properties first, then
+    /// the fields' own text. False, with nothing written, when a text needs escaping or the fields
+    /// are not an object's text: the caller takes the general path.
+    static func writeStored(
+        id: UnsafeBufferPointer<UInt8>, createdAt: UnsafeBufferPointer<UInt8>, updatedAt: UnsafeBufferPointer<UInt8>,
+        version: UnsafeBufferPointer<UInt8>, deleted: Bool, fields: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]
+    ) -> Bool {
+        // Nothing to escape, and valid UTF-8 (what a `String` of the column would hold).
+        func plain(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+            var ascii = true
+            for byte in text {
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+                if byte >= 0x80 { ascii = false }
+            }
+            return ascii || String(validating: text, as: UTF8.self) != nil
+        }
+        guard fields.first == UInt8(ascii: "{"), fields.last == UInt8(ascii: "}"), plain(id), plain(createdAt), plain(updatedAt),
+            plain(version), fields.allSatisfy({ $0 < 0x80 }) || String(validating: fields, as: UTF8.self) != nil
+        else { return false }
+        func string(_ text: UnsafeBufferPointer<UInt8>) {
+            output.append(UInt8(ascii: "\""))
+            output.append(contentsOf: text)
+            output.append(UInt8(ascii: "\""))
+        }
+        output.append(contentsOf: #"{"id":"#.utf8)
+        string(id)
+        output.append(contentsOf: #","createdAt":"#.utf8)
+        string(createdAt)
+        output.append(contentsOf: (deleted ? #","deleted":true,"updatedAt":"# : #","deleted":false,"updatedAt":"#).utf8)
+        string(updatedAt)
+        output.append(contentsOf: #","version":"#.utf8)
+        string(version)
+        if fields.count > 2 {
+            output.append(UInt8(ascii: ","))
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: fields.dropFirst()))
+        } else {
+            output.append(UInt8(ascii: "}"))
+        }
+        return true
     }
 }
 

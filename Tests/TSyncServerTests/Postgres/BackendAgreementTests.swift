@@ -71,7 +71,7 @@ struct BackendAgreementTests {
             for filter in filters {
                 let query = RecordQuery(
                     filter: try ODataParser.parseFilter(filter), orderBy: try ODataParser.parseOrderBy(orderBy), top: 1000)
-                results.append(try await storage.query(table: "agree", query, scope: .shared).items.map(\.id))
+                results.append(try await storage.query(table: "agree", query, scope: .shared).records().map(\.id))
             }
             return results
         }
