@@ -18,35 +18,67 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
     public var iso8601: String {
-        let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
-        let (year, month, day) = Self.civil(fromDays: days)
-        let hour = msOfDay / 3_600_000
-        let minute = msOfDay / 60_000 % 60
-        let second = msOfDay / 1000 % 60
-        let millisecond = msOfDay % 1000
-        guard (0...9999).contains(year) else {
-            return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(hour, 2) + ":" + pad(minute, 2)
-                + ":" + pad(second, 2) + "." + pad(millisecond, 3) + "Z"
+        guard let (year, month, day, msOfDay) = fourDigitYear else {
+            let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
+            let (year, month, day) = Self.civil(fromDays: days)
+            return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(msOfDay / 3_600_000, 2) + ":"
+                + pad(msOfDay / 60_000 % 60, 2) + ":" + pad(msOfDay / 1000 % 60, 2) + "." + pad(msOfDay % 1000, 3) + "Z"
         }
         // Every record a server writes carries two of these: built in place, digit by digit, it
         // costs a tenth of the string concatenation above.
         return String(unsafeUninitializedCapacity: 24) { buffer in
-            var index = 0
-            func put(_ value: Int64, _ width: Int) {
-                var value = value
-                for position in stride(from: index + width - 1, through: index, by: -1) {
-                    buffer[position] = UInt8(truncatingIfNeeded: 48 + value % 10)
-                    value /= 10
-                }
-                index += width
-            }
-            func put(_ character: Unicode.Scalar) {
-                buffer[index] = UInt8(ascii: character)
-                index += 1
-            }
-            put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2); put("T")
-            put(hour, 2); put(":"); put(minute, 2); put(":"); put(second, 2); put("."); put(millisecond, 3); put("Z")
-            return index
+            Self.write(year, month, day, msOfDay, into: buffer)
+        }
+    }
+
+    /// Calls `body` with the bytes of `iso8601`, built on the stack: a pull writes two of these
+    /// per record into the store, and a `String` for each was an allocation.
+    public func withISO8601<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        guard let (year, month, day, msOfDay) = fourDigitYear else {
+            var text = iso8601
+            return try text.withUTF8(body)
+        }
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+            let count = Self.write(year, month, day, msOfDay, into: buffer)
+            return try body(UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// The calendar date and the milliseconds of the day, when the year has four digits (the
+    /// fixed-width form); nil outside years 0-9999.
+    private var fourDigitYear: (year: Int64, month: Int64, day: Int64, msOfDay: Int64)? {
+        let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
+        let (year, month, day) = Self.civil(fromDays: days)
+        guard (0...9999).contains(year) else { return nil }
+        return (year, month, day, msOfDay)
+    }
+
+    /// Writes the 24 bytes of the fixed-width form; returns 24.
+    private static func write(
+        _ year: Int64, _ month: Int64, _ day: Int64, _ msOfDay: Int64, into buffer: UnsafeMutableBufferPointer<UInt8>
+    ) -> Int {
+        putDigits(year, 4, at: 0, in: buffer)
+        buffer[4] = UInt8(ascii: "-")
+        putDigits(month, 2, at: 5, in: buffer)
+        buffer[7] = UInt8(ascii: "-")
+        putDigits(day, 2, at: 8, in: buffer)
+        buffer[10] = UInt8(ascii: "T")
+        putDigits(msOfDay / 3_600_000, 2, at: 11, in: buffer)
+        buffer[13] = UInt8(ascii: ":")
+        putDigits(msOfDay / 60_000 % 60, 2, at: 14, in: buffer)
+        buffer[16] = UInt8(ascii: ":")
+        putDigits(msOfDay / 1000 % 60, 2, at: 17, in: buffer)
+        buffer[19] = UInt8(ascii: ".")
+        putDigits(msOfDay % 1000, 3, at: 20, in: buffer)
+        buffer[23] = UInt8(ascii: "Z")
+        return 24
+    }
+
+    private static func putDigits(_ value: Int64, _ width: Int, at offset: Int, in buffer: UnsafeMutableBufferPointer<UInt8>) {
+        var value = value
+        for position in stride(from: offset + width - 1, through: offset, by: -1) {
+            buffer[position] = UInt8(truncatingIfNeeded: 48 + value % 10)
+            value /= 10
         }
     }
 
@@ -68,6 +100,10 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The same, read from bytes (a page of records is read without making a `String` of each).
     public init?(iso8601 text: UnsafeBufferPointer<UInt8>) {
+        if let fixed = Self.fixedWidth(text) {
+            self = fixed
+            return
+        }
         let bytes = text
         var index = text.startIndex
         func number(_ digits: Int) -> Int64? {
@@ -127,6 +163,31 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         let days = Self.days(fromCivil: year, month, day)
         millisecondsSinceEpoch =
             ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millisecond
+    }
+
+    /// The fixed-width form `iso8601` writes, read without the general parser's steps: nearly
+    /// every timestamp a pull reads (two per record) is in it. Nil when the text is not exactly
+    /// that form, or not a valid date and time; the general parser then decides.
+    private static func fixedWidth(_ text: UnsafeBufferPointer<UInt8>) -> Timestamp? {
+        guard text.count == 24, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
+            text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."),
+            text[23] == UInt8(ascii: "Z")
+        else { return nil }
+        func digits(_ offset: Int, _ count: Int) -> Int64? {
+            var value: Int64 = 0
+            for byte in text[offset..<offset + count] {
+                guard byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int64(byte - 48)
+            }
+            return value
+        }
+        guard let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2), let hour = digits(11, 2),
+            let minute = digits(14, 2), let second = digits(17, 2), let millisecond = digits(20, 3),
+            (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24, minute < 60,
+            second < 60
+        else { return nil }
+        let days = Self.days(fromCivil: year, month, day)
+        return Timestamp(millisecondsSinceEpoch: ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond)
     }
 
     // Howard Hinnant's civil-calendar algorithms, proleptic Gregorian.

@@ -70,6 +70,14 @@ import Testing
         #expect(Timestamp(iso8601: "2024-02-29")?.iso8601 == "2024-02-29T00:00:00.000Z")
         #expect(Timestamp(iso8601: "2023-02-29") == nil)
         #expect(Timestamp(iso8601: "2023-01-01T25:00:00Z") == nil)
+        // The fixed-width form has a reader of its own: it refuses what the general one refuses.
+        for bad in [
+            "2023-02-29T00:00:00.000Z", "2023-13-01T00:00:00.000Z", "2023-00-01T00:00:00.000Z", "2023-01-00T00:00:00.000Z",
+            "2023-01-01T24:00:00.000Z", "2023-01-01T23:60:00.000Z", "2023-01-01T23:59:60.000Z", "2023-01-01T23:59:59.0a0Z",
+        ] {
+            #expect(Timestamp(iso8601: bad) == nil, "\(bad)")
+        }
+        #expect(Timestamp(iso8601: "2024-02-29T23:59:59.999Z")?.iso8601 == "2024-02-29T23:59:59.999Z")
     }
 }
 

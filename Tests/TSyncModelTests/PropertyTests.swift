@@ -49,6 +49,7 @@ import Testing
             #expect(zip(shape, text.utf8).allSatisfy { $0 == UInt8(ascii: "d") ? (48...57).contains($1) : $0 == $1 }, "\(text)")
             #expect((1...9999).contains(Int(text.prefix(4)) ?? 0), "\(text)")
             #expect(Timestamp(iso8601: text) == t, "\(text)")
+            #expect(t.withISO8601 { String(decoding: $0, as: UTF8.self) } == text)
             let near = min(max(a + delta, Arbitrary.instants.lowerBound), Arbitrary.instants.upperBound)
             for other in [b, near].map(Timestamp.init(millisecondsSinceEpoch:)) {
                 #expect((t < other) == (text < other.iso8601), "\(text) \(other.iso8601)")
