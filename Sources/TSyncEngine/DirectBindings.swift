@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import TSyncModel
 
 /// Values bound straight to a prepared statement, in order: for the statements that write a
 /// page of records, dozens of rows at a time. GRDB's own arguments make a `DatabaseValue` of
@@ -26,6 +27,20 @@ struct DirectBindings {
                 // An empty buffer may have no address, and a NULL address binds NULL, not "".
                 guard let address = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, sqliteTransient) }
                 return sqlite3_bind_text(handle, index, address, CInt(bytes.count), sqliteTransient)
+            })
+    }
+
+    /// Binds the next parameter to the timestamp's `iso8601` text, or to NULL, with no `String`
+    /// made of it.
+    mutating func bind(_ timestamp: Timestamp?) throws {
+        index += 1
+        let handle = statement.sqliteStatement
+        let index = index
+        guard let timestamp else { return try check(sqlite3_bind_null(handle, index)) }
+        try check(
+            timestamp.withISO8601 { bytes in
+                // Never empty, so it has an address.
+                sqlite3_bind_text(handle, index, bytes.baseAddress, CInt(bytes.count), sqliteTransient)
             })
     }
 

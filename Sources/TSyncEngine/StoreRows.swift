@@ -64,8 +64,8 @@ enum StoreRows {
             try values.bind(table)
             try values.bind(record.id)
             try values.bind(record.body)
-            try values.bind(record.createdAt?.iso8601)
-            try values.bind(record.updatedAt?.iso8601)
+            try values.bind(record.createdAt)
+            try values.bind(record.updatedAt)
             try values.bind(record.version)
         }
         if written != nil {
@@ -178,6 +178,11 @@ enum StoreRows {
 
     /// Whether any skipped copy is kept (of `table`, or of any table): the hot paths of push and
     /// pull skip their clean-up when none is.
+    /// Whether `table` has queued operations (any state, with or without an error).
+    static func hasOperations(_ db: Database, table: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ?)"), arguments: [table]) ?? false
+    }
+
     static func hasSkippedCopies(_ db: Database, table: String? = nil) throws -> Bool {
         if let table {
             return try Bool.fetchOne(

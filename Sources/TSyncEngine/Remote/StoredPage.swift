@@ -109,14 +109,17 @@ enum StoredPageDecoder {
         if cursor.take(UInt8(ascii: "]")) { return true }
         var body: [UInt8] = []
         body.reserveCapacity(512)
+        var members = CanonicalJSONCursor.Members(start: 0)
         repeat {
-            guard let record = readRecord(&cursor, body: &body) else { return false }
+            guard let record = readRecord(&cursor, body: &body, members: &members) else { return false }
             records.append(record)
         } while cursor.take(UInt8(ascii: ","))
         return cursor.take(UInt8(ascii: "]"))
     }
 
-    private static func readRecord(_ cursor: inout CanonicalJSONCursor, body: inout [UInt8]) -> StoredRecord? {
+    private static func readRecord(
+        _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], members: inout CanonicalJSONCursor.Members
+    ) -> StoredRecord? {
         guard cursor.take(UInt8(ascii: "{")) else { return nil }
         body.removeAll(keepingCapacity: true)
         body.append(UInt8(ascii: "{"))
@@ -125,21 +128,24 @@ enum StoredPageDecoder {
         var updatedAt: Timestamp??
         var version: String??
         var deleted: Bool??
-        var members = CanonicalJSONCursor.Members(start: body.count)
+        members.reset(start: body.count)
         if !cursor.take(UInt8(ascii: "}")) {
             repeat {
                 guard let name = cursor.memberName() else { return nil }
-                if cursor.range(name, is: "id") {
+                // The system properties' names are 2, 7 and 9 bytes long: most user fields'
+                // names are told apart by their length alone.
+                let system = name.count == 2 || name.count == 7 || name.count == 9
+                if system, cursor.range(name, is: "id") {
                     guard id == nil, let text = cursor.plainStringValue(), (try? Identifiers.validateRecordID(text)) != nil
                     else { return nil }
                     id = text
-                } else if cursor.range(name, is: "createdAt") {
+                } else if system, cursor.range(name, is: "createdAt") {
                     guard createdAt == nil, let timestamp = timestamp(&cursor) else { return nil }
                     createdAt = timestamp
-                } else if cursor.range(name, is: "updatedAt") {
+                } else if system, cursor.range(name, is: "updatedAt") {
                     guard updatedAt == nil, let timestamp = timestamp(&cursor) else { return nil }
                     updatedAt = timestamp
-                } else if cursor.range(name, is: "version") {
+                } else if system, cursor.range(name, is: "version") {
                     guard version == nil else { return nil }
                     if cursor.null() {
                         version = .some(nil)
@@ -147,7 +153,7 @@ enum StoredPageDecoder {
                         guard let text = cursor.plainStringValue() else { return nil }
                         version = text
                     }
-                } else if cursor.range(name, is: "deleted") {
+                } else if system, cursor.range(name, is: "deleted") {
                     guard deleted == nil, let flag = cursor.booleanOrNull() else { return nil }
                     deleted = flag
                 } else {

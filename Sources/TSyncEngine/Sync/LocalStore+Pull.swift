@@ -71,16 +71,20 @@ extension LocalStore {
         return try write { db in
             try StoreRows.registerTable(db, table)
             var result = PageResult()
-            // The items with queued operations, found by one statement for the whole page.
-            let ids = JSONSerializer.string(.array(records.map { .string($0.id) }))
-            let busy = Set(
-                try Int.fetchAll(
-                    db,
-                    sql: """
-                        SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
-                        WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = ? AND o.item_id = j.value)
-                        """,
-                    arguments: [ids, table]))
+            // The items with queued operations, found by one statement for the whole page (none
+            // to look for in a table with an empty queue, as in a clone).
+            var busy = Set<Int>()
+            if try StoreRows.hasOperations(db, table: table) {
+                let ids = JSONSerializer.string(.array(records.map { .string($0.id) }))
+                busy = Set(
+                    try Int.fetchAll(
+                        db,
+                        sql: """
+                            SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
+                            WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = ? AND o.item_id = j.value)
+                            """,
+                        arguments: [ids, table]))
+            }
             let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
             // `detailed`: the upserts leave alone, and do not report, a record the store holds at
             // the version sent already (the echo of a push); they tell which ids they wrote, and

@@ -94,9 +94,7 @@ extension LocalStore {
 
     /// Whether `table` has queued operations (any state, with or without an error).
     package func hasOperations(table: String) throws(TSyncError) -> Bool {
-        try read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ?)", arguments: [table]) ?? false
-        }
+        try read { db in try StoreRows.hasOperations(db, table: table) }
     }
 
     /// Marks up to `limit` pushable operations, at most one per item, in flight in one
