@@ -269,6 +269,30 @@ import TSyncModel
         #expect(JSONOutput.int(again["received"]) == 0)
     }
 
+    /// A pull asks for the next page while it reads a page, at the position it guesses from the
+    /// page's bytes; records whose last field looks like the start of a record mislead every
+    /// guess, and the pull must still bring each record once, in as many pages.
+    @Test func aWrongGuessOfTheNextPageLosesAndDoublesNothing() async throws {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        let items = (0..<45).map {
+            #"{"id": "m\#(String(format: "%02d", $0))", "zz": {"id": "decoy", "updatedAt": "2099-01-01T00:00:00.000Z"}}"#
+        }
+        try await writer.ok(["insert", "decoys"], stdin: items.joined(separator: "\n"))
+        try await writer.ok(["push"])
+
+        let reader = try await TSyncSandbox(remote: server.url)
+        let pull = try JSONOutput.object(try await reader.ok(["pull", "decoys", "--query-id", "all", "--page-size", "10", "--json"]))
+        #expect(JSONOutput.int(pull["received"]) == 45)
+        #expect(JSONOutput.int(pull["pages"]) == 5)
+        let ids = try JSONOutput.array(try await reader.ok(["query", "decoys", "--json"])).compactMap { $0.objectValue?["id"]?.stringValue }
+        #expect(ids.sorted() == (0..<45).map { String(format: "m%02d", $0) })
+        let checkpoint = try JSONOutput.array(try await reader.ok(["queries", "--json"])).first?.objectValue?["checkpoint"]?.objectValue
+        #expect(checkpoint?["id"] == "m44")
+        let again = try JSONOutput.object(try await reader.ok(["pull", "decoys", "--query-id", "all", "--json"]))
+        #expect(JSONOutput.int(again["received"]) == 0)
+    }
+
     @Test func pullKeepsLocalChangesAndSyncPullsSavedQueries() async throws {
         let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)

@@ -48,6 +48,28 @@ import TSyncModel
         #expect(decoded.records == Self.records.map(StoredRecord.init))
     }
 
+    /// The next page's position, guessed from a page's bytes before it is read: the last
+    /// record's, on a page as `tsync serve` writes it; nil where it cannot tell.
+    @Test func theLastRecordsPositionIsGuessedFromTheBytes() throws {
+        var bytes = Array("[".utf8)
+        for (offset, record) in Self.records.enumerated() {
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONSerializer.writeRecord(record, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "]"))
+        let guess = try #require(StoredPageDecoder.lastPosition(bytes))
+        #expect(guess.id == "a3" && guess.updatedAt == Timestamp(millisecondsSinceEpoch: 1_700_000_000_003))
+        for page in [
+            "[]", #"[{"updatedAt":"2026-01-02T03:04:05.006Z","id":"r"}]"#, #"[{"id":"r","text":"x"}]"#, #"[{"id":"r","updatedAt":null}]"#,
+        ] {
+            #expect(StoredPageDecoder.lastPosition(Array(page.utf8)) == nil, "\(page)")
+        }
+        // Only a guess: an object of that shape among the last record's fields misleads it (the
+        // pull checks the guess against the page once read).
+        let misleading = #"[{"id":"r","updatedAt":"2026-01-02T03:04:05.006Z","z":{"id":"x","updatedAt":"2099-01-01T00:00:00.000Z"}}]"#
+        #expect(StoredPageDecoder.lastPosition(Array(misleading.utf8))?.id == "x")
+    }
+
     @Test func otherOrdersAndSpacingAreReadToo() throws {
         let page = #"[ {"z":1, "version":null, "a":[1 , 2.50], "updatedAt":"2026-01-02T03:04:05.006Z", "id":"r", "deleted":false} ]"#
         let decoded = try #require(StoredPageDecoder.decode(Array(page.utf8)))

@@ -141,9 +141,14 @@ public struct RemoteClient: Sendable {
 
     /// A page in the store's form: a page as `tsync serve` writes it is read straight into it
     /// (`StoredPageDecoder`); any other goes the way of `readPage`, with its rules and errors.
-    package func readStoredPage(_ request: PageRequest) async throws(TSyncError) -> StoredPage {
+    /// `arrived` sees a 200's body before it is read (`Puller` guesses the next page's position
+    /// from it, to ask for that page while this one is read).
+    package func readStoredPage(
+        _ request: PageRequest, arrived: (@Sendable ([UInt8]) -> Void)? = nil
+    ) async throws(TSyncError) -> StoredPage {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
+        if response.status == 200 { arrived?(response.body) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             let page = StoredPage(
                 records: decoded.records, nextLink: try nextLink(response, table: request.table), totalCount: decoded.totalCount,

@@ -171,6 +171,41 @@ enum StoredPageDecoder {
             deleted: (deleted ?? nil) ?? false, body: String(decoding: body, as: UTF8.self))
     }
 
+    /// The `id` and `updatedAt` of the last record of a page as `tsync serve` writes it (each
+    /// record opens with `{"id":…,"createdAt":…,"deleted":…,"updatedAt":…`), found from the end
+    /// without reading the page. A guess, and only that: a page of another form, or a last record
+    /// with an object of that shape among its fields, may give nil or the wrong record. The
+    /// caller checks it against the page once the page is read.
+    static func lastPosition(_ body: [UInt8]) -> (id: String, updatedAt: Timestamp)? {
+        let opening = Array(#"{"id":""#.utf8)
+        guard body.count > opening.count else { return nil }
+        // Records are far shorter than this; a page of another form is not searched through.
+        let lowest = max(0, body.count - 65_536)
+        var start = body.count - opening.count
+        while start >= lowest, !body[start..<start + opening.count].elementsEqual(opening) { start -= 1 }
+        guard start >= lowest else { return nil }
+        return body.withUnsafeBufferPointer { buffer in
+            var cursor = CanonicalJSONCursor(buffer)
+            cursor.index = start
+            guard cursor.take(UInt8(ascii: "{")), let name = cursor.memberName(), cursor.range(name, is: "id"),
+                let id = cursor.plainStringValue()
+            else { return nil }
+            while cursor.take(UInt8(ascii: ",")), let name = cursor.memberName() {
+                if cursor.range(name, is: "updatedAt") {
+                    guard case .some(.some(let updatedAt)) = timestamp(&cursor) else { return nil }
+                    return (id, updatedAt)
+                } else if cursor.range(name, is: "createdAt") {
+                    guard timestamp(&cursor) != nil else { return nil }
+                } else if cursor.range(name, is: "deleted") {
+                    guard cursor.booleanOrNull() != nil else { return nil }
+                } else {
+                    return nil
+                }
+            }
+            return nil
+        }
+    }
+
     /// A date string or null: `.some(nil)` for null, nil when neither.
     private static func timestamp(_ cursor: inout CanonicalJSONCursor) -> Timestamp?? {
         if cursor.null() { return .some(nil) }

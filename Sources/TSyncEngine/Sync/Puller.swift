@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TSyncModel
 import TSyncQuery
 
@@ -117,9 +118,10 @@ public struct Puller: Sendable {
             }
             if request.reset { checkpoint = nil }
         }
-        func pageRequest(at position: PullPosition) -> PageRequest {
+        let userFilter = filter
+        @Sendable func pageRequest(at position: PullPosition) -> PageRequest {
             var page = PageRequest(
-                table: request.table, filter: Checkpoint.filter(user: filter, after: position.checkpoint),
+                table: request.table, filter: Checkpoint.filter(user: userFilter, after: position.checkpoint),
                 orderBy: Checkpoint.orderBy, top: request.pageSize, skip: position.skip > 0 ? position.skip : nil)
             page.wait = request.wait
             return page
@@ -127,7 +129,14 @@ public struct Puller: Sendable {
         var position = PullPosition(checkpoint: checkpoint)
         var first = pageRequest(at: position)
         first.inlineCount = request.wait == nil  // the total, for the progress line
-        var fetching: PageFetch? = PageFetch(remote, first)
+        // A plain pull asks for the next page as soon as a page arrives, at the position its last
+        // record gives, guessed from the bytes (`StoredPageDecoder.lastPosition`) while the page
+        // is read; the guess is used only when the page, once read, gives the same position.
+        let ahead: PageFetch.Ahead? =
+            request.wait == nil
+            ? { @Sendable guess in pageRequest(at: PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))) }
+            : nil
+        var fetching: PageFetch? = PageFetch(remote, first, ahead: ahead)
         var total: Int?
         // The ids read while walking a run of equal timestamps by offset: a page of the walk that
         // brings none new means the server ignores $skip there, which would loop forever.
@@ -136,6 +145,8 @@ public struct Puller: Sendable {
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
+            // The page asked ahead of this one, unless it is taken below.
+            defer { current.cancel() }
             // Refused before anything of the page is written: the checkpoint stays where the
             // records are known to be complete.
             do throws(TSyncError) {
@@ -157,7 +168,9 @@ public struct Puller: Sendable {
             }
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
             // the Azure servers do): only an empty page is (issue 18.9).
-            if !page.records.isEmpty { fetching = PageFetch(remote, pageRequest(at: position)) }
+            if !page.records.isEmpty {
+                fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead)
+            }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
             let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: pageObserver != nil)
@@ -240,11 +253,61 @@ extension Puller {
 
 /// One page request, started at once so it overlaps with writing the previous page.
 private final class PageFetch: Sendable {
-    private let task: Task<Result<StoredPage, TSyncError>, Never>
+    /// The request of the page after a page, from the position guessed from its bytes.
+    typealias Ahead = @Sendable (_ guess: (id: String, updatedAt: Timestamp)) -> PageRequest
 
-    /// tsync's own client reads the page straight into the store's form.
-    init(_ remote: any SyncRemote, _ request: PageRequest) {
-        task = Task { await Self.read(remote, request) }
+    private let task: Task<Result<StoredPage, TSyncError>, Never>
+    /// The position this page was asked from, when it was asked ahead on a guess.
+    private let guessed: PullPosition?
+    /// The fetch of the next page, started on a guess when this page arrived.
+    private let next = Next()
+
+    /// Once cancelled, no fetch is started ahead (a page that arrives after its fetch was
+    /// cancelled asks for nothing more).
+    private final class Next: Sendable {
+        private let state = Mutex<(fetch: PageFetch?, cancelled: Bool)>((nil, false))
+
+        func start(_ fetch: () -> PageFetch) {
+            state.withLock { state in
+                guard !state.cancelled else { return }
+                state.fetch = fetch()
+            }
+        }
+
+        func take() -> PageFetch? { state.withLock { $0.fetch.take() } }
+
+        func cancel() {
+            state.withLock { state in
+                state.cancelled = true
+                return state.fetch.take()
+            }?.cancel()
+        }
+    }
+
+    /// tsync's own client reads the page straight into the store's form; with `ahead`, it asks
+    /// for the page after it once it arrives (only tsync's own client: another remote reads
+    /// one page at a time).
+    init(_ remote: any SyncRemote, _ request: PageRequest, ahead: Ahead? = nil, guessed: PullPosition? = nil) {
+        self.guessed = guessed
+        let next = next
+        task = Task {
+            await Self.read(remote, request) { body in
+                guard let ahead, let guess = StoredPageDecoder.lastPosition(body) else { return }
+                let position = PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))
+                next.start { PageFetch(remote, ahead(guess), ahead: ahead, guessed: position) }
+            }
+        }
+    }
+
+    /// The fetch of the page after this one, when it was asked ahead at `position`; a fetch asked
+    /// at another position is cancelled.
+    func takeAhead(at position: PullPosition) -> PageFetch? {
+        guard let fetch = next.take() else { return nil }
+        guard fetch.guessed == position else {
+            fetch.cancel()
+            return nil
+        }
+        return fetch
     }
 
     /// The page; cancelling the caller cancels the request (a live pull's held request ends
@@ -258,11 +321,17 @@ private final class PageFetch: Sendable {
         }.get()
     }
 
-    func cancel() { task.cancel() }
+    /// Cancels the request, and the one asked ahead of it.
+    func cancel() {
+        task.cancel()
+        next.cancel()
+    }
 
-    private static func read(_ remote: any SyncRemote, _ request: PageRequest) async -> Result<StoredPage, TSyncError> {
+    private static func read(
+        _ remote: any SyncRemote, _ request: PageRequest, arrived: @escaping @Sendable ([UInt8]) -> Void
+    ) async -> Result<StoredPage, TSyncError> {
         do throws(TSyncError) {
-            if let client = remote as? RemoteClient { return .success(try await client.readStoredPage(request)) }
+            if let client = remote as? RemoteClient { return .success(try await client.readStoredPage(request, arrived: arrived)) }
             return .success(StoredPage(try await remote.readPage(request)))
         } catch {
             return .failure(error)
