@@ -30,6 +30,9 @@ final class PostgresDatabase: Sendable {
         _ body: @Sendable (PostgresDatabase) async throws -> Result
     ) async throws -> Result {
         var configuration = url.clientConfiguration(maximumConnections: maximumConnections)
+        // Statements outside `transaction` (`SingleInsert`'s call) need each statement to see what
+        // committed before it started (docs/DESIGN.md §10), whatever the database's default.
+        configuration.options.additionalStartupParameters.append(("default_transaction_isolation", "read committed"))
         if let statementTimeoutSeconds {
             // Stops a query the server would otherwise finish for nobody (docs/DESIGN.md §10).
             configuration.options.additionalStartupParameters.append(("statement_timeout", "\(statementTimeoutSeconds * 1000)"))
