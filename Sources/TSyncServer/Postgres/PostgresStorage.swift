@@ -76,7 +76,7 @@ public final class PostgresStorage: ServerStorage {
         do {
             let items: [PageRecord]
             if query.orderBy.first == SortKey(field: "updatedAt") {
-                items = try await database.transaction { transaction in
+                items = try await database.transaction(readOnly: true) { transaction in
                     // Pull order (updatedAt first, ascending) is served by the (table, updated_at,
                     // id) index. Right after a bulk load, before autovacuum's ANALYZE, the planner
                     // thinks the table tiny and sorts every later row instead (50 ms a page at 100k
@@ -109,6 +109,7 @@ public final class PostgresStorage: ServerStorage {
         var page = PostgresStatement("SELECT \(PostgresSchema.pageColumns) FROM tsync_records WHERE ")
         try appendConditions(to: &page, table: table, query: query, scope: scope)
         if let cap { page.append(" AND updated_at < " + page.bind(cap.iso8601)) }
+        if let lowest = query.filter.flatMap(PullBound.lowest) { page.append(" AND updated_at >= " + page.bind(lowest.iso8601)) }
         page.append(" ORDER BY ")
         // The table's renderer, so an indexed field's sort key names its key literally, as its index does.
         page.append(try renderer(table).orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
