@@ -30,6 +30,9 @@ final class PostgresDatabase: Sendable {
         _ body: @Sendable (PostgresDatabase) async throws -> Result
     ) async throws -> Result {
         var configuration = url.clientConfiguration(maximumConnections: maximumConnections)
+        // Statements outside `transaction` (`SingleInsert`'s call) need each statement to see what
+        // committed before it started (docs/DESIGN.md §10), whatever the database's default.
+        configuration.options.additionalStartupParameters.append(("default_transaction_isolation", "read committed"))
         if let statementTimeoutSeconds {
             // Stops a query the server would otherwise finish for nobody (docs/DESIGN.md §10).
             configuration.options.additionalStartupParameters.append(("statement_timeout", "\(statementTimeoutSeconds * 1000)"))
@@ -64,15 +67,21 @@ final class PostgresDatabase: Sendable {
 
     /// Runs `body` in one transaction on one connection. The transaction commits when `body`
     /// returns `.commit`, and rolls back when it returns `.rollback` or throws.
+    /// - Parameter readOnly: `body` writes nothing (a pull-shaped page): `BEGIN` and `COMMIT` are
+    ///   queued on the connection and not waited for, sparing the request two of its four waits
+    ///   (PostgresNIO runs a connection's statements in the order they were sent). Were `BEGIN`
+    ///   to fail, the statements would each run alone, each with its own snapshot, which is all a
+    ///   page's cap needs (docs/DESIGN.md §10); a write transaction waits for both.
     func transaction<Result: Sendable>(
-        _ body: (PostgresTransaction) async throws -> PostgresTransaction.Outcome<Result>
+        readOnly: Bool = false, _ body: (PostgresTransaction) async throws -> PostgresTransaction.Outcome<Result>
     ) async throws -> Result {
         do {
             return try await client.withConnection { connection in
                 let transaction = PostgresTransaction(connection: connection, logger: logger)
                 // Whatever the database's default: the write floors and pull caps (docs/DESIGN.md
                 // §10) need each statement to see what committed before it started.
-                try await transaction.execute(PostgresStatement("BEGIN ISOLATION LEVEL READ COMMITTED"))
+                let begin = PostgresStatement("BEGIN ISOLATION LEVEL READ COMMITTED")
+                if readOnly { transaction.send(begin) } else { try await transaction.execute(begin) }
                 let outcome: PostgresTransaction.Outcome<Result>
                 do {
                     outcome = try await body(transaction)
@@ -87,6 +96,9 @@ final class PostgresDatabase: Sendable {
                     throw error
                 }
                 switch outcome {
+                case .commit(let value) where readOnly:
+                    transaction.send(PostgresStatement("COMMIT"))
+                    return value
                 case .commit(let value):
                     try await transaction.execute(PostgresStatement("COMMIT"))
                     return value
@@ -191,5 +203,10 @@ struct PostgresTransaction {
 
     func execute(_ statement: PostgresStatement) async throws {
         _ = try await rows(statement)
+    }
+
+    /// Queues `statement` on the connection without waiting for it (its outcome is not looked at).
+    func send(_ statement: PostgresStatement) {
+        let _: EventLoopFuture<PostgresQueryResult> = connection.query(statement.query, logger: logger)
     }
 }

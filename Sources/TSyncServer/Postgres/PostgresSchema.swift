@@ -99,6 +99,10 @@ enum PostgresSchema {
                 "ALTER TABLE tsync_records ADD COLUMN body_text text"
             ]
         ),
+        PostgresMigration(
+            version: 4, name: "a single insert in one round trip",
+            statements: [SingleInsert.functionDefinition]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.

@@ -29,11 +29,17 @@ public final class PostgresStorage: ServerStorage {
     /// Whether pull-shaped reads stop below the writers in flight (`WriteFloor`). Only a test
     /// turns it off, to show that without it the race test finds a skipped record.
     let capsPulls: Bool
+    /// Whether a request that inserts one record is one call of `tsync_insert_one`
+    /// (`SingleInsert`). Only a test turns it off, to compare its answers with a transaction's.
+    let insertsInOneCall: Bool
 
-    init(database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true) {
+    init(
+        database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true
+    ) {
         self.database = database
         self.clock = clock
         self.capsPulls = capsPulls
+        self.insertsInOneCall = insertsInOneCall
     }
 
     /// Connects to `url`, creates or upgrades the schema, and runs `body` with the storage; the
@@ -70,7 +76,7 @@ public final class PostgresStorage: ServerStorage {
         do {
             let items: [PageRecord]
             if query.orderBy.first == SortKey(field: "updatedAt") {
-                items = try await database.transaction { transaction in
+                items = try await database.transaction(readOnly: true) { transaction in
                     // Pull order (updatedAt first, ascending) is served by the (table, updated_at,
                     // id) index. Right after a bulk load, before autovacuum's ANALYZE, the planner
                     // thinks the table tiny and sorts every later row instead (50 ms a page at 100k
@@ -103,6 +109,7 @@ public final class PostgresStorage: ServerStorage {
         var page = PostgresStatement("SELECT \(PostgresSchema.pageColumns) FROM tsync_records WHERE ")
         try appendConditions(to: &page, table: table, query: query, scope: scope)
         if let cap { page.append(" AND updated_at < " + page.bind(cap.iso8601)) }
+        if let lowest = query.filter.flatMap(PullBound.lowest) { page.append(" AND updated_at >= " + page.bind(lowest.iso8601)) }
         page.append(" ORDER BY ")
         // The table's renderer, so an indexed field's sort key names its key literally, as its index does.
         page.append(try renderer(table).orderBy(query.orderBy, firstArgumentIndex: page.nextArgumentIndex))
@@ -177,6 +184,12 @@ public final class PostgresStorage: ServerStorage {
         while true {
             attempt += 1
             do {
+                if insertsInOneCall, writes.count == 1, case .insert = writes[0].action, Self.unstorable(writes[0]) == nil {
+                    let outcome = try await writing { try await insertOne(writes[0]) }
+                    // Committed, or its floor withdrawn: either way the table's held reads look again.
+                    changes?.committed(tables.map(\.0))
+                    return [outcome]
+                }
                 let (outcomes, committed) = try await writing { try await writeOnce(writes, tables: tables, atomic: atomic) }
                 if committed {
                     changes?.committed(Self.changedTables(writes, outcomes))
@@ -205,6 +218,33 @@ public final class PostgresStorage: ServerStorage {
     /// Runs of one write transaction before a unique violation or a deadlock is the client's
     /// error (each run sees the other transaction's commit, so a second one is rare already).
     private static let maximumAttempts = 5
+
+    /// A request that inserts one record, in one round trip (`SingleInsert`): the same answer as
+    /// `writeOnce` gives a batch of one insert.
+    private func insertOne(_ write: RecordWrite) async throws -> WriteOutcome {
+        let now = clock()
+        // The rules' record; the database gives its time.
+        switch write.step(current: nil, visible: false, updatedAt: { now }) {
+        case .answer(let outcome):
+            return outcome
+        case .store(var stored, _):
+            let key = PostgresSchema.tableKey(write.table)
+            let answer = try await SingleInsert.run(
+                database, key: key, record: stored, owner: Self.owner(of: write.scope, current: nil), now: now,
+                notice: (PostgresChangeListener.channel, "\(instance) \(key)"))
+            switch answer {
+            case .inserted(let stamp):
+                stored.system.createdAt = stamp
+                stored.system.updatedAt = stamp
+                return .inserted(stored)
+            case .found(let current, let owner):
+                switch write.step(current: current, visible: Self.isVisible(owner, write.scope), updatedAt: { now }) {
+                case .answer(let outcome): return outcome
+                case .store: throw TSyncError.failure("an insert found its id taken and still had something to store")
+                }
+            }
+        }
+    }
 
     /// One run of a write transaction; `committed` is false when it rolled back.
     private func writeOnce(_ writes: [RecordWrite], tables: [(String, [String])], atomic: Bool) async throws -> (
@@ -493,7 +533,7 @@ public final class PostgresStorage: ServerStorage {
         return (try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body), owner)
     }
 
-    private static func record(id: String, createdAt: String, updatedAt: String, version: String, deleted: Bool, body: String) throws
+    static func record(id: String, createdAt: String, updatedAt: String, version: String, deleted: Bool, body: String) throws
         -> Record
     {
         guard case .object(let fields) = try JSONParser.parseStored(body) else {
