@@ -6,7 +6,9 @@ public enum Identifiers {
     public static let maximumIDLength = 255
     public static let maximumTableNameLength = 64
     private static let forbiddenIDCharacters: Set<Unicode.Scalar> = ["/", "\\", "\"", "+", "?", "`"]
-    private static let forbiddenIDBytes: [UInt8] = forbiddenIDCharacters.map { UInt8($0.value) }
+    /// `forbiddenIDCharacters` as bits of the printable ASCII bytes (bit `byte - 0x20`): a test per
+    /// byte of every id an insert of a million records checks, with no array search.
+    private static let forbiddenIDMask: UInt128 = forbiddenIDCharacters.reduce(0) { $0 | 1 << ($1.value - 0x20) }
 
     public static func validateRecordID(_ id: String) throws(TSyncError) {
         if id.isEmpty { throw .invalidInput("invalid id: it is empty") }
@@ -14,7 +16,8 @@ public enum Identifiers {
             throw .invalidInput("invalid id: longer than \(maximumIDLength) bytes")
         }
         // Fast path for the usual ASCII id: a byte check instead of a Unicode property lookup.
-        if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && !forbiddenIDBytes.contains($0) }) { return }
+        let forbidden = forbiddenIDMask
+        if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && forbidden & 1 << ($0 - 0x20) == 0 }) { return }
         for scalar in id.unicodeScalars {
             if scalar.properties.generalCategory == .control {
                 throw .invalidInput("invalid id \(quoted(id)): it contains a control character")

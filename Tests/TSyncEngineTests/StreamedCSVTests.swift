@@ -1,3 +1,4 @@
+import GRDB
 import Testing
 import TSyncModel
 
@@ -119,5 +120,25 @@ import TSyncModel
                 #expect(try Self.streamed(Array(input.utf8), piece: piece) == nil, "\(input.debugDescription), piece \(piece)")
             }
         }
+    }
+
+    @Test func aStreamedInsertLeavesTheStoresChecksOn() throws {
+        // The insert turns CHECK constraints off for its own rows; after it the store's
+        // connection checks again, in the statements it had cached too.
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let input = Array("id,n\na,1\nb,2\n".utf8)
+        #expect(store.insert(table: "todo", streaming: Pieces(input, piece: 1 << 20), csv: true, inserted: { _ in }) == 2)
+        #expect(throws: TSyncError.self) {
+            try store.write { db in try db.execute(sql: "UPDATE operations SET kind = 'bogus'") }
+        }
+        #expect(throws: TSyncError.self) {
+            try store.write { db in
+                try store.insertRows(db, table: "todo", [("c", "{}")][...], queuedAt: "x")
+                try db.execute(sql: "UPDATE operations SET state = 'lost' WHERE item_id = 'c'")
+            }
+        }
+        #expect(try store.queue("todo", "a") == ["insert"])
+        #expect(try store.record(table: "todo", id: "c") == nil)
     }
 }
