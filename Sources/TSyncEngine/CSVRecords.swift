@@ -114,6 +114,171 @@ public enum CSVRecords {
             body.append(UInt8(ascii: "}"))
             return (id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self))
         }
+
+        /// What `CSVReader.row()` and `record(_:body:)` make of the row at `start`, read straight
+        /// from the input's bytes into the body's: no text, cell or value per cell, and each cell
+        /// written as its bytes where they are the JSON for it (plain text, an integer, `true`,
+        /// `false`, `null`). Cells that are not (escapes, other numbers, bytes above ASCII) go
+        /// through `value(of:)` as before. Nil where the row is left to those readers: a cell that
+        /// starts with `{` or `[` (maybe a JSON value holding commas), a quote where none may be,
+        /// a quoted cell the input ends inside, a row with more cells than the header, an id to
+        /// check; and at the input's end or a blank line. `cells` is scratch space.
+        func record(
+            in bytes: UnsafeBufferPointer<UInt8>, from start: Int, body: inout [UInt8], cells: inout [CellSpan]
+        ) -> (record: (id: String, body: String), end: Int)? {
+            guard let end = Self.cells(in: bytes, from: start, into: &cells), cells.count <= width else { return nil }
+            var id: String?
+            if let idColumn, idColumn < cells.count {
+                let cell = cells[idColumn]
+                if cell.quoted || cell.end > cell.start {
+                    let text = Self.text(of: cell, in: bytes)
+                    guard (try? Identifiers.validateRecordID(text)) != nil else { return nil }
+                    id = text
+                }
+            }
+            body.removeAll(keepingCapacity: true)
+            body.append(UInt8(ascii: "{"))
+            for (column, name) in columns where column < cells.count {
+                let cell = cells[column]
+                let cellBytes = UnsafeBufferPointer(rebasing: bytes[cell.start..<cell.end])
+                if !cell.quoted, cellBytes.isEmpty { continue }
+                if body.count > 1 { body.append(UInt8(ascii: ",")) }
+                body.append(contentsOf: name)
+                if cell.special {
+                    let text = Self.text(of: cell, in: bytes)
+                    if cell.quoted {
+                        JSONSerializer.writeString(text, to: &body)
+                    } else if let value = CSVRecords.value(of: CSVReader.Cell(text: text, quoted: false)) {
+                        JSONSerializer.write(value, to: &body)
+                    }
+                } else if cell.quoted || Self.isVerbatimJSON(cellBytes) {
+                    if cell.quoted { body.append(UInt8(ascii: "\"")) }
+                    body.append(contentsOf: cellBytes)
+                    if cell.quoted { body.append(UInt8(ascii: "\"")) }
+                } else if let first = cellBytes.first, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39) {
+                    // A number other than a plain integer, or text that looks like one ("007").
+                    let text = String(decoding: cellBytes, as: UTF8.self)
+                    if let value = CSVRecords.value(of: CSVReader.Cell(text: text, quoted: false)) {
+                        JSONSerializer.write(value, to: &body)
+                    }
+                } else {
+                    body.append(UInt8(ascii: "\""))
+                    body.append(contentsOf: cellBytes)
+                    body.append(UInt8(ascii: "\""))
+                }
+            }
+            body.append(UInt8(ascii: "}"))
+            return ((id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self)), end)
+        }
+
+        /// An unquoted plain cell whose bytes are the JSON its value is written as: `true`,
+        /// `false`, `null`, or an integer as JSON writes it, short enough to be an Int64
+        /// (`-0` is read as 0, so it is not).
+        private static func isVerbatimJSON(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            switch bytes.count {
+            case 4:
+                if bytes.elementsEqual("true".utf8) || bytes.elementsEqual("null".utf8) { return true }
+            case 5:
+                if bytes.elementsEqual("false".utf8) { return true }
+            default: break
+            }
+            var digits = bytes[...]
+            if digits.first == UInt8(ascii: "-") { digits = digits.dropFirst() }
+            guard let first = digits.first, digits.count <= 18, first >= UInt8(ascii: "1") && first <= UInt8(ascii: "9") else {
+                return false
+            }
+            return digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        }
+
+        /// A cell's text as `CSVReader` reads it: doubled quotes made one, the bytes decoded as
+        /// UTF-8 the way `String(decoding:as:)` does.
+        private static func text(of cell: CellSpan, in bytes: UnsafeBufferPointer<UInt8>) -> String {
+            let raw = UnsafeBufferPointer(rebasing: bytes[cell.start..<cell.end])
+            guard cell.quoted, raw.contains(UInt8(ascii: "\"")) else { return String(decoding: raw, as: UTF8.self) }
+            var text: [UInt8] = []
+            text.reserveCapacity(raw.count)
+            var index = raw.startIndex
+            while index < raw.endIndex {
+                text.append(raw[index])
+                // Inside a quoted cell a quote only stands doubled.
+                index += raw[index] == UInt8(ascii: "\"") ? 2 : 1
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+
+        /// The cells of the row at `start` (blank lines before it skipped, as `CSVReader` does),
+        /// and where the next row starts; nil for a row `CSVReader` is to read (see `record`).
+        private static func cells(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, into cells: inout [CellSpan]) -> Int? {
+            let quote = UInt8(ascii: "\"")
+            let comma = UInt8(ascii: ",")
+            let lineFeed: UInt8 = 0x0A
+            let carriageReturn: UInt8 = 0x0D
+            let count = bytes.count
+            var index = start
+            while index < count, bytes[index] == lineFeed || bytes[index] == carriageReturn { index += 1 }
+            guard index < count else { return nil }
+            cells.removeAll(keepingCapacity: true)
+            while true {
+                let first = index < count ? bytes[index] : comma
+                if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") { return nil }
+                if first == quote {
+                    index += 1
+                    let cellStart = index
+                    var special = false
+                    while true {
+                        guard index < count else { return nil }
+                        let byte = bytes[index]
+                        if byte == quote {
+                            guard index + 1 < count else { return nil }
+                            guard bytes[index + 1] == quote else { break }
+                            special = true
+                            index += 2
+                            continue
+                        }
+                        if CSVRecords.isSpecial(byte) { special = true }
+                        index += 1
+                    }
+                    cells.append(CellSpan(start: cellStart, end: index, quoted: true, special: special))
+                    index += 1
+                    if index < count, bytes[index] != comma, bytes[index] != lineFeed, bytes[index] != carriageReturn { return nil }
+                } else {
+                    let cellStart = index
+                    var special = false
+                    while index < count {
+                        let byte = bytes[index]
+                        if byte == comma || byte == lineFeed || byte == carriageReturn { break }
+                        if byte == quote { return nil }
+                        if CSVRecords.isSpecial(byte) { special = true }
+                        index += 1
+                    }
+                    cells.append(CellSpan(start: cellStart, end: index, quoted: false, special: special))
+                }
+                guard index < count, bytes[index] == comma else { break }
+                index += 1
+            }
+            if index < count {
+                if bytes[index] == carriageReturn, index + 1 < count, bytes[index + 1] == lineFeed { index += 1 }
+                index += 1
+            }
+            return index
+        }
+    }
+
+    /// Where a cell of a row lies in the input, as `Layout.record(in:from:body:cells:)` finds it.
+    struct CellSpan {
+        /// The cell's bytes, its quotes left out (a doubled quote inside still doubled).
+        var start: Int
+        var end: Int
+        var quoted: Bool
+        /// Whether its text is not its bytes as they are, or is not all plain ASCII: a doubled
+        /// quote, a byte that JSON escapes, or one above 0x7F (read as Swift reads it, repaired).
+        var special: Bool
+    }
+
+    /// The byte of `bytes` at `index` cannot be part of an ASCII cell's text unchanged.
+    @inline(__always)
+    fileprivate static func isSpecial(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\\")
     }
 
     /// The JSON value a cell stands for (see the type's rules); nil for an absent field.

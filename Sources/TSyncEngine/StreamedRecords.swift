@@ -59,6 +59,7 @@ struct StreamedRecords {
     private var shape = JSONShape.unknown
     private var layout: CSVRecords.Layout?
     private var body: [UInt8] = []
+    private var cells: [CSVRecords.CellSpan] = []
 
     init(_ source: any ByteSource, format: Format) {
         self.source = source
@@ -142,6 +143,14 @@ struct StreamedRecords {
             // A byte order mark (spreadsheets write one) is not part of the first field's name.
             if buffer.count < 3, !atEndOfInput { return .stuck }
             if buffer.starts(with: [0xEF, 0xBB, 0xBF]) { return .advanced(3) }
+        }
+        if let layout {
+            let read = buffer.withUnsafeBufferPointer { layout.record(in: $0, from: start, body: &body, cells: &cells) }
+            if let read {
+                // A row that reaches the window's end may go on in the next.
+                guard read.end < buffer.count || atEndOfInput else { return .stuck }
+                return .record(read.record, end: read.end)
+            }
         }
         var reader = CSVReader(bytes: buffer, from: start)
         let next: CSVReader.Row?

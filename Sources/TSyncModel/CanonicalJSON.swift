@@ -245,6 +245,10 @@ public struct CanonicalJSONCursor: ~Copyable {
             if let last = members.last {
                 output.append(UInt8(ascii: ","))
                 if inOrder, !Self.precedes(last.name, name, cursor) { inOrder = false }
+            } else {
+                // Room for a record's fields at once, not grown a member at a time (four
+                // allocations for seven fields, for every record of a pull or an insert).
+                members.reserveCapacity(16)
             }
             members.append((name, output.count..<output.count))
             output.append(UInt8(ascii: "\""))
@@ -260,11 +264,11 @@ public struct CanonicalJSONCursor: ~Copyable {
         /// Puts the members in order if they are not; false when a name comes twice.
         public mutating func finish(in cursor: borrowing CanonicalJSONCursor, output: inout [UInt8]) -> Bool {
             guard !inOrder else { return true }
-            let sorted = members.sorted { Self.precedes($0.name, $1.name, cursor) }
-            for (a, b) in zip(sorted, sorted.dropFirst()) where !Self.precedes(a.name, b.name, cursor) { return false }
+            members.sort { Self.precedes($0.name, $1.name, cursor) }
+            for (a, b) in zip(members, members.dropFirst()) where !Self.precedes(a.name, b.name, cursor) { return false }
             var rewritten: [UInt8] = []
             rewritten.reserveCapacity(output.count - start)
-            for (offset, member) in sorted.enumerated() {
+            for (offset, member) in members.enumerated() {
                 if offset > 0 { rewritten.append(UInt8(ascii: ",")) }
                 rewritten.append(contentsOf: output[member.text])
             }

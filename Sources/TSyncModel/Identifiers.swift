@@ -6,6 +6,9 @@ public enum Identifiers {
     public static let maximumIDLength = 255
     public static let maximumTableNameLength = 64
     private static let forbiddenIDCharacters: Set<Unicode.Scalar> = ["/", "\\", "\"", "+", "?", "`"]
+    /// `forbiddenIDCharacters` as bits of the printable ASCII bytes (bit `byte - 0x20`): a test per
+    /// byte of every id an insert of a million records checks, with no array search.
+    private static let forbiddenIDMask: UInt128 = forbiddenIDCharacters.reduce(0) { $0 | 1 << ($1.value - 0x20) }
 
     public static func validateRecordID(_ id: String) throws(TSyncError) {
         if id.isEmpty { throw .invalidInput("invalid id: it is empty") }
@@ -13,7 +16,8 @@ public enum Identifiers {
             throw .invalidInput("invalid id: longer than \(maximumIDLength) bytes")
         }
         // Fast path for the usual ASCII id: a byte check instead of a Unicode property lookup.
-        if id.utf8.allSatisfy(isPlainIDByte) { return }
+        let forbidden = forbiddenIDMask
+        if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && forbidden & 1 << ($0 - 0x20) == 0 }) { return }
         for scalar in id.unicodeScalars {
             if scalar.properties.generalCategory == .control {
                 throw .invalidInput("invalid id \(quoted(id)): it contains a control character")
@@ -21,16 +25,6 @@ public enum Identifiers {
             if forbiddenIDCharacters.contains(scalar) {
                 throw .invalidInput("invalid id \(quoted(id)): it contains '\(scalar)' (ids may not contain / \\ \" + ? or `)")
             }
-        }
-    }
-
-    /// Printable ASCII that `forbiddenIDCharacters` does not name (a switch: a pull checks every
-    /// byte of every id it receives).
-    private static func isPlainIDByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "/"), UInt8(ascii: "\\"), UInt8(ascii: "\""), UInt8(ascii: "+"), UInt8(ascii: "?"), UInt8(ascii: "`"): false
-        case 0x20..<0x7F: true
-        default: false
         }
     }
 
