@@ -259,18 +259,48 @@ private final class PageFetch: Sendable {
     private let task: Task<Result<StoredPage, TSyncError>, Never>
     /// The position this page was asked from, when it was asked ahead on a guess.
     private let guessed: PullPosition?
-    /// The fetch of the next page, started on a guess when this page arrived.
-    private let next = Next()
+    /// The fetch of the next page, started on a guess once this page has arrived, while the
+    /// page is fewer than `depth` pages ahead of the one the pull waits for: however slow the
+    /// writes, a pull holds a few pages, not the table.
+    private let next: Next
 
-    /// Once cancelled, no fetch is started ahead (a page that arrives after its fetch was
-    /// cancelled asks for nothing more).
+    /// Pages asked for ahead of the one the pull waits for.
+    static let depth = 4
+
     private final class Next: Sendable {
-        private let state = Mutex<(fetch: PageFetch?, cancelled: Bool)>((nil, false))
+        private struct State {
+            var fetch: PageFetch?
+            /// How to ask for the page after this one, once the page is here and it may.
+            var start: (@Sendable (_ budget: Int) -> PageFetch)?
+            /// Pages this one may still ask for ahead of itself.
+            var budget: Int
+            var cancelled = false
+        }
+        private let state: Mutex<State>
 
-        func start(_ fetch: () -> PageFetch) {
+        init(budget: Int) {
+            state = Mutex(State(budget: budget))
+        }
+
+        /// The page arrived: `start` asks for the next, now if the budget allows.
+        func arrived(_ start: @escaping @Sendable (_ budget: Int) -> PageFetch) {
             state.withLock { state in
                 guard !state.cancelled else { return }
-                state.fetch = fetch()
+                if state.budget > 0 { state.fetch = start(state.budget - 1) } else { state.start = start }
+            }
+        }
+
+        /// The pull came closer: this page may ask `budget` pages ahead (and the pages it asked
+        /// for one fewer each). Locks are taken from a page to the next, never back.
+        func raise(to budget: Int) {
+            state.withLock { state in
+                guard !state.cancelled, budget > state.budget else { return }
+                state.budget = budget
+                if let fetch = state.fetch {
+                    fetch.next.raise(to: budget - 1)
+                } else if let start = state.start.take() {
+                    state.fetch = start(budget - 1)
+                }
             }
         }
 
@@ -279,34 +309,37 @@ private final class PageFetch: Sendable {
         func cancel() {
             state.withLock { state in
                 state.cancelled = true
+                state.start = nil
                 return state.fetch.take()
             }?.cancel()
         }
     }
 
     /// tsync's own client reads the page straight into the store's form; with `ahead`, it asks
-    /// for the page after it once it arrives (only tsync's own client: another remote reads
-    /// one page at a time).
-    init(_ remote: any SyncRemote, _ request: PageRequest, ahead: Ahead? = nil, guessed: PullPosition? = nil) {
+    /// for the pages after it as they arrive (only tsync's own client: another remote reads one
+    /// page at a time). `budget`: pages it may ask for ahead of itself.
+    init(_ remote: any SyncRemote, _ request: PageRequest, ahead: Ahead? = nil, guessed: PullPosition? = nil, budget: Int = depth) {
         self.guessed = guessed
-        let next = next
+        let next = Next(budget: budget)
+        self.next = next
         task = Task {
             await Self.read(remote, request) { body in
                 guard let ahead, let guess = StoredPageDecoder.lastPosition(body) else { return }
                 let position = PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))
-                next.start { PageFetch(remote, ahead(guess), ahead: ahead, guessed: position) }
+                next.arrived { budget in PageFetch(remote, ahead(guess), ahead: ahead, guessed: position, budget: budget) }
             }
         }
     }
 
     /// The fetch of the page after this one, when it was asked ahead at `position`; a fetch asked
-    /// at another position is cancelled.
+    /// at another position is cancelled (and the ones it asked for).
     func takeAhead(at position: PullPosition) -> PageFetch? {
         guard let fetch = next.take() else { return nil }
         guard fetch.guessed == position else {
             fetch.cancel()
             return nil
         }
+        fetch.next.raise(to: Self.depth)
         return fetch
     }
 
