@@ -8,9 +8,10 @@
 #   2. `insert` of the same COUNT records from NDJSON, and from CSV, into empty stores;
 #   3. the anchor.
 # Prints seconds, records/s, peak memory and each one's ratio to the anchor (aim: >= 0.5; pull's
-# memory flat, <= 64 MB at 1,000,000).
+# memory flat, <= 64 MB at 1,000,000). With ROUNDS=N the four are run N times, alternated, and the
+# medians are compared (a run of 100,000 takes half a second, so one run swings with the machine).
 # Usage: scripts/bench-pull.sh [COUNT...]   (default 100000 1000000; TSYNC=path skips the build;
-# PULL=0 measures only the inserts and the anchor)
+# PULL=0 measures only the inserts and the anchor; ROUNDS=N, default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 counts=("$@")
@@ -33,6 +34,10 @@ trap cleanup EXIT
 
 . scripts/lib/measure.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.01; printf "%.2f", a / b }'; }
+max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
+# median SECONDS...; spread SECONDS...: " (min-max of N)" when there is more than one.
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+spread() { [ $# -gt 1 ] && printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf " (median of %d, %s-%s)", NR, v[1], v[NR] }' || true; }
 
 # Records like bench-read's: six user fields of every scalar kind.
 items() {
@@ -59,42 +64,48 @@ for count in "${counts[@]}"; do
     csv_items "$count" >"$work/items.csv"
     awk '{ id = substr($0, 8, 12); gsub(/"/, "\"\"", $0); printf "%s,\"%s\"\n", id, $0 }' "$work/items.ndjson" >"$work/import.csv"
 
-    pull_s=0 pull_kb=0
+    pull_times=() ndjson_times=() csv_times=() import_times=() pull_kb=0 ndjson_kb=0 csv_kb=0
     if [ "${PULL:-1}" != 0 ]; then
         serve_start "$bin" "$work/serve-$count.log" --no-auth --db "sqlite:$work/server-$count.db"
         "$bin" init "$work/writer-$count" --remote "$SERVE_URL" >/dev/null
         "$bin" -C "$work/writer-$count" insert items -q <"$work/items.ndjson"
         "$bin" -C "$work/writer-$count" push -q >/dev/null
         rm -rf "$work/writer-$count"
-
-        "$bin" init "$work/reader-$count" --remote "$SERVE_URL" >/dev/null
-        measure "$bin" -C "$work/reader-$count" pull items --query-id clone -q
-        pull_s=$seconds pull_kb=$peak_kb
-        serve_stop_all
-        pulled=$(sqlite3 "$work/reader-$count/.tsync/store.sqlite" "SELECT count(*) FROM records")
-        [ "$pulled" = "$count" ] || { echo "bench-pull: the pull brought $pulled records, not $count" >&2; exit 1; }
-        rm -rf "$work/reader-$count" "$work/server-$count.db"*
     fi
+    for _ in $(seq 1 "${ROUNDS:-1}"); do
+        if [ "${PULL:-1}" != 0 ]; then
+            "$bin" init "$work/reader-$count" --remote "$SERVE_URL" >/dev/null
+            measure "$bin" -C "$work/reader-$count" pull items --query-id clone -q
+            pull_times+=("$seconds") pull_kb=$(max "$pull_kb" "$peak_kb")
+            pulled=$(sqlite3 "$work/reader-$count/.tsync/store.sqlite" "SELECT count(*) FROM records")
+            [ "$pulled" = "$count" ] || { echo "bench-pull: the pull brought $pulled records, not $count" >&2; exit 1; }
+            rm -rf "$work/reader-$count"
+        fi
 
-    "$bin" init "$work/ndjson-$count" >/dev/null
-    STDIN="$work/items.ndjson" measure "$bin" -C "$work/ndjson-$count" insert items -q
-    ndjson_s=$seconds ndjson_kb=$peak_kb
-    rm -rf "$work/ndjson-$count"
-    "$bin" init "$work/csv-$count" >/dev/null
-    STDIN="$work/items.csv" measure "$bin" -C "$work/csv-$count" insert items --csv -q
-    csv_s=$seconds csv_kb=$peak_kb
-    rm -rf "$work/csv-$count"
+        "$bin" init "$work/ndjson-$count" >/dev/null
+        STDIN="$work/items.ndjson" measure "$bin" -C "$work/ndjson-$count" insert items -q
+        ndjson_times+=("$seconds") ndjson_kb=$(max "$ndjson_kb" "$peak_kb")
+        rm -rf "$work/ndjson-$count"
+        "$bin" init "$work/csv-$count" >/dev/null
+        STDIN="$work/items.csv" measure "$bin" -C "$work/csv-$count" insert items --csv -q
+        csv_times+=("$seconds") csv_kb=$(max "$csv_kb" "$peak_kb")
+        rm -rf "$work/csv-$count"
 
-    measure sqlite3 "$work/import-$count.db" "CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);" ".mode csv" ".import $work/import.csv records"
-    import_s=$seconds
-    rm -f "$work/import-$count.db"
+        measure sqlite3 "$work/import-$count.db" "CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);" ".mode csv" ".import $work/import.csv records"
+        import_times+=("$seconds")
+        rm -f "$work/import-$count.db"
+    done
+    serve_stop_all
+    rm -f "$work/server-$count.db"*
+    pull_s=$(median "${pull_times[@]:-0}") ndjson_s=$(median "${ndjson_times[@]}") csv_s=$(median "${csv_times[@]}")
+    import_s=$(median "${import_times[@]}")
 
     if [ "${PULL:-1}" != 0 ]; then
-        echo "pull (cold clone)  : ${pull_s}s, $(rate "$count" "$pull_s") records/s, peak memory $((pull_kb / 1024)) MB"
+        echo "pull (cold clone)  : ${pull_s}s$(spread "${pull_times[@]}"), $(rate "$count" "$pull_s") records/s, peak memory $((pull_kb / 1024)) MB"
     fi
-    echo "insert from NDJSON : ${ndjson_s}s, $(rate "$count" "$ndjson_s") records/s, peak memory $((ndjson_kb / 1024)) MB"
-    echo "insert from CSV    : ${csv_s}s, $(rate "$count" "$csv_s") records/s, peak memory $((csv_kb / 1024)) MB"
-    echo "sqlite3 .import    : ${import_s}s, $(rate "$count" "$import_s") rows/s"
+    echo "insert from NDJSON : ${ndjson_s}s$(spread "${ndjson_times[@]}"), $(rate "$count" "$ndjson_s") records/s, peak memory $((ndjson_kb / 1024)) MB"
+    echo "insert from CSV    : ${csv_s}s$(spread "${csv_times[@]}"), $(rate "$count" "$csv_s") records/s, peak memory $((csv_kb / 1024)) MB"
+    echo "sqlite3 .import    : ${import_s}s$(spread "${import_times[@]}"), $(rate "$count" "$import_s") rows/s"
     pull_summary="pull / .import = $(ratio "$import_s" "$pull_s") (peak $((pull_kb / 1024)) MB)"
     [ "${PULL:-1}" != 0 ] || pull_summary="pull not measured"
     summary+=("$(printf 'summary %8d: %s; insert NDJSON / .import = %s (peak %d MB); insert CSV / .import = %s (peak %d MB)' \
