@@ -74,9 +74,9 @@ public final class PostgresStorage: ServerStorage {
         var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
         try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {
-            let items: [PageRecord]
+            let rows: [PostgresRow]
             if query.orderBy.first == SortKey(field: "updatedAt") {
-                items = try await database.transaction(readOnly: true) { transaction in
+                rows = try await database.transaction(readOnly: true) { transaction in
                     // Pull order (updatedAt first, ascending) is served by the (table, updated_at,
                     // id) index. Right after a bulk load, before autovacuum's ANALYZE, the planner
                     // thinks the table tiny and sorts every later row instead (50 ms a page at 100k
@@ -84,16 +84,20 @@ public final class PostgresStorage: ServerStorage {
                     let cap = try await WriteFloor.pullCap(transaction, key: PostgresSchema.tableKey(table))
                     if capsPulls, cap == nil { return .commit([]) }
                     let page = try pageStatement(table: table, query, scope: scope, below: capsPulls ? cap : nil)
-                    return .commit(try await transaction.rows(page).map(Self.pageRecord))
+                    return .commit(try await transaction.rows(page))
                 }
             } else {
-                items = try await database.rows(try pageStatement(table: table, query, scope: scope)).map(Self.pageRecord)
+                rows = try await database.rows(try pageStatement(table: table, query, scope: scope))
             }
             var total: Int?
             if query.includeTotalCount {
                 total = try await database.rows(count).first.map { Int(try $0.decode(Int64.self)) } ?? 0
             }
-            return RecordPage(items: items, totalCount: total)
+            // Without `$select`, written out from the rows' bytes, as SQLite does (§6.2).
+            guard query.select == nil else { return RecordPage(items: try rows.map(Self.pageRecord), totalCount: total) }
+            var written = WrittenRecords()
+            for row in rows { try Self.write(row, to: &written) }
+            return RecordPage(written: written, totalCount: total)
         } catch let error as PostgresServerError where error.isDataException || error.isProgramLimit {
             // The fixed part of the statement is known to be valid, so this comes from the
             // client's $filter/$orderby: a value PostgreSQL cannot hold, or nesting beyond its limits.
@@ -523,6 +527,33 @@ public final class PostgresStorage: ServerStorage {
         return .parsed(try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body ?? ""))
     }
 
+    /// Appends a row of `pageColumns` from its cells' bytes: text columns come in binary format,
+    /// which is their UTF-8. A row without stored text, or with cells in another form, goes
+    /// through `pageRecord`.
+    private static func write(_ row: PostgresRow, to written: inout WrittenRecords) throws {
+        let cells = row.makeRandomAccess()
+        func text(_ index: Int) -> ByteBuffer? {
+            let cell = cells[index]
+            guard cell.format == .binary, cell.dataType == .text || cell.dataType == .varchar else { return nil }
+            return cell.bytes
+        }
+        guard let id = text(0), let createdAt = text(1), let updatedAt = text(2), let version = text(3), let fields = text(5)
+        else { return try written.append(pageRecord(row)) }
+        let deleted = try cells[4].decode(Bool.self)
+        try id.withBytes { id in
+            try createdAt.withBytes { createdAt in
+                try updatedAt.withBytes { updatedAt in
+                    try version.withBytes { version in
+                        try fields.withBytes { fields in
+                            try written.append(
+                                id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     private static func decode(_ row: PostgresRow) throws -> Record {
         try decodeWithOwner(row).record
     }
@@ -549,5 +580,12 @@ extension PostgresStorage {
     /// Ready when the database answers `SELECT 1` (through the pool, as requests are served).
     public func checkReady() async throws {
         _ = try await database.rows(PostgresStatement("SELECT 1"))
+    }
+}
+
+extension ByteBuffer {
+    /// The readable bytes as `UInt8`s.
+    fileprivate func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        try withUnsafeReadableBytes { raw in try body(raw.assumingMemoryBound(to: UInt8.self)) }
     }
 }

@@ -145,6 +145,13 @@ public struct WrittenRecords: Sendable {
 
     public init() {}
 
+    /// Appends a record as `PageRecord.write` writes it.
+    mutating func append(_ record: PageRecord) throws {
+        if count > 0 { bytes.append(UInt8(ascii: ",")) }
+        try record.write(to: &bytes)
+        count += 1
+    }
+
     /// Appends one stored record (the columns `PageRecord.stored` holds, as bytes).
     mutating func append(
         id: UnsafeBufferPointer<UInt8>, createdAt: UnsafeBufferPointer<UInt8>, updatedAt: UnsafeBufferPointer<UInt8>,
