@@ -18,30 +18,30 @@ struct DirectBindings {
 
     /// Binds the next parameter to `text`, or to NULL. SQLite copies the bytes.
     mutating func bind(_ text: String?) throws {
-        index += 1
-        let handle = statement.sqliteStatement
-        let index = index
-        guard var text else { return try check(sqlite3_bind_null(handle, index)) }
-        try check(
-            text.withUTF8 { bytes in
-                // An empty buffer may have no address, and a NULL address binds NULL, not "".
-                guard let address = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, sqliteTransient) }
-                return sqlite3_bind_text(handle, index, address, CInt(bytes.count), sqliteTransient)
-            })
+        guard var text else { return try bindNull() }
+        try text.withUTF8 { try bind(bytes: $0) }
     }
 
     /// Binds the next parameter to the timestamp's `iso8601` text, or to NULL, with no `String`
     /// made of it.
     mutating func bind(_ timestamp: Timestamp?) throws {
+        guard let timestamp else { return try bindNull() }
+        try timestamp.withISO8601 { try bind(bytes: $0) }
+    }
+
+    private mutating func bindNull() throws {
         index += 1
-        let handle = statement.sqliteStatement
-        let index = index
-        guard let timestamp else { return try check(sqlite3_bind_null(handle, index)) }
-        try check(
-            timestamp.withISO8601 { bytes in
-                // Never empty, so it has an address.
-                sqlite3_bind_text(handle, index, bytes.baseAddress, CInt(bytes.count), sqliteTransient)
-            })
+        try check(sqlite3_bind_null(statement.sqliteStatement, index))
+    }
+
+    /// Binds the next parameter to the UTF-8 text `bytes`; SQLite copies them.
+    private mutating func bind(bytes: UnsafeBufferPointer<UInt8>) throws {
+        index += 1
+        // An empty buffer may have no address, and a NULL address binds NULL, not "".
+        guard let address = bytes.baseAddress else {
+            return try check(sqlite3_bind_text(statement.sqliteStatement, index, "", 0, sqliteTransient))
+        }
+        try check(sqlite3_bind_text(statement.sqliteStatement, index, address, CInt(bytes.count), sqliteTransient))
     }
 
     private func check(_ code: CInt) throws {
