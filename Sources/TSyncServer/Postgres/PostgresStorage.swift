@@ -531,15 +531,15 @@ public final class PostgresStorage: ServerStorage {
     /// which is their UTF-8. A row without stored text, or with cells in another form, goes
     /// through `pageRecord`.
     private static func write(_ row: PostgresRow, to written: inout WrittenRecords) throws {
-        let cells = row.makeRandomAccess()
-        func text(_ index: Int) -> ByteBuffer? {
-            let cell = cells[index]
-            guard cell.format == .binary, cell.dataType == .text || cell.dataType == .varchar else { return nil }
+        // Read in order (`makeRandomAccess` copies the row's cells into an array first).
+        var cells = row.makeIterator()
+        func text() -> ByteBuffer? {
+            guard let cell = cells.next(), cell.format == .binary, cell.dataType == .text || cell.dataType == .varchar else { return nil }
             return cell.bytes
         }
-        guard let id = text(0), let createdAt = text(1), let updatedAt = text(2), let version = text(3), let fields = text(5)
+        guard let id = text(), let createdAt = text(), let updatedAt = text(), let version = text(),
+            let deleted = try cells.next()?.decode(Bool.self), let fields = text()
         else { return try written.append(pageRecord(row)) }
-        let deleted = try cells[4].decode(Bool.self)
         try id.withBytes { id in
             try createdAt.withBytes { createdAt in
                 try updatedAt.withBytes { updatedAt in
