@@ -24,7 +24,9 @@ import Testing
     @Test func errorMessagesStartLowercase() async throws {
         let store = try await TSyncSandbox()
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let closed = try LoopbackListener.freePort()
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let closed = refusing.port
         try await store.ok(["remote", "http://127.0.0.1:\(closed)"])
         let elsewhere = try TemporaryDirectory()
         let missingDatabase = "sqlite:" + (elsewhere.path as NSString).appendingPathComponent("none/server.db")

@@ -92,7 +92,9 @@ import Testing
 
     @Test func anHTTPSProxyIsNotUsedForAnHTTPRemote() async throws {
         let server = try await ServeFixture()
-        let closed = try LoopbackListener.freePort()
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let closed = refusing.port
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
         let push = try await store.run(["push"], environment: ["https_proxy": "http://127.0.0.1:\(closed)"])
@@ -101,7 +103,9 @@ import Testing
 
     @Test func aProxyThatCannotBeReachedIsNamedAndNothingIsLost() async throws {
         let server = try await ServeFixture()
-        let closed = try LoopbackListener.freePort()
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let closed = refusing.port
         let store = try await TSyncSandbox(remote: server.url)
         try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         let before = try await store.snapshot()

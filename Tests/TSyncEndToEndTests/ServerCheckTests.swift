@@ -75,7 +75,9 @@ import Testing
         let authority = try await CertificateAuthority()
         let tls = try await authority.serve(certificate: authority.serverCertificate)
         defer { tls.stop() }
-        let closed = try LoopbackListener.freePort()
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let closed = refusing.port
         let cases: [(remote: String, says: String)] = [
             ("http://127.0.0.1:\(closed)", "connection refused"),
             (web.url, "does not look like a tsync or Mobile Apps v2 server"),

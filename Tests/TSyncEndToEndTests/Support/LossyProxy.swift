@@ -240,16 +240,29 @@ final class LossyProxy: @unchecked Sendable {
 /// A listening TCP socket on 127.0.0.1, on a port the system picks.
 enum LoopbackListener {
     static func open() throws -> (descriptor: Int32, port: Int) {
+        try open(listening: true)
+    }
+
+    /// A port that refuses connections for as long as its socket is open: bound and not
+    /// listening, so the system gives the port to no other socket meanwhile. (A port merely
+    /// free now may be another test's listener by the time a command connects to it.)
+    static func refusing() throws -> RefusingPort {
+        let (descriptor, port) = try open(listening: false)
+        return RefusingPort(descriptor: descriptor, port: port)
+    }
+
+    private static func open(listening: Bool) throws -> (descriptor: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        // Without SO_REUSEADDR, a socket bound to hold a port shares it with nobody.
+        if listening { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(fd, 64) == 0 else {
+        guard bound == 0, !listening || listen(fd, 64) == 0 else {
             Glibc.close(fd)
             throw TSyncTestError("cannot listen on 127.0.0.1")
         }
@@ -271,6 +284,14 @@ enum LoopbackListener {
         shutdown(descriptor, Int32(SHUT_RDWR))
         Glibc.close(descriptor)
     }
+}
+
+/// A loopback port that refuses connections until `close()` (`LoopbackListener.refusing`).
+struct RefusingPort: Sendable {
+    let descriptor: Int32
+    let port: Int
+
+    func close() { LoopbackListener.close(descriptor) }
 }
 
 /// A failure of the test machinery itself.
