@@ -540,17 +540,14 @@ public final class PostgresStorage: ServerStorage {
         guard let id = text(), let createdAt = text(), let updatedAt = text(), let version = text(),
             let deleted = try cells.next()?.decode(Bool.self), let fields = text()
         else { return try written.append(pageRecord(row)) }
-        try id.withBytes { id in
-            try createdAt.withBytes { createdAt in
-                try updatedAt.withBytes { updatedAt in
-                    try version.withBytes { version in
-                        try fields.withBytes { fields in
-                            try written.append(
-                                id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields)
-                        }
-                    }
-                }
-            }
+        try written.appendStored(deleted: deleted) { writer, output in
+            id.withBytes { writer.id($0, to: &output) }
+            createdAt.withBytes { writer.createdAt($0, to: &output) }
+            updatedAt.withBytes { writer.updatedAt($0, to: &output) }
+            version.withBytes { writer.version($0, to: &output) }
+            fields.withBytes { writer.fields($0, to: &output) }
+        } general: {
+            try pageRecord(row)
         }
     }
 

@@ -112,9 +112,19 @@ public final class SQLiteStorage: ServerStorage {
                     UnsafeBufferPointer(start: sqlite3_column_text(handle, column), count: Int(sqlite3_column_bytes(handle, column)))
                 }
                 while try rows.next() != nil {
-                    try written.append(
-                        id: text(0), createdAt: text(1), updatedAt: text(2), version: text(3),
-                        deleted: sqlite3_column_int64(handle, 4) != 0, fields: text(6))
+                    let deleted = sqlite3_column_int64(handle, 4) != 0
+                    try written.appendStored(deleted: deleted) { writer, output in
+                        writer.id(text(0), to: &output)
+                        writer.createdAt(text(1), to: &output)
+                        writer.updatedAt(text(2), to: &output)
+                        writer.version(text(3), to: &output)
+                        writer.fields(text(6), to: &output)
+                    } general: {
+                        func string(_ column: CInt) -> String { String(decoding: text(column), as: UTF8.self) }
+                        return .stored(
+                            id: string(0), createdAt: string(1), updatedAt: string(2), version: string(3), deleted: deleted,
+                            fields: string(6))
+                    }
                 }
                 return RecordPage(written: written, totalCount: try total())
             } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {

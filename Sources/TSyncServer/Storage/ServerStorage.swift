@@ -152,25 +152,87 @@ public struct WrittenRecords: Sendable {
         count += 1
     }
 
-    /// Appends one stored record (the columns `PageRecord.stored` holds, as bytes).
-    mutating func append(
-        id: UnsafeBufferPointer<UInt8>, createdAt: UnsafeBufferPointer<UInt8>, updatedAt: UnsafeBufferPointer<UInt8>,
-        version: UnsafeBufferPointer<UInt8>, deleted: Bool, fields: UnsafeBufferPointer<UInt8>
+    /// Appends one stored record: `columns` hands its columns' text to the writer, in the
+    /// writer's order; when the writer is unsure of them, `general` gives the record for the
+    /// general path.
+    mutating func appendStored(
+        deleted: Bool, _ columns: (inout StoredRecordWriter, inout [UInt8]) throws -> Void, general: () throws -> PageRecord
     ) throws {
         if count > 0 { bytes.append(UInt8(ascii: ",")) }
-        let start = bytes.count
-        if !PageRecord.writeStored(
-            id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields, to: &bytes)
-        {
-            // Text the fast writer is unsure of: the general path decides, as for `items`.
-            bytes.removeSubrange(start...)
-            func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
-            let record = PageRecord.stored(
-                id: text(id), createdAt: text(createdAt), updatedAt: text(updatedAt), version: text(version), deleted: deleted,
-                fields: text(fields))
-            JSONSerializer.writeRecord(try record.record(), to: &bytes)
-        }
+        var writer = StoredRecordWriter(deleted: deleted, output: bytes)
+        try columns(&writer, &bytes)
+        if !writer.finish(&bytes) { try general().write(to: &bytes) }
         count += 1
+    }
+}
+
+/// Writes a stored record as a page sends it, from its columns' text: `id` and the system
+/// properties first, then the fields' own text. Each column is handed over on its own
+/// (`id`, `createdAt`, `updatedAt`, `version`, `fields`, in that order), so a caller whose
+/// columns are each readable only inside a closure (`String.withUTF8`, a `ByteBuffer`) need
+/// not nest one in another. A text to escape, invalid UTF-8, or fields that are not an
+/// object's text make `finish` false, with nothing written: the caller takes the general path.
+struct StoredRecordWriter {
+    private let start: Int
+    private let deleted: Bool
+    private var sure = true
+
+    init(deleted: Bool, output: [UInt8]) {
+        start = output.count
+        self.deleted = deleted
+    }
+
+    mutating func id(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        string(after: #"{"id":"#, text, to: &output)
+    }
+
+    mutating func createdAt(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        string(after: #","createdAt":"#, text, to: &output)
+    }
+
+    mutating func updatedAt(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        string(after: deleted ? #","deleted":true,"updatedAt":"# : #","deleted":false,"updatedAt":"#, text, to: &output)
+    }
+
+    mutating func version(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        string(after: #","version":"#, text, to: &output)
+    }
+
+    mutating func fields(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        guard sure, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}"), Self.isUTF8(text) else {
+            sure = false
+            return
+        }
+        if text.count > 2 {
+            output.append(UInt8(ascii: ","))
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: text.dropFirst()))
+        } else {
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Whether the record is written; if not, what was written of it is taken back.
+    func finish(_ output: inout [UInt8]) -> Bool {
+        if !sure { output.removeSubrange(start...) }
+        return sure
+    }
+
+    /// A string with nothing to escape, copied as it is.
+    private mutating func string(after prefix: StaticString, _ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        guard sure, !text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }), Self.isUTF8(text)
+        else {
+            sure = false
+            return
+        }
+        output.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        output.append(UInt8(ascii: "\""))
+        output.append(contentsOf: text)
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// Valid UTF-8, as a `String` of the column would hold it.
+    private static func isUTF8(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        text.allSatisfy { $0 < 0x80 } || String(validating: text, as: UTF8.self) != nil
     }
 }
 
@@ -214,62 +276,14 @@ public enum PageRecord: Sendable {
         case .parsed(let record):
             JSONSerializer.writeRecord(record, to: &output)
         case .stored(var id, var createdAt, var updatedAt, var version, let deleted, var fields):
-            let written = id.withUTF8 { id in
-                createdAt.withUTF8 { createdAt in
-                    updatedAt.withUTF8 { updatedAt in
-                        version.withUTF8 { version in
-                            fields.withUTF8 { fields in
-                                Self.writeStored(
-                                    id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted,
-                                    fields: fields, to: &output)
-                            }
-                        }
-                    }
-                }
-            }
-            if !written { JSONSerializer.writeRecord(try record(), to: &output) }
+            var writer = StoredRecordWriter(deleted: deleted, output: output)
+            id.withUTF8 { writer.id($0, to: &output) }
+            createdAt.withUTF8 { writer.createdAt($0, to: &output) }
+            updatedAt.withUTF8 { writer.updatedAt($0, to: &output) }
+            version.withUTF8 { writer.version($0, to: &output) }
+            fields.withUTF8 { writer.fields($0, to: &output) }
+            if !writer.finish(&output) { JSONSerializer.writeRecord(try record(), to: &output) }
         }
-    }
-
-    /// Writes a stored record from its columns' bytes: `id` and the system properties first, then
-    /// the fields' own text. False, with nothing written, when a text needs escaping or the fields
-    /// are not an object's text: the caller takes the general path.
-    static func writeStored(
-        id: UnsafeBufferPointer<UInt8>, createdAt: UnsafeBufferPointer<UInt8>, updatedAt: UnsafeBufferPointer<UInt8>,
-        version: UnsafeBufferPointer<UInt8>, deleted: Bool, fields: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]
-    ) -> Bool {
-        // Nothing to escape, and valid UTF-8 (what a `String` of the column would hold).
-        func plain(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
-            var ascii = true
-            for byte in text {
-                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
-                if byte >= 0x80 { ascii = false }
-            }
-            return ascii || String(validating: text, as: UTF8.self) != nil
-        }
-        guard fields.first == UInt8(ascii: "{"), fields.last == UInt8(ascii: "}"), plain(id), plain(createdAt), plain(updatedAt),
-            plain(version), fields.allSatisfy({ $0 < 0x80 }) || String(validating: fields, as: UTF8.self) != nil
-        else { return false }
-        func string(_ text: UnsafeBufferPointer<UInt8>) {
-            output.append(UInt8(ascii: "\""))
-            output.append(contentsOf: text)
-            output.append(UInt8(ascii: "\""))
-        }
-        output.append(contentsOf: #"{"id":"#.utf8)
-        string(id)
-        output.append(contentsOf: #","createdAt":"#.utf8)
-        string(createdAt)
-        output.append(contentsOf: (deleted ? #","deleted":true,"updatedAt":"# : #","deleted":false,"updatedAt":"#).utf8)
-        string(updatedAt)
-        output.append(contentsOf: #","version":"#.utf8)
-        string(version)
-        if fields.count > 2 {
-            output.append(UInt8(ascii: ","))
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: fields.dropFirst()))
-        } else {
-            output.append(UInt8(ascii: "}"))
-        }
-        return true
     }
 }
 
