@@ -112,7 +112,7 @@ public enum CSVRecords {
                 JSONSerializer.write(value, to: &body)
             }
             body.append(UInt8(ascii: "}"))
-            return (id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self))
+            return (id ?? RecordInput.newID(), String(decoding: body, as: UTF8.self))
         }
 
         /// What `CSVReader.row()` and `record(_:body:)` make of the row at `start`, read straight
@@ -168,7 +168,7 @@ public enum CSVRecords {
                 }
             }
             body.append(UInt8(ascii: "}"))
-            return ((id ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self)), end)
+            return ((id ?? RecordInput.newID(), String(decoding: body, as: UTF8.self)), end)
         }
 
         /// An unquoted plain cell whose bytes are the JSON its value is written as: `true`,

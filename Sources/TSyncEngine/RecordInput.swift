@@ -34,12 +34,15 @@ public enum RecordInput {
         return object
     }
 
+    /// The id of a record inserted without one: a lowercase UUID, as the Azure clients make.
+    static func newID() -> String { UUID().uuidString.lowercased() }
+
     /// A new local record: server properties dropped, the id validated or generated.
     static func newRecord(_ object: [String: JSONValue]) throws(TSyncError) -> Record {
         var object = object
         // Look before removing: the copy a removal makes is a bulk insert's main cost here.
         for name in serverProperties where object[name] != nil { object.removeValue(forKey: name) }
-        return try Record(wire: object, generateID: { UUID().uuidString.lowercased() })
+        return try Record(wire: object, generateID: newID)
     }
 
     /// The user fields of a patch for record `id`: server properties dropped; an `id`, if present,
@@ -174,7 +177,7 @@ enum NewRecordsDecoder {
             guard cursor.take(UInt8(ascii: "}")), members.finish(in: cursor, output: &body) else { return nil }
         }
         body.append(UInt8(ascii: "}"))
-        return ((id ?? nil) ?? UUID().uuidString.lowercased(), String(decoding: body, as: UTF8.self))
+        return ((id ?? nil) ?? RecordInput.newID(), String(decoding: body, as: UTF8.self))
     }
 
     private static func isServerProperty(_ name: Range<Int>, _ cursor: borrowing CanonicalJSONCursor) -> Bool {
