@@ -219,8 +219,7 @@ struct StoredRecordWriter {
 
     /// A string with nothing to escape, copied as it is.
     private mutating func string(after prefix: StaticString, _ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        guard sure, !text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }), Self.isUTF8(text)
-        else {
+        guard sure, Self.isPlain(text) else {
             sure = false
             return
         }
@@ -228,6 +227,17 @@ struct StoredRecordWriter {
         output.append(UInt8(ascii: "\""))
         output.append(contentsOf: text)
         output.append(UInt8(ascii: "\""))
+    }
+
+    /// Nothing to escape, and valid UTF-8: one pass over the bytes, and a second only for text
+    /// above ASCII.
+    private static func isPlain(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        var ascii = true
+        for byte in text {
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            if byte >= 0x80 { ascii = false }
+        }
+        return ascii || String(validating: text, as: UTF8.self) != nil
     }
 
     /// Valid UTF-8, as a `String` of the column would hold it.
