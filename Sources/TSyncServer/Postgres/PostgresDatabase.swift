@@ -65,6 +65,29 @@ final class PostgresDatabase: Sendable {
         }
     }
 
+    /// Runs a prepared statement outside any explicit transaction (prepared on each connection
+    /// when first run there) and gives its rows to `body`, on the connection's time.
+    func call<Statement: PostgresPreparedStatement, Result: Sendable>(
+        _ statement: Statement, _ body: ([Statement.Row]) throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await client.withConnection { connection in
+                do {
+                    var rows: [Statement.Row] = []
+                    for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                    return try body(rows)
+                } catch {
+                    // As in `transaction`: a look at the writers (`tsync_pull_page`) that failed
+                    // between taking their lock and letting it go must not leave it with the connection.
+                    _ = try? await connection.query(PostgresStatement("SELECT pg_advisory_unlock_all()").query, logger: logger).collect()
+                    throw error
+                }
+            }
+        } catch {
+            throw translated(error)
+        }
+    }
+
     /// Runs `body` in one transaction on one connection. The transaction commits when `body`
     /// returns `.commit`, and rolls back when it returns `.rollback` or throws.
     /// - Parameter readOnly: `body` writes nothing (a pull-shaped page): `BEGIN` and `COMMIT` are

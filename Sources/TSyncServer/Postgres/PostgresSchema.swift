@@ -103,6 +103,10 @@ enum PostgresSchema {
             version: 4, name: "a single insert in one round trip",
             statements: [SingleInsert.functionDefinition]
         ),
+        PostgresMigration(
+            version: 5, name: "a pull's page in one round trip",
+            statements: [PullPage.functionDefinition]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.

@@ -32,14 +32,20 @@ public final class PostgresStorage: ServerStorage {
     /// Whether a request that inserts one record is one call of `tsync_insert_one`
     /// (`SingleInsert`). Only a test turns it off, to compare its answers with a transaction's.
     let insertsInOneCall: Bool
+    /// Whether a page of tsync's pull walk is one call of `tsync_pull_page` (`PullPage`), read
+    /// ahead (`PullReadAhead`). Only a test turns it off, to compare its pages with the general path's.
+    let readsPagesInOneCall: Bool
+    let readAhead = PullReadAhead()
 
     init(
-        database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true
+        database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true,
+        readsPagesInOneCall: Bool = true
     ) {
         self.database = database
         self.clock = clock
         self.capsPulls = capsPulls
         self.insertsInOneCall = insertsInOneCall
+        self.readsPagesInOneCall = readsPagesInOneCall
     }
 
     /// Connects to `url`, creates or upgrades the schema, and runs `body` with the storage; the
@@ -56,7 +62,10 @@ public final class PostgresStorage: ServerStorage {
             let storage = PostgresStorage(database: database, clock: clock)
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await PostgresChangeListener(storage: storage, logger: logger).run() }
-                defer { group.cancelAll() }
+                defer {
+                    group.cancelAll()
+                    storage.readAhead.cancelAll()
+                }
                 return try await body(storage)
             }
         }
@@ -74,6 +83,12 @@ public final class PostgresStorage: ServerStorage {
         var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
         try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {
+            if readsPagesInOneCall, capsPulls, let walk = PullPage.walk(table: table, query, scope: scope) {
+                let database = self.database
+                if let page = try await readAhead.page(walk, read: { try await PullPage.read(database, $0) }) {
+                    return RecordPage(written: page.written, totalCount: nil)
+                }
+            }
             let rows: [PostgresRow]
             if query.orderBy.first == SortKey(field: "updatedAt") {
                 rows = try await database.transaction(readOnly: true) { transaction in

@@ -16,15 +16,20 @@ struct PostgresParallelWritesTests {
     /// same time or a later one: a pull that returned the later record and moved its checkpoint
     /// past it would never bring the first. With the cap the pull waits for it; without, the
     /// same steps skip it (so this test can fail).
-    @Test func aPullNeverPassesAWriterInFlight() async throws {
-        #expect(try await pulledIDs(capsPulls: true) == ["a", "base", "z"])
-        #expect(try await pulledIDs(capsPulls: false) == ["base", "z"], "without the cap the pull skips the record in flight")
+    /// Both with tsync's own page filter (a page in one call, `PullPage`) and with the bare
+    /// checkpoint filter another client may send (the general path).
+    @Test(arguments: [StorageReader.Filter.tsyncs, .bare])
+    func aPullNeverPassesAWriterInFlight(filter: StorageReader.Filter) async throws {
+        #expect(try await pulledIDs(capsPulls: true, filter: filter) == ["a", "base", "z"])
+        #expect(
+            try await pulledIDs(capsPulls: false, filter: filter) == ["base", "z"], "without the cap the pull skips the record in flight")
     }
 
     /// A writer stalled inside its transaction (a session that registered a floor and then does
     /// nothing) delays the records stamped after it, and only them; when its session ends they
     /// are pulled, none skipped.
-    @Test func aStalledWriterDelaysPullsUntilItsTransactionEnds() async throws {
+    @Test(arguments: [StorageReader.Filter.tsyncs, .bare])
+    func aStalledWriterDelaysPullsUntilItsTransactionEnds(filter: StorageReader.Filter) async throws {
         try await withStorages(capsPulls: true) { storage, raw in
             _ = try await storage.insert(table: "t", record: Record(id: "before", fields: [:]), scope: .shared)
             let stall = Gate()
@@ -41,7 +46,7 @@ struct PostgresParallelWritesTests {
             for index in 0..<5 {
                 _ = try await storage.insert(table: "t", record: Record(id: "after\(index)", fields: [:]), scope: .shared)
             }
-            var reader = StorageReader(table: "t")
+            var reader = StorageReader(table: "t", filter: filter)
             try await reader.pull(storage)
             #expect(reader.pulled.keys.sorted() == ["before"], "records stamped after the stalled floor wait")
             stall.open()
@@ -113,7 +118,7 @@ struct PostgresParallelWritesTests {
 
     /// The ids an incremental reader ends with after: record "base"; a writer in flight stamps
     /// "a" at its floor; "z" commits; a pull; the writer commits; a pull.
-    private func pulledIDs(capsPulls: Bool) async throws -> [String] {
+    private func pulledIDs(capsPulls: Bool, filter: StorageReader.Filter) async throws -> [String] {
         try await withStorages(capsPulls: capsPulls) { storage, raw in
             _ = try await storage.insert(table: "t", record: Record(id: "base", fields: [:]), scope: .shared)
             let stamped = Gate()
@@ -134,7 +139,7 @@ struct PostgresParallelWritesTests {
             }
             await stamped.wait()
             _ = try await storage.insert(table: "t", record: Record(id: "z", fields: [:]), scope: .shared)
-            var reader = StorageReader(table: "t")
+            var reader = StorageReader(table: "t", filter: filter)
             try await reader.pull(storage)
             commit.open()
             try await writer.value
@@ -159,10 +164,24 @@ struct PostgresParallelWritesTests {
 
 /// A client's incremental pull through the storage (docs/DESIGN.md §2.1), counting how often
 /// each id came.
-private struct StorageReader {
+struct StorageReader {
+    /// The page filter after a checkpoint.
+    enum Filter: Sendable {
+        /// tsync's client's (`Checkpoint.filterAfter`): a page in one call (`PullPage`).
+        case tsyncs
+        /// The checkpoint alone, as another client may send it: the general path.
+        case bare
+    }
+
     let table: String
+    var filter = Filter.tsyncs
     var checkpoint: (updatedAt: String, id: String)?
     var pulled: [String: Int] = [:]
+
+    init(table: String, filter: Filter = .tsyncs) {
+        self.table = table
+        self.filter = filter
+    }
 
     /// Pulls until a page comes back short.
     mutating func pull(_ storage: PostgresStorage) async throws {
@@ -170,9 +189,7 @@ private struct StorageReader {
         while true {
             var query = RecordQuery(orderBy: [SortKey(field: "updatedAt"), SortKey(field: "id")], top: pageSize, includeDeleted: true)
             if let (stamp, id) = checkpoint {
-                let quotedID = id.replacing("'", with: "''")
-                query.filter = try ODataParser.parseFilter(
-                    "(updatedAt gt datetimeoffset'\(stamp)') or (updatedAt eq datetimeoffset'\(stamp)' and id gt '\(quotedID)')")
+                query.filter = try ODataParser.parseFilter(Self.filterText(after: stamp, id, filter))
             }
             let page = try await storage.query(table: table, query, scope: .shared).records()
             for record in page {
@@ -180,6 +197,18 @@ private struct StorageReader {
                 checkpoint = (record.system.updatedAt?.iso8601 ?? "", record.id)
             }
             if page.count < pageSize { return }
+        }
+    }
+
+    /// The `$filter` of the page after (`stamp`, `id`).
+    static func filterText(after stamp: String, _ id: String, _ filter: Filter) -> String {
+        let quotedID = id.replacing("'", with: "''")
+        switch filter {
+        case .tsyncs:
+            return "updatedAt ge datetimeoffset'\(stamp)' and (updatedAt gt datetimeoffset'\(stamp)' "
+                + "or updatedAt eq datetimeoffset'\(stamp)' and id gt '\(quotedID)')"
+        case .bare:
+            return "(updatedAt gt datetimeoffset'\(stamp)') or (updatedAt eq datetimeoffset'\(stamp)' and id gt '\(quotedID)')"
         }
     }
 }
