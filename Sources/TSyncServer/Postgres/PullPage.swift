@@ -185,7 +185,7 @@ enum PullPage {
         var previous: (updatedAt: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>)?
         var cursor = 0
         while cursor < text.count {
-            guard written.count < top, let record = Record(text, from: &cursor) else { return nil }
+            guard written.count < top, let record = TextRecord(text, from: &cursor) else { return nil }
             if let previous {
                 let later =
                     previous.updatedAt.lexicographicallyPrecedes(record.updatedAt)
@@ -214,7 +214,7 @@ enum PullPage {
     }
 
     /// One record of a page's text: its columns, in the text.
-    private struct Record {
+    private struct TextRecord {
         var id, createdAt, updatedAt, version, body: UnsafeBufferPointer<UInt8>
         var deleted: Bool
         /// The body is the jsonb's text (a row written before schema step 3), not tsync's.
@@ -238,12 +238,12 @@ enum PullPage {
                 let updatedAt = next(upTo: PullPage.columnSeparator), let version = next(upTo: PullPage.columnSeparator),
                 let flags = next(upTo: PullPage.columnSeparator), let body = next(upTo: PullPage.recordSeparator)
             else { return nil }
-            switch (flags.first, flags.count == 2 ? flags.last : nil, flags.count) {
-            case (UInt8(ascii: "t"), nil, 1), (UInt8(ascii: "f"), nil, 1): fromJSONB = false
-            case (UInt8(ascii: "t"), UInt8(ascii: "j"), 2), (UInt8(ascii: "f"), UInt8(ascii: "j"), 2): fromJSONB = true
-            default: return nil
-            }
-            deleted = flags.first == UInt8(ascii: "t")
+            // "t" or "f" (deleted or not), then "j" when the body is the jsonb's text.
+            guard let flag = flags.first, flag == UInt8(ascii: "t") || flag == UInt8(ascii: "f"),
+                flags.count == 1 || (flags.count == 2 && flags.last == UInt8(ascii: "j"))
+            else { return nil }
+            deleted = flag == UInt8(ascii: "t")
+            fromJSONB = flags.count == 2
             (self.id, self.createdAt, self.updatedAt, self.version, self.body) = (id, createdAt, updatedAt, version, body)
         }
 
@@ -257,7 +257,7 @@ enum PullPage {
         }
 
         /// The record parsed from the jsonb's text.
-        func parsed() throws -> TSyncModel.Record {
+        func parsed() throws -> Record {
             try PostgresStorage.record(
                 id: Self.string(id), createdAt: Self.string(createdAt), updatedAt: Self.string(updatedAt), version: Self.string(version),
                 deleted: deleted, body: Self.string(body))
