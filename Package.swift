@@ -34,11 +34,17 @@ let package = Package(
     targets: [
         .target(name: "TSyncModel"),
         .target(name: "TSyncQuery", dependencies: ["TSyncModel"]),
+        // What swift-nio's connection errors mean, for the client's messages and the server's.
+        .target(
+            name: "TSyncTransport",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .target(
             name: "TSyncEngine",
             dependencies: [
                 "TSyncModel",
                 "TSyncQuery",
+                "TSyncTransport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -57,6 +63,7 @@ let package = Package(
             dependencies: [
                 "TSyncModel",
                 "TSyncQuery",
+                "TSyncTransport",
                 "CArgon2",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import TSyncModel
+import TSyncTransport
 
 /// What went wrong before a server answered, in words a user can act on: the one place that reads
 /// the transport's error types (swift-nio, swift-nio-ssl, AsyncHTTPClient), so no internal type
@@ -69,24 +70,7 @@ enum ConnectionFailure {
             default: break
             }
         }
-        let ioErrors: [IOError]
-        if let error = error as? NIOConnectionError {
-            ioErrors = error.connectionErrors.compactMap { $0.error as? IOError }
-        } else if let error = error as? IOError {
-            ioErrors = [error]
-        } else {
-            ioErrors = []
-        }
-        if ioErrors.contains(where: { $0.errnoCode == ECONNREFUSED }) { return "connection refused: nothing listens at that port" }
-        if let code = ioErrors.first?.errnoCode {
-            switch code {
-            case ECONNRESET: return "the connection was reset"
-            case EPIPE: return "the connection was closed"
-            case ETIMEDOUT: return "connection timed out"
-            case ENETUNREACH, EHOSTUNREACH: return "no route to the host"
-            default: return "network error: " + String(cString: strerror(code)).lowercased()
-            }
-        }
+        if let words = TransportFailure.words(error) { return words }
         if error is HTTPClientError { return "the HTTP exchange failed" }
         return "the connection failed"
     }

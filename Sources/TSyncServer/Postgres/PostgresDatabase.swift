@@ -1,6 +1,7 @@
 import Logging
 import PostgresNIO
 import TSyncModel
+import TSyncTransport
 
 /// A pool of connections to one PostgreSQL database, with the schema brought up to date.
 ///
@@ -174,7 +175,8 @@ final class PostgresDatabase: Sendable {
         }
         switch error.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
-            let cause = error.underlying.map { ": \($0)" } ?? ""
+            // swift-nio's reason, never its types' names; PostgresNIO's own, as it words it.
+            let cause = error.underlying.map { ": " + (TransportFailure.words($0) ?? String(describing: $0)) } ?? ""
             return TSyncError.failure("cannot reach PostgreSQL at \(url)\(cause): check that the server runs and that the URL is right")
         case .sslUnsupported:
             return TSyncError.failure(
