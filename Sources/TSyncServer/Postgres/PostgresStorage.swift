@@ -35,6 +35,7 @@ public final class PostgresStorage: ServerStorage {
     /// Whether a page of tsync's pull walk is one call of `tsync_pull_page` (`PullPage`), read
     /// ahead (`PullReadAhead`). Only a test turns it off, to compare its pages with the general path's.
     let readsPagesInOneCall: Bool
+    /// The walks' next pages, read while their requests are on the way.
     let readAhead = PullReadAhead()
 
     init(
@@ -80,8 +81,6 @@ public final class PostgresStorage: ServerStorage {
     }
 
     public func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
-        var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
-        try appendConditions(to: &count, table: table, query: query, scope: scope)
         do {
             if readsPagesInOneCall, capsPulls, let walk = PullPage.walk(table: table, query, scope: scope) {
                 let database = self.database
@@ -89,6 +88,8 @@ public final class PostgresStorage: ServerStorage {
                     return RecordPage(written: page.written, totalCount: nil)
                 }
             }
+            var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
+            try appendConditions(to: &count, table: table, query: query, scope: scope)
             let rows: [PostgresRow]
             if query.orderBy.first == SortKey(field: "updatedAt") {
                 rows = try await database.transaction(readOnly: true) { transaction in
