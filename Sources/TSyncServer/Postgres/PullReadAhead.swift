@@ -15,9 +15,14 @@ import Synchronization
 /// at most `lifetime`, and a read ahead is started only from a page a request read.
 final class PullReadAhead: Sendable {
     /// Walks whose next page may wait at once.
-    static let capacity = 16
+    let capacity: Int
     /// How long a page read ahead waits for its request.
-    static let lifetime = Duration.seconds(2)
+    let lifetime: Duration
+
+    init(capacity: Int = 16, lifetime: Duration = .seconds(2)) {
+        self.capacity = capacity
+        self.lifetime = lifetime
+    }
 
     private struct Entry {
         var read: Task<PullPage.Page?, any Error>
@@ -60,7 +65,7 @@ final class PullReadAhead: Sendable {
     private func take(_ walk: PullPage.Walk) -> Task<PullPage.Page?, any Error>? {
         let entry = entries.withLock { $0.removeValue(forKey: walk) }
         guard let entry else { return nil }
-        guard entry.started.duration(to: .now) < Self.lifetime else {
+        guard entry.started.duration(to: .now) < lifetime else {
             entry.read.cancel()
             return nil
         }
@@ -70,9 +75,9 @@ final class PullReadAhead: Sendable {
     private func start(_ walk: PullPage.Walk, read: @escaping @Sendable (PullPage.Walk) async throws -> PullPage.Page?) {
         let now = ContinuousClock.now
         let expired = entries.withLock { entries -> [Task<PullPage.Page?, any Error>] in
-            let old = entries.filter { now - $0.value.started >= Self.lifetime }
+            let old = entries.filter { now - $0.value.started >= lifetime }
             for walk in old.keys { entries[walk] = nil }
-            if entries[walk] == nil, entries.count < Self.capacity {
+            if entries[walk] == nil, entries.count < capacity {
                 entries[walk] = Entry(read: Task { try await read(walk) }, started: now)
             }
             return old.values.map(\.read)
