@@ -176,13 +176,13 @@ enum StoreRows {
         try db.cachedStatement(sql: "DELETE FROM skipped WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
     }
 
-    /// Whether any skipped copy is kept (of `table`, or of any table): the hot paths of push and
-    /// pull skip their clean-up when none is.
     /// Whether `table` has queued operations (any state, with or without an error).
     static func hasOperations(_ db: Database, table: String) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ?)"), arguments: [table]) ?? false
     }
 
+    /// Whether any skipped copy is kept (of `table`, or of any table): the hot paths of push and
+    /// pull skip their clean-up when none is.
     static func hasSkippedCopies(_ db: Database, table: String? = nil) throws -> Bool {
         if let table {
             return try Bool.fetchOne(
