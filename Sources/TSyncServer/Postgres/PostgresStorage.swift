@@ -537,10 +537,20 @@ public final class PostgresStorage: ServerStorage {
     private static func pageRecord(_ row: PostgresRow) throws -> PageRecord {
         let (id, createdAt, updatedAt, version, deleted, text, body) = try row.decode(
             (String, String, String, String, Bool, String?, String?).self)
+        return try pageRecord(
+            id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, text: text, jsonb: body)
+    }
+
+    /// A page's record from its columns: its stored text as it is, or, when it has none, parsed
+    /// from the jsonb's text (`pageRecord(_:)`, `PullPage`).
+    static func pageRecord(
+        id: String, createdAt: String, updatedAt: String, version: String, deleted: Bool, text: String?, jsonb: String?
+    ) throws -> PageRecord {
         if let text {
             return .stored(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: text)
         }
-        return .parsed(try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body ?? ""))
+        return .parsed(
+            try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: jsonb ?? ""))
     }
 
     /// Appends a row of `pageColumns` from its cells' bytes: text columns come in binary format,
@@ -598,7 +608,7 @@ extension PostgresStorage {
 
 extension ByteBuffer {
     /// The readable bytes as `UInt8`s.
-    fileprivate func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+    func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
         try withUnsafeReadableBytes { raw in try body(raw.assumingMemoryBound(to: UInt8.self)) }
     }
 }

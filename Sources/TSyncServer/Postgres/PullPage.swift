@@ -174,7 +174,7 @@ enum PullPage {
             guard let cell = rows.first?.first else { return nil }
             guard let text = cell.bytes else { return Page(written: WrittenRecords(), last: nil) }
             guard cell.format == .binary, cell.dataType == .text else { return nil }
-            return try text.withUnsafeReadableBytes { raw in try page(raw.assumingMemoryBound(to: UInt8.self), top: walk.top) }
+            return try text.withBytes { try page($0, top: walk.top) }
         }
     }
 
@@ -194,7 +194,7 @@ enum PullPage {
             }
             previous = (record.updatedAt, record.id)
             if record.fromJSONB {
-                try written.append(.parsed(try record.parsed()))
+                try written.append(record.pageRecord())
                 continue
             }
             try written.appendStored(deleted: record.deleted) { writer, output in
@@ -204,7 +204,7 @@ enum PullPage {
                 writer.version(record.version, to: &output)
                 writer.fields(record.body, to: &output)
             } general: {
-                record.stored
+                try record.pageRecord()
             }
         }
         let last = previous.map {
@@ -247,20 +247,13 @@ enum PullPage {
             (self.id, self.createdAt, self.updatedAt, self.version, self.body) = (id, createdAt, updatedAt, version, body)
         }
 
-        private static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
-
-        /// The record for the general path, its body tsync's text.
-        var stored: PageRecord {
-            .stored(
-                id: Self.string(id), createdAt: Self.string(createdAt), updatedAt: Self.string(updatedAt), version: Self.string(version),
-                deleted: deleted, fields: Self.string(body))
-        }
-
-        /// The record parsed from the jsonb's text.
-        func parsed() throws -> Record {
-            try PostgresStorage.record(
-                id: Self.string(id), createdAt: Self.string(createdAt), updatedAt: Self.string(updatedAt), version: Self.string(version),
-                deleted: deleted, body: Self.string(body))
+        /// The record for the general path (`PostgresStorage.pageRecord`).
+        func pageRecord() throws -> PageRecord {
+            func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String { String(decoding: bytes, as: UTF8.self) }
+            let text = string(body)
+            return try PostgresStorage.pageRecord(
+                id: string(id), createdAt: string(createdAt), updatedAt: string(updatedAt), version: string(version), deleted: deleted,
+                text: fromJSONB ? nil : text, jsonb: fromJSONB ? text : nil)
         }
     }
 }
