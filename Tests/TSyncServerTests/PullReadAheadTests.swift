@@ -10,7 +10,7 @@ import TSyncModel
 struct PullReadAheadTests {
     @Test func aFullPageReadsTheNextAheadForThatWalkOnly() async throws {
         let reads = Reads(top: 2)
-        let readAhead = PullReadAhead()
+        let readAhead = PullReadAhead(lifetime: Self.never)
         let first = Self.walk()
         _ = try await readAhead.page(first, read: reads.read)
         let next = first.next(after: PullPage.Start(updatedAt: "2026-01-01T00:00:00.000Z", id: "from-start"))
@@ -44,7 +44,7 @@ struct PullReadAheadTests {
 
     @Test func atMostCapacityWalksWait() async throws {
         let reads = Reads(top: 2)
-        let readAhead = PullReadAhead(capacity: 3)
+        let readAhead = PullReadAhead(capacity: 3, lifetime: Self.never)
         for index in 0..<10 {
             var walk = Self.walk()
             walk.table = "t\(index)"
@@ -57,7 +57,7 @@ struct PullReadAheadTests {
 
     @Test func aReadAheadThatFailsOrWaitedTooLongIsReadAgain() async throws {
         let reads = Reads(top: 2, failingAhead: true)
-        let readAhead = PullReadAhead()
+        let readAhead = PullReadAhead(lifetime: Self.never)
         let first = Self.walk()
         let next = first.next(after: PullPage.Start(updatedAt: "2026-01-01T00:00:00.000Z", id: "from-start"))
         _ = try await readAhead.page(first, read: reads.read)
@@ -75,6 +75,10 @@ struct PullReadAheadTests {
         #expect(shortLived.pagesTaken.load(ordering: .relaxed) == 0, "a page that waited past its lifetime is read again")
         #expect(slow.walks.filter { $0 == next }.count == 2)
     }
+
+    /// A lifetime no run of a test reaches, however loaded the machine: only the test of the
+    /// lifetime lets a page expire.
+    private static let never = Duration.seconds(3600)
 
     private static func walk() -> PullPage.Walk {
         PullPage.Walk(table: "t", owner: nil, includeDeleted: true, start: PullPage.Start(updatedAt: "", id: ""), top: 2)
@@ -112,7 +116,7 @@ private final class Reads: Sendable {
 
     /// Waits until `count` reads were asked for (reads ahead run on their own tasks).
     func waitFor(_ count: Int) async throws {
-        for _ in 0..<200 where walks.count < count { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<1000 where walks.count < count { try await Task.sleep(for: .milliseconds(10)) }
         #expect(walks.count >= count, "\(walks.count) reads, expected \(count)")
     }
 }

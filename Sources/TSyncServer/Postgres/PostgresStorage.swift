@@ -36,17 +36,18 @@ public final class PostgresStorage: ServerStorage {
     /// ahead (`PullReadAhead`). Only a test turns it off, to compare its pages with the general path's.
     let readsPagesInOneCall: Bool
     /// The walks' next pages, read while their requests are on the way.
-    let readAhead = PullReadAhead()
+    let readAhead: PullReadAhead
 
     init(
         database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true,
-        readsPagesInOneCall: Bool = true
+        readsPagesInOneCall: Bool = true, readAhead: PullReadAhead = PullReadAhead()
     ) {
         self.database = database
         self.clock = clock
         self.capsPulls = capsPulls
         self.insertsInOneCall = insertsInOneCall
         self.readsPagesInOneCall = readsPagesInOneCall
+        self.readAhead = readAhead
     }
 
     /// Connects to `url`, creates or upgrades the schema, and runs `body` with the storage; the

@@ -17,7 +17,9 @@ struct PostgresPullPageTests {
     @Test func pagesInOneCallAreTheGeneralPathsPages() async throws {
         try await PostgresTestDatabase.withFreshDatabase { url in
             try await PostgresDatabase.withDatabase(url: url, maximumConnections: 4, logger: quietLogger) { database in
-                let inOneCall = PostgresStorage(database: database, clock: Timestamp.now)
+                // Pages read ahead wait for as long as the test runs, however loaded the machine.
+                let inOneCall = PostgresStorage(
+                    database: database, clock: Timestamp.now, readAhead: PullReadAhead(lifetime: .seconds(3600)))
                 let general = PostgresStorage(database: database, clock: Timestamp.now, readsPagesInOneCall: false)
                 try await Self.fill(inOneCall, database)
                 for (table, scope, includeDeleted, expected) in [
