@@ -46,7 +46,7 @@ enum CommandSuggestion {
     /// The first argument that is not an option of the root command (`-C DIR`, `--store DIR`,
     /// `--store=DIR`, `--help`, `--version`, ArgumentParser's `--generate-completion-script
     /// SHELL`), with its position.
-    private static func firstWord(_ arguments: [String]) -> (Int, String)? {
+    static func firstWord(_ arguments: [String]) -> (Int, String)? {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]

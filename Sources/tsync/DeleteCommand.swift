@@ -12,8 +12,8 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
             ids the same way, prints "TABLE/ID" for each record it would delete, and changes nothing.
 
             With --filter ODATA instead of ids, every local record the filter matches (the filter \
-            `tsync query` takes) is deleted, in one transaction. It says on stderr how many; -v \
-            prints each as TABLE/ID on stdout. --json (with --filter) prints {"table", "dryRun", \
+            `tsync query` takes) is deleted, in one transaction. It says on stderr how many (-q: nothing but errors), \
+            and warns of a filter field no record has, as `tsync query` does; -v prints each as TABLE/ID on stdout. --json (with --filter) prints {"table", "dryRun", \
             "ids": [ids]}.
 
             EXAMPLES
@@ -40,6 +40,7 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
     var verbose = false
 
     @OptionGroup var output: JSONOption
+    @OptionGroup var quiet: QuietOption
 
     var isJournaled: Bool { !dryRun }
 
@@ -56,15 +57,12 @@ struct DeleteCommand: ParsableCommand, JournaledCommand {
         let session = try storeOptions.session()
         let store = session.store
         if let filter {
+            if !quiet.quiet { try MatchedRecords.warnOfAbsentFields(filter: filter, table: table, store: store) }
             let deleted = try store.delete(table: table, filter: filter, dryRun: dryRun)
             if !dryRun { session.record(changed: table, ids: deleted) }
-            if output.json {
-                Console.write(
-                    JSONReports.line(["table": .string(table), "dryRun": .bool(dryRun), "ids": .array(deleted.map(JSONValue.string))]))
-                return
-            }
-            if verbose || dryRun { Console.write(deleted.map { "\(table)/\($0)\n" }.joined()) }
-            Console.note("\(dryRun ? "would delete" : "deleted") \(StatusFormat.count(deleted.count, "record")) of \(table)")
+            MatchedRecords.report(
+                deleted, table: table, verb: ("delete", "deleted"), dryRun: dryRun, verbose: verbose, json: output.json,
+                quiet: quiet.quiet)
             return
         }
         try store.delete(table: table, ids: ids, dryRun: dryRun)

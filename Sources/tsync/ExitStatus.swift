@@ -39,23 +39,57 @@ enum ExitStatus {
         }
     }
 
-    static let table = """
-        EXIT STATUS
-          0   success, including "nothing to do"
-          1   failure not covered below; `status --exit-code` with pending work
-          2   push/pull/sync done, but operations failed (the error table is not empty);
-              push --check: some operation would fail; resolve --merge: some refused
-          3   the server could not be reached (or answered as no sync server does); nothing was lost
-          4   authentication missing or rejected
-          5   config --unset: the key is not set (as git config)
-          64  usage error (unknown option, missing or invalid argument)
-          65  bad input data (invalid JSON, id or filter; unknown table or id)
-          66  no tsync store here (not inside one, or its database is missing);
-              serve: the --tls-cert, --tls-key or --config file is missing or unreadable
-          78  serve: the --tls-cert or --tls-key file is not a valid PEM certificate or key;
-              the --config file has an unknown key or a bad value
-          130 push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported
-        """
+    /// Each code and its meaning, as `table` prints them.
+    static let meanings: [(code: Int32, meaning: String)] = [
+        (success, "success, including \"nothing to do\""),
+        (failure, "failure not covered below; `status --exit-code` with pending work; tsync without a command"),
+        (
+            operationsFailed,
+            "push/pull/sync done, but operations failed (the error table is not empty); push --check: some operation would fail; resolve --merge: some refused"
+        ),
+        (unreachable, "the server could not be reached (or answered as no sync server does); nothing was lost"),
+        (unauthorized, "authentication missing or rejected"),
+        (unsetKeyMissing, "config --unset: the key is not set (as git config)"),
+        (usage, "usage error (unknown option, missing or invalid argument)"),
+        (invalidInput, "bad input data (invalid JSON, id or filter; unknown table or id)"),
+        (
+            noStore,
+            "no tsync store here (not inside one, or its database is missing); serve: the --tls-cert, --tls-key or --config file is missing or unreadable"
+        ),
+        (
+            invalidConfiguration,
+            "serve: the --tls-cert or --tls-key file is not a valid PEM certificate or key; the --config file has an unknown key or a bad value"
+        ),
+        (130, "push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported"),
+    ]
+
+    /// The EXIT STATUS section of `tsync --help` (and so of tsync(1)): one code a line, its
+    /// meaning wrapped under itself. ArgumentParser wraps the help to the terminal and starts a
+    /// wrapped line at column 0, which would break the table's column: every line fits in
+    /// `width`, so that at 60 columns and wider ArgumentParser wraps none of them.
+    static let table = "EXIT STATUS\n" + meanings.map { row(code: $0.code, meaning: $0.meaning) }.joined(separator: "\n")
+
+    /// Lines of at most 58 characters (ArgumentParser breaks a line that fills the width).
+    static let width = 58
+
+    /// "  2   push/pull/sync done, …", continued on lines indented under the meaning.
+    static func row(code: Int32, meaning: String) -> String {
+        let indent = String(repeating: " ", count: 6)
+        var lines: [String] = []
+        var line = "  " + String(code).padding(toLength: 4, withPad: " ", startingAt: 0)
+        var lineHasWord = false
+        for word in meaning.split(separator: " ") {
+            if lineHasWord, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = indent
+                lineHasWord = false
+            }
+            line += (lineHasWord ? " " : "") + word
+            lineHasWord = true
+        }
+        lines.append(line)
+        return lines.joined(separator: "\n")
+    }
 }
 
 extension TSyncError {

@@ -26,12 +26,15 @@ struct InitCommand: ParsableCommand, JournaledCommand {
     @Option(help: ArgumentHelp("The server to push to and pull from.", valueName: "URL"))
     var remote: String?
 
+    @OptionGroup var quiet: QuietOption
+
     func run() throws {
         let base = StoreLocation.absolute(
             storeOptions.store ?? ".", from: FileManager.default.currentDirectoryPath)
         let location = StoreLocation.forInitializing(directory, workingDirectory: base)
         let (store, existed) = try LocalStore.initialize(location, remote: remote)
         _ = CommandLog.begin(store)  // the log's first entry: the store's creation
+        guard !quiet.quiet else { return }
         Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
     }
 }

@@ -30,11 +30,35 @@ struct LogCommand: ParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: .customShort("n"), parsing: .unconditional, help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
+    @Option(
+        name: .customShort("n", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Show the newest N entries.", valueName: "N"))
     var count: Int = 20
 
     @OptionGroup var output: JSONOption
     @OptionGroup var pager: PagerOption
+
+    /// git's `log -5` for `-n 5`: an option ArgumentParser cannot declare, so `tsync log`'s
+    /// arguments (before `--`) are rewritten before parsing. The value of an option is left alone
+    /// (`-n -1` stays an error).
+    static func expandingCountShorthand(_ arguments: [String]) -> [String] {
+        guard let (index, word) = CommandSuggestion.firstWord(arguments), word == "log" else { return arguments }
+        var result = Array(arguments[...index])
+        var position = index + 1
+        while position < arguments.count, arguments[position] != "--" {
+            let argument = arguments[position]
+            let digits = argument.dropFirst()
+            if argument.hasPrefix("-"), !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }),
+                !["-n", "-C", "--store"].contains(result.last)
+            {
+                result += ["-n", String(digits)]
+            } else {
+                result.append(argument)
+            }
+            position += 1
+        }
+        return result + arguments[position...]
+    }
 
     func validate() throws {
         guard count >= 1 else { throw ValidationError("-n must be 1 or more (got \(count))") }

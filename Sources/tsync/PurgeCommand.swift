@@ -17,7 +17,9 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
 
             On a terminal, purge says what it would drop and asks before dropping it; --yes skips \
             the question. When stdin is not a terminal it never asks: without --yes it refuses \
-            (exit 64) and changes nothing. --dry-run says what would be dropped and changes nothing.
+            (exit 64) and changes nothing. --dry-run prints each record it would drop as TABLE/ID \
+            on stdout (as `delete --filter --dry-run` does), says on stderr what it would drop, \
+            and changes nothing.
 
             EXAMPLES
               tsync purge todo --filter "complete eq true" --dry-run
@@ -52,6 +54,7 @@ struct PurgeCommand: ParsableCommand, JournaledCommand {
         let store = session.store
         let preview = try store.purge(table: table, filter: filter, force: force, forgetQueries: forgetQueries, dryRun: true)
         if dryRun {
+            Console.write(MatchedRecords.lines(table: table, ids: preview.ids))
             Console.note("would " + describe(preview) + "; nothing changed (--dry-run)")
             return
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TSyncEngine
 import TSyncModel
 
@@ -41,7 +42,10 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
             fields changed on each side and the conflict policy (--on-conflict, else the store's \
             settings) that would settle the failure. It writes nothing, on the server or in the \
             store. Exit 0 when everything would go through or be settled, 2 when something would \
-            not. Lines: "OUTCOME<TAB>KIND<TAB>TABLE<TAB>ID[<TAB>DETAILS]" with OUTCOME ok, \
+            not. On a terminal it prints a report: the operations that would not go through and \
+            those a policy would settle, how many would go through, and the next step (such as \
+            --on-conflict); exit 2 then comes with no error message. Piped, one line per \
+            operation: "OUTCOME<TAB>KIND<TAB>TABLE<TAB>ID[<TAB>DETAILS]" with OUTCOME ok, \
             held-back or a failure class.
 
             --atomic sends the whole queue as one batch the server applies all or nothing: if \
@@ -145,13 +149,59 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
 
     private func runCheck(_ session: CommandSession, tables: [String]?, policies: ConflictPolicies) async throws {
         let predictions = try await RemoteAccess.session(session, verbose: output.verbose).check(tables: tables, policies: policies)
+        let line = SyncFormat.checkSummary(predictions)
+        let wouldFail = predictions.contains(where: \.wouldFail)
         if output.json {
             Console.write(JSONReports.line(SyncReports.check(predictions)))
+        } else if Console.stdoutIsTerminal {
+            // A prediction is a report, not an error: read on a terminal, it says what would
+            // happen and what to do next; exit 2 still tells a script that something would fail.
+            Console.write(Self.checkReport(predictions))
+            if !output.quiet { Console.note(line) }
+            if wouldFail { throw ExitCode(ExitStatus.operationsFailed) }
+            return
         } else {
             Console.write(predictions.map(SyncFormat.checkLine).joined())
         }
-        let line = SyncFormat.checkSummary(predictions)
-        if predictions.contains(where: \.wouldFail) { throw output.operationsFailed(line) }
+        if wouldFail { throw output.operationsFailed(line) }
         if !output.quiet { Console.note(line) }
+    }
+
+    /// `push --check` on a terminal: the operations that would not go through and those a policy
+    /// would settle, each as TABLE/ID, its kind and why, then how many would go through, and the
+    /// next step: `--on-conflict` for conflicts no policy settles, `tsync conflicts` and
+    /// `tsync resolve` for operations held back behind an error.
+    static func checkReport(_ predictions: [PushPrediction]) -> String {
+        let failing = predictions.filter(\.wouldFail)
+        let settled = predictions.filter { !$0.wouldFail && $0.outcome != .succeeds }
+        let width = predictions.map { $0.operation.table.count + 1 + $0.operation.itemID.count }.max() ?? 0
+        func row(_ prediction: PushPrediction) -> String {
+            let operation = prediction.operation
+            let item = "\(operation.table)/\(operation.itemID)"
+            let why =
+                prediction.outcome == .heldBack
+                ? "held back behind an unsettled error of the item" : SyncFormat.outcomeName(prediction.outcome)
+            let details = SyncFormat.checkDetails(prediction)
+            return "  " + item.padding(toLength: width, withPad: " ", startingAt: 0) + "  \(operation.kind.rawValue)  " + why
+                + (details.isEmpty ? "" : ": " + details.joined(separator: "; ")) + "\n"
+        }
+        var text = ""
+        if !failing.isEmpty { text += "Would not go through:\n" + failing.map(row).joined() }
+        if !settled.isEmpty { text += "Would be settled:\n" + settled.map(row).joined() }
+        let ok = predictions.count - failing.count - settled.count
+        text += "Would go through: \(StatusFormat.count(ok, "operation")).\n"
+        var next: [String] = []
+        if failing.contains(where: { if case .fails(let failure) = $0.outcome { failure.isConflict } else { false } }) {
+            next.append(
+                "settle the conflicts as you push: `tsync push --on-conflict ours|theirs|merge` (--check with it shows what it would do)")
+        }
+        if failing.contains(where: { $0.outcome == .heldBack }) {
+            next.append("`tsync conflicts` lists the errors held-back operations wait behind; `tsync resolve` settles them")
+        }
+        if failing.contains(where: { if case .fails(let failure) = $0.outcome { !failure.isConflict } else { false } }) {
+            next.append("an operation the server would refuse goes to the error table: `tsync conflicts` shows it after the push")
+        }
+        if !next.isEmpty { text += "Next: " + next.joined(separator: "\n      ") + "\n" }
+        return text + "Nothing was sent or written: this is a prediction.\n"
     }
 }

@@ -66,10 +66,7 @@ struct QueryCommand: ParsableCommand {
         let query = try RecordQuery(filter: filter, orderBy: orderby, top: top, skip: skip, select: select)
         let store = try storeOptions.open()
         let records = try store.query(table: table, query)
-        // A misspelt field matches nothing and selects nothing, silently: say so.
-        for name in try store.fieldsNoRecordHas(table: table, names: query.fieldNames) {
-            Console.warning("no record of \(table) has a field \(Identifiers.quoted(name))")
-        }
+        try MatchedRecords.warnOfAbsentFields(query, table: table, store: store)
         if output.json {
             Console.write(JSONReports.line(.array(records.map { .object(query.project($0.wireObject)) })))
             return

@@ -8,7 +8,9 @@ struct RemoteCommand: ParsableCommand, JournaledCommand {
         abstract: "Show or set the server URL.",
         discussion: """
             Without URL, prints the remote; exits 1 when none is set. With URL (http:// or https://), \
-            saves it in .tsync/config.json.
+            saves it in .tsync/config.json. A login (`tsync login`) belongs to the remote it was \
+            made on, and its token is sent to no other: when the new remote is another, a warning \
+            says so and how to log in to it.
 
             --json prints {"remote": URL or null} and exits 0.
 
@@ -37,6 +39,15 @@ struct RemoteCommand: ParsableCommand, JournaledCommand {
             configuration.remote = url
             try store.saveConfiguration(configuration)
             Console.note("remote set to \(url)")
+            // The saved token is only ever sent to the remote it came from: say that it no
+            // longer applies, rather than let the next push fail with "not logged in".
+            if let login = try Credentials.load(storeDirectory: store.location.directory),
+                try RemoteEndpoint(url).base != login.remote
+            {
+                Console.warning(
+                    "the saved login (\(login.user)) belongs to \(login.remote) and is not sent to \(url): run `tsync login --user \(login.user)` to log in to it (`tsync remote \(login.remote)` to go back)"
+                )
+            }
             return
         }
         if output.json {

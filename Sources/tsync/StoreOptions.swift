@@ -36,6 +36,13 @@ struct JSONOption: ParsableArguments {
     var json = false
 }
 
+/// `-q`, on the commands that change the store and say so on stderr (init, update, delete); push,
+/// pull, sync and resolve have it in `ReportOptions`.
+struct QuietOption: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Print nothing on stderr but errors.")
+    var quiet = false
+}
+
 /// `-v`, on login and logout (push, pull, sync and resolve have it in `ReportOptions`).
 struct VerboseOption: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Show each HTTP request and its answer on stderr (never a token).")

@@ -49,18 +49,25 @@ enum SyncFormat {
         let operation = prediction.operation
         var line = "\(outcomeName(prediction.outcome))\t\(operation.kind.rawValue)\t\(operation.table)\t\(operation.itemID)"
         if prediction.outcome != .succeeds {
-            var sides: [String] = []
-            if let version = prediction.server?.system.version { sides.append("server version \(version)") }
-            if !prediction.changedByUs.isEmpty { sides.append("ours changed " + prediction.changedByUs.joined(separator: ", ")) }
-            if prediction.server?.system.deleted == true {
-                sides.append("deleted on the server")
-            } else if !prediction.changedByThem.isEmpty {
-                sides.append("theirs changed " + prediction.changedByThem.joined(separator: ", "))
-            }
-            if let policy = prediction.settledBy { sides.append("settled by " + policy.rawValue) }
+            let sides = checkDetails(prediction)
             if !sides.isEmpty { line += "\t" + sides.joined(separator: "; ") }
         }
         return line + "\n"
+    }
+
+    /// What a check says of an operation that would not simply go through: the server's
+    /// version, the fields each side changed, the policy that would settle it.
+    static func checkDetails(_ prediction: PushPrediction) -> [String] {
+        var sides: [String] = []
+        if let version = prediction.server?.system.version { sides.append("server version \(version)") }
+        if !prediction.changedByUs.isEmpty { sides.append("ours changed " + prediction.changedByUs.joined(separator: ", ")) }
+        if prediction.server?.system.deleted == true {
+            sides.append("deleted on the server")
+        } else if !prediction.changedByThem.isEmpty {
+            sides.append("theirs changed " + prediction.changedByThem.joined(separator: ", "))
+        }
+        if let policy = prediction.settledBy { sides.append("settled by " + policy.rawValue) }
+        return sides
     }
 
     static func outcomeName(_ outcome: PushPrediction.Outcome) -> String {

@@ -77,9 +77,27 @@ struct TSync: AsyncParsableCommand {
     @Flag(name: .long, help: "Show the version.") var version = false
 
     func run() throws {
-        guard version else { throw CleanExit.helpRequest(self) }
+        guard version else {
+            // `tsync` alone, as `git` alone: a short usage on stderr and exit 1; the whole help
+            // is `tsync --help`.
+            Console.note(Self.shortUsage)
+            throw ExitCode(ExitStatus.failure)
+        }
         Console.write(Self.currentVersion + "\n")
     }
+
+    /// What `tsync` without a command prints: the commands most used, and where the rest are.
+    static let shortUsage = """
+        usage: tsync [-C DIR] COMMAND [ARGUMENTS]
+
+        Common commands:
+          start    init, remote, login
+          change   insert, update, upsert, delete
+          read     get, query, tables, status, diff, log
+          sync     push, pull, sync, watch, conflicts, resolve
+
+        See `tsync --help` for every command, `tsync help COMMAND` for one.
+        """
 
     static func main() async {
         // --version anywhere before `--` prints the version, as the argument parser does for a
@@ -88,7 +106,7 @@ struct TSync: AsyncParsableCommand {
             Console.write(currentVersion + "\n")
             return
         }
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        let arguments = LogCommand.expandingCountShorthand(Array(CommandLine.arguments.dropFirst()))
         if let answer = HelpCompletion.answer(arguments, root: Self.self, shell: ProcessInfo.processInfo.environment["SAP_SHELL"]) {
             print(answer)
             return
@@ -104,7 +122,7 @@ struct TSync: AsyncParsableCommand {
             exit(withError: ExitCode(ExitStatus.usage))
         }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             if let journaled = command as? JournaledCommand, journaled.isJournaled {
                 CommandLog.expect(command: type(of: command).configuration.commandName ?? "")
             }

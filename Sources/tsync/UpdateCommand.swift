@@ -18,7 +18,8 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
             With --filter ODATA instead of an ID, the --set fields are merged into every local \
             record the filter matches (the filter `tsync query` takes), in one transaction; a \
             record they would not change queues nothing. It says on stderr how many records it \
-            updated; -v prints each as TABLE/ID on stdout, and so does --dry-run, which changes \
+            updated (-q: nothing but errors), and warns of a filter field no record has, as \
+            `tsync query` does; -v prints each as TABLE/ID on stdout, and so does --dry-run, which changes \
             nothing. --json prints {"table", "dryRun", "ids": [ids]}.
 
             EXAMPLES
@@ -51,6 +52,7 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
     var verbose = false
 
     @OptionGroup var output: JSONOption
+    @OptionGroup var quiet: QuietOption
 
     var isJournaled: Bool { !dryRun }
 
@@ -107,15 +109,11 @@ struct UpdateCommand: ParsableCommand, JournaledCommand {
         }
         let session = try storeOptions.session()
         let store = session.store
+        if !quiet.quiet { try MatchedRecords.warnOfAbsentFields(filter: filter, table: table, store: store) }
         let ids = try store.update(table: table, filter: filter, fields: fields, dryRun: dryRun)
         if !dryRun { session.record(changed: table, ids: ids) }
-        if output.json {
-            Console.write(
-                JSONReports.line(["table": .string(table), "dryRun": .bool(dryRun), "ids": .array(ids.map(JSONValue.string))]))
-            return
-        }
-        if verbose || dryRun { Console.write(ids.map { "\(table)/\($0)\n" }.joined()) }
-        Console.note("\(dryRun ? "would update" : "updated") \(StatusFormat.count(ids.count, "record")) of \(table)")
+        MatchedRecords.report(
+            ids, table: table, verb: ("update", "updated"), dryRun: dryRun, verbose: verbose, json: output.json, quiet: quiet.quiet)
     }
 
     /// Whether a word is `FIELD=VALUE` rather than JSON: a name without spaces or JSON

@@ -7,8 +7,8 @@ struct WhoamiCommand: AsyncParsableCommand {
         commandName: "whoami",
         abstract: "Print the account the current credentials reach on the remote.",
         discussion: """
-            Asks the remote (GET /.auth/me, a tsync extension) whose the saved token, or \
-            TSYNC_TOKEN when set, is, and prints "NAME at REMOTE" on stdout ("anonymous at REMOTE" \
+            Asks the remote (GET /.auth/me, a tsync extension) which account the saved token \
+            (or TSYNC_TOKEN, when set) belongs to, and prints "NAME at REMOTE" on stdout ("anonymous at REMOTE" \
             on a server without accounts). Exit 4 when the server refuses the credentials (or \
             there are none), 3 when it cannot be reached.
 

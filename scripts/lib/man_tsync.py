@@ -11,7 +11,10 @@ tsync.1:
 Every other page:
 - EXIT STATUS points to the table in tsync(1) instead of the generic "exits >0 if an error occurs".
 
-Every page: no hyphenation, and no line break after a hyphen either, so a JSON field, a class
+Every page:
+- The title in git's form: `.Dt TSYNC-PUSH 1` (the plugin writes TSYNC.PUSH).
+- The options list gets its OPTIONS heading (the plugin appends it to DESCRIPTION).
+- No hyphenation, and no line break after a hyphen either, so a JSON field, a class
 such as version-conflict or a flag such as --password-stdin is never split across lines (groff's
 mdoc turns hyphenation back on at each paragraph from `doc-hyphen-flags`, hence the register).
 """
@@ -38,7 +41,7 @@ discussion = root.get("discussion", "")
 codes = []
 if "EXIT STATUS" in discussion:
     for line in discussion.split("EXIT STATUS", 1)[1].splitlines():
-        match = re.match(r"\s+(\d+)\s+(.*)", line)
+        match = re.match(r"  (\d+)\s+(.*)", line)
         if match:
             codes.append((match.group(1), match.group(2)))
         elif codes and line.strip():
@@ -87,6 +90,15 @@ for path in sorted(glob.glob(os.path.join(man_directory, "*.1"))):
         if generic not in text:
             sys.exit("man_tsync.py: {}: the plugin's EXIT STATUS section was not found".format(path))
         text = text.replace(generic, EXIT_STATUS)
+    text, titles = re.subn(r"^\.Dt (\S+) 1$", lambda m: ".Dt " + m.group(1).replace(".", "-") + " 1", text, count=1, flags=re.M)
+    if titles != 1:
+        sys.exit("man_tsync.py: {}: no .Dt line".format(path))
+    # The options list: the first list after DESCRIPTION (the discussion makes no list).
+    description = text.find("\n.Sh DESCRIPTION\n")
+    options = text.find("\n.Bl -tag -width 6n\n", description)
+    if description == -1 or options == -1:
+        sys.exit("man_tsync.py: {}: no options list after DESCRIPTION".format(path))
+    text = text[:options] + "\n.Sh OPTIONS" + text[options:]
     if "\n.Os\n" not in text:
         sys.exit("man_tsync.py: {}: no .Os line".format(path))
     text = text.replace("\n.Os\n", "\n.Os\n" + NO_HYPHENATION, 1)
