@@ -194,7 +194,7 @@ _tsync() {
 
 _tsync_init() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--quiet -q -h --help)
     repeating_options=()
     non_repeating_options=(--remote)
     __tsync_offer_flags_options 1
@@ -249,7 +249,7 @@ _tsync_insert() {
 
 _tsync_update() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --verbose -v --json -h --help)
+    non_repeating_flags=(--dry-run --verbose -v --json --quiet -q -h --help)
     repeating_options=(--set)
     non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options 3
@@ -303,7 +303,7 @@ _tsync_upsert() {
 
 _tsync_delete() {
     repeating_flags=()
-    non_repeating_flags=(--dry-run --verbose -v --json -h --help)
+    non_repeating_flags=(--dry-run --verbose -v --json --quiet -q -h --help)
     repeating_options=()
     non_repeating_options=(--store -C --filter)
     __tsync_offer_flags_options -1

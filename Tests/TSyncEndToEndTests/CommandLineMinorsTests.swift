@@ -54,14 +54,13 @@ import Testing
     @Test func pushCheckOnATerminalIsAReportWithTheNextStep() async throws {
         let server = try await ServeFixture()
         let a = try await TSyncSandbox(remote: server.url)
-        let b = try await TSyncSandbox(remote: server.url)
-        try await a.ok(["insert", "todo"], stdin: #"[{"id": "x", "n": 0}, {"id": "y", "n": 0}]"#)
+        for id in ["x", "y"] { try await a.ok(["insert", "todo", #"{"id": "\#(id)", "n": 0}"#]) }
         try await a.ok(["push"])
+        let b = try await TSyncSandbox(remote: server.url)
         try await b.ok(["pull", "todo"])
         try await a.ok(["update", "todo", "x", "--set", "n=1"])
         try await a.ok(["push"])
-        try await b.ok(["update", "todo", "x", "--set", "n=2"])
-        try await b.ok(["update", "todo", "y", "--set", "n=2"])
+        for id in ["x", "y"] { try await b.ok(["update", "todo", id, "--set", "n=2"]) }
 
         // Piped: the lines and the exit 2 with its message, as ever.
         let piped = try await b.run(["push", "--check"])
