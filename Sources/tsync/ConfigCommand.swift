@@ -97,8 +97,10 @@ struct ConfigCommand: ParsableCommand, JournaledCommand {
             return
         }
         if let value {
+            let remote = configuration.remote
             try configuration.set(key, to: value)
             try store.saveConfiguration(configuration)
+            if let new = configuration.remote, new != remote { try RemoteCommand.warnOfLoginElsewhere(store, remote: new) }
             return
         }
         let current = configuration.value(key)

@@ -36,5 +36,6 @@ struct InitCommand: ParsableCommand, JournaledCommand {
         _ = CommandLog.begin(store)  // the log's first entry: the store's creation
         guard !quiet.quiet else { return }
         Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
+        if existed, let remote { try RemoteCommand.warnOfLoginElsewhere(store, remote: remote) }
     }
 }

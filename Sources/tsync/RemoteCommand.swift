@@ -39,15 +39,7 @@ struct RemoteCommand: ParsableCommand, JournaledCommand {
             configuration.remote = url
             try store.saveConfiguration(configuration)
             Console.note("remote set to \(url)")
-            // The saved token is only ever sent to the remote it came from: say that it no
-            // longer applies, rather than let the next push fail with "not logged in".
-            if let login = try Credentials.load(storeDirectory: store.location.directory),
-                try RemoteEndpoint(url).base != login.remote
-            {
-                Console.warning(
-                    "the saved login (\(login.user)) belongs to \(login.remote) and is not sent to \(url): run `tsync login --user \(login.user)` to log in to it (`tsync remote \(login.remote)` to go back)"
-                )
-            }
+            try Self.warnOfLoginElsewhere(store, remote: url)
             return
         }
         if output.json {
@@ -58,5 +50,17 @@ struct RemoteCommand: ParsableCommand, JournaledCommand {
             throw TSyncError.failure("no remote is set; set one with `tsync remote URL`")
         }
         Console.write(remote + "\n")
+    }
+
+    /// The saved token is only ever sent to the remote it came from (`Credentials`): when the
+    /// store's remote becomes another (`remote URL`, `config remote.url`, `init --remote`), say
+    /// that the login no longer applies, rather than let the next push fail with "not logged in".
+    static func warnOfLoginElsewhere(_ store: LocalStore, remote: String) throws {
+        guard let login = try Credentials.load(storeDirectory: store.location.directory),
+            try RemoteEndpoint(remote).base != login.remote
+        else { return }
+        Console.warning(
+            "the saved login (\(login.user)) belongs to \(login.remote) and is not sent to \(remote): run `tsync login --user \(login.user)` to log in to it (`tsync remote \(login.remote)` to go back)"
+        )
     }
 }

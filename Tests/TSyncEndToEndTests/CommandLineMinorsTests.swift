@@ -97,6 +97,12 @@ import Testing
         #expect(moved.stderr.contains("tsync login --user alice") && moved.stderr.contains("tsync remote \(server.url)"), "\(moved)")
         let back = try await store.run(["remote", server.url])
         #expect(back.status == 0 && !back.stderr.contains("warning"), "back where the login belongs: \(back)")
+        // The other ways to change the remote say it too.
+        for arguments in [["config", "remote.url", other], ["init", ".", "--remote", other]] {
+            let changed = try await store.run(arguments)
+            #expect(changed.status == 0 && changed.stderr.contains("warning: the saved login (alice)"), "\(arguments): \(changed)")
+            try await store.ok(["remote", server.url])
+        }
         #expect(try await store.run(["whoami"]).stdout.contains("alice"))
     }
 
