@@ -156,7 +156,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
         } else if Console.stdoutIsTerminal {
             // A prediction is a report, not an error: read on a terminal, it says what would
             // happen and what to do next; exit 2 still tells a script that something would fail.
-            Console.write(Self.checkReport(predictions))
+            Console.write(Self.checkReport(predictions, policies: policies))
             if !output.quiet { Console.note(line) }
             if wouldFail { throw ExitCode(ExitStatus.operationsFailed) }
             return
@@ -171,7 +171,7 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
     /// would settle, each as TABLE/ID, its kind and why, then how many would go through, and the
     /// next step: `--on-conflict` for conflicts no policy settles, `tsync conflicts` and
     /// `tsync resolve` for operations held back behind an error.
-    static func checkReport(_ predictions: [PushPrediction]) -> String {
+    static func checkReport(_ predictions: [PushPrediction], policies: ConflictPolicies) -> String {
         let failing = predictions.filter(\.wouldFail)
         let settled = predictions.filter { !$0.wouldFail && $0.outcome != .succeeds }
         let width = predictions.map { $0.operation.table.count + 1 + $0.operation.itemID.count }.max() ?? 0
@@ -190,10 +190,19 @@ struct PushCommand: AsyncParsableCommand, JournaledCommand {
         if !settled.isEmpty { text += "Would be settled:\n" + settled.map(row).joined() }
         let ok = predictions.count - failing.count - settled.count
         text += "Would go through: \(StatusFormat.count(ok, "operation")).\n"
+        // Conflicts no policy settles: under `fail`, name the policies; a merge that a field both
+        // sides changed refuses, name --prefer.
+        let conflictTables = failing.compactMap { prediction -> String? in
+            guard case .fails(let failure) = prediction.outcome, failure.isConflict else { return nil }
+            return prediction.operation.table
+        }
         var next: [String] = []
-        if failing.contains(where: { if case .fails(let failure) = $0.outcome { failure.isConflict } else { false } }) {
+        if conflictTables.contains(where: { policies.policy(for: $0) != .merge }) {
             next.append(
                 "settle the conflicts as you push: `tsync push --on-conflict ours|theirs|merge` (--check with it shows what it would do)")
+        }
+        if conflictTables.contains(where: { policies.policy(for: $0) == .merge }) {
+            next.append("a merge leaves a field both sides changed: `--prefer ours|theirs` says which side wins it")
         }
         if failing.contains(where: { $0.outcome == .heldBack }) {
             next.append("`tsync conflicts` lists the errors held-back operations wait behind; `tsync resolve` settles them")

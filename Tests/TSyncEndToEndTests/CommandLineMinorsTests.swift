@@ -76,6 +76,11 @@ import Testing
         #expect(shown.contains("tsync push --on-conflict ours|theirs|merge"), "the next step: \(shown)")
         #expect(shown.contains("of 2 queued operations, 1 would go through, 1 would not"), "\(shown)")
 
+        // A merge that both sides' change of n refuses: the next step is --prefer.
+        guard let merge = try await TSyncProcess.runOnTerminal(["push", "--check", "--on-conflict", "merge"], in: b.path) else { return }
+        #expect(merge.status == 2 && merge.stdout.contains("`--prefer ours|theirs`"), "\(merge)")
+        #expect(!merge.stdout.contains("--on-conflict ours|theirs|merge"), "\(merge)")
+
         // With a policy that settles it: exit 0, the settled operation listed.
         guard let settled = try await TSyncProcess.runOnTerminal(["push", "--check", "--on-conflict", "ours"], in: b.path) else { return }
         let settledShown = settled.stdout.replacingOccurrences(of: "\r\n", with: "\n")
