@@ -129,6 +129,12 @@ extension PostgresStorage {
         try await database.rows(delete)
     }
 
+    public func clearLoginAttempts(keysStartingWith prefix: String) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE left(key, char_length(")
+        delete.append(delete.bind(prefix) + ")) = " + delete.bind(prefix))
+        try await database.rows(delete)
+    }
+
     // MARK: - Known clients
 
     public func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {

@@ -130,6 +130,13 @@ extension SQLiteStorage {
         }
     }
 
+    public func clearLoginAttempts(keysStartingWith prefix: String) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "DELETE FROM tsync_login_attempts WHERE substr(key, 1, length(?)) = ?", arguments: [prefix, prefix])
+        }
+    }
+
     // MARK: - Known clients
 
     public func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {

@@ -75,6 +75,8 @@ public protocol ServerStorage: Sendable {
     /// Takes back one counted attempt: the login it counted succeeded.
     func forgiveLoginAttempt(key: String) async throws
     func clearLoginAttempts(key: String) async throws
+    /// Drops the counts of every key that starts with `prefix` (`tsync user unlock`: "address:").
+    func clearLoginAttempts(keysStartingWith prefix: String) async throws
 
     // MARK: Known clients (docs/DESIGN.md §11: who logged in before is not locked out by strangers)
 
