@@ -164,8 +164,9 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Let an account log in again at once after too many failed logins.",
             discussion: """
-                Clears the account's count of failed logins, which otherwise locks it for the \
-                rest of its window (15 minutes) after too many failures. Its password and tokens \
+                Clears the counts of failed logins that lock the account out for the rest of \
+                their window (15 minutes) after too many failures: the account's, those of the \
+                clients it logged in from, and those of client addresses. Its password and tokens \
                 stay as they are: if the failures were not its owner's, change the password \
                 (`tsync user passwd`) as well.
 

@@ -129,9 +129,11 @@ extension PostgresStorage {
         try await database.rows(delete)
     }
 
-    public func clearLoginAttempts(keysStartingWith prefix: String) async throws {
-        var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE left(key, char_length(")
-        delete.append(delete.bind(prefix) + ")) = " + delete.bind(prefix))
+    public func clearLoginAttempts(accountKey: String, knownClientsOf accountName: String, addressKeyPrefix: String) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE key = ")
+        delete.append(delete.bind(accountKey) + " OR left(key, char_length(" + delete.bind(addressKeyPrefix) + ")) = ")
+        delete.append(delete.bind(addressKeyPrefix) + " OR key IN (SELECT key FROM tsync_known_clients WHERE account_name = ")
+        delete.append(delete.bind(accountName) + ")")
         try await database.rows(delete)
     }
 
