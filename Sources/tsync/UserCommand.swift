@@ -44,6 +44,8 @@ struct UserCommand: AsyncParsableCommand {
         func run() async throws {
             try AccountRules.validateName(name)
             let password = try newPassword.read()
+            // Refused before the database is opened: a refusal creates no database.
+            try AccountRules.validatePassword(password)
             let written = try await database.withAccounts(creating: true) { accounts in
                 try await accounts.add(name: name, password: password)
             }

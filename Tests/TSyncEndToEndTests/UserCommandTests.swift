@@ -27,10 +27,15 @@ import TSyncModel
         #expect(!mint.stderr.contains("created"), "the database was there: \(mint.stderr)")
         let token = mint.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
+        // A refused password creates no database.
+        let here = (work as NSString).appendingPathComponent("tsync-server.db")
+        let short = try await TSyncProcess.run(["user", "add", "bob", "--password-stdin"], in: work, stdin: "short\n")
+        #expect(short.status == 65 && short.stderr.contains("too short"), "\(short)")
+        #expect(!FileManager.default.fileExists(atPath: here) && !short.stderr.contains("created"), "\(short)")
+
         // The database a default run would write to: another one, said as such.
         let stray = try await TSyncProcess.run(["user", "add", "bob", "--password-stdin"], in: work, stdin: "bob's long password\n")
         #expect(stray.status == 0, "\(stray)")
-        let here = (work as NSString).appendingPathComponent("tsync-server.db")
         #expect(stray.stderr.contains("created the server database \(here)") && stray.stderr.contains("in sqlite:\(here)"), "\(stray)")
         let strayToken = try await TSyncProcess.run(["user", "token", "bob"], in: work).stdout.trimmingCharacters(
             in: .whitespacesAndNewlines)
