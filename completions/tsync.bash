@@ -511,7 +511,7 @@ _tsync_logout() {
 
 _tsync_whoami() {
     repeating_flags=()
-    non_repeating_flags=(--verbose -v -h --help)
+    non_repeating_flags=(--verbose -v --json -h --help)
     repeating_options=()
     non_repeating_options=(--store -C)
     __tsync_offer_flags_options 0
@@ -916,13 +916,13 @@ _tsync_user() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|remove|list|passwd|token)
+    add|remove|list|passwd|unlock|token)
         # Offer subcommand argument completions
         "_tsync_user_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add remove list passwd token' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add remove list passwd unlock token' -- "${cur}"))
         ;;
     esac
 }
@@ -931,12 +931,16 @@ _tsync_user_add() {
     repeating_flags=()
     non_repeating_flags=(--password-stdin -h --help)
     repeating_options=()
-    non_repeating_options=(--db)
+    non_repeating_options=(--db --config)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
         return
         ;;
     esac
@@ -946,7 +950,7 @@ _tsync_user_remove() {
     repeating_flags=()
     non_repeating_flags=(--yes -y --dry-run -h --help)
     repeating_options=()
-    non_repeating_options=(--db)
+    non_repeating_options=(--db --config)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
@@ -954,19 +958,27 @@ _tsync_user_remove() {
     '--db')
         return
         ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
+        return
+        ;;
     esac
 }
 
 _tsync_user_list() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
+    non_repeating_flags=(--json -h --help)
     repeating_options=()
-    non_repeating_options=(--db)
+    non_repeating_options=(--db --config)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
     case "${prev}" in
     '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
         return
         ;;
     esac
@@ -976,12 +988,35 @@ _tsync_user_passwd() {
     repeating_flags=()
     non_repeating_flags=(--password-stdin -h --help)
     repeating_options=()
-    non_repeating_options=(--db)
+    non_repeating_options=(--db --config)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
+        return
+        ;;
+    esac
+}
+
+_tsync_user_unlock() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=()
+    non_repeating_options=(--db --config)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
         return
         ;;
     esac
@@ -991,7 +1026,7 @@ _tsync_user_token() {
     repeating_flags=()
     non_repeating_flags=(-h --help)
     repeating_options=()
-    non_repeating_options=(--ttl --db)
+    non_repeating_options=(--ttl --db --config)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
@@ -1000,6 +1035,10 @@ _tsync_user_token() {
         return
         ;;
     '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
         return
         ;;
     esac

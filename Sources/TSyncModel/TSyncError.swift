@@ -110,7 +110,7 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .anotherPort: "choose another port (0 picks a free one)"
         case .logIn: "log in"
         case .trustCertificateAuthority: "if the server is yours, trust the certificate authority that signed its certificate"
-        case .updateInstead: "update it instead"
+        case .updateInstead: "update it instead, or upsert it"
         case .pushFirst: "push it first"
         case .setRemote: "set one first"
         case .listErrors: "list the errors to see which there are"

@@ -58,10 +58,12 @@ enum Console {
         Array(FileHandle.standardInput.readDataToEndOfFile())
     }
 
-    /// Writes until done or the reader has gone (EPIPE: a pager that quit, a closed pipe).
-    static func writeAll(_ descriptor: Int32, _ text: String) {
+    /// Writes until done or the reader has gone (EPIPE: a pager that quit, a closed pipe); false
+    /// when it has.
+    @discardableResult
+    static func writeAll(_ descriptor: Int32, _ text: String) -> Bool {
         var text = text
-        text.withUTF8 { _ = writeAll(descriptor, $0) }
+        return text.withUTF8 { writeAll(descriptor, $0) }
     }
 
     /// Writes until done; false when the reader has gone (EPIPE: a pager that quit, a closed

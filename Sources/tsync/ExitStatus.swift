@@ -108,7 +108,7 @@ extension TSyncError {
         case .trustCertificateAuthority:
             words =
                 "if the server is yours, trust the CA that signed its certificate: SSL_CERT_FILE=CA.pem (or SSL_CERT_DIR=DIR) for one command, or `tsync config http.caFile CA.pem` for this store"
-        case .updateInstead: words = "use `tsync update` to change it"
+        case .updateInstead: words = "use `tsync update` to change it, or `tsync upsert` in a script that may run twice"
         case .pushFirst: words = "push it first (`tsync push`)"
         case .setRemote: words = "set one with `tsync remote URL`"
         case .listErrors: words = "run `tsync conflicts` to list them"

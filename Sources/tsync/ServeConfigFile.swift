@@ -112,6 +112,12 @@ struct ServeConfigFile {
         return arguments
     }
 
+    /// The string the file gives `key`, when it does (`db` for the `tsync user` commands).
+    func string(_ key: String) -> String? {
+        guard case .string(let text)? = entries.first(where: { $0.key == key })?.value else { return nil }
+        return text
+    }
+
     /// The line that set `key`, when this file did.
     func line(of key: String) -> Int? { entries.first { $0.key == key }?.line }
 

@@ -15,7 +15,7 @@ struct UserTokenCommand: AsyncParsableCommand {
             with it.
 
             EXAMPLES
-              tsync user token ci-bot --ttl 30d --db sqlite:server.db > ci-bot.token
+              tsync user token ci-bot --ttl 30d --config /etc/tsync/serve.toml > ci-bot.token
               TSYNC_TOKEN="$(cat ci-bot.token)" tsync push
             """)
 
@@ -27,7 +27,7 @@ struct UserTokenCommand: AsyncParsableCommand {
             "How long the token lives: minutes, hours or days, e.g. 90m, 12h, 30d (at most 366d).", valueName: "duration"))
     var ttl = "30d"
 
-    @OptionGroup var database: DatabaseOption
+    @OptionGroup var database: AccountDatabase
 
     /// `ttl` as a duration; nil when it is not NUMBER followed by m, h or d, or out of range.
     static func lifetime(_ text: String) -> Duration? {
@@ -52,8 +52,11 @@ struct UserTokenCommand: AsyncParsableCommand {
     func run() async throws {
         let lifetime = Self.lifetime(ttl) ?? .seconds(30 * 24 * 3600)
         let name = self.name
-        let token = try await database.withAccounts { accounts in try await accounts.mintToken(name: name, lifetime: lifetime) }
+        let (token, written) = try await database.withAccounts { accounts in
+            try await accounts.mintToken(name: name, lifetime: lifetime)
+        }
         Console.write(token + "\n")
-        Console.note("token for \(name), valid for \(ttl); it is not shown again")
+        Console.note(
+            "token for \(name) in \(written), valid for \(ttl); it is not shown again (a server serving another database does not know it)")
     }
 }

@@ -32,9 +32,14 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
 
             A server without the live route (a plain Mobile Apps v2 server) is asked every \
             --interval seconds instead, which is said once. A server that cannot be reached is \
-            asked again after a jittered, growing delay (up to 10 s), and the reconnection is \
-            reported. --timeout ends the watch after that many seconds (exit 0); SIGINT finishes \
-            the step under way and exits 130, SIGTERM 143.
+            asked again after a jittered, growing delay (up to 10 s), and so is one whose answer \
+            cannot be taken (a 5xx, a page out of order) or a store whose push lock another \
+            command holds: "reconnecting" is said when that starts and each time the delay \
+            grows, "connected" when the server answers again (and before the first change it \
+            sends). --timeout ends the watch after that many seconds (exit 0); SIGINT (Ctrl-C) \
+            finishes the step under way and exits 130 without a word, SIGTERM 143. When the \
+            reader of stdout goes (`tsync watch | head -1`), the watch ends too, silently, with \
+            141 as a command killed by SIGPIPE.
 
             EXAMPLES
               tsync pull todo --query-id all && tsync watch
@@ -80,8 +85,10 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
     func run() async throws {
         let command = try storeOptions.session()
         let policies = try conflicts.policies(command.store)
-        let output = WatchOutput(json: json, exec: exec)
-        Interrupts.forward(to: command.stopRequest)
+        let stopRequest = command.stopRequest
+        let output = WatchOutput(json: json, exec: exec) { stopRequest.stop(signal: SIGPIPE) }
+        Interrupts.forward(to: stopRequest)
+        ReaderWatch.start { stopRequest.stop(signal: SIGPIPE) }
         let session = try RemoteAccess.session(command, verbose: verbose)
         let options = LiveOptions(
             tables: tables, interval: .milliseconds(Int(interval * 1000)), timeout: timeout.map { .milliseconds(Int($0 * 1000)) },
@@ -92,8 +99,39 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
             (interrupted: end == .stopped, failed: 0)
         }
         if case .interrupted(let signal, let error) = outcome.verdict {
-            Console.error("interrupted: \(error?.commandLineMessage ?? "stopped watching; what was done is kept")")
+            // Ctrl-C is how a watch is ended, and a reader that went wants nothing more: no
+            // word for either (an error met on the way out is still said).
+            if let error {
+                Console.error("interrupted: \(error.commandLineMessage)")
+            } else if signal != SIGINT, signal != SIGPIPE {
+                Console.note("stopped watching (interrupted by signal \(signal)); what was done is kept")
+            }
             throw ExitCode(128 + signal)
         }
+    }
+}
+
+/// Watches stdout for its reader going away while the watch has nothing to write: a pipe whose
+/// reading end is closed (`| head -1` after its line) reports an error to `poll` at once, so the
+/// watch ends then, not at its next change. Only for a pipe or a socket: a terminal or a file
+/// has no reader to lose.
+enum ReaderWatch {
+    static func start(_ gone: @escaping @Sendable () -> Void) {
+        var status = stat()
+        guard fstat(STDOUT_FILENO, &status) == 0 else { return }
+        let type = status.st_mode & S_IFMT
+        guard type == S_IFIFO || type == S_IFSOCK else { return }
+        Thread {
+            var descriptor = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+            while true {
+                let ready = poll(&descriptor, 1, -1)
+                if ready < 0, errno == EINTR { continue }
+                guard ready > 0 else { return }
+                if descriptor.revents & Int16(POLLERR | POLLHUP) != 0 {
+                    gone()
+                    return
+                }
+            }
+        }.start()
     }
 }

@@ -7,10 +7,13 @@ import TSyncModel
 actor WatchOutput {
     let json: Bool
     let exec: String?
+    /// Called once stdout's reader has gone (EPIPE with SIGPIPE ignored): the watch ends.
+    let readerGone: @Sendable () -> Void
 
-    init(json: Bool, exec: String?) {
+    init(json: Bool, exec: String?, readerGone: @escaping @Sendable () -> Void) {
         self.json = json
         self.exec = exec
+        self.readerGone = readerGone
     }
 
     func show(_ events: [LiveEvent]) async {
@@ -26,8 +29,10 @@ actor WatchOutput {
                 Console.note(Self.note(event))
             }
         }
-        if !json.isEmpty { _ = json.withUnsafeBufferPointer { Console.writeAll(STDOUT_FILENO, $0) } }
-        if !lines.isEmpty { Console.write(lines) }
+        var written = true
+        if !json.isEmpty { written = json.withUnsafeBufferPointer { Console.writeAll(STDOUT_FILENO, $0) } }
+        if !lines.isEmpty { written = Console.writeAll(STDOUT_FILENO, lines) && written }
+        if !written { readerGone() }
         let changes = events.filter { Self.isChange($0.kind) }
         guard let exec, !changes.isEmpty else { return }
         var input: [UInt8] = []
@@ -103,8 +108,9 @@ actor WatchOutput {
         switch event.kind {
         case .connected: return "watching (connected)"
         case .reconnecting:
+            let wait = event.retryIn ?? 0
             return
-                "reconnecting: \(event.message ?? "the server cannot be reached") (again in \(String(format: "%.1f", event.retryIn ?? 0)) s)"
+                "\(event.message ?? "the server cannot be reached"); reconnecting in \(String(format: wait < 9.95 ? "%.1f" : "%.0f", wait)) s"
         case .polling:
             return "the server has no live route: asking it every \(String(format: "%g", event.interval ?? 0)) s"
         default: return line(event) ?? ""

@@ -42,6 +42,17 @@ struct PostgresServeEndToEndTests {
             #expect(try await HTTP.send("GET", a + "/tables/todo", token: token).status == 401)
             #expect(try await HTTP.send("GET", b + "/tables/todo", token: token).status == 401)
 
+            // Locked out by failed logins on one instance, unlocked by the operator for both.
+            for _ in 0..<5 {
+                let wrong = try await HTTP.send("POST", a + "/.auth/login/custom", body: #"{"username":"alice","password":"wrong one"}"#)
+                #expect(wrong.status == 401)
+            }
+            let right = #"{"username":"alice","password":"new password"}"#
+            #expect(try await HTTP.send("POST", b + "/.auth/login/custom", body: right).status == 429)
+            let unlock = try await TSyncProcess.run(["user", "unlock", "alice", "--db", db], in: directory.path)
+            #expect(unlock.status == 0 && unlock.stderr.contains("unlocked account alice"), "\(unlock)")
+            #expect(try await HTTP.send("POST", b + "/.auth/login/custom", body: right).status == 200)
+
             #expect(try await first.terminate(signal: SIGTERM) == 0)
             #expect(try await second.terminate(signal: SIGTERM) == 0)
         }

@@ -59,7 +59,7 @@ import Testing
             (["todo"], badJSON, "invalid JSON at line \(Self.count), column 20: unexpected '}', expected a value"),
             (
                 ["todo"], duplicate,
-                "record \(Self.count - 1): todo/a already exists (its insert is pending); use `tsync update` to change it"
+                "record \(Self.count - 1): todo/a already exists (its insert is pending); use `tsync update` to change it, or `tsync upsert` in a script that may run twice"
             ),
             (
                 ["todo", "--csv"], wideRow,

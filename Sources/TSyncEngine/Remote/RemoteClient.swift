@@ -103,8 +103,11 @@ public struct RemoteClient: Sendable {
         case 401, 403:
             throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "wrong user name or password")")
         case 429:
-            let wait = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
-            throw TSyncError(.unauthorized, "too many failed logins\(wait)")
+            // The server's own words (tsync's name the wait and the operator's unlock), else the wait.
+            let wait = response.headers.first(name: "Retry-After").flatMap { Int($0) }.map {
+                ": try again in \(Duration.seconds($0).spoken)"
+            }
+            throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "too many failed logins" + (wait ?? ""))")
         default:
             throw .failure("login failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
         }
@@ -433,7 +436,7 @@ public struct RemoteClient: Sendable {
                 .unauthorized,
                 token == nil
                     ? "the server at \(endpoint) requires a login"
-                    : "the server at \(endpoint) refused the token (expired or revoked)",
+                    : "the server at \(endpoint) refused the token: it is not known to this server (expired, revoked, or minted for another database)",
                 remedy: .logIn)
         }
         if let failure = notTheProtocol(answer, method: method, url: url, discovering: discovering) { throw failure }

@@ -45,9 +45,12 @@ public struct LiveEvent: Sendable, Equatable {
         case conflict
         /// A conflict was settled by a policy (`policy`).
         case settled
-        /// The server answers (again): at the start, and after `reconnecting`.
+        /// The server answers (again): at the start, before any change it sent, and after
+        /// `reconnecting`.
         case connected
-        /// The server could not be reached; it is asked again after `retryIn` seconds.
+        /// The server could not be reached, or gave an answer that was not one (a 5xx, a page
+        /// that cannot be taken), or the store was busy: it is asked again after `retryIn`
+        /// seconds. Said again each time the wait grows.
         case reconnecting
         /// The server has no live route: it is asked every `interval` seconds instead.
         case polling
@@ -150,9 +153,10 @@ private final class LiveRun: Sendable {
     /// The seconds asked of the server: below the HTTP exchange's deadline.
     let waitSeconds: Int
 
-    /// Whether the server answered last time, whether polling has been said, and the last entry
-    /// of the push log reported (`PushLog`).
-    private let state = Mutex((connected: true, saidPolling: false, pushLog: Int64(0)))
+    /// Whether the server answered last time (false until it first does), the longest wait said
+    /// since (`reconnecting` is said again only when the wait grows), whether polling has been
+    /// said, and the last entry of the push log reported (`PushLog`).
+    private let state = Mutex((connected: false, saidWait: 0.0, saidPolling: false, pushLog: Int64(0)))
 
     init(
         session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?, output: EventRelay
@@ -178,15 +182,14 @@ private final class LiveRun: Sendable {
             do throws(TSyncError) {
                 if let end = try await firstSync(queries) { return end }
                 break
-            } catch  where error.kind == .unreachable {
+            } catch  where Self.isTemporary(error) {
                 attempt += 1
                 let delay = Self.backoff(attempt)
-                await unreachable(error, retryIn: delay)
+                await unreachable(error, attempt: attempt, retryIn: delay)
                 if let end = await pause(delay) { return end }
             }
         }
-        state.withLock { $0.connected = true }
-        await output.send([LiveEvent(.connected)])
+        await reachable()
 
         let result = await withTaskGroup(of: Result<LiveEnd, TSyncError>?.self) { group in
             for query in queries { group.addTask { await self.pullLoop(query) } }
@@ -264,11 +267,11 @@ private final class LiveRun: Sendable {
                         try await Task.sleep(for: options.interval)
                     }
                 }
-            } catch let error as TSyncError where error.kind == .unreachable {
+            } catch let error as TSyncError where Self.isTemporary(error) {
                 if Task.isCancelled { return nil }
                 attempt += 1
                 let delay = Self.backoff(attempt)
-                await unreachable(error, retryIn: delay)
+                await unreachable(error, attempt: attempt, retryIn: delay)
                 do { try await Task.sleep(for: delay) } catch { return nil }
             } catch let error as TSyncError {
                 return Task.isCancelled ? nil : .failure(error)
@@ -282,8 +285,10 @@ private final class LiveRun: Sendable {
     /// Turns each written page into events (`seen`: where the server's answer to `wait` goes).
     private func pageObserver(_ query: SavedQuery, seen: WaitSeen?) -> @Sendable (String, PageResult, StoredPage) async -> Void {
         let output = output
-        return { table, result, page in
+        return { [self] table, result, page in
             seen?.record(page.waitApplied)
+            // A page was taken: the server answers, which is said before what it sent.
+            await reachable()
             // One time for the page: its records were written in one transaction.
             let at = Timestamp.now()
             let events = result.changes.map { change in
@@ -320,11 +325,11 @@ private final class LiveRun: Sendable {
                         attempt = 0
                         await reachable()
                         if summary.interrupted { return .success(.stopped) }
-                    } catch  where error.kind == .unreachable {
+                    } catch  where Self.isTemporary(error) {
                         attempt += 1
                         let delay = Self.backoff(attempt)
                         retryAt = ContinuousClock.now + delay
-                        await unreachable(error, retryIn: delay)
+                        await unreachable(error, attempt: attempt, retryIn: delay)
                     }
                 } else {
                     let pushed = try pushedEvents()
@@ -355,6 +360,8 @@ private final class LiveRun: Sendable {
             event.message = error.message
             events.append(event)
         }
+        // What the server settled or refused is its answer: that it answers is said first.
+        if summary.requests > 0 { await reachable() }
         if !events.isEmpty { await output.send(events) }
         return summary
     }
@@ -377,22 +384,51 @@ private final class LiveRun: Sendable {
 
     private func reachable() async {
         let changed = state.withLock { state in
-            defer { state.connected = true }
+            defer {
+                state.connected = true
+                state.saidWait = 0
+            }
             return !state.connected
         }
         if changed { await output.send([LiveEvent(.connected)]) }
     }
 
-    private func unreachable(_ error: TSyncError, retryIn delay: Duration) async {
-        let changed = state.withLock { state in
-            defer { state.connected = false }
-            return state.connected
+    /// Says `reconnecting` when the server was answering, and again each time the wait grows
+    /// (the loops share what was said: one line per step of the backoff, not one per loop).
+    private func unreachable(_ error: TSyncError, attempt: Int, retryIn delay: Duration) async {
+        let ceiling = Self.ceiling(attempt)
+        let say = state.withLock { state in
+            defer {
+                state.connected = false
+                state.saidWait = max(state.saidWait, ceiling)
+            }
+            return state.connected || ceiling > state.saidWait
         }
-        guard changed else { return }
+        guard say else { return }
         var event = LiveEvent(.reconnecting)
-        event.message = error.message
+        event.message = Self.cause(error)
         event.retryIn = delay.fractionalSeconds
         await output.send([event])
+    }
+
+    /// What ends a watch: the user's mistake, credentials the server refuses, a store that is
+    /// gone or a bad setting. Anything else (no answer, a 5xx, an answer that cannot be taken, a
+    /// push lock another command holds) is temporary: retried with the backoff, and said.
+    static func isTemporary(_ error: TSyncError) -> Bool {
+        switch error.kind {
+        case .usage, .unauthorized, .noStore, .fileMissing, .invalidConfiguration: false
+        case .unreachable, .failure, .invalidInput, .operationsFailed: true
+        }
+    }
+
+    /// The error's words without the advice to try again, which the watch does by itself.
+    static func cause(_ error: TSyncError) -> String {
+        var message = error.fact ?? error.message
+        for advice in [", try again later", "; try again later", "; try again when it has finished", ", push again", "; push again"]
+        where message.hasSuffix(advice) {
+            message.removeLast(advice.count)
+        }
+        return message
     }
 
     private func sayPollingOnce() async {
@@ -409,8 +445,12 @@ private final class LiveRun: Sendable {
     /// Jittered exponential backoff: 0.25 s doubling to 10 s at most, each wait a random point in
     /// its upper half, so the watchers of a restarted server do not all come back at once.
     static func backoff(_ attempt: Int) -> Duration {
-        let ceiling = min(10.0, 0.25 * pow(2.0, Double(min(attempt, 10) - 1)))
-        return .milliseconds(Int(ceiling * Double.random(in: 0.5...1.0) * 1000))
+        .milliseconds(Int(ceiling(attempt) * Double.random(in: 0.5...1.0) * 1000))
+    }
+
+    /// The longest wait of the `attempt`th try, in seconds.
+    static func ceiling(_ attempt: Int) -> Double {
+        min(10.0, 0.25 * pow(2.0, Double(min(attempt, 10) - 1)))
     }
 }
 

@@ -52,6 +52,17 @@ public struct AccountManager: Sendable {
         return token
     }
 
+    /// Lets the account log in again at once (`tsync user unlock`): drops its count of failed
+    /// logins, its known clients' counts, and the counts of client addresses, which a lockout
+    /// of a client the account does not know counts too (docs/DESIGN.md §11). Its password and
+    /// tokens stay.
+    public func unlock(name: String) async throws {
+        guard let account = try await storage.account(name: name) else { throw Self.noSuchAccount(name) }
+        try await storage.clearLoginAttempts(
+            accountKey: Authenticator.accountKey(account.name), knownClientsOf: account.name,
+            addressKeyPrefix: Authenticator.addressKeyPrefix)
+    }
+
     public func list() async throws -> [Account] {
         try await storage.accounts()
     }

@@ -79,7 +79,7 @@ public struct Authenticator: Sendable {
         try AccountRules.checkLoginSizes(username: username, password: password)
         let now = clock()
         let account = try await storage.account(name: username)
-        let addressKey = clientAddress.map { "address:" + Self.throttlingAddress($0) }
+        let addressKey = clientAddress.map { Self.addressKeyPrefix + Self.throttlingAddress($0) }
         var knownKey: String?
         if let account {
             let canonical = AccountRules.canonicalName(account.name)
@@ -92,7 +92,7 @@ public struct Authenticator: Sendable {
                 knownKey = "known:" + canonical + " " + addressKey
             }
         }
-        let accountKey = account.map { "account:" + AccountRules.canonicalName($0.name) } ?? unknownNameKey(username)
+        let accountKey = account.map { Self.accountKey($0.name) } ?? unknownNameKey(username)
         let keys = knownKey.map { [$0] } ?? [accountKey] + (addressKey.map { [$0] } ?? [])
         var blockedUntil: Timestamp?
         for key in keys {
@@ -132,6 +132,11 @@ public struct Authenticator: Sendable {
         }
         return .success(token: token, accountName: account.name, deviceToken: device)
     }
+
+    /// The key an account's failed logins are counted on.
+    static func accountKey(_ name: String) -> String { "account:" + AccountRules.canonicalName(name) }
+    /// What the keys of client addresses' failed logins start with.
+    static let addressKeyPrefix = "address:"
 
     /// The key a device token is remembered by: its hash, as for session tokens.
     static func deviceKey(_ deviceToken: String) -> String { "device:" + tokenHash(deviceToken) }

@@ -53,7 +53,10 @@ struct AuthRoutes: Sendable {
                 metadata: [
                     "user": .string(LogText.bounded(username)), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
                 ])
-            var error = APIError(.tooManyRequests, "too many failed logins: try again in \(seconds) seconds")
+            var error = APIError(
+                .tooManyRequests,
+                "too many failed logins: try again in \(Duration.seconds(seconds).spoken), or ask the server's operator to unlock the account (tsync user unlock NAME)"
+            )
             error.headers[.retryAfter] = String(seconds)
             throw error
         }

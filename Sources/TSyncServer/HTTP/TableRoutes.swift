@@ -177,10 +177,11 @@ struct TableRoutes: Sendable {
     }
 
     /// The same request with `$skip` advanced, as an absolute URL for `Link: <…>; rel=next`: with
-    /// only the parameters a read understands (each bounded), and `https` only when a trusted
-    /// proxy says the client used it (`X-Forwarded-Proto`, or `proto=` in `Forwarded`).
+    /// only the parameters a read understands (each bounded), and the scheme the request came in
+    /// on: `https` when this server serves TLS, or when a trusted proxy says its client used it
+    /// (`X-Forwarded-Proto`, or `proto=` in `Forwarded`).
     private func nextPageURL(_ request: Request, _ context: ServerRequestContext, parameters: QueryString, skip: Int) -> String {
-        var scheme = "http"
+        var scheme = configuration.tls == nil ? "http" : "https"
         if context.fromTrustedProxy {
             let forwarded = request.headers[.forwarded]?.lowercased() ?? ""
             if request.headers[.forwardedProto]?.lowercased() == "https" || forwarded.contains("proto=https") { scheme = "https" }

@@ -129,6 +129,14 @@ extension PostgresStorage {
         try await database.rows(delete)
     }
 
+    public func clearLoginAttempts(accountKey: String, knownClientsOf accountName: String, addressKeyPrefix: String) async throws {
+        var delete = PostgresStatement("DELETE FROM tsync_login_attempts WHERE key = ")
+        delete.append(delete.bind(accountKey) + " OR left(key, char_length(" + delete.bind(addressKeyPrefix) + ")) = ")
+        delete.append(delete.bind(addressKeyPrefix) + " OR key IN (SELECT key FROM tsync_known_clients WHERE account_name = ")
+        delete.append(delete.bind(accountName) + ")")
+        try await database.rows(delete)
+    }
+
     // MARK: - Known clients
 
     public func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {

@@ -61,6 +61,9 @@ struct MeteredStorage: ServerStorage {
     }
     func forgiveLoginAttempt(key: String) async throws { try await base.forgiveLoginAttempt(key: key) }
     func clearLoginAttempts(key: String) async throws { try await base.clearLoginAttempts(key: key) }
+    func clearLoginAttempts(accountKey: String, knownClientsOf accountName: String, addressKeyPrefix: String) async throws {
+        try await base.clearLoginAttempts(accountKey: accountKey, knownClientsOf: accountName, addressKeyPrefix: addressKeyPrefix)
+    }
 
     func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {
         try await base.rememberClient(key: key, accountName: accountName, expiresAt: expiresAt, now: now, keepPerAccount: keepPerAccount)

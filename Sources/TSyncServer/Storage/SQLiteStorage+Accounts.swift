@@ -130,6 +130,17 @@ extension SQLiteStorage {
         }
     }
 
+    public func clearLoginAttempts(accountKey: String, knownClientsOf accountName: String, addressKeyPrefix: String) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM tsync_login_attempts WHERE key = ? OR substr(key, 1, length(?)) = ?
+                        OR key IN (SELECT key FROM tsync_known_clients WHERE account_name = ?)
+                    """,
+                arguments: [accountKey, addressKeyPrefix, addressKeyPrefix, accountName])
+        }
+    }
+
     // MARK: - Known clients
 
     public func rememberClient(key: String, accountName: String, expiresAt: Timestamp, now: Timestamp, keepPerAccount: Int) async throws {

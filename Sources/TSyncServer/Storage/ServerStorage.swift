@@ -75,6 +75,10 @@ public protocol ServerStorage: Sendable {
     /// Takes back one counted attempt: the login it counted succeeded.
     func forgiveLoginAttempt(key: String) async throws
     func clearLoginAttempts(key: String) async throws
+    /// `tsync user unlock`: drops the count of `accountKey`, those of the account's known clients
+    /// (the keys `tsync_known_clients` holds for `accountName`) and those of every key that starts
+    /// with `addressKeyPrefix` (client addresses), in one statement.
+    func clearLoginAttempts(accountKey: String, knownClientsOf accountName: String, addressKeyPrefix: String) async throws
 
     // MARK: Known clients (docs/DESIGN.md §11: who logged in before is not locked out by strangers)
 
