@@ -75,6 +75,38 @@ import TSyncModel
         #expect(error.httpStatus == 428 && error.message.contains("no server version"), "\(error)")
     }
 
+    /// A checkpoint never passes the later of this machine's clock and the answer's `Date`, plus a
+    /// minute (issue 34.2): a record an hour ahead of this machine, from a server whose `Date` is
+    /// two hours ahead, moves it; one three hours ahead is written, named in a warning, and the
+    /// checkpoint stays before it.
+    @Test func theCheckpointIsBoundByTheLaterOfBothClocks() async throws {
+        let now = Timestamp.now().millisecondsSinceEpoch
+        let hour: Int64 = 3_600_000
+        let records = [
+            LocalStore.serverRecord("a", [:], version: "v1", at: now + hour),
+            LocalStore.serverRecord("b", [:], version: "v2", at: now + 3 * hour),
+        ]
+        let remote = try ScriptedRemote()
+        remote.scriptedPage = { request in
+            let after = ScriptedRemote.checkpoint(in: request.filter)
+            let rest = records.filter { record in
+                after.map { $0 < Checkpoint(updatedAt: record.system.updatedAt ?? Timestamp(millisecondsSinceEpoch: 0), id: record.id) }
+                    ?? true
+            }
+            var page = Page(records: Array(rest.prefix(request.top ?? 50)), nextLink: nil)
+            page.serverDate = Timestamp(millisecondsSinceEpoch: now + 2 * hour)
+            return page
+        }
+        let temporary = try TemporaryStore()
+        let summary = try await Puller(store: temporary.store, remote: remote).pull(PullRequest(table: "todo", queryID: "all"))
+        #expect(Set(try temporary.store.query(table: "todo").map(\.id)) == ["a", "b"])
+        #expect(summary.checkpoint?.id == "a")
+        #expect(try temporary.store.savedQuery(table: "todo", queryID: "all")?.checkpoint?.id == "a")
+        #expect(summary.warnings.count == 1 && summary.warnings.first?.contains("todo/b") == true, "\(summary.warnings)")
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Timestamp(iso8601: "1994-11-06T08:49:37Z"))
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == nil && HTTPDate.parse("soon") == nil)
+    }
+
     /// A page that only repeats the checkpoint's run of equal timestamps (a replayed answer) is
     /// asked again before the pull walks on by `$skip`: the real answer comes, and no record is
     /// passed over (issue 34.1).
