@@ -83,6 +83,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
             try output.conclude(outcome.verdict) { "\(outcome.result.map(SyncFormat.pullSummary) ?? ""); \(resume)" }
         }
         if let summary = outcome.result {
+            summary.warnings.forEach(Console.warning)
             if !output.quiet { Console.note(SyncFormat.pullSummary(summary)) }
             // A server cannot tell an empty table from an unknown one: a typo pulls nothing, silently.
             if summary.counts.received == 0, !known.contains(table), !output.quiet {

@@ -39,6 +39,7 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
         Interrupts.forward(to: session.stopRequest)
         let sync = try RemoteAccess.session(session, verbose: output.verbose) { event in
             progress.handle(event)
+            if case .pulled(let pull) = event { pull.warnings.forEach(Console.warning) }
             guard !quiet else { return }
             switch event {
             case .pushed(let push): Console.note(SyncFormat.pushSummary(push, dryRun: false))

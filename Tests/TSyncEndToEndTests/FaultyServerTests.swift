@@ -9,7 +9,7 @@ import TSyncModel
 /// The real `tsync` binary against servers that misbehave on purpose (issue 9, items 6, 7, 8, 12).
 @Suite(.serialized) struct FaultyServerTests {
     static func record(_ id: String, at ms: Int64) -> String {
-        let time = Timestamp(millisecondsSinceEpoch: 1_800_000_000_000 + ms).iso8601
+        let time = Timestamp(millisecondsSinceEpoch: 1_700_000_000_000 + ms).iso8601
         return
             #"{"id": "\#(id)", "text": "\#(id)", "createdAt": "\#(time)", "updatedAt": "\#(time)", "version": "v\#(ms)", "deleted": false}"#
     }

@@ -253,7 +253,7 @@ import TSyncModel
         var values: [String] = []
         for index in 0..<25 {
             let id = String(format: "tie-%02d", index)
-            values.append("('\(id)', '2030-01-01T00:00:00.000Z', '2030-01-01T00:00:00.000Z', 'v-\(id)', 0, NULL, '{\"n\":\(index)}')")
+            values.append("('\(id)', '2020-01-01T00:00:00.000Z', '2020-01-01T00:00:00.000Z', 'v-\(id)', 0, NULL, '{\"n\":\(index)}')")
         }
         try await server.sql(
             "INSERT INTO t_ties (id, created_at, updated_at, version, deleted, owner, body) VALUES \(values.joined(separator: ", "));")

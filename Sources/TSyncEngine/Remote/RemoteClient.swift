@@ -154,8 +154,8 @@ public struct RemoteClient: Sendable {
         if response.status == 200 { arrived?(response.body) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             let page = StoredPage(
-                records: decoded.records, nextLink: try nextLink(response, table: request.table), totalCount: decoded.totalCount,
-                waitApplied: waitApplied(response, request))
+                records: decoded.records, nextLink: LinkHeader.next(in: response.headers), totalCount: decoded.totalCount,
+                waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
             serverCheck.prove()
             return page
         }
@@ -198,25 +198,15 @@ public struct RemoteClient: Sendable {
                 throw .failure("pulling \(request.table): the server sent a record that is not valid (\(error.message))")
             }
         }
-        let nextLink = try nextLink(response, table: request.table)
         serverCheck.prove()
         return Page(
-            records: records, nextLink: nextLink, totalCount: totalCount,
-            waitApplied: waitApplied(response, request))
+            records: records, nextLink: LinkHeader.next(in: response.headers), totalCount: totalCount,
+            waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
     }
 
     /// The server's answer to the request's `wait`: nil when it asked none or was told nothing.
     private func waitApplied(_ response: HTTPAnswer, _ request: PageRequest) -> Int? {
         request.wait == nil ? nil : LiveWaitHeader.applied(response.headers.first(name: "Preference-Applied"))
-    }
-
-    /// The answer's `Link` to the next page, resolved; one to another server is refused.
-    private func nextLink(_ response: HTTPAnswer, table: String) throws(TSyncError) -> String? {
-        guard let link = LinkHeader.next(in: response.headers) else { return nil }
-        guard let resolved = endpoint.resolve(link: link) else {
-            throw .failure("pulling \(table): the server's next-page link points to another server (\(link)); refusing to follow it")
-        }
-        return resolved
     }
 
     /// `POST /tables/{table}`.
@@ -680,13 +670,17 @@ public struct PageRequest: Sendable {
 public struct Page: Sendable {
     /// The page's records.
     public var records: [Record]
-    /// The server's `Link` to the next page; nil on the last.
+    /// The server's `Link` to the next page, as sent: only a pull without a query id follows it,
+    /// once `RemoteEndpoint.nextPage` has checked it; nil on the last.
     public var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
     public var totalCount: Int?
     /// For a request with `wait`: the seconds the server says it applied (`Preference-Applied:
     /// wait=N`), nil when it said nothing, as a plain v2 server does.
     public var waitApplied: Int?
+    /// The answer's `Date` (the server's clock), nil when absent or not an HTTP date: it bounds
+    /// the checkpoint (`Checkpoint.bound`).
+    public var serverDate: Timestamp?
 }
 
 /// `Preference-Applied: wait=N`, read.

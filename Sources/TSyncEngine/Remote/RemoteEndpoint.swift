@@ -77,6 +77,63 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
         return link
     }
 
+    /// The URL of the next page of `request` from the server's `Link` (`Page.nextLink`), checked
+    /// before a pull without a query id follows it (docs/DESIGN.md §8): on this origin (so the
+    /// token goes nowhere else), reading the same table, with the query that was asked. Only
+    /// `$skip` and `$top` may change (and `$inlinecount`, which changes no record); a link to
+    /// another table, or with another `$filter`, `$orderby`, `$select` or `__includeDeleted`,
+    /// would store other records as this table's (issue 34.4). `what` names the read in messages.
+    func nextPage(link: String, of request: PageRequest, what: String) throws(TSyncError) -> String {
+        guard let url = resolve(link: link) else {
+            let scheme = { (text: String) in text.prefix { $0 != ":" }.lowercased() }
+            let sameHost =
+                link.contains("://") && RemoteEndpoint.hostAndPort(of: link).map { $0 == RemoteEndpoint.hostAndPort(of: base) } == true
+            if sameHost, scheme(link) != scheme(base) {
+                throw .failure(
+                    "\(what): the server's next-page link is \(scheme(link))://, while the remote is \(scheme(base)):// (\(link)); refusing to follow it (a proxy that terminates TLS in front of tsync serve must be its --trusted-proxy, or pull with --query-id, which needs no link)"
+                )
+            }
+            throw .failure("\(what): the server's next-page link points to another server (\(link)); refusing to follow it")
+        }
+        let rest = url.dropFirst(origin.count)
+        let path = rest.prefix { $0 != "?" && $0 != "#" }
+        let query = rest.dropFirst(path.count).drop { $0 == "?" }.prefix { $0 != "#" }
+        let expected = self.url(path: ["tables", request.table]).dropFirst(origin.count)
+        guard let asked = PercentEncoding.decode(expected), let linked = PercentEncoding.decode(path),
+            asked.lowercased() == linked.lowercased()
+        else {
+            throw .failure(
+                "\(what): the server's next-page link reads another table (\(link)); refusing to follow it, since its records would be stored as \(request.table)'s"
+            )
+        }
+        let changing: Set<String> = ["$skip", "$top", "$inlinecount"]
+        var given: [String: String] = [:]
+        for pair in query.split(separator: "&") where !pair.isEmpty {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = PercentEncoding.decode(parts[0], plus: true),
+                let value = PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plus: true),
+                given.updateValue(value, forKey: name) == nil
+            else {
+                throw .failure("\(what): the server's next-page link has a query that cannot be read (\(link)); refusing to follow it")
+            }
+        }
+        var wanted: [String: String] = [:]
+        for (name, value) in request.queryItems { wanted[name] = value }
+        let names = Set(given.keys).union(wanted.keys).subtracting(changing)
+        if let name = names.sorted().first(where: { given[$0] != wanted[$0] }) {
+            throw .failure(
+                "\(what): the server's next-page link changes the query that was asked (\(name)) (\(link)); refusing to follow it, since its records would be stored as \(request.table)'s"
+            )
+        }
+        return url
+    }
+
+    /// `host[:port]` of an absolute URL, lowercased, with the scheme's port made explicit.
+    private static func hostAndPort(of url: String) -> String? {
+        guard let endpoint = try? RemoteEndpoint(String(url.prefix { $0 != "?" && $0 != "#" })) else { return nil }
+        return "\(endpoint.host.lowercased()):\(endpoint.port)"
+    }
+
     /// `base/segment/segment?query`, each segment and query value percent-encoded.
     /// A first segment starting with "/" is taken verbatim (for `/.auth`).
     func url(path: [String], query: [(String, String)] = []) -> String {
@@ -93,6 +150,27 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
 }
 
 enum PercentEncoding {
+    /// The text of `%XX`-encoded bytes (a `+` is a space when `plus`, as in a query), nil when the
+    /// encoding or the UTF-8 is broken.
+    static func decode(_ text: some StringProtocol, plus: Bool = false) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        func hex(_ byte: UInt8?) -> UInt8? {
+            guard let byte, let value = UInt8(String(UnicodeScalar(byte)), radix: 16) else { return nil }
+            return value
+        }
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+") where plus: bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+                bytes.append(high << 4 | low)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     /// RFC 3986 unreserved characters pass; everything else is %XX of its UTF-8 bytes.
     static func encode(_ text: String) -> String {
         var output = ""
@@ -126,5 +204,22 @@ enum LinkHeader {
             }
         }
         return nil
+    }
+}
+
+/// An HTTP date (RFC 9110 §5.6.7), as `Date` carries it: `Sun, 06 Nov 1994 08:49:37 GMT`. The
+/// obsolete forms are not read (nil), and neither is anything else.
+enum HTTPDate {
+    static func parse(_ value: String?) -> Timestamp? {
+        guard let value else { return nil }
+        let parts = value.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[0].hasSuffix(","), parts[5] == "GMT", parts[1].count == 2, parts[3].count == 4,
+            let day = Int(parts[1]), let month = months.firstIndex(of: String(parts[2])), Int(parts[3]) != nil
+        else { return nil }
+        let time = parts[4].split(separator: ":")
+        guard parts[4].count == 8, time.count == 3, time.allSatisfy({ Int($0) != nil }), day >= 1 else { return nil }
+        let monthText = month < 9 ? "0\(month + 1)" : "\(month + 1)"
+        return Timestamp(iso8601: "\(parts[3])-\(monthText)-\(parts[1])T\(parts[4])Z")
     }
 }

@@ -40,25 +40,29 @@ package struct StoredRecord: Sendable, Equatable {
 /// One page of a pull, its records in the store's form (`SyncRemote.readStoredPage`).
 package struct StoredPage: Sendable {
     package var records: [StoredRecord]
-    /// The server's `Link` to the next page; nil on the last.
+    /// The server's `Link` to the next page, as sent (`Page.nextLink`); nil on the last.
     package var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
     package var totalCount: Int?
     /// For a request with `wait`: the seconds the server says it applied (`Page.waitApplied`).
     package var waitApplied: Int?
+    /// The answer's `Date`, the server's clock (`Page.serverDate`).
+    package var serverDate: Timestamp?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)
         nextLink = page.nextLink
         totalCount = page.totalCount
         waitApplied = page.waitApplied
+        serverDate = page.serverDate
     }
 
-    init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?) {
+    init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?, serverDate: Timestamp?) {
         self.records = records
         self.nextLink = nextLink
         self.totalCount = totalCount
         self.waitApplied = waitApplied
+        self.serverDate = serverDate
     }
 }
 

@@ -49,7 +49,9 @@ extension Checkpoint: Comparable {
     /// answers "after (T, id)" with the whole run at T again (issue 18.10). Such a page moves the
     /// checkpoint to its last record when it reaches past the checkpoint's timestamp; a page that
     /// stays inside the run keeps the checkpoint and walks the run by offset (`skip`), so a run
-    /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8).
+    /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8). A replayed
+    /// answer looks the same, so `Puller` starts such a walk only when the server answers the same
+    /// read twice alike (issue 34.1).
     public static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
         try self.position(after: records.map { (id: $0.id, updatedAt: $0.system.updatedAt) }, from: position)
     }
@@ -85,6 +87,22 @@ extension Checkpoint: Comparable {
         }
         return PullPosition(checkpoint: last)
     }
+
+    /// The latest `updatedAt` a saved checkpoint may take: the later of this machine's clock and
+    /// the server's (the answer's `Date`), plus `skew`. A record stamped later (year 9999, or a
+    /// server clock a day ahead that its `Date` does not show) would otherwise move the checkpoint
+    /// past every record written until then, and each later pull would receive nothing (issue
+    /// 34.2). Such a record is written, the checkpoint stays before it, and the pull says so
+    /// (docs/DESIGN.md §2.1).
+    package static func bound(now: Timestamp, serverDate: Timestamp?) -> Timestamp {
+        let clock = max(now.millisecondsSinceEpoch, serverDate?.millisecondsSinceEpoch ?? now.millisecondsSinceEpoch)
+        return Timestamp(millisecondsSinceEpoch: clock + skew)
+    }
+
+    /// Milliseconds past the clocks a record may be stamped and still move a checkpoint: a
+    /// `Date` is truncated to the second, and two servers' clocks (PostgreSQL instances) differ by
+    /// a little.
+    package static let skew: Int64 = 60_000
 
     /// `updatedAt ge T and ((updatedAt gt T) or (updatedAt eq T and id gt 'I'))`.
     ///

@@ -50,6 +50,9 @@ public struct PullSummary: Sendable, Equatable {
     /// The pull stopped early on a `StopRequest`, after a whole page: what it wrote is kept, and
     /// with a query id the same pull resumes from the checkpoint.
     public var interrupted = false
+    /// What the user should know though the pull succeeded (a record stamped later than the
+    /// clocks allow, which holds the checkpoint back), in words.
+    public var warnings: [String] = []
 }
 
 /// Reads a table from the server page by page into the store (docs/DESIGN.md §1 Pull, §2.1, §2.5).
@@ -57,8 +60,9 @@ public struct PullSummary: Sendable, Equatable {
 /// With a query id the pull is incremental and pages by key, not by offset: every request asks for
 /// the records after the checkpoint of the last stored page, ordered by `updatedAt, id`. So records
 /// changed while the pull runs are neither skipped (an offset would shift under them) nor looped
-/// over, and a pull killed between pages resumes where it stopped. `Link` only tells that more may
-/// follow. Without a query id the pull follows `Link` when the server sends it, else `$skip`.
+/// over, and a pull killed between pages resumes where it stopped; it never reads `Link`. Without a
+/// query id the pull follows `Link` when the server sends it (once checked:
+/// `RemoteEndpoint.nextPage`), else `$skip`.
 public struct Puller: Sendable {
     /// The store pulled into.
     public var store: LocalStore
@@ -127,6 +131,10 @@ public struct Puller: Sendable {
             return page
         }
         var position = PullPosition(checkpoint: checkpoint)
+        // The checkpoint the store keeps: `position`'s, except that it never passes the clock's
+        // bound (`Checkpoint.bound`): a record stamped in the future is written, and comes again
+        // with the next pull, which says so again (issue 34.2).
+        var kept = checkpoint
         var first = pageRequest(at: position)
         first.inlineCount = request.wait == nil  // the total, for the progress line
         // A plain pull asks for the next page as soon as a page arrives, at the position its last
@@ -141,43 +149,84 @@ public struct Puller: Sendable {
         // The ids read while walking a run of equal timestamps by offset: a page of the walk that
         // brings none new means the server ignores $skip there, which would loop forever.
         var run = Set<Int>()
-        defer { fetching?.cancel() }
-        while let current = fetching {
-            let page = try await current.page()
-            fetching = nil
-            // The page asked ahead of this one, unless it is taken below.
-            defer { current.cancel() }
-            // Refused before anything of the page is written: the checkpoint stays where the
-            // records are known to be complete.
+        // Refused before anything of the page is written: the checkpoint stays where the records
+        // are known to be complete.
+        func checked(_ page: StoredPage, from position: PullPosition) throws(TSyncError) -> PullPosition {
+            try checkVersions(page.records, of: request.table)
             do throws(TSyncError) {
-                let next = try Checkpoint.position(afterStored: page.records, from: position)
-                if next.skip > 0, !page.records.isEmpty {
-                    if position.skip == 0 { run.removeAll() }
-                    let before = run.count
-                    for record in page.records { run.insert(Self.fingerprint(record.id)) }
-                    if run.count == before {
-                        throw TSyncError.failure(
-                            "the server sent the same records again inside a run of equal updatedAt values (it ignores $skip there), so the pull cannot get past them"
-                        )
-                    }
-                }
-                position = next
+                return try Checkpoint.position(afterStored: page.records, from: position)
             } catch {
                 throw TSyncError(
                     .failure, "pulling \(request.table) from \(remote.endpoint): \(error.message)", remedy: .pullWithoutQueryID)
             }
+        }
+        defer { fetching?.cancel() }
+        while let current = fetching {
+            var page = try await current.page()
+            fetching = nil
+            // The page asked ahead of this one, unless it is taken below.
+            defer { current.cancel() }
+            var next = try checked(page, from: position)
+            // A walk by $skip would rest on this one answer: a page that only repeats records at
+            // the checkpoint's own time is what a server with finer timestamps sends, and also
+            // what a cache or proxy replaying an earlier answer sends, and walking on by $skip
+            // after a replay passes over records for good (issue 34.1). The same read is asked
+            // again, and the walk starts only when the server answers it with the same records;
+            // an answer that differs is taken instead, and checked from the start.
+            var asked = 1
+            while next.skip > 0, position.skip == 0 {
+                let again = try await PageFetch(remote, pageRequest(at: position)).page()
+                if Self.sameRecords(again.records, page.records) { break }
+                asked += 1
+                guard asked < 4 else {
+                    throw TSyncError(
+                        .failure,
+                        "pulling \(request.table) from \(remote.endpoint): the server answered the same read differently \(asked) times (a cache or proxy replaying answers?), so no position after the checkpoint can be trusted; nothing of these pages was written",
+                        remedy: .pullWithoutQueryID)
+                }
+                page = again
+                next = try checked(page, from: position)
+            }
+            if next.skip > 0, !page.records.isEmpty {
+                if position.skip == 0 { run.removeAll() }
+                let before = run.count
+                for record in page.records { run.insert(Self.fingerprint(record.id)) }
+                if run.count == before {
+                    throw TSyncError(
+                        .failure,
+                        "pulling \(request.table) from \(remote.endpoint): the server sent the same records again inside a run of equal updatedAt values (it ignores $skip there), so the pull cannot get past them",
+                        remedy: .pullWithoutQueryID)
+                }
+            }
+            // The records the clock allows a checkpoint to pass: a prefix, since the page is in
+            // updatedAt order. The others are written, and the checkpoint stays before them.
+            let bound = Checkpoint.bound(now: Timestamp.now(), serverDate: page.serverDate)
+            let within = page.records.prefix { ($0.updatedAt.map { $0 <= bound }) ?? true }
+            if within.count == page.records.count {
+                // (An empty page leaves it where it is.)
+                if !page.records.isEmpty { kept = next.checkpoint }
+            } else {
+                if !within.isEmpty { kept = try Checkpoint.position(afterStored: Array(within), from: position).checkpoint }
+                let early = page.records[within.count]
+                if summary.warnings.isEmpty {
+                    summary.warnings.append(
+                        "the server sent \(Identifiers.quoted("\(request.table)/\(early.id)")) with updatedAt \(early.updatedAt?.iso8601 ?? "?"), later than the clocks allow (at most \(bound.iso8601): the later of this machine's clock and the server's, plus a minute): the record is written, but the checkpoint of \(Identifiers.quoted(queryID)) stays before it, so every pull reads it again"
+                    )
+                }
+            }
+            position = next
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
             // the Azure servers do): only an empty page is (issue 18.9).
             if !page.records.isEmpty {
                 fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead)
             }
             let query = SavedQuery(
-                table: request.table, queryID: queryID, filter: filter, checkpoint: position.checkpoint, lastPullAt: Timestamp.now())
+                table: request.table, queryID: queryID, filter: filter, checkpoint: kept, lastPullAt: Timestamp.now())
             let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: pageObserver != nil)
             if let observer = pageObserver { await observer(request.table, result, page) }
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
-        summary.checkpoint = position.checkpoint
+        summary.checkpoint = kept
     }
 
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
@@ -194,14 +243,20 @@ public struct Puller: Sendable {
         // an eight-byte hash, however large the pull.
         var links = Set<String>()
         var seen = Set<Int>()
+        let asked = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
-            if let link = page.nextLink, !links.insert(link).inserted {
+            // Followed only once checked: this origin, this table, the query asked (issue 34.4).
+            let nextLink = try page.nextLink.map { link throws(TSyncError) in
+                try remote.endpoint.nextPage(link: link, of: asked, what: "pulling \(request.table) from \(remote.endpoint)")
+            }
+            if let link = nextLink, !links.insert(link).inserted {
                 throw .failure(
                     "pulling \(request.table) from \(remote.endpoint): the server's next-page links go round in a circle; stopped after \(summary.counts.received) records, which may not be all"
                 )
             }
+            try checkVersions(page.records, of: request.table)
             var new = 0
             for record in page.records where seen.insert(Self.fingerprint(record.id)).inserted { new += 1 }
             if !page.records.isEmpty, new == 0 {
@@ -217,7 +272,7 @@ public struct Puller: Sendable {
                     remote,
                     PageRequest(
                         table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
-                        nextLink: page.nextLink))
+                        nextLink: nextLink))
             }
             let result = try store.applyServerPage(table: request.table, stored: page.records)
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
@@ -241,6 +296,24 @@ public struct Puller: Sendable {
 }
 
 extension Puller {
+    /// Every record of a page must carry its version: the local copy sends it in `If-Match` when
+    /// it is changed, and a copy without one could only overwrite the server's blindly (issue
+    /// 34.6). Such a page is refused, nothing of it written (docs/DESIGN.md §8).
+    func checkVersions(_ records: [StoredRecord], of table: String) throws(TSyncError) {
+        if let record = records.first(where: { ($0.version ?? "").isEmpty }) {
+            throw .failure(
+                "pulling \(table) from \(remote.endpoint): the server sent \(Identifiers.quoted(record.id)) without a version, so a later change to it could only overwrite the server's copy blindly; nothing of the page was written"
+            )
+        }
+    }
+
+    /// The same records, each at the same version, in the same order: the server answered a read
+    /// twice alike.
+    static func sameRecords(_ a: [StoredRecord], _ b: [StoredRecord]) -> Bool {
+        a.count == b.count
+            && zip(a, b).allSatisfy { $0.id.utf8.elementsEqual($1.id.utf8) && $0.version == $1.version && $0.updatedAt == $1.updatedAt }
+    }
+
     /// A hash of an id's bytes: an equal one means the server sent the same record again. Eight
     /// bytes, however long the id.
     static func fingerprint(_ id: String) -> Int {

@@ -190,6 +190,11 @@ public struct Pusher: Sendable {
                 remedy: .resolveErrorsFirst)
         }
         guard !pending.isEmpty else { return summary }
+        if let blind = pending.first(where: Self.isUnconditional) {
+            throw .failure(
+                "\(blind.operation.table)/\(blind.operation.itemID) has no server version to send in If-Match, which an atomic push cannot send: push without atomicity, which records it as an error"
+            )
+        }
         var items = Set<[UInt8]>()
         for outgoing in pending where !items.insert(Array("\(outgoing.operation.table)\u{0}\(outgoing.operation.itemID)".utf8)).inserted {
             throw .failure(
@@ -224,7 +229,8 @@ public struct Pusher: Sendable {
                 reply = try await remote.batch(operations, atomic: true)
                 summary.requests += 1
             } catch {
-                if error.kind == .unauthorized || error.requestNeverSent { try store.releaseOperations(claimed) }
+                // As in any round (`Round.failed`): a 401 may come after the batch was applied.
+                if error.requestNeverSent { try store.releaseOperations(claimed) }
                 throw error
             }
             guard case .answers(let answers) = reply else {
@@ -266,8 +272,7 @@ public struct Pusher: Sendable {
     // MARK: - Rounds
 
     /// What one round of sending did: the answers, the error that stopped it, and the claimed
-    /// operations the server cannot have applied (never sent, refused a connection, or refused
-    /// for want of a valid token).
+    /// operations the server cannot have applied (never sent, or refused a connection).
     struct Round: Sendable {
         var answered: [(OutgoingOperation, PushVerdict)] = []
         var stop: TSyncError?
@@ -275,11 +280,15 @@ public struct Pusher: Sendable {
         var requests = 0
 
         /// Records a failed exchange for `operations`: it stops the push, and decides whether
-        /// they may have reached the server.
+        /// they may have reached the server. A 401 is no proof that they did not: a gateway may
+        /// answer it after the server applied the write, and the 401 may be the answer to the
+        /// read-back of a write that was applied (issue 34.5). So only a request never sent puts
+        /// its operations back to pending; the others stay in flight until an answer explains
+        /// them, and after a login the next push re-sends them (docs/DESIGN.md §7).
         mutating func failed(_ error: TSyncError, for operations: some Sequence<OutgoingOperation>) {
             // Unauthorized outranks unreachable: logging in is what the user must do.
             if stop == nil || error.kind == .unauthorized { stop = error }
-            if error.kind == .unauthorized || error.requestNeverSent { unapplied.append(contentsOf: operations) }
+            if error.requestNeverSent { unapplied.append(contentsOf: operations) }
         }
     }
 
@@ -320,6 +329,10 @@ public struct Pusher: Sendable {
         var current: [OutgoingOperation] = []
         var bytes = 0
         for outgoing in claimed {
+            if Self.isUnconditional(outgoing) {
+                round.answered.append((outgoing, Self.withoutVersion))
+                continue
+            }
             if outgoing.restoresDeleted {
                 if round.stop == nil, stopRequest?.isStopped != true {
                     do throws(TSyncError) {
@@ -429,9 +442,9 @@ public struct Pusher: Sendable {
             if outgoing.restoresDeleted {
                 switch try await remote.undelete(table: operation.table, id: operation.itemID, version: version) {
                 case .accepted(_, let restored):
-                    // A server that answers without the item gives no version to match: the
-                    // update then goes without `If-Match`, right after the undelete.
-                    version = restored?.system.version
+                    // The update goes with `If-Match` the version the undelete made, never
+                    // without (issue 34.6): a server that answers without the item is asked.
+                    version = try await restoredVersion(restored, of: outgoing, remote: remote)
                 case let refused:
                     // Someone else undeleted (or changed) it, or a retry of ours already did: a
                     // 412 whose copy equals what we send counts as done, anything else is a
@@ -439,24 +452,41 @@ public struct Pusher: Sendable {
                     return verdict(outgoing, try await verified(refused, of: outgoing, remote: remote))
                 }
             }
+            guard let ifMatch = version else { return Self.withoutVersion }
             answer = try await remote.update(
-                table: operation.table, id: operation.itemID, item: outgoing.item, version: version)
+                table: operation.table, id: operation.itemID, item: outgoing.item, version: ifMatch)
         case .delete:
             answer = try await remote.delete(table: operation.table, id: operation.itemID, version: outgoing.version)
         }
         return verdict(outgoing, try await verified(answer, of: outgoing, remote: remote))
     }
 
+    /// An update is never sent without `If-Match` (issue 34.6): it would overwrite whatever the
+    /// server holds. Every copy from a server carries its version (a pull refuses a page without
+    /// one); a store that holds one from before keeps the update in the error table with this,
+    /// unsent (docs/DESIGN.md §7).
+    static let withoutVersion = PushVerdict.failed(
+        status: 428,
+        message:
+            "the local copy has no server version to send in If-Match (the server sent it without one), so this update would overwrite whatever the server holds; pull the table again, then resolve",
+        serverRecord: nil)
+
+    /// Whether `outgoing` is an update that would go without `If-Match` (`withoutVersion`).
+    static func isUnconditional(_ outgoing: OutgoingOperation) -> Bool {
+        outgoing.operation.kind == .update && outgoing.version == nil && !outgoing.restoresDeleted
+    }
+
     /// Checks an answer against what the server can be asked, before it settles anything (issue
     /// 18): an answer tsync cannot explain is thrown as `RemoteEndpoint.unexplained` (exit 3), and
     /// its operation stays in flight, exactly as for a lost answer (docs/DESIGN.md §7).
     ///
-    /// - A success to an insert or update must bring the stored record (this item's, with a new
-    ///   version): the local copy takes it, and the next change is checked against it. When the
-    ///   answer has none (an empty or damaged body, a 204, another item's record, the version sent
-    ///   in `If-Match` as if the write changed nothing), the record is
-    ///   read back, and the read-back counts only when it shows the write applied: the fields sent,
-    ///   and a version other than the one sent in `If-Match` (the old copy means "not applied").
+    /// - A success to an insert or update must bring the stored record as sent (`holds`: this
+    ///   item's, live, with a new version and the fields sent): the local copy takes it, and the
+    ///   next change is checked against it. When the answer has none (an empty or damaged body, a
+    ///   204, another item's record, the version sent in `If-Match` as if the write changed
+    ///   nothing, other fields or the item deleted, as a cache replaying an earlier answer sends),
+    ///   the record is read back, and the read-back counts only when it shows the write applied
+    ///   the same way (the old copy means "not applied").
     /// - A success to a delete must bring the item marked deleted, else the server is asked, with
     ///   deleted copies included, whether it still has it live.
     /// - A 404/410 is "deleted on the server" only when the server says so for that item: its
@@ -480,28 +510,20 @@ public struct Pusher: Sendable {
             }
             return .accepted(status: status, record: copy)
         case .accepted(let status, let record):
-            // A version that did not move is a success the server did not do (issue 18.5).
-            if isItem(record), let version = record?.system.version, version != outgoing.version { return answer }
-            let stored: Record?
-            do {
-                if case .accepted(_, let copy?) = try await remote.read(table: operation.table, id: operation.itemID) {
-                    stored = copy
-                } else {
-                    stored = nil
-                }
-            } catch  where error.kind == .unauthorized {
-                throw error
-            } catch {
-                stored = nil
+            // The answer must show the write stored: a version that did not move is a success the
+            // server did not do (issue 18.5); other fields, or the item deleted, are an earlier
+            // answer replayed or a write not done as sent (issue 34.3). Otherwise it is read back.
+            if let record, Self.holds(record, asSent: outgoing) { return answer }
+            let stored = try await readBack(outgoing, remote: remote)
+            let accepted =
+                record == nil
+                ? "accepted the \(operation.kind.rawValue) of \(name) without sending back the record"
+                : "accepted the \(operation.kind.rawValue) of \(name) with a record that is not what was sent"
+            guard let stored, isItem(stored), stored.system.version != nil else {
+                throw remote.endpoint.unexplained("it \(accepted), and reading it back failed")
             }
-            guard let stored, isItem(stored), let version = stored.system.version else {
-                throw remote.endpoint.unexplained(
-                    "it accepted the \(operation.kind.rawValue) of \(name) without sending back the record, and reading it back failed")
-            }
-            guard version != outgoing.version, ThreeWayMerge.sameFields(outgoing.item, stored.fields) else {
-                throw remote.endpoint.unexplained(
-                    "it accepted the \(operation.kind.rawValue) of \(name) without sending back the record, and reading it back shows the write not applied"
-                )
+            guard Self.holds(stored, asSent: outgoing) else {
+                throw remote.endpoint.unexplained("it \(accepted), and reading it back shows the write not applied")
             }
             return .accepted(status: status, record: stored)
         case .rejected(let status, _, _) where status >= 500:
@@ -524,6 +546,52 @@ public struct Pusher: Sendable {
             return answer
         case .rejected:
             return answer
+        }
+    }
+
+    /// Whether `record` is the server's copy of an insert or update as sent: this item, live, with
+    /// a version other than the one sent in `If-Match`, and every field sent with the value sent
+    /// (a field sent as null may be absent; `1` equals `1.0`). Fields the server adds are allowed:
+    /// a server may compute some, while `tsync serve` stores exactly what it is sent (docs/DESIGN.md §7).
+    static func holds(_ record: Record, asSent outgoing: OutgoingOperation) -> Bool {
+        guard record.id.utf8.elementsEqual(outgoing.operation.itemID.utf8), !record.system.deleted,
+            let version = record.system.version, version != outgoing.version
+        else { return false }
+        return outgoing.item.allSatisfy { name, value in
+            SystemProperties.names.contains(name) || ThreeWayMerge.same(value, record.fields[name])
+        }
+    }
+
+    /// The version an undelete made: the one in its answer, else the one a read of the item
+    /// gives; `.unexplained` (the operation stays in flight) when neither tells.
+    private static func restoredVersion(_ restored: Record?, of outgoing: OutgoingOperation, remote: any SyncRemote)
+        async throws(TSyncError) -> String
+    {
+        let id = outgoing.operation.itemID
+        if let restored, restored.id.utf8.elementsEqual(id.utf8), !restored.system.deleted, let version = restored.system.version {
+            return version
+        }
+        guard let copy = try await readBack(outgoing, remote: remote), copy.id.utf8.elementsEqual(id.utf8), !copy.system.deleted,
+            let version = copy.system.version
+        else {
+            throw remote.endpoint.unexplained(
+                "it accepted the undelete of \(outgoing.operation.table)/\(id) without the record, and reading it back failed")
+        }
+        return version
+    }
+
+    /// The item as the server reads it back (`GET` of the item), nil when that read brings no
+    /// record; a refused token is thrown (logging in is what the user must do).
+    private static func readBack(_ outgoing: OutgoingOperation, remote: any SyncRemote) async throws(TSyncError) -> Record? {
+        do {
+            if case .accepted(_, let copy?) = try await remote.read(table: outgoing.operation.table, id: outgoing.operation.itemID) {
+                return copy
+            }
+            return nil
+        } catch  where error.kind == .unauthorized {
+            throw error
+        } catch {
+            return nil
         }
     }
 

@@ -1,0 +1,273 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// Answers that a cache, gateway or TLS-terminating proxy replays, rewrites or strips, in front of
+/// the real `tsync serve` (issue 34): none may lose, revert or skip a record while tsync exits 0.
+/// A `LossyProxy` answers chosen requests in the server's place with bodies taken from the server
+/// itself, then rewritten.
+@Suite(.serialized) struct RewrittenAnswerTests {
+    /// The body of a page as the server answers it to a plain read (`$orderby`, `$top`).
+    private static func page(_ server: ServeFixture, _ table: String, orderBy: String, top: Int) async throws -> String {
+        let reply = try await HTTP.send("GET", server.url + "/tables/\(table)?$orderby=\(orderBy)&$top=\(top)&__includeDeleted=true")
+        #expect(reply.status == 200, "\(reply)")
+        return reply.body
+    }
+
+    /// A table `todo` on the server whose rows are exactly `rows` (id, updatedAt), written with
+    /// SQL so that several share one timestamp.
+    private static func rows(_ server: ServeFixture, _ rows: [(String, String)]) async throws {
+        let values = rows.map { id, time in "('\(id)', '\(time)', '\(time)', 'v-\(id)', 0, NULL, '{\"text\":\"\(id)\"}')" }
+        try await server.sql(
+            "INSERT INTO t_todo (id, created_at, updated_at, version, deleted, owner, body) VALUES \(values.joined(separator: ", "));")
+    }
+
+    /// An empty table `todo` on the server (a write creates it).
+    private static func emptyTable(_ server: ServeFixture) async throws {
+        let writer = try await TSyncSandbox(remote: server.url)
+        try await writer.ok(["insert", "todo", #"{"id": "seed"}"#])
+        try await writer.ok(["push"])
+        try await server.sql("DELETE FROM t_todo;")
+    }
+
+    private static func ids(_ store: TSyncSandbox, _ table: String = "todo") async throws -> [String] {
+        try JSONOutput.array(try await store.ok(["query", table, "--json"])).compactMap { $0.objectValue?["id"]?.stringValue }.sorted()
+    }
+
+    // MARK: - 34.1
+
+    /// 34.1: a replayed page that repeats the checkpoint's own run of equal timestamps looks like a
+    /// server with finer timestamps than it sends. The pull used to walk on by `$skip` past real
+    /// records (here `c` and `d`), for good. It asks again before such a walk: the real answer
+    /// comes, and nothing is skipped.
+    @Test func aReplayedPageAtTheCheckpointSkipsNothing() async throws {
+        let server = try await ServeFixture()
+        try await Self.emptyTable(server)
+        try await Self.rows(server, [("a", "2020-01-01T00:00:00.000Z"), ("b", "2020-01-01T00:00:00.000Z")])
+        let proxy = try LossyProxy(upstream: server.url)
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        try await reader.ok(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        let replay = try await Self.page(server, "todo", orderBy: "updatedAt,id", top: 2)
+        try await Self.rows(
+            server, [("c", "2020-01-01T00:00:01.000Z"), ("d", "2020-01-01T00:00:01.000Z"), ("e", "2020-01-01T00:00:01.000Z")])
+
+        proxy.replace("GET", "/tables/todo", status: 200, contentType: "application/json", body: replay, forward: false)
+        let pull = try await reader.run(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(pull.status == 0, "\(pull)")
+        #expect(proxy.droppedCount == 1, "the replay was sent")
+        #expect(try await Self.ids(reader) == ["a", "b", "c", "d", "e"])
+        try await reader.ok(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(try await Self.ids(reader) == ["a", "b", "c", "d", "e"])
+    }
+
+    // MARK: - 34.2
+
+    /// 34.2: one record stamped in the future (a rewritten page: year 9999, or a day ahead) used
+    /// to move the checkpoint there, and every later pull received nothing, exit 0. The record is
+    /// written, a warning names it, the checkpoint stays before it, and the next pull brings what
+    /// was written since.
+    @Test(arguments: ["9999-12-31T23:59:59.999Z", "a day ahead"])
+    func aRecordFromTheFutureDoesNotMoveTheCheckpoint(stamp: String) async throws {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        try await writer.ok(["insert", "todo", #"{"id": "a", "text": "a"}"#])
+        try await writer.ok(["push"])
+        try await writer.ok(["insert", "todo", #"{"id": "b", "text": "b"}"#])
+        try await writer.ok(["push"])
+        let future =
+            stamp == "a day ahead" ? Timestamp(millisecondsSinceEpoch: Timestamp.now().millisecondsSinceEpoch + 86_400_000).iso8601 : stamp
+        guard case .array(var records) = try JSONParser.parse(try await Self.page(server, "todo", orderBy: "updatedAt,id", top: 10)),
+            records.count == 2, case .object(var last) = records[1]
+        else {
+            Issue.record("the server's page is not two records")
+            return
+        }
+        last["updatedAt"] = .string(future)
+        records[1] = .object(last)
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.replace(
+            "GET", "/tables/todo", status: 200, contentType: "application/json", body: JSONSerializer.string(.array(records)),
+            forward: false)
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await reader.run(["pull", "todo", "--query-id", "all"])
+        #expect(pull.status == 0, "\(pull)")
+        #expect(pull.stderr.contains("warning:") && pull.stderr.contains("todo/b") && pull.stderr.contains(future), "\(pull.stderr)")
+        #expect(try await Self.ids(reader) == ["a", "b"], "the record is written")
+        let queries = try JSONOutput.array(try await reader.ok(["queries", "--json"]))
+        let checkpoint = queries.first?.objectValue?["checkpoint"]?.objectValue
+        #expect(checkpoint?["id"] == "a", "the checkpoint stays before the record: \(queries)")
+
+        try await writer.ok(["insert", "todo", #"{"id": "c", "text": "c"}"#])
+        try await writer.ok(["push"])
+        let again = try await reader.run(["pull", "todo", "--query-id", "all"])
+        #expect(again.status == 0, "\(again)")
+        #expect(try await Self.ids(reader) == ["a", "b", "c"], "later pulls still receive")
+        #expect(try JSONOutput.object(try await reader.ok(["get", "todo", "b", "--json"]))["updatedAt"] != .string(future))
+    }
+
+    // MARK: - 34.4
+
+    /// 34.4: a next-page link to another table of the same server, or one that changes the query
+    /// asked, would store other records as this table's: refused (exit 1), nothing of them stored.
+    @Test(arguments: [
+        "/tables/secret?$orderby=id&$top=2&$skip=0&__includeDeleted=true",
+        "/tables/todo?$orderby=id&$top=2&$skip=2&__includeDeleted=true&$select=id",
+        "/tables/todo?$orderby=id&$top=2&$skip=2",
+    ])
+    func aNextLinkToAnotherReadIsRefused(link: String) async throws {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        for id in ["a", "b", "c"] { try await writer.ok(["insert", "todo", #"{"id": "\#(id)", "text": "\#(id)"}"#]) }
+        for id in ["s1", "s2"] { try await writer.ok(["insert", "secret", #"{"id": "\#(id)", "text": "secret"}"#]) }
+        try await writer.ok(["push"])
+        let first = try await Self.page(server, "todo", orderBy: "id", top: 2)
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.replace(
+            "GET", "/tables/todo", status: 200, contentType: "application/json", body: first, forward: false,
+            headers: [("Link", "<\(proxy.url)\(link)>; rel=next")])
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await reader.run(["pull", "todo", "--page-size", "2"])
+        #expect(pull.status == 1, "\(pull)")
+        #expect(pull.stderr.contains(link.hasPrefix("/tables/secret") ? "reads another table" : "changes the query"), "\(pull.stderr)")
+        let held = try await reader.run(["query", "todo", "--json"])
+        let ids = held.status == 0 ? try JSONOutput.array(held.stdout).compactMap { $0.objectValue?["id"]?.stringValue } : []
+        #expect(!ids.contains("s1") && !ids.contains("s2"), "\(ids)")
+    }
+
+    /// 34.4 and issue 33: a full page whose link names another origin (a TLS-terminating proxy
+    /// in front of a server that writes `http://`) does not stop `pull --query-id`, which pages
+    /// by checkpoint and needs no link; a pull that follows links names the scheme it refuses.
+    @Test func aForeignLinkDoesNotStopAnIncrementalPull() async throws {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        for id in ["a", "b", "c"] { try await writer.ok(["insert", "todo", #"{"id": "\#(id)", "text": "\#(id)"}"#]) }
+        try await writer.ok(["push"])
+        let first = try await Self.page(server, "todo", orderBy: "updatedAt,id", top: 2)
+        let proxy = try LossyProxy(upstream: server.url)
+        let https = proxy.url.replacingOccurrences(of: "http://", with: "https://")
+        let link = "<\(https)/tables/todo?$orderby=updatedAt%2Cid&$top=2&$skip=2&__includeDeleted=true>; rel=next"
+        proxy.replace(
+            "GET", "/tables/todo", status: 200, contentType: "application/json", body: first, forward: false, headers: [("Link", link)])
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await reader.run(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(pull.status == 0, "\(pull)")
+        #expect(try await Self.ids(reader) == ["a", "b", "c"])
+
+        proxy.replace(
+            "GET", "/tables/todo", status: 200, contentType: "application/json", body: first, forward: false, headers: [("Link", link)])
+        let other = try await TSyncSandbox(remote: proxy.url)
+        let plain = try await other.run(["pull", "todo", "--page-size", "2"])
+        #expect(plain.status == 1, "\(plain)")
+        #expect(
+            plain.stderr.contains("https://, while the remote is http://") && !plain.stderr.contains("another server"), "\(plain.stderr)")
+    }
+
+    // MARK: - 34.3
+
+    /// 34.3: a success that carries the item is compared with what was sent. A cache replaying an
+    /// earlier answer (another version, the old fields) used to revert the local record and drop
+    /// the update; an insert answered 201 with the item deleted used to make it vanish locally.
+    /// Neither shows the write stored: read back, found not applied, the operation stays queued
+    /// (exit 3), and past the proxy it reaches the server.
+    @Test(arguments: [("update", false), ("update", true), ("insert", false), ("insert", true)])
+    func aSuccessThatIsNotWhatWasSentIsReadBack(kind: String, batched: Bool) async throws {
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try await TSyncSandbox(remote: proxy.url)
+        let item: String
+        if kind == "update" {
+            try await store.ok(["insert", "todo", #"{"id": "a", "text": "first"}"#])
+            try await store.ok(["push"])
+            let earlier = try #require(try await server.record("todo", "a"))  // the answer a cache keeps
+            try await store.ok(["update", "todo", "a", "--set", "text=second"])
+            try await store.ok(["push"])
+            try await store.ok(["update", "todo", "a", "--set", "text=third"])
+            item = JSONSerializer.string(.object(earlier))
+        } else {
+            try await store.ok(["insert", "todo", #"{"id": "a", "text": "third"}"#])
+            item =
+                #"{"id": "a", "text": "third", "version": "v9", "updatedAt": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z", "deleted": true}"#
+        }
+        let status = kind == "update" ? 200 : 201
+        if batched {
+            proxy.replace(
+                "POST", "/tables/$batch", status: 200, contentType: "application/json",
+                body: #"{"results": [{"index": 0, "id": "a", "status": \#(status), "item": \#(item)}]}"#, forward: false)
+        } else {
+            proxy.replace(
+                kind == "update" ? "PATCH" : "POST", kind == "update" ? "/tables/todo/a" : "/tables/todo", status: status,
+                contentType: "application/json", body: item, forward: false)
+        }
+        let push = try await store.run(["push"])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("not what was sent"), "\(push.stderr)")
+        #expect(try await store.ok(["status", "--porcelain"]) == (kind == "update" ? "M\ttodo\ta\n" : "A\ttodo\ta\n"))
+        #expect(try JSONOutput.object(try await store.ok(["get", "todo", "a", "--json"]))["text"] == "third", "the local record stays")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+        let again = try await store.run(["push"])
+        #expect(again.status == 0, "\(again)")
+        #expect(try await server.record("todo", "a")?["text"] == "third")
+    }
+
+    // MARK: - 34.5
+
+    /// 34.5: a write the server applied, then a 401 (to the read-back of a write answered without
+    /// its record, or to the batch, from an intermediary): the write used to go back to pending,
+    /// the next edit collapsed into it and met a 412 against tsync's own write, which
+    /// `--on-conflict theirs` settled by dropping the edit. It stays in flight: the edit queues
+    /// behind it, and once logged in (here: past the proxy) both reach the server.
+    @Test(arguments: [false, true])
+    func aWriteAppliedThenAnswered401StaysInFlight(batched: Bool) async throws {
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
+        let proxy = try LossyProxy(upstream: server.url)
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "old"}"#])
+        try await store.ok(["push"])
+        try await store.ok(["update", "todo", "a", "--set", "text=new"])
+        let refused = #"{"error": "the token expired"}"#
+        if batched {
+            proxy.replace("POST", "/tables/$batch", status: 401, contentType: "application/json", body: refused, forward: true)
+        } else {
+            proxy.replace("PATCH", "/tables/todo/a", status: 200, contentType: "application/json", body: "", forward: true)
+            proxy.replace("GET", "/tables/todo/a", status: 401, contentType: "application/json", body: refused, forward: false)
+        }
+        let push = try await store.run(["push"])
+        #expect(push.status == 4, "\(push)")
+        #expect(try await server.record("todo", "a")?["text"] == "new", "the server applied it")
+        try await store.ok(["update", "todo", "a", "--set", "text=newer"])
+        #expect(try await store.ok(["status", "--porcelain"]) == "M\ttodo\ta\nM\ttodo\ta\n", "the edit queued behind the write in flight")
+        try await store.ok(["remote", server.url])
+        let again = try await store.run(["push", "--on-conflict", "theirs", "--json"])
+        #expect(again.status == 0, "\(again)")
+        #expect(JSONOutput.int(try JSONOutput.object(again.stdout)["conflicts"]) == 0, "\(again.stdout)")
+        #expect(try await server.record("todo", "a")?["text"] == "newer")
+        #expect(try JSONOutput.object(try await store.ok(["get", "todo", "a", "--json"]))["text"] == "newer")
+    }
+
+    // MARK: - 34.6
+
+    /// 34.6: a page record without `version` would make the next update of it a blind overwrite
+    /// (no `If-Match`), and another writer's change would be lost. Such a page is refused, nothing
+    /// of it written.
+    @Test func aPageRecordWithoutAVersionIsRefused() async throws {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        try await writer.ok(["insert", "todo", #"{"id": "a", "text": "old"}"#])
+        try await writer.ok(["push"])
+        let stripped =
+            #"[{"id": "a", "text": "old", "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z", "deleted": false}]"#
+        try await writer.ok(["update", "todo", "a", "--set", "text=theirs"])
+        try await writer.ok(["push"])
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.replace("GET", "/tables/todo", status: 200, contentType: "application/json", body: stripped, forward: false)
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await reader.run(["pull", "todo"])
+        #expect(pull.status == 1, "\(pull)")
+        #expect(pull.stderr.contains("without a version"), "\(pull.stderr)")
+        if try await reader.run(["get", "todo", "a"]).status == 0 {
+            try await reader.ok(["update", "todo", "a", "--set", "text=mine"])
+            _ = try await reader.run(["push"])
+        }
+        #expect(try await server.record("todo", "a")?["text"] == "theirs", "no blind overwrite")
+    }
+}
