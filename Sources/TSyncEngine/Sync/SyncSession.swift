@@ -240,10 +240,11 @@ public struct SyncSession: Sendable {
     /// `error`, when a command with more to do may go on after it: an answer that could not be
     /// taken (a 5xx, an unexplained or cut answer, a table the server refuses) concerns what was
     /// asked, and the next table or the pull after a push may still work. Thrown again when it
-    /// cannot: a refused login, or no answer at all (the server cannot be used now).
+    /// cannot: a refused login, no answer at all (the server cannot be used now), or a refusal
+    /// before anything was sent (a remote that is no sync server, a 429).
     static func goingOn(after error: TSyncError) throws(TSyncError) -> TSyncError {
         switch error.kind {
-        case .unreachable where !error.noAnswer, .failure: return error
+        case .unreachable where !error.noAnswer && !error.requestNeverSent, .failure: return error
         default: throw error
         }
     }
