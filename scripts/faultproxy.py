@@ -95,7 +95,10 @@ class FaultProxy:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went (a timeout, a killed tsync): nothing to answer
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = handle_any
 
