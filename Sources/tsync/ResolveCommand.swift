@@ -50,7 +50,8 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             push, and the pull of its table). It goes into the error table as a server-error \
             (the server may have applied it), the pushes and pulls of everything else go on, and \
             it is settled like any error: --cancel sends it again with the next push, --discard, \
-            --theirs or --ours settle it against the server's copy.
+            --theirs or --ours settle it against the server's copy. With --json it prints \
+            [{"id", "table", "itemId"}], the errors it made.
 
             EXAMPLES
               tsync resolve --park todo/a1      # then: tsync resolve todo/a1 --discard

@@ -206,8 +206,9 @@ import TSyncModel
         #expect(try await store.ok(["get", "beta", "beta2"]).contains("two"), "sync pulled after the push stopped")
 
         #expect(try await store.run(["resolve", "--park", "alpha/nothing"]).status == 65)
-        let park = try await store.run(["resolve", "--park", "alpha/alpha1"])
+        let park = try await store.run(["resolve", "--park", "alpha/alpha1", "--json"])
         #expect(park.status == 0, "\(park)")
+        #expect(try JSONOutput.array(park.stdout).first?.objectValue?["itemId"] == .string("alpha1"), "\(park.stdout)")
         let errors = try JSONOutput.array(try await store.ok(["conflicts", "--json"]))
         #expect(errors.count == 1 && errors.first?.objectValue?["class"] == .string("server-error"), "\(errors)")
         let parked = try await store.run(["sync"])
