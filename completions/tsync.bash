@@ -753,7 +753,7 @@ _tsync_conflicts_show() {
 
 _tsync_resolve() {
     repeating_flags=()
-    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --json --quiet -q --verbose -v -h --help)
+    non_repeating_flags=(--all --ours --theirs --cancel --discard --merge --push --dry-run --park --json --quiet -q --verbose -v -h --help)
     repeating_options=(--class --kind)
     non_repeating_options=(--store -C --table --prefer)
     __tsync_offer_flags_options -1

@@ -71,7 +71,7 @@ function __tsync_parse_tokens -S
                 __tsync_parse_subcommand 1 'C/store=' 'json' 'h/help'
             end
         case 'resolve'
-            __tsync_parse_subcommand -r 1 'C/store=' 'all' 'table=' 'ours' 'theirs' 'cancel' 'discard' 'merge' 'class=+' 'kind=+' 'prefer=' 'push' 'dry-run' 'json' 'q/quiet' 'v/verbose' 'h/help'
+            __tsync_parse_subcommand -r 1 'C/store=' 'all' 'table=' 'ours' 'theirs' 'cancel' 'discard' 'merge' 'class=+' 'kind=+' 'prefer=' 'push' 'dry-run' 'park' 'json' 'q/quiet' 'v/verbose' 'h/help'
         case 'config'
             __tsync_parse_subcommand -r 2 'C/store=' 'unset' 'list' 'json' 'h/help'
         case 'log'
@@ -341,6 +341,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" prefer' -l 'prefer' -d 'With --merge: the side that wins a field both sides changed.' -rfka 'ours theirs'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" push' -l 'push' -d 'Push right after settling (useful with --ours and --merge).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" dry-run' -l 'dry-run' -d 'Print what each error would become; change nothing.'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" park' -l 'park' -d 'Set aside the operations in flight of the items named (TABLE/ID) as errors.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" json' -l 'json' -d 'Print the result as JSON (stable field names, listed above).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" q quiet' -l 'quiet' -s 'q' -d 'No progress and no summary on stderr (exit codes still tell).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" v verbose' -l 'verbose' -s 'v' -d 'Show each HTTP request and its answer on stderr (never a token).'

@@ -8,6 +8,7 @@ Used by scripts/soak.py --faults; it can also run alone for manual probing:
     python3 scripts/faultproxy.py UPSTREAM_URL MODE   (prints its own URL, Ctrl-C to stop)
 """
 
+import gzip
 import http.client
 import json
 import random
@@ -32,13 +33,32 @@ MODES = {
     "truncated-us": "reads act as a server that keeps microseconds and sends milliseconds: a run of "
                     "equal updatedAt comes in a hidden order and \"after (T, id)\" brings the run at T again",
     "ignored-skip": "reads ignore $skip, shuffle their order and send no Link",
+    # Issue 34: caches, gateways and TLS-terminating proxies that replay, rewrite or strip.
+    "replayed-page": "reads answered, one time in two, with the previous answer to a read of that table (a cache)",
+    "future-updatedAt": "the last record of one page comes with updatedAt in the year 9999",
+    "replayed-2xx": "writes applied, the record in a 2xx answer replaced by an earlier answer's copy of that item",
+    "deleted-201": "inserts applied, answered 201 with the item marked deleted",
+    "old-fields": "updates applied, answered with the new version but the fields of the copy before",
+    "link-other-table": "reads carry a Link to the first page of another table of the same server",
+    "401-readback": "writes applied, then answered 200 without a body (a batch: 401); reads of one item answered 401",
+    "no-version": "reads: records come without version",
+    "over-compressed": "reads gzipped at over 50:1 (the JSON padded with whitespace)",
+    "5xx-one-record": "writes of one item (the campaign names it: poisoned) answered 500, not applied",
 }
+
+# The table `link-other-table` links to: the campaign puts records there.
+OTHER_TABLE = "soakother"
 
 WRITE_METHODS = ("POST", "PATCH", "DELETE")
 
 
 def is_batch(path):
     return urllib.parse.urlsplit(path).path == "/tables/$batch"
+
+
+def is_item_read(path):
+    parts = urllib.parse.urlsplit(path).path.split("/")
+    return len(parts) == 4 and parts[1] == "tables" and not parts[2].startswith("$")
 
 
 def is_table_read(method, path):
@@ -55,6 +75,9 @@ class FaultProxy:
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.faults = 0  # answers the proxy changed
+        self.poisoned = None  # 5xx-one-record: the id of the item whose writes fail
+        self.last_page = {}  # replayed-page: table path -> the previous answer to a read of it
+        self.moved_clock = False  # future-updatedAt: done once
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,7 +95,10 @@ class FaultProxy:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went (a timeout, a killed tsync): nothing to answer
 
             do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = handle_any
 
@@ -136,6 +162,9 @@ class FaultProxy:
             self.forward(method, path, headers, body)
             self.changed()
             return 500, json_type, b'{"error": "internal error"}'
+        handled = self.answer_issue34(mode, method, path, headers, body)
+        if handled is not None:
+            return handled
         if mode == "short-page" and is_table_read(method, path):
             status, kept, payload = self.forward(method, self.rewrite_query(path, top_cap=5), headers, body)
             self.changed()
@@ -151,6 +180,156 @@ class FaultProxy:
         if mode == "other-id" and write and status in (200, 201, 409, 412):
             return status, kept, self.other_id(payload)
         return status, kept, payload
+
+    # -- issue 34 ---------------------------------------------------------------------------------
+
+    def answer_issue34(self, mode, method, path, headers, body):
+        """The answer in one of issue 34's modes, or None when the mode leaves this request alone."""
+        write = method in WRITE_METHODS and path.startswith("/tables/")
+        read = is_table_read(method, path)
+        json_type = [("Content-Type", "application/json")]
+        if mode == "5xx-one-record" and write and self.poisoned and self.names_item(path, body, self.poisoned):
+            self.changed()
+            return 500, json_type, b'{"error": "internal error"}'
+        if mode == "401-readback":
+            if write:
+                self.forward(method, path, headers, body)
+                self.changed()
+                if is_batch(path):
+                    return 401, json_type, b'{"error": "unauthorized"}'
+                return 200, json_type, b""
+            if method == "GET" and is_item_read(path):
+                self.changed()
+                return 401, json_type, b'{"error": "unauthorized"}'
+            return None
+        if mode in ("replayed-2xx", "deleted-201", "old-fields") and write:
+            before = self.copies_before(method, path, headers, body) if mode != "deleted-201" else {}
+            status, kept, payload = self.forward(method, path, headers, body)
+            if 200 <= status < 300:
+                payload = self.rewrite_items(mode, method, path, payload, before)
+            return status, kept, payload
+        if not read:
+            return None
+        if mode == "replayed-page":
+            key = urllib.parse.urlsplit(path).path
+            status, kept, payload = self.forward(method, path, headers, body)
+            previous = self.last_page.get(key)
+            if status == 200:
+                self.last_page[key] = (status, kept, payload)
+            if previous is not None and self.random.random() < 0.5:
+                self.changed()
+                return previous
+            return status, kept, payload
+        if mode == "future-updatedAt":
+            status, kept, payload = self.forward(method, path, headers, body)
+            items, rebuild = self.page_items(payload)
+            if status != 200 or not items or len(items) < 2 or self.moved_clock:
+                return status, kept, payload
+            self.moved_clock = True
+            self.changed()
+            # The page's last record: the one a checkpoint is taken from.
+            items[-1]["updatedAt"] = "9999-12-31T23:59:59.999Z"
+            return status, kept, rebuild(items)
+        if mode == "link-other-table":
+            status, kept, payload = self.forward(method, path, headers, body)
+            items, _ = self.page_items(payload)
+            if status != 200 or not items or urllib.parse.urlsplit(path).path == f"/tables/{OTHER_TABLE}":
+                return status, kept, payload
+            self.changed()
+            link = f"{self.url}/tables/{OTHER_TABLE}?$top={len(items)}&$skip=0&__includeDeleted=true"
+            return status, [(k, v) for k, v in kept if k.lower() != "link"] + [("Link", f"<{link}>; rel=next")], payload
+        if mode == "no-version":
+            status, kept, payload = self.forward(method, path, headers, body)
+            items, rebuild = self.page_items(payload)
+            if status != 200 or not items:
+                return status, kept, payload
+            self.changed()
+            for item in items:
+                if isinstance(item, dict):
+                    item.pop("version", None)
+            return status, kept, rebuild(items)
+        if mode == "over-compressed":
+            status, kept, payload = self.forward(method, path, headers, body)
+            if status != 200:
+                return status, kept, payload
+            self.changed()
+            padded = payload + b" " * max(200_000, 60 * len(payload))
+            kept = [(k, v) for k, v in kept if k.lower() != "content-encoding"] + [("Content-Encoding", "gzip")]
+            return status, kept, gzip.compress(padded, 9)
+        return None
+
+    @staticmethod
+    def names_item(path, body, rid):
+        """Whether a write (single or batch) concerns the item `rid`."""
+        parts = urllib.parse.urlsplit(path).path.split("/")
+        if len(parts) == 4 and urllib.parse.unquote(parts[3]) == rid:
+            return True
+        try:
+            value = json.loads(body) if body else None
+        except ValueError:
+            return False
+        if isinstance(value, dict) and value.get("id") == rid:
+            return True
+        operations = value.get("operations") if isinstance(value, dict) else None
+        return isinstance(operations, list) and any(
+            isinstance(op, dict) and (op.get("id") == rid or (op.get("item") or {}).get("id") == rid) for op in operations)
+
+    def copies_before(self, method, path, headers, body):
+        """The server's copies of the items a write changes, read just before it (what a cache
+        would have kept): id -> record."""
+        targets = []
+        parts = urllib.parse.urlsplit(path).path.split("/")
+        if is_batch(path):
+            try:
+                operations = json.loads(body).get("operations") or []
+            except (ValueError, AttributeError):
+                operations = []
+            targets = [(op.get("table"), op.get("id")) for op in operations
+                       if isinstance(op, dict) and op.get("method") in ("PATCH", "DELETE") and op.get("id")]
+        elif method in ("PATCH", "DELETE") and len(parts) == 4:
+            targets = [(parts[2], urllib.parse.unquote(parts[3]))]
+        copies = {}
+        for table, rid in targets:
+            quoted = urllib.parse.quote(rid, safe="")
+            read = {k: v for k, v in headers.items() if k.lower() in ("x-zumo-auth", "authorization", "zumo-api-version")}
+            status, _, payload = self.forward("GET", f"/tables/{table}/{quoted}?__includeDeleted=true", read, b"")
+            if status == 200:
+                try:
+                    copies[rid] = json.loads(payload)
+                except ValueError:
+                    pass
+        return copies
+
+    def rewrite_items(self, mode, method, path, payload, before):
+        """A 2xx answer's records (the single route's, or each of a batch's results) rewritten."""
+        try:
+            value = json.loads(payload)
+        except ValueError:
+            return payload
+        results = value.get("results") if isinstance(value, dict) and is_batch(path) else None
+        if isinstance(results, list):
+            for result in results:
+                if isinstance(result, dict) and isinstance(result.get("item"), dict) and 200 <= int(result.get("status") or 0) < 300:
+                    item = result["item"]
+                    result["item"] = self.rewritten(mode, result.get("status"), item, before.get(item.get("id")))
+        elif isinstance(value, dict) and isinstance(value.get("id"), str):
+            value = self.rewritten(mode, 201 if method == "POST" else 200, value, before.get(value["id"]))
+        return json.dumps(value).encode()
+
+    def rewritten(self, mode, status, item, before):
+        if mode == "deleted-201" and status == 201:
+            self.changed()
+            return dict(item, deleted=True)
+        if mode == "replayed-2xx" and before is not None and before != item:
+            self.changed()
+            return before
+        if mode == "old-fields" and status == 200 and before is not None and not item.get("deleted"):
+            system = ("id", "version", "updatedAt", "createdAt", "deleted")
+            old = {k: v for k, v in before.items() if k not in system}
+            if old != {k: v for k, v in item.items() if k not in system}:
+                self.changed()
+                return dict({k: v for k, v in item.items() if k in system}, **old)
+        return item
 
     # -- rewriting ------------------------------------------------------------------------------
 

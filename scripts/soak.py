@@ -12,15 +12,22 @@ part-way. Then the job is finished and checked against an independent model of w
 - the pulling store ends equal to the server, records and versions;
 - the killed insert is all or nothing.
 
-With --faults a run is a fault run instead (issue 18): a misbehaving proxy (scripts/faultproxy.py)
-sits between tsync and the real `tsync serve` and answers wrongly in one mode picked at random per
-run (or the one --mode names): a whole-batch 404, bare 404s to writes, shuffled batch results, 200
-with an empty or HTML body, another id's record, a 5xx after applying, 429/503 with Retry-After, a
-captive portal, short pages without Link, truncated timestamps, an ignored $skip. A push (with a
-random conflict policy) and pulls (incremental and by offset) go through it; then the proxy turns
-honest, the job is finished, and the server, the pushing store and the pulling store are checked
-against the model: records lost, reverted (an older value) or ghost (never made, or deleted by the
-user), and errors left that only a person could settle. Goal: 0, 0, 0 and none stuck.
+With --faults a run is a fault run instead (issues 18 and 34): a misbehaving proxy
+(scripts/faultproxy.py) sits between tsync and the real `tsync serve` and answers wrongly in one mode
+picked at random per run (or the ones --mode names): a whole-batch 404, bare 404s to writes, shuffled
+batch results, 200 with an empty or HTML body, another id's record, a 5xx after applying, 429/503
+with Retry-After, a captive portal, short pages without Link, truncated timestamps, an ignored
+$skip; and (issue 34) a replayed page, a far-future updatedAt, a replayed 2xx, a 201 marked
+deleted, old fields with a new version, a Link to another table, a 401 to the read-back, pages
+without version, an over-compressed page, and one record the server answers 500 every time (which
+the run parks with `resolve --park`, then sends again). A push (with a random conflict policy) and
+pulls (incremental and by offset) go through it; then the proxy turns honest, the job is finished,
+and the server, the pushing store and the pulling store are checked against the model: records
+lost, reverted (an older value) or ghost (never made, or deleted by the user), records skipped (the
+pulling store lacks them or holds them older than the server after a pull through an honest
+proxy), and errors left that only a person could settle. A last probe changes one record from both
+stores, one after the other: the second write must meet the first (If-Match), not overwrite it.
+Goal: 0 lost, 0 reverted, 0 ghost, 0 skipped and none stuck.
 
 Usage: scripts/soak.py --bin PATH [--runs N] [--seed S] [--db sqlite|URL] [--seconds LIMIT]
                        [--faults [--mode MODE]]
@@ -43,7 +50,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from faultproxy import MODES, FaultProxy  # noqa: E402
+from faultproxy import MODES, OTHER_TABLE, FaultProxy  # noqa: E402
 
 
 class Failure(Exception):
@@ -338,15 +345,32 @@ class Campaign:
         self.insert_many(a, self.random.randrange(30, 120))
         a.run("push")
         self.edit(a, self.random.randrange(15, 40))
+        if mode == "link-other-table":
+            # Another table of the same server, which a Link must not make this table's.
+            other = Store(self.binary, os.path.join(self.workdir, "other"), server.url)
+            other.run("insert", OTHER_TABLE, stdin="".join(
+                json.dumps({"id": f"o{self.seed}-{i}", "text": "other table", "n": i}) + "\n" for i in range(20)))
+            other.run("push")
+        poisoned = None
+        if mode == "5xx-one-record":
+            # One item the server fails every time: it must not block the pulls, and can be parked.
+            poisoned = self.random.choice(sorted(self.model))
+            value = self.random.randrange(1000)
+            a.run("update", self.table, poisoned, json.dumps({"n": value}))
+            self.model[poisoned]["n"] = value
+            proxy.poisoned = poisoned
 
         proxy.mode = mode
         policy = self.random.choice(["fail", "theirs", "ours"])
         seen = []
         incomplete = []
-        for args in (["push", "--on-conflict", policy],
-                     ["pull", self.table, "--query-id", "all", "--page-size", "7"],
-                     ["pull", self.table, "--page-size", "7"]):
-            store = a if args[0] == "push" else b
+        commands = [["push", "--on-conflict", policy],
+                    ["pull", self.table, "--query-id", "all", "--page-size", "7"],
+                    ["pull", self.table, "--page-size", "7"]]
+        if poisoned:
+            commands += [["sync"], ["resolve", "--park", f"{self.table}/{poisoned}"]]
+        for args in commands:
+            store = a if args[0] in ("push", "sync", "resolve") else b
             result = store.run(*args, allowed=any_exit, timeout=120)
             first = (result.stderr.strip().splitlines() or [""])[0][:160]
             seen.append(f"{' '.join(args[:2])}: exit {result.returncode}" + (f" ({first})" if first else ""))
@@ -365,38 +389,77 @@ class Campaign:
         faults = proxy.faults
 
         proxy.mode = None
+        if poisoned:
+            # A parked operation is settled like any error: sent again, now that the server takes it.
+            a.run("resolve", f"{self.table}/{poisoned}", "--cancel", allowed=any_exit)
         push = a.run("push", "--json", allowed=(0, 2, 3))
         errors = json.loads(a.run("conflicts", "--json").stdout)
         pending = a.run("status", "--porcelain").stdout.splitlines()
-        b.run("pull", self.table, "--query-id", "all")
+        final_pull = b.run("pull", self.table, "--query-id", "all", allowed=any_exit)
+        if final_pull.returncode != 0:
+            incomplete.append(f"pull --query-id all through an honest proxy: exit {final_pull.returncode} "
+                              f"({final_pull.stderr.strip()[:160]})")
         on_server = server.records(self.table)
 
-        counts = {"lost": 0, "reverted": 0, "ghost": 0}
+        counts = {"lost": 0, "reverted": 0, "ghost": 0, "skipped": 0}
         details = []
 
-        def check(name, records, expected):
+        def check(name, records, expected, missing="lost"):
+            """`missing` names what an absent or older record is: a user's change lost (or
+            reverted), or a server record a pull skipped."""
             lost = sorted(set(expected) - set(records))
             ghost = sorted(set(records) - set(expected))
             reverted = sorted(rid for rid in set(expected) & set(records) if user_fields(records[rid]) != expected[rid])
-            counts["lost"] += len(lost)
+            if missing == "skipped":
+                counts["skipped"] += len(lost) + len(reverted)
+            else:
+                counts["lost"] += len(lost)
+                counts["reverted"] += len(reverted)
             counts["ghost"] += len(ghost)
-            counts["reverted"] += len(reverted)
             if lost or ghost or reverted:
-                details.append(f"{name}: lost {lost[:3]} ({len(lost)}), reverted {reverted[:3]} ({len(reverted)}), "
+                details.append(f"{name}: {'skipped' if missing == 'skipped' else 'lost'} {lost[:3]} ({len(lost)}), "
+                               f"{'stale' if missing == 'skipped' else 'reverted'} {reverted[:3]} ({len(reverted)}), "
                                f"ghost {ghost[:3]} ({len(ghost)})")
 
         # What the user sees locally must be what they did; the server must hold it too unless
-        # operations are stuck in the error table (then they are stuck, not lost).
+        # operations are stuck in the error table (then they are stuck, not lost). The pulling
+        # store must hold what the server holds: a record it lacks or holds older was skipped.
         stuck = len(errors) + (len(pending) if not errors else 0)
         check("store a", a.query(self.table), self.model)
         if not stuck:
             check("server", on_server, self.model)
-        check("store b", b.query(self.table), {rid: user_fields(r) for rid, r in on_server.items()})
+        check("store b", b.query(self.table), {rid: user_fields(r) for rid, r in on_server.items()}, missing="skipped")
+        if not stuck:
+            self.blind_write_probe(a, b, server, counts, details)
         outcome = dict(counts, stuck=stuck, faults=faults, final_push=push.returncode, incomplete_pulls=len(incomplete))
         if push.returncode != 0 or stuck or any(counts.values()) or incomplete:
             raise Failure(f"mode {mode}: {outcome}; " + "; ".join(details + incomplete)
                           + (f"; errors left: {[e.get('class') for e in errors][:5]}" if errors else ""), outcome)
         return outcome
+
+    def blind_write_probe(self, a, b, server, counts, details):
+        """A record the pulling store holds is changed by the pushing store, then by the pulling
+        one (another field): the second write must be checked against the first (`If-Match`), not
+        overwrite it, whatever the faulty pull left in the pulling store (a record without
+        version, issue 34). With `--on-conflict merge` both changes end on the server."""
+        local = b.query(self.table)
+        shared = sorted(set(self.model) & set(local))
+        if not shared:
+            return
+        rid = self.random.choice(shared)
+        text = f"probe {self.random.randrange(10**6)}"
+        a.run("update", self.table, rid, json.dumps({"text": text}))
+        a.run("push", allowed=(0, 2, 3))
+        self.model[rid]["text"] = text
+        n = self.random.randrange(1000, 2000)
+        b.run("update", self.table, rid, json.dumps({"n": n}))
+        self.model[rid]["n"] = n
+        b.run("push", "--on-conflict", "merge", allowed=(0, 2, 3))
+        record = server.records(self.table).get(rid)
+        if record is None or user_fields(record) != self.model[rid]:
+            counts["reverted"] += 1
+            details.append(f"blind write: {rid} is {record and user_fields(record)} on the server, "
+                           f"the two writes made {self.model[rid]}")
 
     def compare(self, store, on_server, name):
         local = store.query(self.table)
@@ -461,7 +524,7 @@ def main():
         run_started = time.time()
         mode = random.Random(seed).choice(args.mode or sorted(MODES)) if args.faults else None
         tally = by_mode.setdefault(mode, {"runs": 0, "failed": 0, "faults": 0, "lost": 0, "reverted": 0, "ghost": 0,
-                                          "stuck": 0})
+                                          "skipped": 0, "stuck": 0})
         tally["runs"] += 1
         try:
             if args.faults:
@@ -478,7 +541,7 @@ def main():
         except Failure as failure:
             failed += 1
             tally["failed"] += 1
-            for key in ("faults", "lost", "reverted", "ghost", "stuck"):
+            for key in ("faults", "lost", "reverted", "ghost", "skipped", "stuck"):
                 tally[key] += (failure.outcome or {}).get(key, 0)
             print(f"run {index + 1} seed {seed}: FAILED: {failure}", flush=True)
             for line in lines:
@@ -489,7 +552,8 @@ def main():
     if args.faults:
         for mode, tally in sorted(by_mode.items()):
             print(f"mode {mode}: {tally['runs']} runs, {tally['failed']} failed, {tally['faults']} faults applied, "
-                  f"lost {tally['lost']}, reverted {tally['reverted']}, ghost {tally['ghost']}, stuck {tally['stuck']}")
+                  f"lost {tally['lost']}, reverted {tally['reverted']}, ghost {tally['ghost']}, skipped {tally['skipped']}, "
+                  f"stuck {tally['stuck']}")
         print(f"soak --faults: {passed} passed, {failed} failed")
         sys.exit(1 if failed else 0)
     hits = Campaign.hits

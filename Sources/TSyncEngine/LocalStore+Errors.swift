@@ -81,6 +81,49 @@ extension LocalStore {
         return recorded
     }
 
+    /// Sets aside the operations of `table`/`id` that are in flight (an item the server keeps
+    /// failing: every push stops on it): each goes into the error table as a server error, where
+    /// `resolve` settles it (`--cancel` to send it again later, `--discard`, `--theirs`, `--ours`
+    /// against the server's copy), and the pushes and pulls of everything else go on (docs/DESIGN.md
+    /// §7). The server may have applied the write, so the error says so; its sent item is kept.
+    /// Returns the errors recorded; none in flight is bad input.
+    @discardableResult
+    public func park(table: String, id: String) throws(TSyncError) -> [OperationError] {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
+        // Under the push lock: an operation a running push is sending is not parked under it.
+        let lock = try PushLock(store: self)
+        defer { withExtendedLifetime(lock) {} }
+        return try write { db in
+            try StoreRows.requireTable(db, table)
+            let inFlight = try Row.fetchAll(
+                db, sql: "SELECT seq, item FROM operations WHERE tbl = ? AND item_id = ? AND state = 'inflight' ORDER BY seq",
+                arguments: [table, id])
+            guard !inFlight.isEmpty else {
+                throw TSyncError.invalidInput(
+                    "\(table)/\(Identifiers.quoted(id)) has no operation in flight: only an operation a push sent and could not settle can be parked"
+                )
+            }
+            let now = Timestamp.now()
+            return try inFlight.map { row in
+                let sent = try (row[1] as String?).map { text throws(TSyncError) in
+                    try StoredJSON.decodeObject(text, what: "the item in flight")
+                }
+                return try Self.recordError(
+                    db,
+                    NewOperationError(
+                        operationSeq: row[0], httpStatus: Self.parkedStatus,
+                        message:
+                            "parked while in flight: the server never settled it (it may have applied it); settle it with --cancel to send it again, or --discard, --theirs or --ours",
+                        sentItem: sent), at: now)
+            }
+        }
+    }
+
+    /// The status a parked operation's error carries: a server error (5xx, class `server-error`),
+    /// which is what keeps an operation in flight, and which no conflict policy settles.
+    static let parkedStatus = 500
+
     /// The error table in queue order, optionally of one table.
     public func operationErrors(table: String? = nil) throws(TSyncError) -> [OperationError] {
         try read { db in

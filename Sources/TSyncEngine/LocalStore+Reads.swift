@@ -32,6 +32,12 @@ extension LocalStore {
         }
     }
 
+    /// Refuses a table the store knows by another spelling (table names are case-insensitive,
+    /// as on the server: `StoreRows.requireOneSpelling`), before anything is sent for it.
+    package func requireOneSpelling(of table: String) throws(TSyncError) {
+        try read { db in try StoreRows.requireOneSpelling(db, table) }
+    }
+
     /// The local record; an unknown table or id is an error that says which.
     public func requireRecord(table: String, id: String) throws(TSyncError) -> TSyncModel.Record {
         try Identifiers.validateTableName(table)

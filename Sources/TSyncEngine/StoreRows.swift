@@ -97,10 +97,31 @@ enum StoreRows {
         try db.cachedStatement(sql: "DELETE FROM records WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
     }
 
-    /// Makes a table known to the store (idempotent).
+    /// Makes a table known to the store (idempotent). Table names are case-insensitive, as on
+    /// the server (docs/DESIGN.md §6): a table the store knows by another spelling is refused.
     static func registerTable(_ db: Database, _ table: String) throws {
+        try requireOneSpelling(db, table)
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO tables (name, created_at) VALUES (?, ?)")
             .execute(arguments: [table, Timestamp.now().iso8601])
+    }
+
+    /// Refuses `table` when the store knows the table by another spelling (`TXA` for `tXa`): the
+    /// server's table names are case-insensitive, so two spellings would be two local tables of
+    /// one server table. The store keeps the first spelling; a store that holds two (made before
+    /// this rule) says which, and how to keep one.
+    static func requireOneSpelling(_ db: Database, _ table: String) throws {
+        let others = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT name FROM tables WHERE name = ? COLLATE NOCASE AND name <> ? ORDER BY name"),
+            arguments: [table, table])
+        guard let other = others.first else { return }
+        let rule = "table names are case-insensitive, as on the server"
+        if try tableExists(db, table) {
+            throw TSyncError(
+                .invalidInput,
+                "this store holds \(table) also as \(others.joined(separator: " and ")): \(rule), so they are one table there; keep one spelling: push, then purge the other (`tsync purge \(other)`) and pull again"
+            )
+        }
+        throw TSyncError(.invalidInput, "this store spells the table \(table) as \(other) (\(rule)); use \(other)")
     }
 
     static func tableExists(_ db: Database, _ table: String) throws -> Bool {
@@ -112,6 +133,7 @@ enum StoreRows {
     }
 
     static func unknownTable(_ db: Database, _ table: String) throws -> TSyncError {
+        try requireOneSpelling(db, table)
         let known = try String.fetchAll(db, sql: "SELECT name FROM tables")
         return TSyncError(
             .invalidInput, "unknown table \(Identifiers.quoted(table))\(Spelling.didYouMean(table, among: known))", remedy: .listTables)

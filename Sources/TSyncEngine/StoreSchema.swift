@@ -5,7 +5,9 @@ import GRDB
 /// ```sql
 /// -- Tables the store knows: a table exists once something was inserted into it or pulled from it,
 /// -- and until it is purged whole. (`tsync tables` lists only those with records, operations or a
-/// -- saved query: a typo that pulled nothing is not shown as a table.)
+/// -- saved query: a typo that pulled nothing is not shown as a table.) Names are case-insensitive,
+/// -- as on the server: one spelling per table, the first it was given; another is refused
+/// -- (`StoreRows.requireOneSpelling`), so no migration folds them.
 /// tables(name TEXT PRIMARY KEY, created_at TEXT)
 ///
 /// -- The working copy. `body` holds the user fields only (a JSON object, keys sorted); the system

@@ -83,6 +83,11 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// refused or never established), so the server cannot have applied it. When false, a write
     /// may have arrived and only its answer was lost.
     public var requestNeverSent: Bool
+    /// For `.unreachable`: nothing answered at all (the connection failed or the exchange ran out
+    /// of time), as opposed to an answer that could not be taken (a 5xx, a page cut on the way).
+    /// A command with more to do (the pull after a push, the next table of a sync) goes on after
+    /// an answer it could not take, and stops after no answer: the server cannot be used now.
+    public var noAnswer = false
 
     public init(_ kind: Kind, _ message: String, requestNeverSent: Bool = false) {
         self.kind = kind

@@ -39,6 +39,22 @@ enum ExitStatus {
         }
     }
 
+    /// Of the failures a command went on past (`sync`'s tables, the pull after a stopped push),
+    /// the one whose code it exits with (docs/DESIGN.md §3): what needs a person before what
+    /// passes by itself, so 4 (log in), then 1 and the other refusals (a table the server
+    /// refuses), then 2 (the error table), then 3 (try again later).
+    static func worst(_ errors: [TSyncError]) -> TSyncError? {
+        func rank(_ kind: TSyncError.Kind) -> Int {
+            switch kind {
+            case .unauthorized: 0
+            case .operationsFailed: 2
+            case .unreachable: 3
+            default: 1
+            }
+        }
+        return errors.enumerated().min { (rank($0.element.kind), $0.offset) < (rank($1.element.kind), $1.offset) }?.element
+    }
+
     /// Each code and its meaning, as `table` prints them.
     static let meanings: [(code: Int32, meaning: String)] = [
         (success, "success, including \"nothing to do\""),

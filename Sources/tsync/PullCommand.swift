@@ -10,7 +10,11 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
             Pushes the table's pending operations first, settling conflicts as `tsync push` does \
             (--on-conflict, else the store's push.onConflict and table.NAME.onConflict settings). \
             Operations that fail stay in the error table, and the pull goes on; it then exits 2 \
-            while operations of the table are in the error table. Then reads the server page by page (deleted \
+            while operations of the table are in the error table. A push stopped by an answer it \
+            cannot take (an item the server keeps failing) does not stop the pull either: the \
+            pull runs, then exits 3 saying why the push stopped (`tsync resolve --park` sets such \
+            an operation aside). A page the server cannot serve now (5xx) or that arrives cut is \
+            exit 3, as for push. Then reads the server page by page (deleted \
             records included) and writes each page in one transaction: records are inserted or \
             replaced, records the server deleted are removed, and items with a pending local \
             change are left alone.
@@ -91,9 +95,10 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
                     "the server sent no records of \(table), and this store has no such table\(Spelling.didYouMean(table, among: known))")
             }
         }
-        if case .operationsFailed(let errors) = outcome.verdict {
-            try output.conclude(
-                outcome.verdict, failed: "\(StatusFormat.count(errors, "operation")) of \(table) failed — run `tsync conflicts`")
-        }
+        let errors = if case .operationsFailed(let errors) = outcome.verdict { errors } else { 0 }
+        try output.conclude(
+            outcome.verdict, failures: outcome.result?.pushFailure.map { [$0] } ?? [],
+            failed: "\(StatusFormat.count(errors, "operation")) of \(table) failed — run `tsync conflicts`"
+        ) { "" }
     }
 }

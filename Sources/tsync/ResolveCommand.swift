@@ -45,7 +45,16 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             local record afterwards (null when removed); with --push, both as the push left them; "reason" why --merge refused (null when \
             settled).
 
+            --park TABLE/ID... sets aside the operation of each item that is in flight: one a \
+            push sent and could not settle (a server that answers it 500 every time stops every \
+            push, and the pull of its table). It goes into the error table as a server-error \
+            (the server may have applied it), the pushes and pulls of everything else go on, and \
+            it is settled like any error: --cancel sends it again with the next push, --discard, \
+            --theirs or --ours settle it against the server's copy. With --json it prints \
+            [{"id", "table", "itemId"}], the errors it made.
+
             EXAMPLES
+              tsync resolve --park todo/a1      # then: tsync resolve todo/a1 --discard
               tsync resolve --all --ours --push
               tsync resolve --class missing --discard
               tsync resolve --kind update --merge --prefer theirs --dry-run
@@ -80,6 +89,9 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
     @Flag(help: "Print what each error would become; change nothing.")
     var dryRun = false
 
+    @Flag(help: "Set aside the operations in flight of the items named (TABLE/ID) as errors.")
+    var park = false
+
     @OptionGroup var output: ReportOptions
 
     enum ResolutionFlag: String, EnumerableFlag {
@@ -99,6 +111,13 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
     var isJournaled: Bool { !dryRun }
 
     func validate() throws {
+        if park {
+            let items = errors.allSatisfy { if case .item = $0 { true } else { false } }
+            guard !errors.isEmpty, items, !all, table == nil, resolution == nil, classes.isEmpty, kinds.isEmpty, !push, !dryRun else {
+                throw ValidationError("--park takes items (TABLE/ID) and no other option; settle them afterwards")
+            }
+            return
+        }
         let selections = (errors.isEmpty ? 0 : 1) + (all ? 1 : 0) + (table == nil ? 0 : 1)
         let filtered = !classes.isEmpty || !kinds.isEmpty
         guard selections == 1 || (selections == 0 && filtered) else {
@@ -113,6 +132,7 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
     }
 
     func run() async throws {
+        if park { return try parkItems() }
         guard let flag = resolution, let resolution = Resolution(rawValue: flag.rawValue) else { return }
         let session = try storeOptions.session()
         let store = session.store
@@ -154,6 +174,23 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
         }
         if let pushSummary = result.push, pushSummary.failed > 0 {
             throw output.operationsFailed(SyncFormat.pushSummary(pushSummary, dryRun: false))
+        }
+    }
+
+    /// `--park`: each item's operations in flight go into the error table.
+    private func parkItems() throws {
+        let store = try storeOptions.session().store
+        var parked: [OperationError] = []
+        for case .item(let table, let id) in errors { parked += try store.park(table: table, id: id) }
+        if output.json {
+            Console.write(
+                JSONReports.line(
+                    .array(parked.map { .object(["id": .int($0.id), "table": .string($0.table), "itemId": .string($0.itemID)]) })))
+        }
+        if !output.quiet {
+            Console.note(
+                "parked \(StatusFormat.count(parked.count, "operation")) as server errors: \(parked.map { "#\($0.id) \($0.table)/\($0.itemID)" }.joined(separator: ", ")); settle with `tsync resolve ID --cancel` (send again) or --discard, --theirs, --ours"
+            )
         }
     }
 

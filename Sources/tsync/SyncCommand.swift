@@ -10,14 +10,19 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
             Runs `tsync push`, then `tsync pull TABLE --query-id ID` for every saved query \
             (`tsync queries`), each with its saved filter and checkpoint. Operations that fail in \
             the push are recorded and the pulls still run (items with pending changes are never \
-            overwritten); the exit code is then 2. An unreachable server (3) or a refused login (4) \
-            stops at once.
+            overwritten); the exit code is then 2. So do they when the push stops on an answer it \
+            cannot take (an item the server keeps failing: `tsync resolve --park` sets it aside), \
+            and a query whose pull fails (a table the server refuses, a page it cannot serve) is \
+            said and the others are still pulled. The exit code is then the worst met: 4, then 1 \
+            (refused), then 2 (operations failed), then 3 (try again later). A server that does \
+            not answer at all (3) or a refused login (4) stops at once.
 
             --on-conflict, --prefer and --retries settle conflicts within the push as they do for \
             `tsync push` (and the store's push.onConflict / table.NAME.onConflict settings apply \
             the same way).
 
-            --json prints {"push": <push result>, "pulls": [<pull result>, ...]} with the fields \
+            --json prints {"push": <push result>, "pulls": [<pull result>, ...], "failures": [<message>, ...]} \
+            with the fields \
             of `push --json` and `pull --json`.
 
             EXAMPLES
@@ -52,10 +57,14 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
             Console.write(
                 JSONReports.line([
                     "push": SyncReports.push(report.push, dryRun: nil), "pulls": .array(report.pulls.map(SyncReports.pull)),
+                    "failures": .array(report.failures.map { .string($0.commandLineMessage) }),
                 ]))
         }
         let failed = if case .operationsFailed(let errors) = outcome.verdict { errors } else { 0 }
-        try output.conclude(outcome.verdict, failed: "\(StatusFormat.count(failed, "operation")) failed — run `tsync conflicts`") {
+        try output.conclude(
+            outcome.verdict, failures: outcome.result?.failures ?? [],
+            failed: "\(StatusFormat.count(failed, "operation")) failed — run `tsync conflicts`"
+        ) {
             "what was done is kept — run `tsync sync` again to finish"
         }
     }

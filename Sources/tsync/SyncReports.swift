@@ -1,3 +1,4 @@
+import ArgumentParser
 import TSyncEngine
 import TSyncModel
 
@@ -128,4 +129,22 @@ enum SyncReports {
     private static func names(_ names: [String]) -> JSONValue { .array(names.map(JSONValue.string)) }
 
     private static func count(_ value: Int) -> JSONValue { .int(Int64(value)) }
+}
+
+extension ReportOptions {
+    /// How a pull or sync ends that went on past `failures` (docs/DESIGN.md §8): each is said, as
+    /// one error line, and the command exits with the worst of them and of the verdict
+    /// (`ExitStatus.worst`); a stopped command ends as `conclude` says, whatever failed before.
+    func conclude(
+        _ verdict: CommandSession.Verdict, failures: [TSyncError], failed: String, interrupted: () throws -> String
+    ) throws {
+        if case .interrupted = verdict { try conclude(verdict, interrupted: interrupted) }
+        guard !failures.isEmpty else { return try conclude(verdict, failed: failed, interrupted: interrupted) }
+        var all = failures
+        if case .operationsFailed = verdict { all.append(TSyncError(.operationsFailed, failed)) }
+        guard let worst = ExitStatus.worst(all) else { return }
+        if quiet { throw ExitCode(ExitStatus.code(for: worst.kind)) }
+        for failure in all where failure != worst { Console.error(failure.commandLineMessage) }
+        throw worst
+    }
 }

@@ -1,6 +1,8 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 import TSyncModel
@@ -41,9 +43,33 @@ enum ConnectionFailure {
                     requestNeverSent: true)
             }
         }
+        if let error = error as? NIOHTTPDecompression.DecompressionError, error == .limit {
+            // As for a body past the bound as it came: retrying cannot help, smaller pages can.
+            return TSyncError(
+                .failure,
+                "the answer of \(endpoint) decodes (Content-Encoding) to more than \(RemoteClient.maximumAnswerBytes >> 20) MiB, the most an answer may hold",
+                remedy: .smallerPages)
+        }
+        if let what = undecodable(error) {
+            // The server (or something on the way) answered: "cannot reach" would send the user
+            // looking at the network (issue 34).
+            return TSyncError(
+                .unreachable,
+                "\(endpoint) answered, but tsync cannot decode the answer: \(what); nothing was lost, what was sent stays queued")
+        }
         return TSyncError(
             .unreachable, "cannot reach the server at \(endpoint) (\(words(error))); nothing was lost, try again later",
             requestNeverSent: RemoteClient.failedToConnect(error))
+    }
+
+    /// Why an answer that arrived cannot be read, nil when `error` is no such failure: a
+    /// compressed body that does not decode (or decodes past the bound), or bytes that are not HTTP.
+    static func undecodable(_ error: any Error) -> String? {
+        if error is NIOHTTPDecompression.DecompressionError || error is NIOHTTPDecompression.ExtraDecompressionError {
+            return "its compressed body (Content-Encoding) is damaged"
+        }
+        if error is HTTPParserError { return "it is not valid HTTP" }
+        return nil
     }
 
     /// Whether the handshake refused the server's certificate: true when only its name did not

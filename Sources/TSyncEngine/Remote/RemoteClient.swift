@@ -60,7 +60,10 @@ public struct RemoteClient: Sendable {
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(Int64(timeout.components.seconds)))
         configuration.redirectConfiguration = .disallow
         configuration.tlsConfiguration = trust.tlsConfiguration
-        configuration.decompression = .enabled(limit: .ratio(50))
+        // A compressed answer is bounded by what it decodes to, not by its ratio: a page of
+        // records that repeat their field names compresses well over 50:1 (a proxy's gzip of a
+        // page of 1,000 similar records is 200:1), and a ratio refused it (issue 34).
+        configuration.decompression = .enabled(limit: .size(Self.maximumAnswerBytes))
         // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
         // connect timeout, so an offline push returns immediately.
         configuration.connectionPool.retryConnectionEstablishment = false
@@ -95,19 +98,30 @@ public struct RemoteClient: Sendable {
         let response = try await send(.POST, endpoint.url(path: ["/.auth", "login", "custom"]), body: body, authenticated: false)
         switch response.status {
         case 200, 201:
-            guard let object = response.json?.objectValue, let token = object["authenticationToken"]?.stringValue else {
-                throw .failure("the server answered the login without a token; is \(endpoint) a tsync or Mobile Apps server?")
+            guard let object = response.json?.objectValue, let token = object["authenticationToken"]?.stringValue,
+                !token.trimmingCharacters(in: .whitespaces).isEmpty
+            else {
+                throw TSyncError(
+                    .unauthorized,
+                    "\(endpoint) answered the login with HTTP \(response.status) but no token; nothing was saved (is it a tsync or Mobile Apps server?)"
+                )
             }
             let userID = object["user"]?.objectValue?["userId"]?.stringValue ?? username
+            // A token for another account (a proxy or cache answering another user's login)
+            // would make every later write that account's (issue 34).
+            guard userID.caseInsensitiveCompare(username) == .orderedSame else {
+                throw TSyncError(
+                    .unauthorized,
+                    "\(endpoint) answered the login of \(Identifiers.quoted(username)) with a token for \(Identifiers.quoted(userID)); nothing was saved"
+                )
+            }
             return (token, userID, object["deviceToken"]?.stringValue)
         case 401, 403:
             throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "wrong user name or password")")
         case 429:
             // The server's own words (tsync's name the wait and the operator's unlock), else the wait.
-            let wait = response.headers.first(name: "Retry-After").flatMap { Int($0) }.map {
-                ": try again in \(Duration.seconds($0).spoken)"
-            }
-            throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "too many failed logins" + (wait ?? ""))")
+            let wait = RetryAfter(response.headers).map { " (\($0))" } ?? ""
+            throw TSyncError(.unauthorized, "login refused: \(response.errorMessage ?? "too many failed logins\(wait)")")
         default:
             throw .failure("login failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
         }
@@ -159,7 +173,7 @@ public struct RemoteClient: Sendable {
             serverCheck.prove()
             return page
         }
-        if response.status == 200, !response.body.isEmpty { response.json = try? JSONParser.parse(bytes: response.body) }
+        if response.status == 200 { response.parse() }
         return StoredPage(try page(from: response, request))
     }
 
@@ -168,11 +182,15 @@ public struct RemoteClient: Sendable {
             throw notASyncServer(response, instead: "a page of records")
         }
         guard response.status == 200 else {
-            // Pulls, settling and `push --check` all read pages: the words name the reading, not
-            // one of its callers (issue 18.14).
-            throw .failure(
-                "reading table \(request.table) from \(endpoint) failed with HTTP \(response.status): \(response.errorMessage ?? "no message")"
-            )
+            throw readFailed(
+                request, "failed with HTTP \(response.status): \(response.errorMessage ?? "no message")",
+                notNow: Self.isNotNow(response.status))
+        }
+        if response.json == nil {
+            // Cut or damaged on the way (a proxy, a dropped connection behind it): the reader's
+            // own words keep its position in the page.
+            let why = response.jsonError.map { "its page is not valid JSON (\($0.message))" } ?? "its page is empty"
+            throw readFailed(request, "failed: \(why)", notNow: true)
         }
         let items: [JSONValue]
         var totalCount: Int?
@@ -203,6 +221,22 @@ public struct RemoteClient: Sendable {
             records: records, nextLink: LinkHeader.next(in: response.headers), totalCount: totalCount,
             waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
     }
+
+    /// A page read that failed, in the one set of words every reader of pages shares (pulls,
+    /// settling and `push --check`: the words name the reading, not one of its callers, issue
+    /// 18.14). `notNow` (`isNotNow`: a 5xx, a cut or unreadable page) is exit 3, as the same
+    /// answer to a write is: nothing of the page was written and the same read may work later;
+    /// otherwise (a 4xx: no such table, forbidden) it is the server's refusal, exit 1.
+    private func readFailed(_ request: PageRequest, _ what: String, notNow: Bool) -> TSyncError {
+        let fact = "reading table \(request.table) from \(endpoint) \(what)"
+        return notNow ? TSyncError(.unreachable, fact + "; nothing was lost, try again later") : TSyncError(.failure, fact)
+    }
+
+    /// Whether an answer's status says "not now" rather than "no": the server failed (5xx) or
+    /// asks to be asked later (429). The one classification of statuses that reads and writes
+    /// share: a write so answered stays in flight (`Pusher.verified`), a read so answered failed
+    /// for now (docs/DESIGN.md §8).
+    package static func isNotNow(_ status: Int) -> Bool { status >= 500 || status == 429 }
 
     /// The server's answer to the request's `wait`: nil when it asked none or was told nothing.
     private func waitApplied(_ response: HTTPAnswer, _ request: PageRequest) -> Int? {
@@ -384,26 +418,22 @@ public struct RemoteClient: Sendable {
         } catch let error as TSyncError {
             throw error
         } catch {
-            if let proxy, let failure = Self.proxyFailure(error, proxy: proxy, endpoint: endpoint) { throw failure }
-            if let hostnameOnly = ConnectionFailure.refusedCertificate(error) {
-                // Expired, not yet valid, for other names or from an unknown CA: a second look at
-                // the chain tells which (the handshake's error does not).
-                throw await CertificateDiagnosis.error(endpoint: endpoint, hostnameOnly: hostnameOnly, trust: trust, proxy: proxy)
-            }
-            throw ConnectionFailure.error(error, endpoint: endpoint)
+            var failure = await failedExchange(error)
+            failure.noAnswer = ConnectionFailure.undecodable(error) == nil
+            throw failure
         }
         let status = Int(response.status.code)
         let data = Array(bytes.readableBytesView)
         // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
-        let parses = !data.isEmpty && (parsesSuccess || status != 200)
-        var answer = HTTPAnswer(status: status, headers: response.headers, json: parses ? try? JSONParser.parse(bytes: data) : nil)
+        var answer = HTTPAnswer(status: status, headers: response.headers, json: nil)
         answer.body = data
+        if parsesSuccess || status != 200 { answer.parse() }
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
         // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is
         // "not now" too (issue 18.8), and says the request was refused, so nothing was applied;
         // the login route words its own 429 (too many failed logins).
         if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
-            let retry = response.headers.first(name: "Retry-After").map { " (retry after \($0) s)" } ?? ""
+            let retry = RetryAfter(response.headers).map { " (\($0))" } ?? ""
             // The server's own words when it gives them ("too many open connections").
             let said = answer.errorMessage.map { " (it said \(Identifiers.quoted($0)))" } ?? ""
             let why = (status == 429 ? "too many requests" : "it cannot serve now") + said
@@ -431,6 +461,17 @@ public struct RemoteClient: Sendable {
         }
         if let failure = notTheProtocol(answer, method: method, url: url, discovering: discovering) { throw failure }
         return answer
+    }
+
+    /// The error for an exchange that ended without an answer tsync could read.
+    private func failedExchange(_ error: any Error) async -> TSyncError {
+        if let proxy, let failure = Self.proxyFailure(error, proxy: proxy, endpoint: endpoint) { return failure }
+        if let hostnameOnly = ConnectionFailure.refusedCertificate(error) {
+            // Expired, not yet valid, for other names or from an unknown CA: a second look at
+            // the chain tells which (the handshake's error does not).
+            return await CertificateDiagnosis.error(endpoint: endpoint, hostnameOnly: hostnameOnly, trust: trust, proxy: proxy)
+        }
+        return ConnectionFailure.error(error, endpoint: endpoint)
     }
 
     /// An answer that says no v2 route is at this URL, so the remote is not a sync server (or not
@@ -527,6 +568,19 @@ struct HTTPAnswer {
     /// Whether the body says it is JSON (whether or not it parsed).
     var isJSON: Bool {
         headers.first(name: "Content-Type").map { $0.lowercased().contains("json") } ?? false
+    }
+
+    /// Why the body did not parse as JSON, when it did not (the reader's message, with its position).
+    var jsonError: TSyncError?
+
+    /// Reads the body as JSON: `json`, or `jsonError` saying where the reader stopped.
+    mutating func parse() {
+        guard !body.isEmpty else { return }
+        do throws(TSyncError) {
+            json = try JSONParser.parse(bytes: body)
+        } catch {
+            jsonError = error
+        }
     }
 
     /// The `{"error": "..."}` message of Mobile Apps error bodies.

@@ -43,6 +43,8 @@ public struct PullSummary: Sendable, Equatable {
     public var counts = PullCounts()
     /// The push of the table's pending operations that ran first.
     public var push = PushSummary()
+    /// What stopped that push when the pull went on without it (`SyncSession.pull`).
+    public var pushFailure: TSyncError?
     /// The records received.
     public var items = ItemSample()
     /// The checkpoint after the pull (query ids only).

@@ -526,7 +526,7 @@ public struct Pusher: Sendable {
                 throw remote.endpoint.unexplained("it \(accepted), and reading it back shows the write not applied")
             }
             return .accepted(status: status, record: stored)
-        case .rejected(let status, _, _) where status >= 500:
+        case .rejected(let status, _, _) where RemoteClient.isNotNow(status):
             throw remote.endpoint.unexplained(
                 "it answered the \(operation.kind.rawValue) of \(name) with HTTP \(status), so it may or may not have applied it")
         case .rejected(let status, _, let record?) where !isItem(record):

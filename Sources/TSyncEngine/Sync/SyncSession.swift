@@ -208,24 +208,45 @@ public struct SyncSession: Sendable {
     /// Pushes the table's pending operations (settling conflicts by `policies`, as `push` does),
     /// then reads it from the server. Operations that fail stay in the error table and the pull
     /// goes on, as in `sync`: items with a queued change are never overwritten, and the copies it
-    /// skips are kept for `resolve` (docs/DESIGN.md §8).
+    /// skips are kept for `resolve` (docs/DESIGN.md §8). A push stopped by an answer it could
+    /// not take (an item the server keeps failing) does not stop the pull either: it is kept in
+    /// `PullSummary.pushFailure`, for the command to end with once the pull is done.
     public func pull(_ request: PullRequest, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
         -> PullSummary
     {
         try Puller.validate(request)
+        try store.requireOneSpelling(of: request.table)
         let summary = try await withRemote { remote throws(TSyncError) in
             var push = PushSummary()
+            var pushFailure: TSyncError?
             if try store.hasOperations(table: request.table) {
-                push = try await pushSettling(remote, tables: [request.table], policies: policies)
+                do throws(TSyncError) {
+                    push = try await pushSettling(remote, tables: [request.table], policies: policies)
+                } catch {
+                    pushFailure = try Self.goingOn(after: error)
+                }
                 if push.interrupted { return PullSummary(table: request.table, queryID: request.queryID, push: push, interrupted: true) }
             }
             var summary = try await Puller(store: store, remote: remote, stopRequest: stopRequest)
                 .pull(request, progress: reporter("pulling \(request.table):"))
             summary.push = push
+            summary.pushFailure = pushFailure
             return summary
         }
         events?(.pulled(summary))
         return summary
+    }
+
+    /// `error`, when a command with more to do may go on after it: an answer that could not be
+    /// taken (a 5xx, an unexplained or cut answer, a table the server refuses) concerns what was
+    /// asked, and the next table or the pull after a push may still work. Thrown again when it
+    /// cannot: a refused login, no answer at all (the server cannot be used now), or a refusal
+    /// before anything was sent (a remote that is no sync server, a 429).
+    static func goingOn(after error: TSyncError) throws(TSyncError) -> TSyncError {
+        switch error.kind {
+        case .unreachable where !error.noAnswer && !error.requestNeverSent, .failure: return error
+        default: throw error
+        }
     }
 
     /// What `sync` did.
@@ -233,26 +254,45 @@ public struct SyncSession: Sendable {
         /// The push of everything, first.
         public var push: PushSummary
         /// The pull of each saved query, in order; fewer when the push or a pull was interrupted.
+        /// A pull that failed has none.
         public var pulls: [PullSummary]
+        /// What failed without stopping the sync, in order: the push's stop (an item the server
+        /// keeps failing), and each saved query whose pull failed, its message naming the query.
+        public var failures: [TSyncError] = []
     }
 
     /// Pushes everything, then pulls every saved query again with its filter and checkpoint.
     /// Operations that fail in the push are recorded and the pulls still run (items with pending
-    /// changes are never overwritten); an unreachable server or a refused login stops at once.
+    /// changes are never overwritten); so do they when the push stops on an answer it cannot take,
+    /// and a pull that fails so does not stop the others (`SyncReport.failures`, docs/DESIGN.md
+    /// §8). A refused login, or a server that does not answer at all, stops at once.
     public func sync(policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError) -> SyncReport {
         try await withRemote { remote throws(TSyncError) in
-            let push = try await pushSettling(remote, tables: nil, policies: policies)
-            events?(.pushed(push))
-            var pulls: [PullSummary] = []
-            if push.interrupted { return SyncReport(push: push, pulls: pulls) }
+            var report = SyncReport(push: PushSummary(), pulls: [])
+            do throws(TSyncError) {
+                report.push = try await pushSettling(remote, tables: nil, policies: policies)
+                events?(.pushed(report.push))
+            } catch {
+                report.failures.append(try Self.goingOn(after: error))
+            }
+            if report.push.interrupted { return report }
             for query in try store.savedQueries() {
-                let summary = try await Puller(store: store, remote: remote, stopRequest: stopRequest).pull(
-                    PullRequest(table: query.table, queryID: query.queryID), progress: reporter("pulling \(query.table):"))
+                let summary: PullSummary
+                do throws(TSyncError) {
+                    summary = try await Puller(store: store, remote: remote, stopRequest: stopRequest).pull(
+                        PullRequest(table: query.table, queryID: query.queryID), progress: reporter("pulling \(query.table):"))
+                } catch {
+                    var failure = try Self.goingOn(after: error)
+                    failure.message = "query \(query.queryID) of \(query.table): " + failure.message
+                    failure.fact = failure.fact.map { "query \(query.queryID) of \(query.table): " + $0 }
+                    report.failures.append(failure)
+                    continue
+                }
                 events?(.pulled(summary))
-                pulls.append(summary)
+                report.pulls.append(summary)
                 if summary.interrupted { break }
             }
-            return SyncReport(push: push, pulls: pulls)
+            return report
         }
     }
 
