@@ -48,6 +48,10 @@ struct TSync: AsyncParsableCommand {
             TablesCommand.self,
             StatusCommand.self,
             DiffCommand.self,
+            HistoryCommand.self,
+            ShowCommand.self,
+            RevertCommand.self,
+            RestoreCommand.self,
             PurgeCommand.self,
             LoginCommand.self,
             LogoutCommand.self,
@@ -84,7 +88,8 @@ struct TSync: AsyncParsableCommand {
     static func main() async {
         // --version anywhere before `--` prints the version, as the argument parser does for a
         // configured version: `tsync push --version` must not push.
-        if CommandLine.arguments.dropFirst().prefix(while: { $0 != "--" }).contains("--version") {
+        let words = CommandLine.arguments.dropFirst().prefix(while: { $0 != "--" })
+        if words.contains("--version"), !ShowCommand.takesVersionOption(words) {
             Console.write(currentVersion + "\n")
             return
         }

@@ -150,9 +150,10 @@ public struct RemoteClient: Sendable {
         var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
         if response.status == 200 { arrived?(response.body) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
-            let page = StoredPage(
+            var page = StoredPage(
                 records: decoded.records, nextLink: try nextLink(response, table: request.table), totalCount: decoded.totalCount,
                 waitApplied: waitApplied(response, request))
+            page.deletedHorizon = Self.deletedHorizon(response.headers)
             serverCheck.prove()
             return page
         }
@@ -160,7 +161,7 @@ public struct RemoteClient: Sendable {
         return StoredPage(try page(from: response, request))
     }
 
-    private func page(from response: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> Page {
+    func page(from response: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> Page {
         if response.status == 200, response.json == nil, response.hasBody, !response.isJSON {
             throw notASyncServer(response, instead: "a page of records")
         }
@@ -199,7 +200,7 @@ public struct RemoteClient: Sendable {
         serverCheck.prove()
         return Page(
             records: records, nextLink: nextLink, totalCount: totalCount,
-            waitApplied: waitApplied(response, request))
+            waitApplied: waitApplied(response, request), deletedHorizon: Self.deletedHorizon(response.headers))
     }
 
     /// The server's answer to the request's `wait`: nil when it asked none or was told nothing.
@@ -684,6 +685,9 @@ public struct Page: Sendable {
     /// For a request with `wait`: the seconds the server says it applied (`Preference-Applied:
     /// wait=N`), nil when it said nothing, as a plain v2 server does.
     public var waitApplied: Int?
+    /// The server removed the soft-deleted records up to this `updatedAt` (`X-TSync-Deleted-Horizon`,
+    /// docs/DESIGN.md §15); nil from a server that says nothing of it.
+    public var deletedHorizon: Timestamp? = nil
 }
 
 /// `Preference-Applied: wait=N`, read.

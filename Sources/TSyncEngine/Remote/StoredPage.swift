@@ -46,12 +46,15 @@ package struct StoredPage: Sendable {
     package var totalCount: Int?
     /// For a request with `wait`: the seconds the server says it applied (`Page.waitApplied`).
     package var waitApplied: Int?
+    /// The server's tombstone horizon (`Page.deletedHorizon`).
+    package var deletedHorizon: Timestamp?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)
         nextLink = page.nextLink
         totalCount = page.totalCount
         waitApplied = page.waitApplied
+        deletedHorizon = page.deletedHorizon
     }
 
     init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?) {

@@ -50,6 +50,9 @@ public struct PullSummary: Sendable, Equatable {
     /// The pull stopped early on a `StopRequest`, after a whole page: what it wrote is kept, and
     /// with a query id the same pull resumes from the checkpoint.
     public var interrupted = false
+    /// Set when the server had removed deleted records past the query's checkpoint, and what
+    /// the pull did about it (`resyncPastHorizon`, docs/DESIGN.md §15).
+    public var horizonResync: HorizonResync?
 }
 
 /// Reads a table from the server page by page into the store (docs/DESIGN.md §1 Pull, §2.1, §2.5).
@@ -147,6 +150,7 @@ public struct Puller: Sendable {
             fetching = nil
             // The page asked ahead of this one, unless it is taken below.
             defer { current.cancel() }
+            try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
             // Refused before anything of the page is written: the checkpoint stays where the
             // records are known to be complete.
             do throws(TSyncError) {

@@ -1,0 +1,70 @@
+import ArgumentParser
+import TSyncEngine
+import TSyncModel
+
+struct ShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Print a record as it was at a time or a version, from the server's history.",
+        discussion: """
+            --at TIME: the record's latest version at or before TIME, which is \(PointInTime.forms); \
+            --version V: the version V (`tsync history` lists them). Printed as `tsync get` prints a \
+            record (indented JSON; --json: one line), with "deleted": true when it was deleted then. \
+            A record that did not exist yet at TIME, or has no version V: exit 65. A server without \
+            history: exit 1, saying so.
+
+            EXAMPLES
+              tsync show todo milk --at 10m
+              tsync show todo milk --at 2026-11-28T13:05:00Z --json
+              tsync show todo milk --version 3
+            """)
+
+    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var output: JSONOption
+    @OptionGroup var verbose: VerboseOption
+
+    @Argument(help: "The table.", completion: StoreCompletion.tables)
+    var table: String
+
+    @Argument(help: "The record id.")
+    var id: String
+
+    @Option(help: ArgumentHelp("The record as it was at TIME: \(PointInTime.forms).", valueName: "TIME"))
+    var at: PointInTime?
+
+    // Not the root's --version: `TSync.main` leaves it to this command (`takesVersionOption`).
+    @Option(name: .customLong("version"), help: ArgumentHelp("The record as this version left it.", valueName: "V"))
+    var version: String?
+
+    func validate() throws {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
+        guard (at == nil) != (version == nil) else { throw ValidationError("give one of --at TIME and --version V") }
+    }
+
+    /// Whether the command line runs `show`, whose --version names a record's version rather
+    /// than asking for tsync's: the first word that is neither an option nor the value of -C/--store.
+    static func takesVersionOption(_ words: some Sequence<String>) -> Bool {
+        var afterStore = false
+        for word in words {
+            if afterStore {
+                afterStore = false
+            } else if word == "-C" || word == "--store" {
+                afterStore = true
+            } else if !word.hasPrefix("-") {
+                return word == configuration.commandName
+            }
+        }
+        return false
+    }
+
+    func run() async throws {
+        let session = try RemoteAccess.session(try storeOptions.session(), verbose: verbose.verbose)
+        let point = PointInTime.point(at: at, version: version)
+        guard let record = try await session.record(table: table, id: id, at: point) else {
+            throw TSyncError.invalidInput("\(table)/\(id) did not exist at \(PointInTime.describe(point))")
+        }
+        let value = JSONReports.record(record)
+        Console.write(output.json ? JSONReports.line(value) : JSONSerializer.string(value, pretty: true) + "\n")
+    }
+}
