@@ -32,14 +32,28 @@ struct ShowCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The record as it was at TIME: \(PointInTime.forms).", valueName: "TIME"))
     var at: PointInTime?
 
-    // Not the root's --version: `TSync.main` leaves it to this command (`takesVersionOption`).
-    @Option(name: .customLong("version"), help: ArgumentHelp("The record as this version left it.", valueName: "V"))
+    // `show --version V` reaches here as --record-version (`recordVersionArguments`): the
+    // argument parser gives --version to the root command's flag, wherever it stands.
+    @Option(
+        name: .customLong("record-version"),
+        help: ArgumentHelp("The record as this version left it (also --version V).", valueName: "V"))
     var version: String?
 
     func validate() throws {
         try Identifiers.validateTableName(table)
         try Identifiers.validateRecordID(id)
         guard (at == nil) != (version == nil) else { throw ValidationError("give one of --at TIME and --version V") }
+    }
+
+    /// The arguments with `show`'s --version V renamed --record-version, the name its option has.
+    static func recordVersionArguments(_ arguments: [String]) -> [String] {
+        let words = arguments.prefix(while: { $0 != "--" })
+        guard takesVersionOption(words) else { return arguments }
+        return words.map { word in
+            if word == "--version" { return "--record-version" }
+            if word.hasPrefix("--version=") { return "--record-version=" + word.dropFirst("--version=".count) }
+            return word
+        } + arguments.dropFirst(words.count)
     }
 
     /// Whether the command line runs `show`, whose --version names a record's version rather

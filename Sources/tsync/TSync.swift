@@ -109,7 +109,7 @@ struct TSync: AsyncParsableCommand {
             exit(withError: ExitCode(ExitStatus.usage))
         }
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(ShowCommand.recordVersionArguments(arguments))
             if let journaled = command as? JournaledCommand, journaled.isJournaled {
                 CommandLog.expect(command: type(of: command).configuration.commandName ?? "")
             }
