@@ -33,11 +33,7 @@ struct HistoryCommand: AsyncParsableCommand {
     @OptionGroup var pager: PagerOption
     @OptionGroup var verbose: VerboseOption
 
-    @Argument(help: "The table.", completion: StoreCompletion.tables)
-    var table: String
-
-    @Argument(help: "The record id.")
-    var id: String
+    @OptionGroup var record: RecordArguments
 
     @Flag(name: [.customShort("p"), .customLong("patch")], help: "Show each version's field changes against the one before.")
     var patch = false
@@ -47,15 +43,13 @@ struct HistoryCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more (got \(limit))") }
-        try Identifiers.validateTableName(table)
-        try Identifiers.validateRecordID(id)
     }
 
     func run() async throws {
         let command = try storeOptions.session()
         let session = try RemoteAccess.session(command, verbose: verbose.verbose)
         // One more than shown: the oldest shown is compared with the one before it.
-        let versions = try await session.history(table: table, id: id, limit: limit.map { patch ? $0 + 1 : $0 })
+        let versions = try await session.history(table: record.table, id: record.id, limit: limit.map { patch ? $0 + 1 : $0 })
         let shown = versions.prefix(limit ?? versions.count)
         if output.json {
             Console.write(JSONReports.line(.array(shown.map(JSONReports.recordVersion))))
@@ -74,5 +68,19 @@ struct HistoryCommand: AsyncParsableCommand {
 
     static func line(_ version: RecordVersion) -> String {
         "\(version.version)  \(version.updatedAt.iso8601)  \(version.user ?? "-")  \(version.operation.rawValue)"
+    }
+}
+
+/// `TABLE ID`: the record `history`, `show` and `revert` are about.
+struct RecordArguments: ParsableArguments {
+    @Argument(help: "The table.", completion: StoreCompletion.tables)
+    var table: String
+
+    @Argument(help: "The record id.")
+    var id: String
+
+    func validate() throws {
+        try Identifiers.validateTableName(table)
+        try Identifiers.validateRecordID(id)
     }
 }

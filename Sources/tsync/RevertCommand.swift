@@ -33,11 +33,7 @@ struct RevertCommand: AsyncParsableCommand, JournaledCommand {
     @OptionGroup var output: JSONOption
     @OptionGroup var verbose: VerboseOption
 
-    @Argument(help: "The table.", completion: StoreCompletion.tables)
-    var table: String
-
-    @Argument(help: "The record id.")
-    var id: String
+    @OptionGroup var record: RecordArguments
 
     @Option(name: .customLong("to"), help: ArgumentHelp("Back to this version (`tsync history` lists them).", valueName: "VERSION"))
     var version: String?
@@ -49,16 +45,15 @@ struct RevertCommand: AsyncParsableCommand, JournaledCommand {
     var force = false
 
     func validate() throws {
-        try Identifiers.validateTableName(table)
-        try Identifiers.validateRecordID(id)
         guard (at == nil) != (version == nil) else { throw ValidationError("give one of --to VERSION and --at TIME") }
     }
 
     func run() async throws {
         let command = try storeOptions.session()
         let session = try RemoteAccess.session(command, verbose: verbose.verbose)
-        let changes = try await session.revert(table: table, id: id, to: PointInTime.point(at: at, version: version), force: force)
-        command.record(changed: table, ids: changes.map(\.id))
+        let changes = try await session.revert(
+            table: record.table, id: record.id, to: PointInTime.point(at: at, version: version), force: force)
+        command.record(changed: record.table, ids: changes.map(\.id))
         Console.write(output.json ? JSONReports.line(.array(changes.map(JSONReports.revertChange))) : RestoreCommand.lines(changes))
         Console.note(RestoreCommand.summary(changes, dryRun: false))
     }

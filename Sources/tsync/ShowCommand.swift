@@ -23,11 +23,7 @@ struct ShowCommand: AsyncParsableCommand {
     @OptionGroup var output: JSONOption
     @OptionGroup var verbose: VerboseOption
 
-    @Argument(help: "The table.", completion: StoreCompletion.tables)
-    var table: String
-
-    @Argument(help: "The record id.")
-    var id: String
+    @OptionGroup var record: RecordArguments
 
     @Option(help: ArgumentHelp("The record as it was at TIME: \(PointInTime.forms).", valueName: "TIME"))
     var at: PointInTime?
@@ -40,8 +36,6 @@ struct ShowCommand: AsyncParsableCommand {
     var version: String?
 
     func validate() throws {
-        try Identifiers.validateTableName(table)
-        try Identifiers.validateRecordID(id)
         guard (at == nil) != (version == nil) else { throw ValidationError("give one of --at TIME and --version V") }
     }
 
@@ -75,8 +69,8 @@ struct ShowCommand: AsyncParsableCommand {
     func run() async throws {
         let session = try RemoteAccess.session(try storeOptions.session(), verbose: verbose.verbose)
         let point = PointInTime.point(at: at, version: version)
-        guard let record = try await session.record(table: table, id: id, at: point) else {
-            throw TSyncError.invalidInput("\(table)/\(id) did not exist at \(PointInTime.describe(point))")
+        guard let record = try await session.record(table: record.table, id: record.id, at: point) else {
+            throw TSyncError.invalidInput("\(record.table)/\(record.id) did not exist at \(PointInTime.describe(point))")
         }
         let value = JSONReports.record(record)
         Console.write(output.json ? JSONReports.line(value) : JSONSerializer.string(value, pretty: true) + "\n")
