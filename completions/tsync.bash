@@ -181,13 +181,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|purge|login|logout|whoami|push|pull|sync|watch|queries|conflicts|resolve|config|log|serve|user|version|help)
+    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|history|show|revert|restore|purge|login|logout|whoami|push|pull|sync|watch|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff purge login logout whoami push pull sync watch queries conflicts resolve config log serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff history show revert restore purge login logout whoami push pull sync watch queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -442,6 +442,126 @@ _tsync_diff() {
     case "${positional_number}" in
     1)
         __tsync_add_completions -W "$(__tsync_custom_complete ---completion diff -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tsync_history() {
+    repeating_flags=()
+    non_repeating_flags=(--json --no-pager --verbose -v -p --patch -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --limit)
+    __tsync_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    '--limit')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion history -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tsync_show() {
+    repeating_flags=()
+    non_repeating_flags=(--json --verbose -v -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --at --record-version)
+    __tsync_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    '--at')
+        return
+        ;;
+    '--record-version')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion show -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tsync_revert() {
+    repeating_flags=()
+    non_repeating_flags=(--json --verbose -v --force -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --to --at)
+    __tsync_offer_flags_options 2
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    '--to')
+        return
+        ;;
+    '--at')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion revert -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
+        return
+        ;;
+    esac
+}
+
+_tsync_restore() {
+    repeating_flags=()
+    non_repeating_flags=(--json --verbose -v --dry-run --force -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C --at --before-push --filter)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    '--at')
+        return
+        ;;
+    '--before-push')
+        return
+        ;;
+    '--filter')
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion restore -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -838,7 +958,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --metrics -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --config)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --keep-history --keep-deleted --config)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -896,6 +1016,12 @@ _tsync_serve() {
         ;;
     '--log-format')
         __tsync_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--keep-history')
+        return
+        ;;
+    '--keep-deleted')
         return
         ;;
     '--config')

@@ -317,6 +317,7 @@ class Campaign:
             self.log(f"  pull with {fault} fault: exit {code}")
         b.run("pull", self.table, "--query-id", "all")
         self.compare(b, on_server, "store b after pull")
+        self.check_history(server)
 
         # An NDJSON insert killed part-way is all or nothing.
         self.killed_insert(server)
@@ -470,6 +471,36 @@ class Campaign:
             mine = local[rid]
             if user_fields(mine) != user_fields(record) or mine.get("version") != record.get("version"):
                 raise Failure(f"{name}: {rid} is {mine}, the server has {record}")
+
+    def check_history(self, server):
+        """The history (issue 37) after kill -9s: no write without its version, no version without
+        its write. The table read as it is now from the history (each record's newest version)
+        must be the table itself, deleted records included, version for version and field for
+        field: a write committed without its version, or a version of a write that did not commit,
+        would differ."""
+        def read_all(path):
+            out, url = {}, f"{server.url}{path}"
+            while url:
+                request = urllib.request.Request(url, headers={"ZUMO-API-VERSION": "2.0.0"})
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    items = json.load(response)
+                    link = response.headers.get("Link") or ""
+                for item in items:
+                    out[item["id"]] = item
+                url = link[1:link.index(">")] if "rel=next" in link else None
+            return out
+
+        later = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 60))
+        live = read_all(f"/tables/{self.table}?__includeDeleted=true&$top=1000")
+        latest = read_all(f"/tables/$history/{self.table}?at={later}&__includeDeleted=true&$top=1000")
+        without = sorted(set(live) - set(latest))
+        orphans = sorted(set(latest) - set(live))
+        differ = sorted(rid for rid in set(live) & set(latest) if live[rid] != latest[rid])
+        if without or orphans or differ:
+            raise Failure(f"history differs from the table: writes without a version {without[:5]} ({len(without)}), "
+                          f"versions without a record {orphans[:5]} ({len(orphans)}), "
+                          f"newest version not the record {differ[:3]} ({len(differ)})")
+        self.log(f"  history: {len(live)} records, each with its newest version")
 
     def killed_insert(self, server):
         c = Store(self.binary, os.path.join(self.workdir, "c"), server.url)

@@ -131,6 +131,8 @@ public struct JournalEntry: Sendable, Equatable {
     public var counts: JournalCounts
     /// The items it touched (the first of them by name).
     public var items: ItemSample
+    /// The versions its pushes wrote on the server (the first of them by name).
+    public var written: PushedVersions
 }
 
 /// The store's journal of the commands that changed it or talked to its server (docs/DESIGN.md §9.3).
@@ -170,19 +172,22 @@ extension LocalStore {
     }
 
     /// Ends an entry with what the command did, and drops the oldest entries beyond `keep`.
-    package func finishJournalEntry(_ id: Int64, exitCode: Int, counts: JournalCounts, items: ItemSample, keep: Int)
-        throws(TSyncError)
-    {
+    package func finishJournalEntry(
+        _ id: Int64, exitCode: Int, counts: JournalCounts, items: ItemSample, written: PushedVersions = PushedVersions(), keep: Int
+    ) throws(TSyncError) {
         let itemsJSON = Journal.encode(items.items)
+        let writtenJSON = written.count == 0 ? nil : JSONSerializer.string(written.json)
         try write { db in
             var counts = counts
             counts.errorsLeft = try Int.fetchOne(db, sql: "SELECT count(*) FROM errors") ?? 0
             try db.execute(
                 sql: """
-                    UPDATE journal SET finished_at = ?, exit_code = ?, counts = ?, items = ?, item_count = ?
+                    UPDATE journal SET finished_at = ?, exit_code = ?, counts = ?, items = ?, item_count = ?, versions = ?
                     WHERE id = ?
                     """,
-                arguments: [Timestamp.now().iso8601, exitCode, JSONSerializer.string(counts.json), itemsJSON, items.count, id])
+                arguments: [
+                    Timestamp.now().iso8601, exitCode, JSONSerializer.string(counts.json), itemsJSON, items.count, writtenJSON, id,
+                ])
             try db.execute(
                 sql: "DELETE FROM journal WHERE id <= (SELECT max(id) FROM journal) - ?", arguments: [max(1, keep)])
         }
@@ -199,7 +204,7 @@ extension LocalStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, started_at, finished_at, command, arguments, remote, exit_code, counts, items, item_count
+                    SELECT id, started_at, finished_at, command, arguments, remote, exit_code, counts, items, item_count, versions
                     FROM journal ORDER BY id DESC LIMIT ?
                     """,
                 arguments: [max(0, limit)]
@@ -215,7 +220,9 @@ extension LocalStore {
                     id: row[0], startedAt: Timestamp(iso8601: row[1]) ?? Timestamp(millisecondsSinceEpoch: 0),
                     finishedAt: (row[2] as String?).flatMap(Timestamp.init(iso8601:)), command: row[3],
                     arguments: Journal.strings(row[4]), remote: row[5], exitCode: row[6],
-                    counts: JournalCounts(json: counts), items: sample.withCount(total ?? sample.count))
+                    counts: JournalCounts(json: counts), items: sample.withCount(total ?? sample.count),
+                    written: PushedVersions(
+                        json: try (row[10] as String?).map { try StoredJSON.decodeObject($0, what: "log entry") } ?? [:]))
             }
         }
     }
@@ -226,5 +233,12 @@ extension ItemSample {
         var sample = self
         sample.count = max(count, items.count)
         return sample
+    }
+}
+
+extension LocalStore {
+    /// The log entry `id`, or nil when the journal no longer has it.
+    public func journalEntry(_ id: Int64) throws(TSyncError) -> JournalEntry? {
+        try journal(limit: Int.max).first { $0.id == id }
     }
 }

@@ -50,6 +50,10 @@ import GRDB
 /// -- v4: the operations pushes delivered, whichever command pushed them, kept `PushLog.retention`
 /// -- so that `tsync watch` reports each one once (`LiveSync`); `pushed_at` in Unix milliseconds.
 /// pushes(id INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind, version, pushed_at INTEGER)
+///
+/// -- v5: the versions a command's pushes wrote (`PushedVersions` as JSON: the first 300 by name,
+/// -- the count, the earliest updatedAt per table), NULL when they wrote none.
+/// journal.versions TEXT
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -158,6 +162,9 @@ enum StoreSchema {
                         pushed_at INTEGER NOT NULL
                     );
                     """)
+        }
+        migrator.registerMigration("v5: versions pushes wrote") { db in
+            try db.execute(sql: "ALTER TABLE journal ADD COLUMN versions TEXT")
         }
         return migrator
     }

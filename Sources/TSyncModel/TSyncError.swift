@@ -73,6 +73,8 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case restoreStore
         /// No such table: list the tables.
         case listTables
+        /// Records have pending changes: push them first, or force (dropping them) to go on.
+        case pushOrForce
     }
 
     public var kind: Kind
@@ -128,6 +130,7 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .repairStore: "initialize it again to repair it"
         case .restoreStore: "restore it from a backup, or move .tsync away and create a new store (its queue is lost)"
         case .listTables: "list the tables to see which there are"
+        case .pushOrForce: "push them first, or force to drop them"
         }
     }
 

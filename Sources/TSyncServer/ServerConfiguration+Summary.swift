@@ -16,6 +16,22 @@ extension ServerConfiguration {
                 + "query-timeout \(queryTimeoutSeconds) s, body \(maximumBodyBytes) bytes")
         if !trustedProxies.isEmpty { lines.append("trusted proxies: " + trustedProxies.sorted().joined(separator: ", ")) }
         if exposesMetrics { lines.append("metrics: GET /metrics") }
+        lines.append(
+            "history: "
+                + (retention.keepsHistory
+                    ? "every version kept \(Self.spoken(retention.history)), GET /tables/$history" : "none (--keep-history 0)")
+                + "; deleted records: "
+                + (retention.deleted > .zero ? "removed after \(Self.spoken(retention.deleted))" : "kept forever")
+                + " (pruned every \(Self.spoken(retention.pruningInterval)))")
         return lines
+    }
+
+    /// A duration as the flags write it: whole days, hours, minutes or seconds.
+    static func spoken(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        for (unit, size) in [("d", Int64(86_400)), ("h", 3600), ("m", 60)] where seconds >= size && seconds % size == 0 {
+            return "\(seconds / size)\(unit)"
+        }
+        return "\(seconds)s"
     }
 }

@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable {
     public var exposesMetrics = false
     /// How long `GET /ready` waits for the database before answering 503.
     public var readinessTimeoutSeconds = 2
+    /// How long versions and tombstones are kept (`--keep-history`, `--keep-deleted`); a history of
+    /// zero turns the history route off and writes no versions (docs/DESIGN.md §6.5).
+    public var retention = Retention()
 
     /// `indexes`, each marked per-user when its table is.
     public var indexedFields: [IndexedField] {
@@ -111,6 +114,9 @@ public struct ServerConfiguration: Sendable {
         }
         guard bodyTimeoutSeconds >= 1, queryTimeoutSeconds >= 1 else {
             throw .usage("the body and query timeouts must be at least 1 second")
+        }
+        guard retention.history >= .zero, retention.deleted >= .zero else {
+            throw .usage("the history and tombstone durations must be 0 or more")
         }
         guard maximumOrderByFields >= 2 else { throw .usage("the $orderby limit must be at least 2 (updatedAt and id)") }
         for table in perUserTables { try Identifiers.validateTableName(table) }

@@ -24,6 +24,8 @@ public struct SyncServer: Sendable {
     /// Counts for `GET /metrics`, when `configuration.exposesMetrics`.
     let metrics: ServerMetrics?
     let inFlight = InFlightRequests()
+    /// The wall clock, for the history's oldest readable time and its pruning.
+    let clock: @Sendable () -> Timestamp
 
     public init(
         configuration: ServerConfiguration, storage: any ServerStorage, hasher: PasswordHasher = PasswordHasher(),
@@ -37,6 +39,8 @@ public struct SyncServer: Sendable {
         self.storage = storage
         self.authenticator = Authenticator(storage: storage, hasher: hasher, policy: configuration.authentication, clock: clock)
         self.logger = logger
+        self.clock = clock
+        storage.keepHistory(configuration.retention.keepsHistory)
     }
 
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
@@ -58,6 +62,7 @@ public struct SyncServer: Sendable {
         if configuration.maximumBatchOperations > 0 {
             BatchRoutes(storage: storage, configuration: configuration, tables: tableRoutes).register(on: tables)
         }
+        HistoryRoutes(storage: storage, configuration: configuration, tables: tableRoutes, clock: clock).register(on: tables)
         tableRoutes.register(on: tables)
 
         let auth = router.group(".auth").add(middleware: APIVersionMiddleware())
@@ -109,6 +114,9 @@ public struct SyncServer: Sendable {
                             service: ShutdownNotice(logger: logger, inFlight: inFlight),
                             successTerminationBehavior: .gracefullyShutdownGroup),
                         .init(service: makeApplication()),
+                        .init(
+                            service: Pruner(storage: storage, retention: configuration.retention, clock: clock, logger: logger),
+                            successTerminationBehavior: .ignore),
                     ],
                     logger: logger))
             try await group.run()
@@ -132,6 +140,46 @@ struct ShutdownNotice: Service {
             let count = inFlight.current
             logger.info("stopping on \(signal): waiting for \(count) request\(count == 1 ? "" : "s") in flight")
             return
+        }
+    }
+}
+
+/// Prunes the history and removes old tombstones (`ServerStorage.maintain`) at start-up, then
+/// every `Retention.pruningInterval`, and says in the log what it removed. A run that fails is
+/// logged and tried again at the next interval: serving goes on.
+struct Pruner: Service {
+    let storage: any ServerStorage
+    let retention: Retention
+    let clock: @Sendable () -> Timestamp
+    let logger: Logger
+    /// How long PostgreSQL instances get to read a new deleted horizon before its tombstones go.
+    static let settle = PostgresStorage.horizonLifetime * 2 + .seconds(1)
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await self.prune() }
+    }
+
+    private func prune() async {
+        var seed = true
+        while !Task.isCancelled {
+            do {
+                let report = try await storage.maintain(retention, now: clock(), seed: seed, settle: Self.settle)
+                seed = false
+                if report != MaintenanceReport() {
+                    logger.info(
+                        "history: \(report.seeded) current records given a first version, \(report.versionsPruned) old versions pruned, \(report.tombstonesRemoved) deleted records removed"
+                    )
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.warning("history: pruning failed, tried again in \(ServerConfiguration.spoken(retention.pruningInterval)): \(error)")
+            }
+            do {
+                try await Task.sleep(for: retention.pruningInterval)
+            } catch {
+                return
+            }
         }
     }
 }

@@ -58,15 +58,7 @@ struct DiffCommand: ParsableCommand {
         var text = ""
         for entry in try store.diff(table: table, id: id) {
             text += style.bold("\(entry.kind.rawValue) \(entry.table)/\(entry.id)") + "\n"
-            for change in entry.changes {
-                if let before = change.before {
-                    text += style.red("- \(change.field): \(JSONSerializer.string(before))") + "\n"
-                }
-                if let after = change.after {
-                    text += style.green("+ \(change.field): \(JSONSerializer.string(after))") + "\n"
-                }
-            }
-            if entry.changes.isEmpty { text += style.dim("  (no field changes)") + "\n" }
+            text += FieldChangeText.lines(entry.changes, style: style)
         }
         pager.write(text, store: store)
     }

@@ -137,6 +137,7 @@ extension TSyncError {
         case .repairStore(let root): words = "run `tsync init \(root)` to repair it"
         case .restoreStore: words = "restore it from a backup, or move .tsync away and run `tsync init` (its queue is lost)"
         case .listTables: words = "`tsync tables` lists the tables"
+        case .pushOrForce: words = "push first (`tsync push`), or add --force to drop them"
         case .logIn:
             let variable = RemoteAccess.tokenVariable
             words =

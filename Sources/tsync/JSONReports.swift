@@ -14,6 +14,24 @@ enum JSONReports {
     /// `deleted` (always false locally).
     static func record(_ record: Record) -> JSONValue { .object(record.wireObject) }
 
+    /// `history`: `{"version", "updatedAt", "user" (null without accounts), "operation"
+    /// (insert|update|delete|undelete), "item"}`, "item" the whole record after the write.
+    static func recordVersion(_ version: RecordVersion) -> JSONValue {
+        [
+            "version": .string(version.version), "updatedAt": .string(version.updatedAt.iso8601),
+            "user": version.user.map(JSONValue.string) ?? .null, "operation": .string(version.operation.rawValue),
+            "item": .object(version.item.wireObject),
+        ]
+    }
+
+    /// `revert`, `restore`: `{"table", "id", "kind" (update|delete|undelete|insert), "discarded"}`.
+    static func revertChange(_ change: RevertChange) -> JSONValue {
+        [
+            "table": .string(change.table), "id": .string(change.id), "kind": .string(change.kind.rawValue),
+            "discarded": .bool(change.discarded),
+        ]
+    }
+
     /// `tables`: `[{"table", "records", "pending", "errors"}]`.
     static func tables(_ tables: [TableSummary]) -> JSONValue {
         .array(

@@ -21,7 +21,10 @@ struct LogCommand: ParsableCommand {
             --json prints [{"id", "startedAt", "finishedAt", "command", "arguments", "remote", \
             "exitCode", "counts": {"pushed", "pulled", "conflicts", "settled": {"POLICY": n}, \
             "failed", "changed", "errorsLeft"}, "items", "itemCount"}]; "finishedAt" and \
-            "exitCode" are null for a command that did not finish.
+            "exitCode" are null for a command that did not finish; "versions": {"count", "sample": \
+            [{"table", "id", "version", "operation", "updatedAt"}], "earliest": {"TABLE": updatedAt}} \
+            are the versions its pushes wrote on the server (the first 300), shown as "wrote \
+            TABLE/ID@VERSION": `tsync restore TABLE --before-push ID` goes back to just before them.
 
             EXAMPLES
               tsync log -n 5
@@ -81,6 +84,7 @@ struct LogCommand: ParsableCommand {
             "arguments": .array(entry.arguments.map(JSONValue.string)), "remote": entry.remote.map(JSONValue.string) ?? .null,
             "exitCode": entry.exitCode.map { .int(Int64($0)) } ?? .null, "counts": entry.counts.json,
             "items": .array(entry.items.items.map(JSONValue.string)), "itemCount": .int(Int64(entry.items.count)),
+            "versions": entry.written.json,
         ]
     }
 
@@ -139,6 +143,17 @@ struct LogCommand: ParsableCommand {
             let more = entry.items.count > 5 ? " … (\(entry.items.count) in all)" : ""
             lines.append("    items " + shown + more)
         }
+        if let wrote = wroteLine(entry.written) { lines.append(wrote) }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// "    wrote todo/a@3 todo/b@7 … (12 in all) since 2026-…": the versions a push wrote, and per
+    /// table the earliest time, which `restore --before-push` goes back to just before.
+    static func wroteLine(_ written: PushedVersions) -> String? {
+        guard written.count > 0 else { return nil }
+        let shown = written.sample.prefix(5).map { "\($0.table)/\($0.id)@\($0.version ?? "?")" }.joined(separator: " ")
+        let more = written.count > 5 ? " … (\(written.count) in all)" : ""
+        let since = written.earliest.sorted { $0.key < $1.key }.map { "\($0.key) from \($0.value.iso8601)" }.joined(separator: ", ")
+        return "    wrote " + shown + more + (since.isEmpty ? "" : "; " + since)
     }
 }

@@ -172,6 +172,32 @@ struct ServeCommand: AsyncParsableCommand {
     var metrics = false
 
     @Option(
+        name: .customLong("keep-history"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "How long every version of every record is kept; 0 keeps none and turns GET /tables/$history off.",
+            discussion: """
+                Each write also stores the record's new state with who wrote it, in the same \
+                transaction. Older versions are pruned at start-up and periodically, but a record \
+                keeps the version it had at the cutoff, so the table can be read as it was at any \
+                time within the duration.
+                """,
+            valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var keepHistory = WrittenDuration(seconds: 30 * 86_400)
+
+    @Option(
+        name: .customLong("keep-deleted"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "How long deleted records are kept before they are removed; 0 keeps them forever.",
+            discussion: """
+                A page read of a table that lost some carries X-TSync-Deleted-Horizon, so a client \
+                whose last pull is older reads the table again rather than miss those deletes.
+                """,
+            valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var keepDeleted = WrittenDuration(seconds: 90 * 86_400)
+
+    @Option(
         help: ArgumentHelp(
             "Read settings from a TOML file whose keys are the long flag names; flags given here win.", valueName: "file"))
     var config: String?
@@ -189,6 +215,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard idleTimeout >= 1 else { throw ValidationError("--idle-timeout must be at least 1 second (got \(idleTimeout))") }
         guard bodyTimeout >= 1 else { throw ValidationError("--body-timeout must be at least 1 second (got \(bodyTimeout))") }
         guard queryTimeout >= 1 else { throw ValidationError("--query-timeout must be at least 1 second (got \(queryTimeout))") }
+        guard keepHistory.seconds >= 0 else { throw ValidationError("--keep-history must be 0 (none) or more (got \(keepHistory))") }
+        guard keepDeleted.seconds >= 0 else { throw ValidationError("--keep-deleted must be 0 (forever) or more (got \(keepDeleted))") }
         if let proxy = configuration.invalidTrustedProxy {
             throw ValidationError(
                 "--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
@@ -219,6 +247,7 @@ struct ServeCommand: AsyncParsableCommand {
             queryTimeoutSeconds: queryTimeout, exposesMetrics: metrics
         )
         configuration.maximumWatchers = maxWatchers
+        configuration.retention = Retention(history: keepHistory.duration, deleted: keepDeleted.duration)
         return configuration
     }
 

@@ -12,6 +12,8 @@ import TSyncModel
 struct ServeConfigFile {
     enum Kind {
         case flag, integer, string, strings
+        /// An integer of seconds or a string in `WrittenDuration`'s form (`"30d"`).
+        case duration
     }
 
     /// Every key and the kind of value it takes: serve's options, but `config` itself.
@@ -21,6 +23,7 @@ struct ServeConfigFile {
         "idle-timeout": .integer, "body-timeout": .integer, "query-timeout": .integer, "trusted-proxy": .strings,
         "tls-cert": .string, "tls-key": .string, "token-ttl": .integer, "log-format": .string, "metrics": .flag,
         "max-watchers": .integer,
+        "keep-history": .duration, "keep-deleted": .duration,
     ]
 
     enum Value: Equatable {
@@ -85,12 +88,15 @@ struct ServeConfigFile {
     private static func check(_ value: Value, kind: Kind, place: String, key: String) throws(TSyncError) {
         let expected: String
         switch (kind, value) {
-        case (.flag, .boolean), (.integer, .integer), (.string, .string), (.strings, .string): return
+        case (.flag, .boolean), (.integer, .integer), (.string, .string), (.strings, .string), (.duration, .integer),
+            (.duration, .string):
+            return
         case (.strings, .array(let items)) where items.allSatisfy({ if case .string = $0 { true } else { false } }): return
         case (.flag, _): expected = "true or false"
         case (.integer, _): expected = "an integer"
         case (.string, _): expected = "a string"
         case (.strings, _): expected = "an array of strings"
+        case (.duration, _): expected = "a duration, an integer of seconds or a string such as \"30d\""
         }
         throw TSyncError(.invalidConfiguration, "\(place): \(key) takes \(expected), not \(value.kindName)")
     }

@@ -41,6 +41,16 @@ enum SyncFormat {
         if counts.skipped > 0 { line += ", \(counts.skipped) kept (pending local changes)" }
         line += " in \(StatusFormat.count(counts.pages, "page"))"
         if summary.push.pushed > 0 { line = "pushed \(summary.push.pushed) first; " + line }
+        if let resync = summary.horizonResync { line = horizonLine(summary.table, resync) + "\n" + line }
+        return line
+    }
+
+    /// The line a pull says when the server had removed deleted records past its checkpoint
+    /// (docs/DESIGN.md §15).
+    static func horizonLine(_ table: String, _ resync: HorizonResync) -> String {
+        var line =
+            "the server removed deleted records of \(table) up to \(resync.horizon.iso8601), after this query's checkpoint: read the query whole and dropped \(StatusFormat.count(resync.dropped, "local record")) the server no longer has"
+        if resync.kept > 0 { line += ", kept \(resync.kept) with pending changes" }
         return line
     }
 

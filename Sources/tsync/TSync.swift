@@ -48,6 +48,10 @@ struct TSync: AsyncParsableCommand {
             TablesCommand.self,
             StatusCommand.self,
             DiffCommand.self,
+            HistoryCommand.self,
+            ShowCommand.self,
+            RevertCommand.self,
+            RestoreCommand.self,
             PurgeCommand.self,
             LoginCommand.self,
             LogoutCommand.self,
@@ -102,7 +106,8 @@ struct TSync: AsyncParsableCommand {
     static func main() async {
         // --version anywhere before `--` prints the version, as the argument parser does for a
         // configured version: `tsync push --version` must not push.
-        if CommandLine.arguments.dropFirst().prefix(while: { $0 != "--" }).contains("--version") {
+        let words = CommandLine.arguments.dropFirst().prefix(while: { $0 != "--" })
+        if words.contains("--version"), !ShowCommand.takesVersionOption(words) {
             Console.write(currentVersion + "\n")
             return
         }
@@ -122,7 +127,7 @@ struct TSync: AsyncParsableCommand {
             exit(withError: ExitCode(ExitStatus.usage))
         }
         do {
-            var command = try parseAsRoot(arguments)
+            var command = try parseAsRoot(ShowCommand.recordVersionArguments(arguments))
             if let journaled = command as? JournaledCommand, journaled.isJournaled {
                 CommandLog.expect(command: type(of: command).configuration.commandName ?? "")
             }

@@ -167,9 +167,10 @@ public struct RemoteClient: Sendable {
         var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
         if response.status == 200 { arrived?(response.body) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
-            let page = StoredPage(
+            var page = StoredPage(
                 records: decoded.records, nextLink: LinkHeader.next(in: response.headers), totalCount: decoded.totalCount,
                 waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
+            page.deletedHorizon = Self.deletedHorizon(response.headers)
             serverCheck.prove()
             return page
         }
@@ -177,7 +178,7 @@ public struct RemoteClient: Sendable {
         return StoredPage(try page(from: response, request))
     }
 
-    private func page(from response: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> Page {
+    func page(from response: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> Page {
         if response.status == 200, response.json == nil, response.hasBody, !response.isJSON {
             throw notASyncServer(response, instead: "a page of records")
         }
@@ -219,7 +220,8 @@ public struct RemoteClient: Sendable {
         serverCheck.prove()
         return Page(
             records: records, nextLink: LinkHeader.next(in: response.headers), totalCount: totalCount,
-            waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
+            waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")),
+            deletedHorizon: Self.deletedHorizon(response.headers))
     }
 
     /// A page read that failed, in the one set of words every reader of pages shares (pulls,
@@ -734,7 +736,10 @@ public struct Page: Sendable {
     public var waitApplied: Int?
     /// The answer's `Date` (the server's clock), nil when absent or not an HTTP date: it bounds
     /// the checkpoint (`Checkpoint.bound`).
-    public var serverDate: Timestamp?
+    public var serverDate: Timestamp? = nil
+    /// The server removed the soft-deleted records up to this `updatedAt` (`X-TSync-Deleted-Horizon`,
+    /// docs/DESIGN.md §15); nil from a server that says nothing of it.
+    public var deletedHorizon: Timestamp? = nil
 }
 
 /// `Preference-Applied: wait=N`, read.

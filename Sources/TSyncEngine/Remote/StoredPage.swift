@@ -48,6 +48,8 @@ package struct StoredPage: Sendable {
     package var waitApplied: Int?
     /// The answer's `Date`, the server's clock (`Page.serverDate`).
     package var serverDate: Timestamp?
+    /// The server's tombstone horizon (`Page.deletedHorizon`).
+    package var deletedHorizon: Timestamp?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)
@@ -55,6 +57,7 @@ package struct StoredPage: Sendable {
         totalCount = page.totalCount
         waitApplied = page.waitApplied
         serverDate = page.serverDate
+        deletedHorizon = page.deletedHorizon
     }
 
     init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?, serverDate: Timestamp?) {

@@ -51,6 +51,7 @@ public final class CommandSession: Sendable {
         var entry: Int64?
         var counts = JournalCounts()
         var items = ItemSample()
+        var written = PushedVersions()
     }
 
     /// The store the session opened (or was given).
@@ -99,6 +100,7 @@ public final class CommandSession: Sendable {
         state.withLock { state in
             state.counts.add(summary)
             state.items.add(summary.items)
+            state.written.add(summary.written)
         }
     }
 
@@ -107,6 +109,7 @@ public final class CommandSession: Sendable {
         state.withLock { state in
             state.counts.add(summary.push)
             state.items.add(summary.push.items)
+            state.written.add(summary.push.written)
             state.counts.pulled += summary.counts.received
             state.items.add(summary.items)
         }
@@ -221,9 +224,9 @@ public final class CommandSession: Sendable {
     /// log.maxEntries could not be read, so the default applied (a bad setting costs no entry).
     @discardableResult
     public func finish(exitCode: Int, dropped: Bool = false) throws(TSyncError) -> TSyncError? {
-        let (entry, counts, items) = state.withLock { state in
+        let (entry, counts, items, written) = state.withLock { state in
             defer { state.entry = nil }
-            return (state.entry, state.counts, state.items)
+            return (state.entry, state.counts, state.items, state.written)
         }
         guard let entry else { return nil }
         if dropped {
@@ -238,7 +241,7 @@ public final class CommandSession: Sendable {
             warning = error
             keep = Journal.defaultMaxEntries
         }
-        try store.finishJournalEntry(entry, exitCode: exitCode, counts: counts, items: items, keep: keep)
+        try store.finishJournalEntry(entry, exitCode: exitCode, counts: counts, items: items, written: written, keep: keep)
         return warning
     }
 }

@@ -55,6 +55,9 @@ public struct PullSummary: Sendable, Equatable {
     /// What the user should know though the pull succeeded (a record stamped later than the
     /// clocks allow, which holds the checkpoint back), in words.
     public var warnings: [String] = []
+    /// Set when the server had removed deleted records past the query's checkpoint, and what
+    /// the pull did about it (`resyncPastHorizon`, docs/DESIGN.md §15).
+    public var horizonResync: HorizonResync?
 }
 
 /// Reads a table from the server page by page into the store (docs/DESIGN.md §1 Pull, §2.1, §2.5).
@@ -168,6 +171,7 @@ public struct Puller: Sendable {
             fetching = nil
             // The page asked ahead of this one, unless it is taken below.
             defer { current.cancel() }
+            try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
             var next = try checked(page, from: position)
             // A walk by $skip would rest on this one answer: a page that only repeats records at
             // the checkpoint's own time is what a server with finer timestamps sends, and also

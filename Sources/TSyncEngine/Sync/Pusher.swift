@@ -29,6 +29,8 @@ public struct PushSummary: Sendable, Equatable {
     public var requests = 0
     /// The items of the operations answered (pushed or failed).
     public var items = ItemSample()
+    /// The versions the accepted operations wrote, for the log (docs/DESIGN.md §15).
+    public var written = PushedVersions()
     /// The operations that failed, to tell which of them a policy settled later.
     var failedOperations: [Int64] = []
     /// The conflicts a policy settled, one by one (`tsync watch` reports each).
@@ -52,6 +54,7 @@ public struct PushSummary: Sendable, Equatable {
         conflictsMet += next.conflictsMet
         requests += next.requests
         items.add(next.items)
+        written.add(next.written)
         failedOperations += next.failedOperations
         settledItems += next.settledItems
         interrupted = interrupted || next.interrupted
@@ -303,8 +306,9 @@ public struct Pusher: Sendable {
         for (outgoing, verdict) in round.answered {
             summary.items.add(table: outgoing.operation.table, id: outgoing.operation.itemID)
             switch verdict {
-            case .succeeded(_, let alreadyApplied):
+            case .succeeded(let record, let alreadyApplied):
                 summary.pushed += 1
+                summary.written.add(outgoing.operation, record)
                 if alreadyApplied { summary.alreadyApplied += 1 }
             case .failed(let status, _, _):
                 summary.failed += 1

@@ -21,12 +21,17 @@ enum ServerCopies {
             while start < ids.count {
                 let chunk = ids[start..<min(ids.count, start + idsPerRequest)]
                 start += chunk.count
-                let filter = anyOf(chunk.map { FilterExpression.binary(.eq, .field("id"), .literal(.string($0))) }).odataText
-                let page = try await remote.readPage(PageRequest(table: table, filter: filter, top: chunk.count, includeDeleted: true))
+                let page = try await remote.readPage(
+                    PageRequest(table: table, filter: filter(ids: chunk), top: chunk.count, includeDeleted: true))
                 for record in page.records { found[ItemKey(table: table, id: record.id)] = record }
             }
         }
         return found
+    }
+
+    /// `id eq 'a' or id eq 'b' …`: the filter of a few ids.
+    static func filter(ids: some Collection<String>) -> String {
+        anyOf(ids.map { FilterExpression.binary(.eq, .field("id"), .literal(.string($0))) }).odataText
     }
 
     /// `a or b or …`, as a balanced tree (a chain of 25 would nest 25 deep in parentheses).

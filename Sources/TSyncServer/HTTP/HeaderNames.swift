@@ -8,4 +8,5 @@ extension HTTPField.Name {
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
     static let forwarded = HTTPField.Name("Forwarded")!
+    static let deletedHorizon = HTTPField.Name("X-TSync-Deleted-Horizon")!
 }

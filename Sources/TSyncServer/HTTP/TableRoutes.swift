@@ -67,12 +67,15 @@ struct TableRoutes: Sendable {
             let next = nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top)
             headers[.link] = "<\(next)>; rel=next"
         }
+        // Tombstones older than this were removed (`--keep-deleted`): a client whose checkpoint
+        // is older may have missed deletes (docs/DESIGN.md §6.5).
+        if let horizon = page.deletedHorizon { headers[.deletedHorizon] = horizon.iso8601 }
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: page.bytes))
     }
 
     /// A page's body, written straight to bytes in the serializer's key order: `{"count", "results"}`.
-    private static func body(_ page: RecordPage, _ query: RecordQuery) throws -> PageBody {
+    static func body(_ page: RecordPage, _ query: RecordQuery) throws -> PageBody {
         var body = ByteBuffer()
         body.reserveCapacity(64 + (page.written?.bytes.count ?? 256 * page.items.count))
         if let count = page.totalCount { body.writeString(#"{"count":\#(count),"results":"#) }
@@ -96,7 +99,7 @@ struct TableRoutes: Sendable {
         }
         body.writeInteger(UInt8(ascii: "]"))
         if page.totalCount != nil { body.writeInteger(UInt8(ascii: "}")) }
-        return PageBody(bytes: body, count: page.count)
+        return PageBody(bytes: body, count: page.count, deletedHorizon: page.deletedHorizon)
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -150,7 +153,8 @@ struct TableRoutes: Sendable {
         _ context: ServerRequestContext
     ) async throws -> Response {
         let write = try WriteRequest(
-            method: method, table: table, id: id, body: body, ifMatch: request.headers[.ifMatch], scope: try scope(table, context))
+            method: method, table: table, id: id, body: body, ifMatch: request.headers[.ifMatch], scope: try scope(table, context),
+            user: context.accountName)
         let outcomes = try await storage.write([write.write], atomic: false)
         guard let outcome = outcomes.first else { throw APIError(.internalServerError, "the storage gave no answer") }
         return try WriteAnswer(outcome, for: write).response()
@@ -158,13 +162,13 @@ struct TableRoutes: Sendable {
 
     // MARK: - Request parts
 
-    private func tableName(_ context: ServerRequestContext) throws -> String {
+    func tableName(_ context: ServerRequestContext) throws -> String {
         let table = try QueryString.decodePathSegment(Substring(context.parameters.get("table") ?? ""))
         try Identifiers.validateTableName(table)
         return table
     }
 
-    private func tableAndID(_ context: ServerRequestContext) throws -> (String, String) {
+    func tableAndID(_ context: ServerRequestContext) throws -> (String, String) {
         let id = try QueryString.decodePathSegment(Substring(context.parameters.get("id") ?? ""))
         try Identifiers.validateRecordID(id)
         return (try tableName(context), id)
@@ -180,14 +184,17 @@ struct TableRoutes: Sendable {
     /// only the parameters a read understands (each bounded), and the scheme the request came in
     /// on: `https` when this server serves TLS, or when a trusted proxy says its client used it
     /// (`X-Forwarded-Proto`, or `proto=` in `Forwarded`).
-    private func nextPageURL(_ request: Request, _ context: ServerRequestContext, parameters: QueryString, skip: Int) -> String {
+    func nextPageURL(
+        _ request: Request, _ context: ServerRequestContext, parameters: QueryString, skip: Int,
+        keeping: Set<String> = ListOptions.parameterNames
+    ) -> String {
         var scheme = configuration.tls == nil ? "http" : "https"
         if context.fromTrustedProxy {
             let forwarded = request.headers[.forwarded]?.lowercased() ?? ""
             if request.headers[.forwardedProto]?.lowercased() == "https" || forwarded.contains("proto=https") { scheme = "https" }
         }
         let authority = request.head.authority ?? "\(configuration.host):\(configuration.port)"
-        let query = parameters.replacing("$skip", with: String(skip), keeping: ListOptions.parameterNames)
+        let query = parameters.replacing("$skip", with: String(skip), keeping: keeping)
         return "\(scheme)://\(authority)\(request.uri.path)?\(query)"
     }
 }

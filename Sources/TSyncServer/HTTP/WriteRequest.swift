@@ -21,8 +21,9 @@ struct WriteRequest {
     /// - Parameters:
     ///   - ifMatch: the `If-Match` header value, if any.
     ///   - body: the JSON object of a POST (insert) or PATCH.
+    ///   - user: the account that asks (kept in the record's history).
     init(
-        method: Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?, scope: OwnerScope
+        method: Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?, scope: OwnerScope, user: String?
     ) throws(APIError) {
         try Self.validate(table: table, id: id)
         let expected = try ifMatch.map { header throws(APIError) in try ExpectedVersion(ifMatch: header) }
@@ -56,6 +57,7 @@ struct WriteRequest {
         case (.patch, nil), (.delete, nil):
             throw APIError.badRequest("\(method.rawValue) needs the id of the item")
         }
+        write.user = user
     }
 
     private static func validate(table: String, id: String?) throws(APIError) {

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import TSyncModel
 import ServiceLifecycle
 import Synchronization
 
@@ -80,6 +81,8 @@ struct LiveQuestion: Hashable, Sendable {
 struct PageBody: Sendable {
     var bytes: ByteBuffer
     var count: Int
+    /// `RecordPage.deletedHorizon`, for `X-TSync-Deleted-Horizon`.
+    var deletedHorizon: Timestamp? = nil
 }
 
 /// Set once the server begins to stop, read by the wait loop (a class, so the shutdown handler

@@ -101,11 +101,45 @@ enum PostgresSchema {
         ),
         PostgresMigration(
             version: 4, name: "a single insert in one round trip",
-            statements: [SingleInsert.functionDefinition]
+            statements: [SingleInsert.firstDefinition]
         ),
         PostgresMigration(
             version: 5, name: "a pull's page in one round trip",
             statements: [PullPage.functionDefinition]
+        ),
+        PostgresMigration(
+            version: 6, name: "record history, deleted horizons",
+            statements: [
+                // docs/DESIGN.md §6.5: one row per version of a record, written in the write's own
+                // transaction. `seq` orders the versions of one record written in one transaction
+                // (they share their `updatedAt`); the index serves a record's versions newest
+                // first and a table at a time (each id's newest version before it, in id order).
+                """
+                CREATE TABLE tsync_history (
+                    table_name text COLLATE "C" NOT NULL,
+                    id text COLLATE "C" NOT NULL,
+                    seq bigint GENERATED ALWAYS AS IDENTITY,
+                    created_at text COLLATE "C" NOT NULL,
+                    updated_at text COLLATE "C" NOT NULL,
+                    version text COLLATE "C" NOT NULL,
+                    deleted boolean NOT NULL,
+                    owner text,
+                    user_name text,
+                    operation text NOT NULL,
+                    body_text text NOT NULL
+                )
+                """,
+                "CREATE INDEX tsync_history_by_record ON tsync_history (table_name, id, updated_at, seq)",
+                // Per table, the newest `updatedAt` of a tombstone `--keep-deleted` removed.
+                """
+                CREATE TABLE tsync_deleted_horizons (
+                    table_name text COLLATE "C" PRIMARY KEY,
+                    horizon text COLLATE "C" NOT NULL
+                )
+                """,
+                SingleInsert.dropFirstDefinition,
+                SingleInsert.functionDefinition,
+            ]
         ),
     ]
 

@@ -37,6 +37,10 @@ public final class PostgresStorage: ServerStorage {
     let readsPagesInOneCall: Bool
     /// The walks' next pages, read while their requests are on the way.
     let readAhead: PullReadAhead
+    /// Whether writes append their versions to `tsync_history` (`keepHistory`).
+    let historyOn = Atomic(true)
+    /// The tables' deleted horizons as last read (`deletedHorizon`).
+    let horizons = Mutex<(read: ContinuousClock.Instant?, values: [String: Timestamp])>((nil, [:]))
 
     init(
         database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true,
@@ -86,7 +90,9 @@ public final class PostgresStorage: ServerStorage {
             if readsPagesInOneCall, capsPulls, let walk = PullPage.walk(table: table, query, scope: scope) {
                 let database = self.database
                 if let page = try await readAhead.page(walk, read: { try await PullPage.read(database, $0) }) {
-                    return RecordPage(written: page.written, totalCount: nil)
+                    var answer = RecordPage(written: page.written, totalCount: nil)
+                    answer.deletedHorizon = try await deletedHorizon(table)
+                    return answer
                 }
             }
             var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
@@ -111,10 +117,11 @@ public final class PostgresStorage: ServerStorage {
                 total = try await database.rows(count).first.map { Int(try $0.decode(Int64.self)) } ?? 0
             }
             // Without `$select`, written out from the rows' bytes, as SQLite does (§6.2).
-            guard query.select == nil else { return RecordPage(items: try rows.map(Self.pageRecord), totalCount: total) }
-            var written = WrittenRecords()
-            for row in rows { try Self.write(row, to: &written) }
-            return RecordPage(written: written, totalCount: total)
+            // Read after the page: a tombstone removed before it is in the horizon (`maintain`).
+            let horizon = try await deletedHorizon(table)
+            var page = try Self.page(rows, query, total: total)
+            page.deletedHorizon = horizon
+            return page
         } catch let error as PostgresServerError where error.isDataException || error.isProgramLimit {
             // The fixed part of the statement is known to be valid, so this comes from the
             // client's $filter/$orderby: a value PostgreSQL cannot hold, or nesting beyond its limits.
@@ -122,12 +129,24 @@ public final class PostgresStorage: ServerStorage {
         }
     }
 
+    /// The page of `rows` (`pageColumns`): written out from the rows' bytes without `$select`, as
+    /// SQLite does (§6.2).
+    static func page(_ rows: [PostgresRow], _ query: RecordQuery, total: Int?) throws -> RecordPage {
+        guard query.select == nil else { return RecordPage(items: try rows.map(Self.pageRecord), totalCount: total) }
+        var written = WrittenRecords()
+        for row in rows { try Self.write(row, to: &written) }
+        return RecordPage(written: written, totalCount: total)
+    }
+
     /// - Parameter below: the cap of a pull-shaped page (`WriteFloor.pullCap`): only records
     ///   whose `updatedAt` is before it.
-    private func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope, below cap: Timestamp? = nil) throws
+    /// - Parameter at: read the table as it was then (`tsync_history`, docs/DESIGN.md §6.5).
+    func pageStatement(table: String, _ query: RecordQuery, scope: OwnerScope, below cap: Timestamp? = nil, at: Timestamp? = nil) throws
         -> PostgresStatement
     {
-        var page = PostgresStatement("SELECT \(PostgresSchema.pageColumns) FROM tsync_records WHERE ")
+        var page = PostgresStatement("SELECT \(PostgresSchema.pageColumns) FROM ")
+        Self.appendSource(to: &page, table: table, at: at)
+        page.append(" WHERE ")
         try appendConditions(to: &page, table: table, query: query, scope: scope)
         if let cap { page.append(" AND updated_at < " + page.bind(cap.iso8601)) }
         if let lowest = query.filter.flatMap(PullBound.lowest) { page.append(" AND updated_at >= " + page.bind(lowest.iso8601)) }
@@ -251,8 +270,8 @@ public final class PostgresStorage: ServerStorage {
         case .store(var stored, _):
             let key = PostgresSchema.tableKey(write.table)
             let answer = try await SingleInsert.run(
-                database, key: key, record: stored, owner: Self.owner(of: write.scope, current: nil), now: now,
-                notice: (PostgresChangeListener.channel, "\(instance) \(key)"))
+                database, key: key, record: stored, owner: Self.owner(of: write.scope, current: nil), user: write.user,
+                keepHistory: historyOn.load(ordering: .relaxed), now: now, notice: (PostgresChangeListener.channel, "\(instance) \(key)"))
             switch answer {
             case .inserted(let stamp):
                 stored.system.createdAt = stamp
@@ -272,6 +291,7 @@ public final class PostgresStorage: ServerStorage {
         [WriteOutcome], committed: Bool
     ) {
         let now = clock()
+        let keepHistory = historyOn.load(ordering: .relaxed)
         return try await database.transaction { transaction in
             // Per table: register the floor of this transaction's `updatedAt`, then (in the
             // next statement, so with a snapshot taken after the floor was visible to readers)
@@ -307,17 +327,18 @@ public final class PostgresStorage: ServerStorage {
                 case .store(let stored, let isNew):
                     if isNew {
                         // New records wait and go in with one statement per table and owner.
-                        pending.append(key: key, owner: Self.owner(of: write.scope, current: nil), stored)
+                        pending.append(key: key, owner: Self.owner(of: write.scope, current: nil), user: write.user, stored)
                     } else {
                         // An update may touch a record inserted earlier in this batch.
-                        try await pending.flush(transaction)
-                        try await Self.store(stored, isNew: false, key: key, scope: write.scope, transaction)
+                        try await pending.flush(transaction, keepHistory: keepHistory)
+                        let version: (RecordWrite, String?)? = keepHistory ? (write, current?.owner) : nil
+                        try await Self.store(stored, isNew: false, key: key, scope: write.scope, version: version, transaction)
                     }
                     found[key, default: [:]][Array(stored.id.utf8)] = (stored, Self.owner(of: write.scope, current: current?.owner))
                     outcomes.append(isNew ? .inserted(stored) : .modified(stored))
                 }
             }
-            try await pending.flush(transaction)
+            try await pending.flush(transaction, keepHistory: keepHistory)
             if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback((WriteOutcome.rolledBack(outcomes), false)) }
             guard outcomes.contains(where: \.succeeded) else { return .rollback((outcomes, false)) }
             return .commit((outcomes, true))
@@ -351,6 +372,7 @@ public final class PostgresStorage: ServerStorage {
         struct Group {
             var key: String
             var owner: String?
+            var user: String?
             var ids: [String] = []
             var stamps: [String] = []
             var versions: [String] = []
@@ -359,13 +381,13 @@ public final class PostgresStorage: ServerStorage {
 
         private var groups: [Group] = []
 
-        mutating func append(key: String, owner: String?, _ record: Record) {
+        mutating func append(key: String, owner: String?, user: String?, _ record: Record) {
             guard let updatedAt = record.system.updatedAt else { return }
             let index: Int
-            if let existing = groups.firstIndex(where: { $0.key == key && $0.owner == owner }) {
+            if let existing = groups.firstIndex(where: { $0.key == key && $0.owner == owner && $0.user == user }) {
                 index = existing
             } else {
-                groups.append(Group(key: key, owner: owner))
+                groups.append(Group(key: key, owner: owner, user: user))
                 index = groups.count - 1
             }
             groups[index].ids.append(record.id)
@@ -374,20 +396,31 @@ public final class PostgresStorage: ServerStorage {
             groups[index].bodies.append(JSONSerializer.string(.object(record.fields)))
         }
 
-        mutating func flush(_ transaction: PostgresTransaction) async throws {
+        /// Writes the records, and with `keepHistory` their first versions in the same statement.
+        mutating func flush(_ transaction: PostgresTransaction, keepHistory: Bool) async throws {
             for group in groups {
                 var statement = PostgresStatement()
                 let key = statement.bind(group.key)
                 let owner = statement.bind(group.owner)
-                statement.append(
+                let rows =
+                    "unnest("
+                    + [
+                        statement.bind(group.ids), statement.bind(group.stamps), statement.bind(group.versions),
+                        statement.bind(group.bodies),
+                    ]
+                    .map { $0 + "::text[]" }.joined(separator: ", ") + ") AS u(id, stamp, version, body)"
+                let insert =
                     "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body, body_text) "
-                        + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), u.body::jsonb, u.body FROM unnest("
-                        + [
-                            statement.bind(group.ids), statement.bind(group.stamps), statement.bind(group.versions),
-                            statement.bind(group.bodies),
-                        ]
-                        .map { $0 + "::text[]" }.joined(separator: ", ")
-                        + ") AS u(id, stamp, version, body)")
+                    + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), u.body::jsonb, u.body FROM "
+                if keepHistory {
+                    let user = statement.bind(group.user)
+                    statement.append(
+                        "WITH u AS (SELECT * FROM \(rows)), r AS (\(insert) u) "
+                            + "INSERT INTO tsync_history (table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body_text) "
+                            + "SELECT \(key), u.id, u.stamp, u.stamp, u.version, false, \(owner), \(user), 'insert', u.body FROM u")
+                } else {
+                    statement.append(insert + rows)
+                }
                 try await transaction.execute(statement)
             }
             groups = []
@@ -433,9 +466,12 @@ public final class PostgresStorage: ServerStorage {
         return (records, newest)
     }
 
-    private static func store(_ record: Record, isNew: Bool, key: String, scope: OwnerScope, _ transaction: PostgresTransaction)
-        async throws
-    {
+    /// Stores `record`; with `version` (the write and the record's owner before it), also the
+    /// version in the history, in the same statement.
+    private static func store(
+        _ record: Record, isNew: Bool, key: String, scope: OwnerScope, version: (RecordWrite, String?)? = nil,
+        _ transaction: PostgresTransaction
+    ) async throws {
         guard let updatedAt = record.system.updatedAt else { return }
         var statement = PostgresStatement()
         // The text is bound once and kept twice: as jsonb for queries, as it is for pages.
@@ -450,10 +486,25 @@ public final class PostgresStorage: ServerStorage {
                         statement.bind(owner(of: scope, current: nil)), body, text,
                     ].joined(separator: ", ") + ")")
         } else {
-            statement.append(
-                "UPDATE tsync_records SET updated_at = \(statement.bind(updatedAt.iso8601)), version = \(statement.bind(record.system.version)), "
-                    + "deleted = \(statement.bind(record.system.deleted)), body = \(body), body_text = \(text) "
-                    + "WHERE table_name = \(statement.bind(key)) AND id = \(statement.bind(record.id))")
+            let stamp = statement.bind(updatedAt.iso8601)
+            let versionText = statement.bind(record.system.version)
+            let deleted = statement.bind(record.system.deleted)
+            let table = statement.bind(key)
+            let update =
+                "UPDATE tsync_records SET updated_at = \(stamp), version = \(versionText), deleted = \(deleted), body = \(body), "
+                + "body_text = \(text) WHERE table_name = \(table) AND id = \(statement.bind(record.id))"
+            if case let (write, owner)? = version {
+                statement.append(
+                    "WITH r AS (\(update)) INSERT INTO tsync_history "
+                        + "(table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body_text) VALUES ("
+                        + [
+                            table, statement.bind(record.id), statement.bind(record.system.createdAt?.iso8601 ?? updatedAt.iso8601), stamp,
+                            versionText, deleted, statement.bind(Self.owner(of: scope, current: owner)), statement.bind(write.user),
+                            statement.bind(write.operation.rawValue), text,
+                        ].joined(separator: ", ") + ")")
+            } else {
+                statement.append(update)
+            }
         }
         try await transaction.execute(statement)
     }
@@ -521,7 +572,7 @@ public final class PostgresStorage: ServerStorage {
         IndexedField.renderer(renderer, indexing: indexes.withLock { $0[PostgresSchema.tableKey(table)] ?? [] })
     }
 
-    private func appendConditions(to statement: inout PostgresStatement, table: String, query: RecordQuery, scope: OwnerScope) throws {
+    func appendConditions(to statement: inout PostgresStatement, table: String, query: RecordQuery, scope: OwnerScope) throws {
         let renderer = self.renderer(table)
         statement.append("table_name = " + statement.bind(PostgresSchema.tableKey(table)))
         if !query.includeDeleted { statement.append(" AND NOT deleted") }

@@ -34,6 +34,24 @@ struct MeteredStorage: ServerStorage {
         return outcomes
     }
 
+    func keepHistory(_ keeps: Bool) { base.keepHistory(keeps) }
+
+    func versions(table: String, id: String, scope: OwnerScope, top: Int, skip: Int) async throws -> [RecordVersion] {
+        let versions = try await base.versions(table: table, id: id, scope: scope, top: top, skip: skip)
+        metrics.recordRead(records: versions.count)
+        return versions
+    }
+
+    func query(table: String, at time: Timestamp, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
+        let page = try await base.query(table: table, at: time, query, scope: scope)
+        metrics.recordRead(records: page.count)
+        return page
+    }
+
+    func maintain(_ retention: Retention, now: Timestamp, seed: Bool, settle: Duration) async throws -> MaintenanceReport {
+        try await base.maintain(retention, now: now, seed: seed, settle: settle)
+    }
+
     func declareIndexes(_ fields: [IndexedField]) async throws -> [String] { try await base.declareIndexes(fields) }
     func checkReady() async throws { try await base.checkReady() }
 

@@ -14,17 +14,31 @@ public struct RecordWrite: Sendable {
     public var table: String
     public var action: Action
     public var scope: OwnerScope
+    /// The account that asked for the write (nil without one: `--no-auth`), kept with the
+    /// version it makes in the record's history (docs/DESIGN.md §6.5).
+    public var user: String?
 
-    public init(table: String, action: Action, scope: OwnerScope) {
+    public init(table: String, action: Action, scope: OwnerScope, user: String? = nil) {
         self.table = table
         self.action = action
         self.scope = scope
+        self.user = user
     }
 
     public var id: String {
         switch action {
         case .insert(let record): record.id
         case .modify(let id, _, _): id
+        }
+    }
+
+    /// What the version this write stores is, in the record's history.
+    var operation: HistoryOperation {
+        switch action {
+        case .insert: .insert
+        case .modify(_, .update, _): .update
+        case .modify(_, .softDelete, _): .delete
+        case .modify(_, .undelete, _): .undelete
         }
     }
 }

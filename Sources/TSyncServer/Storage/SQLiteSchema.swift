@@ -51,13 +51,43 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v3: record history, deleted horizons") { db in
+            // docs/DESIGN.md §6.5. `seq` (the rowid) orders a record's versions; the index serves a
+            // record's versions newest first and a table at a time (each id's newest version
+            // before it, in id order, its `seq` read from the index).
+            try db.execute(
+                sql: """
+                    CREATE TABLE tsync_history (
+                        seq INTEGER PRIMARY KEY,
+                        table_name TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        version TEXT NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        owner TEXT,
+                        user_name TEXT,
+                        operation TEXT NOT NULL,
+                        body TEXT NOT NULL
+                    );
+                    CREATE INDEX tsync_history_by_record ON tsync_history(table_name, id, updated_at);
+                    CREATE TABLE tsync_deleted_horizons (
+                        table_name TEXT PRIMARY KEY NOT NULL,
+                        horizon TEXT NOT NULL
+                    );
+                    """
+            )
+        }
         return migrator
     }()
 
     /// The SQL name of a sync table; `table` is already validated, so it is a safe identifier.
     static func recordTableName(_ table: String) -> String { "t_" + table.lowercased() }
 
-    /// The key of a table in `tsync_table_clocks`.
+    /// The name of the sync table whose SQL table is `sqlName` (`recordTableName`'s inverse).
+    static func tableKey(sqlName: String) -> String { String(sqlName.dropFirst(2)) }
+
+    /// The key of a table in `tsync_table_clocks`, `tsync_history` and `tsync_deleted_horizons`.
     static func clockKey(_ table: String) -> String { table.lowercased() }
 
     static func createRecordTable(_ db: Database, sqlName: String) throws {

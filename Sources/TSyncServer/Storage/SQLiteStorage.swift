@@ -15,17 +15,19 @@ private typealias Record = TSyncModel.Record
 public final class SQLiteStorage: ServerStorage {
     let pool: DatabasePool
     private let clock: @Sendable () -> Timestamp
-    private let renderer = SQLRenderer(schema: SQLiteSchema.querySchema)
+    let renderer = SQLRenderer(schema: SQLiteSchema.querySchema)
     /// SQL names of record tables known to exist. Tables are never dropped, so a cached name stays true.
     private let knownTables = Mutex<Set<String>>([])
     /// The declared indexed fields, by SQL table name (`declareIndexes`).
-    private let indexes = Mutex<[String: [IndexedField]]>([:])
+    let indexes = Mutex<[String: [IndexedField]]>([:])
     /// Woken after each commit that wrote records (the live route, docs/DESIGN.md §8.1).
     public let changes: ChangeFeed? = ChangeFeed()
     /// The file opened, as found then (`checkReady`: a file removed or replaced under the server).
     let openedFile: SQLiteFileIdentity?
     /// Copies the WAL back into the database beside the writers (`withCheckpoints`).
     private let checkpointer: WALCheckpointer
+    /// Whether writes append their versions to `tsync_history` (`keepHistory`).
+    let historyOn = Atomic(true)
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -84,64 +86,80 @@ public final class SQLiteStorage: ServerStorage {
     public func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
         let sqlName = SQLiteSchema.recordTableName(table)
         // Rendering errors (a filter the library cannot translate) surface before touching the database.
-        let (selectSQL, selectArguments, countSQL, countArguments) = try statements(sqlName: sqlName, query, scope: scope)
+        let statements = try statements(sqlName: sqlName, query, scope: scope)
         return try await pool.read { db in
+            // In the page's own read: a tombstone removed before it is in the horizon it answers.
+            let horizon = try Self.deletedHorizon(db, table: table)
             guard try self.tableExists(db, sqlName) else {
-                return RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
+                var page = RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
+                page.deletedHorizon = horizon
+                return page
             }
-            do {
-                // The columns' text as it is, read by position: written out as the page sends it
-                // straight from SQLite's bytes, or kept as `PageRecord.stored` for a `$select`.
-                let statement = try db.makeStatement(sql: selectSQL)
-                let rows = try Row.fetchCursor(statement, arguments: selectArguments)
-                let total = { () throws -> Int? in
-                    query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
-                }
-                guard query.select == nil else {
-                    var items: [PageRecord] = []
-                    while let row = try rows.next() {
-                        items.append(
-                            .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
-                    }
-                    return RecordPage(items: items, totalCount: try total())
-                }
-                var written = WrittenRecords()
-                let handle = statement.sqliteStatement
-                func text(_ column: CInt) -> UnsafeBufferPointer<UInt8> {
-                    // NULL (which the schema forbids) reads as empty text.
-                    UnsafeBufferPointer(start: sqlite3_column_text(handle, column), count: Int(sqlite3_column_bytes(handle, column)))
-                }
-                while try rows.next() != nil {
-                    let deleted = sqlite3_column_int64(handle, 4) != 0
-                    try written.appendStored(deleted: deleted) { writer, output in
-                        writer.id(text(0), to: &output)
-                        writer.createdAt(text(1), to: &output)
-                        writer.updatedAt(text(2), to: &output)
-                        writer.version(text(3), to: &output)
-                        writer.fields(text(6), to: &output)
-                    } general: {
-                        func string(_ column: CInt) -> String { String(decoding: text(column), as: UTF8.self) }
-                        return .stored(
-                            id: string(0), createdAt: string(1), updatedAt: string(2), version: string(3), deleted: deleted,
-                            fields: string(6))
-                    }
-                }
-                return RecordPage(written: written, totalCount: try total())
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
-                // The fixed part of the statement is known to be valid, so this comes from the
-                // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).
-                throw TSyncError.invalidInput(
-                    "the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
-            }
+            var page = try Self.page(db, statements, query)
+            page.deletedHorizon = horizon
+            return page
         }
     }
 
-    /// The SELECT of a page and the COUNT of all pages, with their arguments.
-    private func statements(sqlName: String, _ query: RecordQuery, scope: OwnerScope) throws
-        -> (String, StatementArguments, String, StatementArguments)
+    /// A page of `statements` (`statements(sqlName:…)`), whose rows are `recordColumns`.
+    static func page(_ db: Database, _ statements: PageStatements, _ query: RecordQuery) throws -> RecordPage {
+        let (selectSQL, selectArguments, countSQL, countArguments) = statements
+        do {
+            // The columns' text as it is, read by position: written out as the page sends it
+            // straight from SQLite's bytes, or kept as `PageRecord.stored` for a `$select`.
+            let statement = try db.makeStatement(sql: selectSQL)
+            let rows = try Row.fetchCursor(statement, arguments: selectArguments)
+            let total = { () throws -> Int? in
+                query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
+            }
+            guard query.select == nil else {
+                var items: [PageRecord] = []
+                while let row = try rows.next() {
+                    items.append(
+                        .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[6]))
+                }
+                return RecordPage(items: items, totalCount: try total())
+            }
+            var written = WrittenRecords()
+            let handle = statement.sqliteStatement
+            func text(_ column: CInt) -> UnsafeBufferPointer<UInt8> {
+                // NULL (which the schema forbids) reads as empty text.
+                UnsafeBufferPointer(start: sqlite3_column_text(handle, column), count: Int(sqlite3_column_bytes(handle, column)))
+            }
+            while try rows.next() != nil {
+                let deleted = sqlite3_column_int64(handle, 4) != 0
+                try written.appendStored(deleted: deleted) { writer, output in
+                    writer.id(text(0), to: &output)
+                    writer.createdAt(text(1), to: &output)
+                    writer.updatedAt(text(2), to: &output)
+                    writer.version(text(3), to: &output)
+                    writer.fields(text(6), to: &output)
+                } general: {
+                    func string(_ column: CInt) -> String { String(decoding: text(column), as: UTF8.self) }
+                    return .stored(
+                        id: string(0), createdAt: string(1), updatedAt: string(2), version: string(3), deleted: deleted,
+                        fields: string(6))
+                }
+            }
+            return RecordPage(written: written, totalCount: try total())
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR || error.resultCode == .SQLITE_TOOBIG {
+            // The fixed part of the statement is known to be valid, so this comes from the
+            // client's $filter/$orderby (e.g. nested beyond SQLite's expression depth).
+            throw TSyncError.invalidInput(
+                "the $filter or $orderby cannot be evaluated: it is too complex or combines values that cannot be compared")
+        }
+    }
+
+    typealias PageStatements = (String, StatementArguments, String, StatementArguments)
+
+    /// The SELECT of a page and the COUNT of all pages, with their arguments, over the table
+    /// `sqlName`, or over `source` (a FROM item whose rows have the record table's columns, and
+    /// its arguments) when given.
+    func statements(sqlName: String, _ query: RecordQuery, scope: OwnerScope, source: (String, [SQLValue])? = nil) throws
+        -> PageStatements
     {
         var conditions: [String] = []
-        var arguments: [SQLValue] = []
+        var arguments: [SQLValue] = source?.1 ?? []
         if !query.includeDeleted { conditions.append("deleted = 0") }
         if case .owner(let owner) = scope {
             conditions.append("owner = ?")
@@ -156,16 +174,22 @@ public final class SQLiteStorage: ServerStorage {
         }
         let order = try renderer.orderBy(query.orderBy)
         let whereSQL = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-        let selectSQL = "SELECT \(SQLiteSchema.recordColumns) FROM \"\(sqlName)\"\(whereSQL) ORDER BY \(order.sql) LIMIT ? OFFSET ?"
+        let from = source?.0 ?? "\"\(sqlName)\""
+        let selectSQL = "SELECT \(SQLiteSchema.recordColumns) FROM \(from)\(whereSQL) ORDER BY \(order.sql) LIMIT ? OFFSET ?"
         let selectArguments = Self.statementArguments(
             arguments + order.arguments + [.int(Int64(query.top ?? -1)), .int(Int64(query.skip ?? 0))])
-        return (selectSQL, selectArguments, "SELECT COUNT(*) FROM \"\(sqlName)\"\(whereSQL)", Self.statementArguments(arguments))
+        return (selectSQL, selectArguments, "SELECT COUNT(*) FROM \(from)\(whereSQL)", Self.statementArguments(arguments))
     }
 
     /// SQLite's plan for a page of `query` (`EXPLAIN QUERY PLAN`, one line per step): the tests
     /// read it to see that indexed queries search an index instead of scanning the table.
     func queryPlan(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> [String] {
         let (sql, arguments, _, _) = try statements(sqlName: SQLiteSchema.recordTableName(table), query, scope: scope)
+        return try await plan(sql, arguments)
+    }
+
+    /// SQLite's plan of `sql`, one line per step.
+    func plan(_ sql: String, _ arguments: StatementArguments) async throws -> [String] {
         return try await pool.read { db in
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] }
         }
@@ -213,14 +237,18 @@ public final class SQLiteStorage: ServerStorage {
         }
         var owner: String?
         if case .owner(let name) = write.scope { owner = name }
+        let keepsHistory = historyOn.load(ordering: .relaxed)
         func insert(_ stored: Record) throws -> Bool {
+            let body = JSONSerializer.string(.object(stored.fields))
             try db.cachedStatement(
                 sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
             ).execute(arguments: [
                 stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
-                stored.system.deleted, owner, JSONSerializer.string(.object(stored.fields)),
+                stored.system.deleted, owner, body,
             ])
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            if keepsHistory { try Self.appendVersion(db, write, stored, owner: owner, body: body) }
+            return true
         }
         // Nearly every insert brings a new id: it is written at once, as `step` decides for an id
         // with no record, and the record is read only when the id turns out to be taken.
@@ -246,11 +274,10 @@ public final class SQLiteStorage: ServerStorage {
             guard try insert(stored) else { throw TSyncError.failure("the insert of \(Identifiers.quoted(stored.id)) found its id taken") }
             return .inserted(stored)
         case .store(let next, isNew: false):
+            let body = JSONSerializer.string(.object(next.fields))
             try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
-                .execute(arguments: [
-                    next.system.updatedAt?.iso8601, next.system.version, next.system.deleted,
-                    JSONSerializer.string(.object(next.fields)), next.id,
-                ])
+                .execute(arguments: [next.system.updatedAt?.iso8601, next.system.version, next.system.deleted, body, next.id])
+            if keepsHistory { try Self.appendVersion(db, write, next, owner: found?.owner, body: body) }
             return .modified(next)
         }
     }
@@ -328,7 +355,7 @@ public final class SQLiteStorage: ServerStorage {
 
     // MARK: - Helpers
 
-    private func tableExists(_ db: Database, _ sqlName: String) throws -> Bool {
+    func tableExists(_ db: Database, _ sqlName: String) throws -> Bool {
         if knownTables.withLock({ $0.contains(sqlName) }) { return true }
         guard try db.tableExists(sqlName) else { return false }
         knownTables.withLock { _ = $0.insert(sqlName) }

@@ -27,6 +27,27 @@ public protocol ServerStorage: Sendable {
     /// routes' `insert` and `modify` are batches of one (see `RecordWrite`).
     func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome]
 
+    // MARK: History (docs/DESIGN.md §6.5)
+
+    /// Whether writes append their versions to the history (on unless `--keep-history 0`); set
+    /// once, before the server serves.
+    func keepHistory(_ keeps: Bool)
+
+    /// A record's versions, newest first, `skip` then at most `top`; empty when it has none or
+    /// they are not visible in `scope`.
+    func versions(table: String, id: String, scope: OwnerScope, top: Int, skip: Int) async throws -> [RecordVersion]
+
+    /// A page of the table as it was at `time`: each record's newest version at or before it,
+    /// then `query` (filter, order, paging, deleted or not) over those, as `query(table:…)` reads
+    /// the table now.
+    func query(table: String, at time: Timestamp, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage
+
+    /// Gives current records without a version one (at start-up, `seed`), prunes versions older
+    /// than the retention (keeping each record's version at the cutoff), removes tombstones older
+    /// than it and remembers each table's deleted horizon. On PostgreSQL the horizon is stored
+    /// `settle` before the tombstones go, so that other instances' cached horizons have it.
+    func maintain(_ retention: Retention, now: Timestamp, seed: Bool, settle: Duration) async throws -> MaintenanceReport
+
     /// Declares the indexed fields (`IndexedField`): creates the indexes of tables that exist,
     /// remembers the others' for when the table first appears, and renders queries so that they
     /// use them. An index that is no longer declared is left in place, never dropped. Returns
@@ -111,6 +132,9 @@ public struct RecordPage: Sendable {
     public var written: WrittenRecords?
     /// Records matching the filter over all pages, when `includeTotalCount` was asked.
     public var totalCount: Int?
+    /// The greatest `updatedAt` of a tombstone removed from the table (`--keep-deleted`): a
+    /// client whose checkpoint is older may have missed deletes (docs/DESIGN.md §6.5).
+    public var deletedHorizon: Timestamp?
 
     public init(items: [PageRecord], totalCount: Int?) {
         self.items = items

@@ -1,0 +1,93 @@
+import GRDB
+import TSyncModel
+import TSyncQuery
+
+/// What an incremental pull did when the server had removed deleted records past the query's
+/// checkpoint (docs/DESIGN.md §15): the deletes it would never have seen are found by reading
+/// which records the server has now.
+public struct HorizonResync: Sendable, Equatable {
+    /// The server removed the soft-deleted records up to this `updatedAt`.
+    public var horizon: Timestamp
+    /// Local records dropped: the server no longer has them, and nothing of theirs was queued.
+    public var dropped: Int
+    /// Local records the server no longer has that were kept for their pending changes.
+    public var kept: Int
+}
+
+extension Puller {
+    /// When a page of an incremental pull says that the server removed deleted records later than
+    /// the query's checkpoint (`X-TSync-Deleted-Horizon`), those deletes will never come as
+    /// records: the query is read whole (without checkpoint), and the local records it matches
+    /// that the server no longer has are dropped, except those with pending changes, which are
+    /// kept as every pending change is. Once per pull, before the page is written, so a pull
+    /// stopped after it and run again does it again (it finds nothing more). A plain v2 server
+    /// sends no horizon: nothing happens.
+    func resyncPastHorizon(
+        _ page: StoredPage, table: String, filter: String?, checkpoint: Checkpoint?, summary: inout PullSummary
+    ) async throws(TSyncError) {
+        guard summary.horizonResync == nil, let horizon = page.deletedHorizon, let checkpoint, horizon > checkpoint.updatedAt
+        else { return }
+        let remote = self.remote
+        let present = try await WholeTable.read(table: table, filter: filter, endpoint: remote.endpoint) { request throws(TSyncError) in
+            try await remote.readPage(request)
+        }
+        let (dropped, kept) = try store.dropRecordsMissing(table: table, filter: filter, present: Set(present.keys))
+        summary.horizonResync = HorizonResync(horizon: horizon, dropped: dropped, kept: kept)
+    }
+}
+
+/// A whole read of a table (or of what a filter matches), deleted records included, by id.
+enum WholeTable {
+    /// Pages go by `$skip` in id order, never by `Link`: a link is checked only where a pull
+    /// without a query id follows it (`RemoteEndpoint.nextPage`), and one to another table would
+    /// bring that table's records here. A page that brings no record not seen before (a server
+    /// that ignores `$skip`) stops it with an error, as a pull's would (docs/DESIGN.md §8).
+    static func read(
+        table: String, filter: String?, orderBy: String? = "id", endpoint: RemoteEndpoint,
+        _ readPage: (PageRequest) async throws(TSyncError) -> Page
+    ) async throws(TSyncError) -> [String: TSyncModel.Record] {
+        var records: [String: TSyncModel.Record] = [:]
+        var request = PageRequest(table: table, filter: filter, orderBy: orderBy, top: PullRequest.defaultPageSize)
+        while true {
+            let page = try await readPage(request)
+            if page.records.isEmpty { break }
+            var new = 0
+            for record in page.records where records.updateValue(record, forKey: record.id) == nil { new += 1 }
+            guard new > 0 else {
+                throw TSyncError.failure(
+                    "reading table \(table) from \(endpoint): the server sent a page of records it had sent before (it ignores $skip, or its pages overlap); stopped, nothing was changed"
+                )
+            }
+            request.skip = records.count
+        }
+        return records
+    }
+}
+
+extension LocalStore {
+    /// Drops, in one transaction, the local records of `table` that `filter` matches and whose id
+    /// is not in `present`, unless they have queued operations. Returns how many went and how many
+    /// were kept for their pending changes.
+    package func dropRecordsMissing(table: String, filter: String?, present: Set<String>) throws(TSyncError) -> (
+        dropped: Int, kept: Int
+    ) {
+        var query = RecordQuery()
+        query.filter = try filter.map { text throws(TSyncError) in try ODataParser.parseFilter(text) }
+        let (sql, arguments) = try query.localSQL(table: table)
+        return try write { db in
+            guard try StoreRows.tableExists(db, table) else { return (0, 0) }
+            let ids = try String.fetchAll(db, sql: "SELECT id FROM (\(sql))", arguments: arguments)
+            var dropped = 0
+            var kept = 0
+            for id in ids where !present.contains(id) {
+                if try StoreRows.hasOperations(db, table: table, id: id) {
+                    kept += 1
+                } else {
+                    try StoreRows.deleteRecord(db, table: table, id: id)
+                    dropped += 1
+                }
+            }
+            return (dropped, kept)
+        }
+    }
+}

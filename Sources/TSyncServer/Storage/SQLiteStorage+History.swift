@@ -1,0 +1,162 @@
+import GRDB
+import TSyncModel
+import TSyncQuery
+
+/// The history of records on SQLite (docs/DESIGN.md §6.5): `tsync_history`, one row per version,
+/// written in the write's own transaction; `tsync_deleted_horizons`, per table the newest
+/// tombstone `--keep-deleted` removed.
+extension SQLiteStorage {
+    public func keepHistory(_ keeps: Bool) { historyOn.store(keeps, ordering: .relaxed) }
+
+    /// Appends the version `write` stored, inside the write's transaction.
+    static func appendVersion(_ db: Database, _ write: RecordWrite, _ stored: TSyncModel.Record, owner: String?, body: String) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO tsync_history (table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+        ).execute(arguments: [
+            SQLiteSchema.clockKey(write.table), stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601,
+            stored.system.version, stored.system.deleted, owner, write.user, write.operation.rawValue, body,
+        ])
+    }
+
+    /// The newest `updatedAt` of a tombstone removed from `table`, if any.
+    static func deletedHorizon(_ db: Database, table: String) throws -> Timestamp? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT horizon FROM tsync_deleted_horizons WHERE table_name = ?"),
+            arguments: [SQLiteSchema.clockKey(table)]
+        ).flatMap(Timestamp.init(iso8601:))
+    }
+
+    public func versions(table: String, id: String, scope: OwnerScope, top: Int, skip: Int) async throws -> [RecordVersion] {
+        var sql = """
+            SELECT id, created_at, updated_at, version, deleted, body, user_name, operation FROM tsync_history
+            WHERE table_name = ? AND id = ?
+            """
+        var arguments: StatementArguments = [SQLiteSchema.clockKey(table), id]
+        if case .owner(let owner) = scope {
+            sql += " AND owner = ?"
+            arguments += [owner]
+        }
+        sql += " ORDER BY updated_at DESC, seq DESC LIMIT ? OFFSET ?"
+        arguments += [top, skip]
+        return try await pool.read { [sql, arguments] db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+                let updatedAt: String = row[2]
+                return RecordVersion(
+                    version: row[3], updatedAt: updatedAt, user: row[6],
+                    operation: HistoryOperation(rawValue: row[7]) ?? .update,
+                    item: .stored(id: row[0], createdAt: row[1], updatedAt: updatedAt, version: row[3], deleted: row[4], fields: row[5]))
+            }
+        }
+    }
+
+    public func query(table: String, at time: Timestamp, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
+        let statements = try statements(
+            sqlName: SQLiteSchema.recordTableName(table), query, scope: scope, source: Self.source(table, at: time))
+        return try await pool.read { db in try Self.page(db, statements, query) }
+    }
+
+    /// SQLite's plan of a page of the table at `time` (tests read it: the page walks the index).
+    func planAt(table: String, at time: Timestamp, _ query: RecordQuery, scope: OwnerScope) async throws -> [String] {
+        let (sql, arguments, _, _) = try statements(
+            sqlName: SQLiteSchema.recordTableName(table), query, scope: scope, source: Self.source(table, at: time))
+        return try await plan(sql, arguments)
+    }
+
+    /// The table as it was at `time`, as a FROM item with the record table's columns: each id's
+    /// newest version at or before it, i.e. the versions of the table in id order (the index's)
+    /// less those with a newer one at or before it. SQLite flattens it into the page's query, so
+    /// a page in id order walks the index and stops at its end.
+    private static func source(_ table: String, at time: Timestamp) -> (String, [SQLValue]) {
+        let at = SQLValue.text(time.iso8601)
+        return (
+            """
+            (SELECT h.id, h.created_at, h.updated_at, h.version, h.deleted, h.owner, h.body FROM tsync_history AS h
+            WHERE h.table_name = ? AND h.updated_at <= ? AND NOT EXISTS (
+                SELECT 1 FROM tsync_history AS n WHERE n.table_name = h.table_name AND n.id = h.id
+                AND n.updated_at >= h.updated_at AND n.updated_at <= ? AND n.seq > h.seq)) AS r
+            """, [.text(SQLiteSchema.clockKey(table)), at, at]
+        )
+    }
+
+    public func maintain(_ retention: Retention, now: Timestamp, seed: Bool, settle: Duration) async throws -> MaintenanceReport {
+        var report = MaintenanceReport()
+        let tables = try await pool.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
+        }
+        if retention.keepsHistory, seed {
+            for sqlName in tables {
+                report.seeded += try await pool.write { db in
+                    try db.execute(
+                        sql: """
+                            INSERT INTO tsync_history (table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body)
+                            SELECT ?, r.id, r.created_at, r.updated_at, r.version, r.deleted, r.owner, NULL,
+                                CASE WHEN r.deleted THEN 'delete' ELSE 'insert' END, r.body
+                            FROM "\(sqlName)" AS r WHERE NOT EXISTS (
+                                SELECT 1 FROM tsync_history AS h WHERE h.table_name = ? AND h.id = r.id AND h.updated_at = r.updated_at
+                                AND h.version = r.version)
+                            """, arguments: [SQLiteSchema.tableKey(sqlName: sqlName), SQLiteSchema.tableKey(sqlName: sqlName)])
+                    return db.changesCount
+                }
+            }
+        }
+        // Tombstones first, each table in one transaction with its horizon: a reader sees both or neither.
+        if let cutoff = retention.tombstoneCutoff(now: now) {
+            for sqlName in tables {
+                report.tombstonesRemoved += try await pool.write { db in
+                    guard
+                        let newest = try String.fetchOne(
+                            db, sql: "SELECT max(updated_at) FROM \"\(sqlName)\" WHERE deleted = 1 AND updated_at < ?",
+                            arguments: [cutoff.iso8601])
+                    else { return 0 }
+                    try db.execute(
+                        sql: """
+                            INSERT INTO tsync_deleted_horizons (table_name, horizon) VALUES (?, ?)
+                            ON CONFLICT (table_name) DO UPDATE SET horizon = max(horizon, excluded.horizon)
+                            """, arguments: [SQLiteSchema.tableKey(sqlName: sqlName), newest])
+                    try db.execute(sql: "DELETE FROM \"\(sqlName)\" WHERE deleted = 1 AND updated_at <= ?", arguments: [newest])
+                    return db.changesCount
+                }
+            }
+        }
+        // Versions, a range of `seq` per transaction, so writers wait for one range at a time.
+        let (first, last) = try await pool.read { db in
+            (
+                try Int64.fetchOne(db, sql: "SELECT min(seq) FROM tsync_history") ?? 0,
+                try Int64.fetchOne(db, sql: "SELECT max(seq) FROM tsync_history") ?? -1
+            )
+        }
+        let historyCutoff = retention.oldestReadable(now: now).iso8601
+        let tombstoneCutoff = retention.tombstoneCutoff(now: now)?.iso8601
+        var start = first - 1
+        while start < last {
+            let end = start + Self.pruningRange
+            report.versionsPruned += try await pool.write { [start] db in
+                if !retention.keepsHistory {
+                    try db.execute(sql: "DELETE FROM tsync_history WHERE seq > ? AND seq <= ?", arguments: [start, end])
+                    return db.changesCount
+                }
+                // A version goes when a newer one of its record is at or before the cutoff (it is
+                // not the record's state at any time still readable), or when it is the newest, a
+                // deletion older than both cutoffs (its tombstone is gone from the table too).
+                try db.execute(
+                    sql: """
+                        DELETE FROM tsync_history WHERE seq > ? AND seq <= ? AND updated_at < ? AND (
+                            EXISTS (SELECT 1 FROM tsync_history AS n WHERE n.table_name = tsync_history.table_name
+                                AND n.id = tsync_history.id AND n.updated_at <= ? AND n.seq > tsync_history.seq)
+                            OR (deleted = 1 AND updated_at < ? AND NOT EXISTS (SELECT 1 FROM tsync_history AS n
+                                WHERE n.table_name = tsync_history.table_name AND n.id = tsync_history.id AND n.seq > tsync_history.seq)))
+                        """,
+                    arguments: [start, end, historyCutoff, historyCutoff, tombstoneCutoff])
+                return db.changesCount
+            }
+            start = end
+        }
+        return report
+    }
+
+    /// Versions one pruning transaction looks at.
+    static let pruningRange: Int64 = 20_000
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// The history of records through the real binaries (issue 37): `tsync serve --keep-history
+/// --keep-deleted` (flags and config keys), a store's batched push leaving one version per write,
+/// the table read as it was, the route off with `--keep-history 0`, and old tombstones removed
+/// behind the horizon a page read announces. On SQLite, and on PostgreSQL when configured.
+@Suite(.serialized) struct HistoryServeTests {
+    static var databases: [String] { PostgresFixture.adminURL == nil ? ["sqlite"] : ["sqlite", "postgres"] }
+
+    /// Runs `body` with a `--db` of `kind`, fresh.
+    private func withDatabase(_ kind: String, in directory: TemporaryDirectory, _ body: (String) async throws -> Void) async throws {
+        if kind == "sqlite" {
+            try await body("sqlite:" + directory.path + "/server.db")
+        } else {
+            try await PostgresFixture.withFreshDatabase(body)
+        }
+    }
+
+    /// The results of a history answer.
+    private func results(_ reply: HTTP.Reply) throws -> [[String: JSONValue]] {
+        guard case .array(let items)? = try JSONParser.parse(reply.body).objectValue?["results"] else {
+            throw TSyncError.failure("not a history answer: \(reply.status) \(reply.body)")
+        }
+        return items.compactMap(\.objectValue)
+    }
+
+    @Test(arguments: databases) func aPushLeavesOneVersionPerWrite(_ kind: String) async throws {
+        let directory = try TemporaryDirectory()
+        try await withDatabase(kind, in: directory) { db in
+            let server = try ServerProcess(
+                arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--keep-history", "12h", "--keep-deleted", "0"],
+                log: directory.path)
+            defer { server.stop() }
+            let base = try await server.waitForAddress()
+            #expect(
+                server.log.contains("history: every version kept 12h, GET /tables/$history; deleted records: kept forever"), "\(server.log)"
+            )
+            let described = try await HTTP.send("GET", base + "/tables/$history")
+            #expect(described.status == 200)
+            #expect(try JSONParser.parse(described.body) == ["keepDeletedSeconds": 0, "keepSeconds": 43_200])
+
+            let store = try await TSyncSandbox(remote: base)
+            try await store.ok(["insert", "todo"], stdin: #"{"id":"a","n":1}"# + "\n" + #"{"id":"b","n":2}"# + "\n")
+            try await store.ok(["push"])
+            let before = Timestamp.now().iso8601
+            try await Task.sleep(for: .milliseconds(20))
+            try await store.ok(["update", "todo", "a", "--set", "n=10"])
+            try await store.ok(["delete", "todo", "b"])
+            try await store.ok(["push"])
+
+            let a = try results(try await HTTP.send("GET", base + "/tables/$history/todo/a"))
+            #expect(a.map { $0["operation"] } == ["update", "insert"])
+            #expect(a.map { $0["user"] } == [.null, .null])
+            #expect(a.first?["item"]?.objectValue?["n"] == 10)
+            let current = try JSONParser.parse(try await HTTP.send("GET", base + "/tables/todo/a").body).objectValue
+            #expect(a.first?["item"]?.objectValue?["version"] == current?["version"])
+            let b = try results(try await HTTP.send("GET", base + "/tables/$history/todo/b"))
+            #expect(b.map { $0["operation"] } == ["delete", "insert"])
+            #expect(b.first?["item"]?.objectValue?["deleted"] == true)
+
+            let then = try await HTTP.send("GET", base + "/tables/$history/todo?at=\(before)")
+            #expect(then.status == 200, "\(then.body)")
+            guard case .array(let records) = try JSONParser.parse(then.body) else { throw TSyncError.failure(then.body) }
+            #expect(records.compactMap { $0.objectValue?["n"] } == [1, 2])
+            #expect(try await server.terminate(signal: SIGTERM) == 0)
+        }
+    }
+
+    @Test(arguments: databases) func keepHistoryZeroTurnsTheRouteOff(_ kind: String) async throws {
+        let directory = try TemporaryDirectory()
+        try await withDatabase(kind, in: directory) { db in
+            let config = try directory.write("serve.toml", "keep-history = 0\nkeep-deleted = \"30d\"\n")
+            let server = try ServerProcess(
+                arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--config", config], log: directory.path)
+            defer { server.stop() }
+            let base = try await server.waitForAddress()
+            #expect(server.log.contains("history: none (--keep-history 0); deleted records: removed after 30d"), "\(server.log)")
+            let insert = try await HTTP.send("POST", base + "/tables/todo", body: #"{"id":"a"}"#)
+            #expect(insert.status == 201)
+            for path in ["/tables/$history", "/tables/$history/todo/a", "/tables/$history/todo?at=\(Timestamp.now().iso8601)"] {
+                let reply = try await HTTP.send("GET", base + path)
+                #expect(reply.status == 404, "\(path)")
+                #expect(try JSONParser.parse(reply.body).objectValue?["error"] == "this server keeps no history")
+            }
+            #expect(try await server.terminate(signal: SIGTERM) == 0)
+        }
+        let refused = try await TSyncProcess.run(["serve", "--keep-history", "soon"], in: directory.path)
+        #expect(refused.status == 64, "\(refused)")
+    }
+
+    @Test func oldTombstonesGoAndReadsSayFromWhen() async throws {
+        let directory = try TemporaryDirectory()
+        let db = "sqlite:" + directory.path + "/server.db"
+        // Pruned every second (a tenth of 2 s, at least 1 s).
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--keep-deleted", "2s"], log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        #expect(try await HTTP.send("POST", base + "/tables/todo", body: #"{"id":"a"}"#).status == 201)
+        #expect(try await HTTP.send("POST", base + "/tables/todo", body: #"{"id":"b"}"#).status == 201)
+        let deleted = try await HTTP.send("DELETE", base + "/tables/todo/a")
+        let horizon = try JSONParser.parse(deleted.body).objectValue?["updatedAt"]?.stringValue
+        #expect(try await HTTP.send("GET", base + "/tables/todo").headers["X-TSync-Deleted-Horizon"] == nil)
+        var page = HTTP.Reply(status: 0, body: "")
+        for _ in 0..<100 {
+            page = try await HTTP.send("GET", base + "/tables/todo?__includeDeleted=true")
+            if page.headers["X-TSync-Deleted-Horizon"] != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(page.headers["X-TSync-Deleted-Horizon"] == horizon)
+        guard case .array(let records) = try JSONParser.parse(page.body) else { throw TSyncError.failure(page.body) }
+        #expect(records.compactMap { $0.objectValue?["id"] } == ["b"])
+        #expect(server.log.contains("1 deleted records removed"), "\(server.log)")
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+    }
+}
