@@ -48,6 +48,10 @@ import GRDB
 /// -- v4: the operations pushes delivered, whichever command pushed them, kept `PushLog.retention`
 /// -- so that `tsync watch` reports each one once (`LiveSync`); `pushed_at` in Unix milliseconds.
 /// pushes(id INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind, version, pushed_at INTEGER)
+///
+/// -- v5: the user fields of a table in the order the user gave them (`FieldOrder`), a JSON array
+/// -- of names, for `query --csv`'s columns; NULL until an insert or upsert gave some.
+/// tables.field_order TEXT
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -156,6 +160,9 @@ enum StoreSchema {
                         pushed_at INTEGER NOT NULL
                     );
                     """)
+        }
+        migrator.registerMigration("v5: the order of a table's fields") { db in
+            try db.execute(sql: "ALTER TABLE tables ADD COLUMN field_order TEXT")
         }
         return migrator
     }
