@@ -1,21 +1,23 @@
 import GRDB
 import TSyncModel
 
-/// The order of a table's user fields as the user gave them, for `query --csv`'s columns
+/// The order of a table's fields as the user gave them, for `query --csv`'s columns
 /// (docs/DESIGN.md §6.1). A body is stored with its names sorted and JSON input is read into a
 /// dictionary, so the order is taken from the input's text, once per input: a CSV header's
 /// columns, or the names of the first JSON object as written. The store keeps it per table
 /// (`tables.field_order`, a JSON array), and a name first given later is appended.
 public enum FieldOrder {
-    /// The user fields among `names` (a CSV header, an object's names), in their order.
-    static func userFields(_ names: [String]) -> [String] {
-        names.filter { $0 != "id" && !RecordInput.serverProperties.contains($0) }
+    /// `names` (a CSV header, an object's names) without `id`, which always comes first. The
+    /// system properties stay where the user put them: `query --csv | insert --csv` keeps its
+    /// columns in their place.
+    static func names(header names: [String]) -> [String] {
+        names.filter { $0 != "id" }
     }
 
-    /// The user fields of the first object of JSON text (one object, an array of objects or
+    /// The names of the first object of JSON text (one object, an array of objects or
     /// NDJSON), in the order written. It stops at the first name or value the canonical cursor
     /// is not sure of (a name beyond plain ASCII): the names after it are left to `columns`.
-    static func userFields(json bytes: UnsafeBufferPointer<UInt8>, from start: Int = 0) -> [String] {
+    static func names(json bytes: UnsafeBufferPointer<UInt8>, from start: Int = 0) -> [String] {
         var cursor = CanonicalJSONCursor(bytes)
         cursor.index = start
         _ = cursor.take(UInt8(ascii: "["))
@@ -28,18 +30,18 @@ public enum FieldOrder {
             skipped.removeAll(keepingCapacity: true)
             guard cursor.copyValue(to: &skipped) else { break }
         } while cursor.take(UInt8(ascii: ","))
-        return userFields(names)
+        return Self.names(header: names)
     }
 
-    public static func userFields(json bytes: [UInt8]) -> [String] {
-        bytes.withUnsafeBufferPointer { userFields(json: $0) }
+    public static func names(json bytes: [UInt8]) -> [String] {
+        bytes.withUnsafeBufferPointer { names(json: $0) }
     }
 
-    /// The user fields a CSV text's header names, in its order; none without a header row.
-    public static func userFields(csv text: String) -> [String] {
+    /// The names a CSV text's header gives, in its order; none without a header row.
+    public static func names(csv text: String) -> [String] {
         var reader = CSVReader(text)
         guard let header = try? reader.row() else { return [] }
-        return userFields(header.cells.map(\.text))
+        return names(header: header.cells.map(\.text))
     }
 
     /// Appends to the order kept for `table` (registered) the names of `names` it does not hold.
@@ -66,8 +68,9 @@ public enum FieldOrder {
     }
 
     /// `query --csv`'s columns for `objects` (records in `get --json`'s shape): `id`, then the
-    /// remembered fields the records have, in their order, then every other name they have by
-    /// name (the system properties among them, where they always were).
+    /// remembered names the records have, in their order, then every other name they have by
+    /// name (the system properties among them, where they always were, unless the input that
+    /// gave the order placed them, as `query --csv` writes them).
     static func columns(_ objects: [[String: JSONValue]], remembered: [String]) -> [String] {
         var names = Set<String>()
         for object in objects { names.formUnion(object.keys) }

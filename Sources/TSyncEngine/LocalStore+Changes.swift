@@ -7,7 +7,7 @@ extension LocalStore {
     /// Inserts new records and queues an insert for each, all or nothing.
     ///
     /// Server properties in the objects are ignored (see `RecordInput`); a missing id is generated
-    /// (a lowercase UUID). `fieldOrder`: the user fields in the order the input gave them, which
+    /// (a lowercase UUID). `fieldOrder`: the fields in the order the input gave them, which
     /// the store keeps for `query --csv` (`FieldOrder`).
     /// - Returns: the ids, in input order.
     @discardableResult

@@ -49,7 +49,7 @@ import GRDB
 /// -- so that `tsync watch` reports each one once (`LiveSync`); `pushed_at` in Unix milliseconds.
 /// pushes(id INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind, version, pushed_at INTEGER)
 ///
-/// -- v5: the user fields of a table in the order the user gave them (`FieldOrder`), a JSON array
+/// -- v5: the fields of a table in the order the user gave them (`FieldOrder`), a JSON array
 /// -- of names, for `query --csv`'s columns; NULL until an insert or upsert gave some.
 /// tables.field_order TEXT
 /// ```

@@ -60,7 +60,7 @@ struct StreamedRecords {
     private var layout: CSVRecords.Layout?
     private var body: [UInt8] = []
     private var cells: [CSVRecords.CellSpan] = []
-    /// The user fields in the input's order (`FieldOrder`): the CSV header's, or the first JSON
+    /// The fields in the input's order (`FieldOrder`): the CSV header's, or the first JSON
     /// record's names as written; read once, with the header or that record.
     private(set) var fieldOrder: [String] = []
     private var readARecord = false
@@ -78,7 +78,7 @@ struct StreamedRecords {
             case .record(let record, let end):
                 batch.append(record)
                 if !readARecord, format == .json {
-                    fieldOrder = buffer.withUnsafeBufferPointer { FieldOrder.userFields(json: $0, from: start) }
+                    fieldOrder = buffer.withUnsafeBufferPointer { FieldOrder.names(json: $0, from: start) }
                 }
                 readARecord = true
                 start = end
@@ -174,7 +174,7 @@ struct StreamedRecords {
         guard let layout else {
             guard let header = CSVRecords.Layout(header: row) else { return .declined }
             layout = header
-            fieldOrder = FieldOrder.userFields(row.cells.map(\.text))
+            fieldOrder = FieldOrder.names(header: row.cells.map(\.text))
             return .advanced(reader.position)
         }
         guard let record = layout.record(row, body: &body) else { return .declined }
