@@ -328,8 +328,9 @@ public enum CSVRecords {
         return bytes.isEmpty
     }
 
-    /// CSV text of records: `columns` in order (or `id`, then every other field by name), a
-    /// header row, then one row per record; lines end with CRLF as RFC 4180 has them.
+    /// CSV text of records: `columns` in order (or `id`, then every other field by name; `query
+    /// --csv` gives `LocalStore.csvColumns`), a header row, then one row per record; lines end
+    /// with CRLF as RFC 4180 has them.
     public static func text(_ objects: [[String: JSONValue]], columns: [String]? = nil) -> String {
         let columns = columns ?? defaultColumns(objects)
         var text = columns.map(quoted).joined(separator: ",") + "\r\n"
@@ -341,10 +342,7 @@ public enum CSVRecords {
     }
 
     private static func defaultColumns(_ objects: [[String: JSONValue]]) -> [String] {
-        var names = Set<String>()
-        for object in objects { names.formUnion(object.keys) }
-        names.remove("id")
-        return ["id"] + names.sorted()
+        FieldOrder.columns(objects, remembered: [])
     }
 
     /// One cell as the reading rules read it back: text always quoted, anything else unquoted.

@@ -21,8 +21,10 @@ extension LocalStore {
     /// record the fields would not change queues nothing, so running the same input again is a
     /// no-op: a job that re-runs in the same store needs no "already exists" handling. Every
     /// object needs an id (without one, each run would insert a new record). Server properties in
-    /// the objects are ignored.
-    public func upsert(table: String, objects: [[String: JSONValue]]) throws(TSyncError) -> UpsertResult {
+    /// the objects are ignored. `fieldOrder` as for `insert(table:objects:fieldOrder:)`.
+    public func upsert(table: String, objects: [[String: JSONValue]], fieldOrder: [String] = []) throws(TSyncError)
+        -> UpsertResult
+    {
         try Identifiers.validateTableName(table)
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
             objects.count > 1 ? error.prefixed("record \(offset + 1): ") : error
@@ -42,6 +44,7 @@ extension LocalStore {
         let queuedAt = Timestamp.now().iso8601
         return try write { db in
             try StoreRows.registerTable(db, table)
+            try FieldOrder.remember(db, table: table, fieldOrder)
             var result = UpsertResult()
             var seen = Set<[UInt8]>()  // bytes: Swift would count "é" and "e\u{301}" as one id
             for (offset, record) in records.enumerated() {

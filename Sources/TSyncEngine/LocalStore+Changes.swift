@@ -7,10 +7,11 @@ extension LocalStore {
     /// Inserts new records and queues an insert for each, all or nothing.
     ///
     /// Server properties in the objects are ignored (see `RecordInput`); a missing id is generated
-    /// (a lowercase UUID).
+    /// (a lowercase UUID). `fieldOrder`: the fields in the order the input gave them, which
+    /// the store keeps for `query --csv` (`FieldOrder`).
     /// - Returns: the ids, in input order.
     @discardableResult
-    public func insert(table: String, objects: [[String: JSONValue]]) throws(TSyncError) -> [String] {
+    public func insert(table: String, objects: [[String: JSONValue]], fieldOrder: [String] = []) throws(TSyncError) -> [String] {
         try Identifiers.validateTableName(table)
         // In a batch, an error names the record by its position in the input.
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
@@ -27,16 +28,16 @@ extension LocalStore {
                 throw number(error, offset)
             }
         }
-        return try insert(table: table, prepared: prepared)
+        return try insert(table: table, prepared: prepared, fieldOrder: fieldOrder)
     }
 
     /// Inserts new records as `insert(table:objects:)` does, read from `records` (`NewRecords`).
     public func insert(table: String, records: NewRecords) throws(TSyncError) -> [String] {
         switch records.form {
-        case .objects(let objects): return try insert(table: table, objects: objects)
+        case .objects(let objects): return try insert(table: table, objects: objects, fieldOrder: records.fieldOrder)
         case .prepared(let prepared):
             try Identifiers.validateTableName(table)
-            return try insert(table: table, prepared: prepared)
+            return try insert(table: table, prepared: prepared, fieldOrder: records.fieldOrder)
         }
     }
 
@@ -115,6 +116,7 @@ extension LocalStore {
             }
             // What an empty input means is the general path's to say.
             guard count > 0 else { throw StreamDeclined() }
+            try FieldOrder.remember(db, table: table, records.fieldOrder)
             return count
         }
     }
@@ -126,7 +128,9 @@ extension LocalStore {
     private struct StreamDeclined: Error {}
 
     /// Inserts records already validated and in the store's form: ids and bodies.
-    private func insert(table: String, prepared: [(id: String, body: String)]) throws(TSyncError) -> [String] {
+    private func insert(table: String, prepared: [(id: String, body: String)], fieldOrder: [String]) throws(TSyncError)
+        -> [String]
+    {
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
             prepared.count > 1 ? error.prefixed("record \(offset + 1): ") : error
         }
@@ -170,6 +174,7 @@ extension LocalStore {
                     }
                 }
             }
+            try FieldOrder.remember(db, table: table, fieldOrder)
         }
         return prepared.map(\.id)
     }

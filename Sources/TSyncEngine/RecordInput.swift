@@ -83,14 +83,19 @@ public struct NewRecords: Sendable {
         case prepared([(id: String, body: String)])
     }
     let form: Form
+    /// The fields in the input's order (`FieldOrder`), which the store keeps for the table.
+    let fieldOrder: [String]
 
-    /// Records given as objects (`insert(table:objects:)`'s rules apply).
-    public init(objects: [[String: JSONValue]]) {
+    /// Records given as objects (`insert(table:objects:)`'s rules apply), their fields in
+    /// `fieldOrder` as the user gave them (`FieldOrder.names(json:)` reads it from JSON).
+    public init(objects: [[String: JSONValue]], fieldOrder: [String] = []) {
         form = .objects(objects)
+        self.fieldOrder = fieldOrder
     }
 
-    private init(prepared: [(id: String, body: String)]) {
+    private init(prepared: [(id: String, body: String)], fieldOrder: [String]) {
         form = .prepared(prepared)
+        self.fieldOrder = fieldOrder
     }
 
     public var isEmpty: Bool {
@@ -102,14 +107,16 @@ public struct NewRecords: Sendable {
 
     /// The records of a JSON array or NDJSON stream.
     public static func json(_ bytes: [UInt8]) throws(TSyncError) -> NewRecords {
-        if let prepared = NewRecordsDecoder.decode(bytes) { return NewRecords(prepared: prepared) }
-        return NewRecords(objects: try RecordInput.objects(from: bytes))
+        let fieldOrder = FieldOrder.names(json: bytes)
+        if let prepared = NewRecordsDecoder.decode(bytes) { return NewRecords(prepared: prepared, fieldOrder: fieldOrder) }
+        return NewRecords(objects: try RecordInput.objects(from: bytes), fieldOrder: fieldOrder)
     }
 
     /// The records of CSV text (`CSVRecords`' rules).
     public static func csv(_ text: String) throws(TSyncError) -> NewRecords {
-        if let prepared = CSVRecords.prepared(from: text) { return NewRecords(prepared: prepared) }
-        return NewRecords(objects: try CSVRecords.objects(from: text))
+        let fieldOrder = FieldOrder.names(csv: text)
+        if let prepared = CSVRecords.prepared(from: text) { return NewRecords(prepared: prepared, fieldOrder: fieldOrder) }
+        return NewRecords(objects: try CSVRecords.objects(from: text), fieldOrder: fieldOrder)
     }
 }
 

@@ -54,6 +54,10 @@ import GRDB
 /// -- v5: the versions a command's pushes wrote (`PushedVersions` as JSON: the first 300 by name,
 /// -- the count, the earliest updatedAt per table), NULL when they wrote none.
 /// journal.versions TEXT
+///
+/// -- v6: the fields of a table in the order the user gave them (`FieldOrder`), a JSON array
+/// -- of names, for `query --csv`'s columns; NULL until an insert or upsert gave some.
+/// tables.field_order TEXT
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -165,6 +169,9 @@ enum StoreSchema {
         }
         migrator.registerMigration("v5: versions pushes wrote") { db in
             try db.execute(sql: "ALTER TABLE journal ADD COLUMN versions TEXT")
+        }
+        migrator.registerMigration("v6: the order of a table's fields") { db in
+            try db.execute(sql: "ALTER TABLE tables ADD COLUMN field_order TEXT")
         }
         return migrator
     }

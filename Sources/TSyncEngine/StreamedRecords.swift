@@ -60,6 +60,10 @@ struct StreamedRecords {
     private var layout: CSVRecords.Layout?
     private var body: [UInt8] = []
     private var cells: [CSVRecords.CellSpan] = []
+    /// The fields in the input's order (`FieldOrder`): the CSV header's, or the first JSON
+    /// record's names as written; read once, with the header or that record.
+    private(set) var fieldOrder: [String] = []
+    private var readARecord = false
 
     init(_ source: any ByteSource, format: Format) {
         self.source = source
@@ -73,6 +77,10 @@ struct StreamedRecords {
             switch format == .json ? jsonStep() : csvStep() {
             case .record(let record, let end):
                 batch.append(record)
+                if !readARecord, format == .json {
+                    fieldOrder = buffer.withUnsafeBufferPointer { FieldOrder.names(json: $0, from: start) }
+                }
+                readARecord = true
                 start = end
             case .advanced(let end): start = end
             case .end: return .end
@@ -166,6 +174,7 @@ struct StreamedRecords {
         guard let layout else {
             guard let header = CSVRecords.Layout(header: row) else { return .declined }
             layout = header
+            fieldOrder = FieldOrder.names(header: row.cells.map(\.text))
             return .advanced(reader.position)
         }
         guard let record = layout.record(row, body: &body) else { return .declined }

@@ -47,7 +47,7 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
     func run() throws {
         let source = try RecordsInput.source(json: json, csv: csv, command: "insert", table: table)
         guard case .argument(let text) = source else { return try insertStandardInput() }
-        let records = NewRecords(objects: [try RecordInput.object(from: text)])
+        let records = NewRecords(objects: [try RecordInput.object(from: text)], fieldOrder: FieldOrder.names(json: Array(text.utf8)))
         let session = try storeOptions.session()
         try insert(records, session: session)
     }

@@ -13,8 +13,9 @@ struct QueryCommand: ParsableCommand {
             "version", "deleted"}), reduced to the --select fields when given. The \
             order is --orderby, ties broken by id (so by id when --orderby is absent).
 
-            --csv prints CSV instead: a header row (the --select fields in their order, else id \
-            and then every field by name), then one row per record; every text in quotes, numbers \
+            --csv prints CSV instead: a header row (the --select fields in their order; else id, \
+            the fields in the order the table's inserts and upserts gave them, then the others \
+            by name), then one row per record; every text in quotes, numbers \
             and booleans as JSON writes them, null as null, objects and arrays as their JSON text \
             unquoted, an absent field as an empty cell. `tsync insert --csv` reads it back exactly \
             (a quoted cell is text, an unquoted one typed).
@@ -72,7 +73,8 @@ struct QueryCommand: ParsableCommand {
             return
         }
         if csv {
-            Console.write(CSVRecords.text(records.map { query.project($0.wireObject) }, columns: query.select))
+            let objects = records.map { query.project($0.wireObject) }
+            Console.write(CSVRecords.text(objects, columns: try query.select ?? store.csvColumns(table: table, for: objects)))
             return
         }
         var text = ""
