@@ -34,8 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
             requests held at once.
 
             For the person who runs it: --log-format json writes one JSON object per line (request \
-            lines with method, path, status, durationMs, bytes, user, client and requestId; the id \
-            also goes back as X-Request-Id). GET /health answers while the process runs; GET /ready \
+            lines with method, path, status, durationMs, bytes, user, client, requestId and route, \
+            the route template as /metrics counts it; the id also goes back as X-Request-Id). GET /health answers while the process runs; GET /ready \
             answers 200 when the database answers and 503 when it does not; with --metrics, \
             GET /metrics answers counters in the Prometheus text format. --config FILE reads \
             settings from a TOML file whose keys are the long flag names (port = 8080, \

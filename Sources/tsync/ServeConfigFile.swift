@@ -68,10 +68,12 @@ struct ServeConfigFile {
         for entry in entries {
             let place = "\(path) line \(entry.line)"
             guard let kind = Self.keys[entry.key] else {
+                // A near key (log_format, max_top, prot) is named alone; otherwise every key is listed.
+                let near = Spelling.didYouMean(entry.key, among: Array(Self.keys.keys))
                 throw TSyncError(
                     .invalidConfiguration,
-                    "\(place): unknown key \(Identifiers.quoted(entry.key)); the keys are serve's long flag names: "
-                        + Self.keys.keys.sorted().joined(separator: ", "))
+                    "\(place): unknown key \(Identifiers.quoted(entry.key))"
+                        + (near.isEmpty ? "; the keys are serve's long flag names: " + Self.keys.keys.sorted().joined(separator: ", ") : near))
             }
             if let first = seen[entry.key] {
                 throw TSyncError(.invalidConfiguration, "\(place): \(entry.key) is already set on line \(first)")

@@ -81,6 +81,8 @@ import TSyncModel
         #expect(post["user"] == .string("alice"))
         #expect(post["client"] == .string("127.0.0.1"))
         #expect(post["requestId"] == .string(insertID))
+        // The route template, as /metrics labels it: a log groups by route without parsing paths.
+        #expect(post["route"] == .string("/tables/{table}"), "\(post)")
         #expect(post["bytes"] == .int(Int64(insert.body.utf8.count)))
         if case .double(let milliseconds)? = post["durationMs"] {
             #expect(milliseconds >= 0)
@@ -91,6 +93,7 @@ import TSyncModel
         #expect(get["path"] == .string("/tables/todo?$top=5&token=REDACTED&Password=REDACTED&sig=REDACTED"))
         let anonymous = try #require(lines.first { $0["path"] == .string("/.auth/login/custom") && $0["status"] == .int(401) })
         #expect(anonymous["user"] == .null)
+        #expect(anonymous["route"] == .string("/.auth/login/custom"), "\(anonymous)")
     }
 
     /// A trusted proxy's X-Request-Id is kept when it is plain and short; a long or odd one is
@@ -320,7 +323,9 @@ import TSyncModel
     @Test func badConfigFilesExit78NamingLineAndKey() async throws {
         let directory = try TemporaryDirectory()
         let cases: [(text: String, status: Int32, words: String)] = [
-            ("port = 0\ncolour = \"blue\"\n", 78, #"line 2: unknown key "colour""#),
+            ("port = 0\ncolour = \"blue\"\n", 78, #"line 2: unknown key "colour"; the keys are serve's long flag names: body-timeout,"#),
+            // The near key, as a mistyped command or table is answered.
+            ("log_format = \"json\"\n", 78, #"line 1: unknown key "log_format"; did you mean 'log-format'?"#),
             ("port = \"eighty\"\n", 78, "line 1: port takes an integer, not a string"),
             ("\n\nno-auth = 1\n", 78, "line 3: no-auth takes true or false, not an integer"),
             ("index = [1, 2]\n", 78, "line 1: index takes an array of strings"),
