@@ -5,11 +5,12 @@ import TSyncModel
 /// The records `insert` and `upsert` take: one JSON object as an argument, or, with none (or `-`),
 /// a JSON array or NDJSON on stdin, or CSV on stdin with `--csv`. Refuses to wait on a terminal.
 enum RecordsInput {
-    static func read(json: String?, csv: Bool, command: String, table: String) throws -> [[String: JSONValue]] {
-        switch try source(json: json, csv: csv, command: command, table: table) {
-        case .argument(let text): return [try RecordInput.object(from: text)]
-        case .json: return try RecordInput.objects(from: Console.readStandardInput())
-        case .csv: return try CSVRecords.objects(from: String(decoding: Console.readStandardInput(), as: UTF8.self))
+    /// The records of `upsert`, in the store's form where the input gives every record its id.
+    static func upsertRecords(json: String?, csv: Bool, table: String) throws -> NewRecords {
+        switch try source(json: json, csv: csv, command: "upsert", table: table) {
+        case .argument(let text): return NewRecords(objects: [try RecordInput.object(from: text)])
+        case .json: return try NewRecords.json(Console.readStandardInput(), requiringIDs: true)
+        case .csv: return try NewRecords.csv(String(decoding: Console.readStandardInput(), as: UTF8.self), requiringIDs: true)
         }
     }
 
