@@ -48,6 +48,9 @@ import GRDB
 /// -- v4: the operations pushes delivered, whichever command pushed them, kept `PushLog.retention`
 /// -- so that `tsync watch` reports each one once (`LiveSync`); `pushed_at` in Unix milliseconds.
 /// pushes(id INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind, version, pushed_at INTEGER)
+///
+/// -- v5: queries.stopped_at, when a pull of the query last stopped part way (a SIGINT or SIGTERM
+/// -- between pages); NULL once a later page of it is written. `tsync status` says so.
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -156,6 +159,9 @@ enum StoreSchema {
                         pushed_at INTEGER NOT NULL
                     );
                     """)
+        }
+        migrator.registerMigration("v5: a saved query's pull that stopped part way") { db in
+            try db.execute(sql: "ALTER TABLE queries ADD COLUMN stopped_at TEXT")
         }
         return migrator
     }

@@ -12,14 +12,16 @@ import TSyncModel
 struct ServeConfigFile {
     enum Kind {
         case flag, integer, string, strings
+        /// An integer of seconds or a string in `WrittenDuration`'s form (`"30d"`).
+        case duration
     }
 
     /// Every key and the kind of value it takes: serve's options, but `config` itself.
     static let keys: [String: Kind] = [
         "db": .string, "host": .string, "port": .integer, "no-auth": .flag, "insecure": .flag, "per-user": .strings,
-        "index": .strings, "max-top": .integer, "max-batch": .integer, "max-connections": .integer, "header-timeout": .integer,
-        "idle-timeout": .integer, "body-timeout": .integer, "query-timeout": .integer, "trusted-proxy": .strings,
-        "tls-cert": .string, "tls-key": .string, "token-ttl": .integer, "log-format": .string, "metrics": .flag,
+        "index": .strings, "max-top": .integer, "max-batch": .integer, "max-connections": .integer, "header-timeout": .duration,
+        "idle-timeout": .duration, "body-timeout": .duration, "query-timeout": .duration, "trusted-proxy": .strings,
+        "tls-cert": .string, "tls-key": .string, "token-ttl": .duration, "log-format": .string, "metrics": .flag,
         "max-watchers": .integer,
     ]
 
@@ -73,7 +75,8 @@ struct ServeConfigFile {
                 throw TSyncError(
                     .invalidConfiguration,
                     "\(place): unknown key \(Identifiers.quoted(entry.key))"
-                        + (near.isEmpty ? "; the keys are serve's long flag names: " + Self.keys.keys.sorted().joined(separator: ", ") : near))
+                        + (near.isEmpty
+                            ? "; the keys are serve's long flag names: " + Self.keys.keys.sorted().joined(separator: ", ") : near))
             }
             if let first = seen[entry.key] {
                 throw TSyncError(.invalidConfiguration, "\(place): \(entry.key) is already set on line \(first)")
@@ -87,12 +90,15 @@ struct ServeConfigFile {
     private static func check(_ value: Value, kind: Kind, place: String, key: String) throws(TSyncError) {
         let expected: String
         switch (kind, value) {
-        case (.flag, .boolean), (.integer, .integer), (.string, .string), (.strings, .string): return
+        case (.flag, .boolean), (.integer, .integer), (.string, .string), (.strings, .string), (.duration, .integer),
+            (.duration, .string):
+            return
         case (.strings, .array(let items)) where items.allSatisfy({ if case .string = $0 { true } else { false } }): return
         case (.flag, _): expected = "true or false"
         case (.integer, _): expected = "an integer"
         case (.string, _): expected = "a string"
         case (.strings, _): expected = "an array of strings"
+        case (.duration, _): expected = "a duration, an integer of seconds or a string such as \"30d\""
         }
         throw TSyncError(.invalidConfiguration, "\(place): \(key) takes \(expected), not \(value.kindName)")
     }
