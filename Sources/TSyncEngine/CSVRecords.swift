@@ -55,8 +55,8 @@ public enum CSVRecords {
     /// made without a dictionary per row: ids (generated where the cell is empty) and bodies,
     /// each row's cells written in the serializer's order of the header's names (sorted once).
     /// Nil on anything wrong, for the general path to word: no rows, a bad header or row, an
-    /// invalid id.
-    static func prepared(from text: String) -> [(id: String, body: String)]? {
+    /// invalid id, or with `requiringIDs` (upsert's) a row without one.
+    static func prepared(from text: String, requiringIDs: Bool = false) -> [(id: String, body: String)]? {
         var reader = CSVReader(text)
         guard var rows = (try? reader.rows())?[...], let first = rows.popFirst(), let layout = Layout(header: first) else {
             return nil
@@ -65,7 +65,7 @@ public enum CSVRecords {
         records.reserveCapacity(rows.count)
         var body: [UInt8] = []
         for row in rows {
-            guard let record = layout.record(row, body: &body) else { return nil }
+            guard let record = layout.record(row, body: &body, requiringID: requiringIDs) else { return nil }
             records.append(record)
         }
         return records
@@ -95,14 +95,15 @@ public enum CSVRecords {
         }
 
         /// The row's id (generated where the cell is empty) and body; nil for a row with more
-        /// cells than the header, or an invalid id. `body` is scratch space.
-        func record(_ row: CSVReader.Row, body: inout [UInt8]) -> (id: String, body: String)? {
+        /// cells than the header, or an invalid id, or with `requiringID` none. `body` is scratch space.
+        func record(_ row: CSVReader.Row, body: inout [UInt8], requiringID: Bool = false) -> (id: String, body: String)? {
             guard row.cells.count <= width else { return nil }
             var id: String?
             if let idColumn, idColumn < row.cells.count, row.cells[idColumn].quoted || !row.cells[idColumn].text.isEmpty {
                 id = row.cells[idColumn].text
             }
             if let id, (try? Identifiers.validateRecordID(id)) == nil { return nil }
+            if requiringID, id == nil { return nil }
             body.removeAll(keepingCapacity: true)
             body.append(UInt8(ascii: "{"))
             for (column, name) in columns where column < row.cells.count {

@@ -26,9 +26,7 @@ extension LocalStore {
         -> UpsertResult
     {
         try Identifiers.validateTableName(table)
-        let number = { (error: TSyncError, offset: Int) -> TSyncError in
-            objects.count > 1 ? error.prefixed("record \(offset + 1): ") : error
-        }
+        let number = Self.numbering(objects.count)
         var records: [TSyncModel.Record] = []
         records.reserveCapacity(objects.count)
         for (offset, object) in objects.enumerated() {
@@ -45,39 +43,101 @@ extension LocalStore {
         return try write { db in
             try StoreRows.registerTable(db, table)
             try FieldOrder.remember(db, table: table, fieldOrder)
-            var result = UpsertResult()
-            var seen = Set<[UInt8]>()  // bytes: Swift would count "é" and "e\u{301}" as one id
+            var upserts = Upserts(table: table, count: records.count, queuedAt: queuedAt)
             for (offset, record) in records.enumerated() {
-                let firstTime = seen.insert(Array(record.id.utf8)).inserted
-                if let before = try StoreRows.fetchRecord(db, table: table, id: record.id) {
-                    var after = before
-                    after.fields.merge(record.fields) { _, new in new }
-                    guard after.fields != before.fields else {
-                        if firstTime { result.unchanged.append(record.id) }
+                try upserts.apply(db, record, offset: offset, store: self)
+            }
+            return upserts.result
+        }
+    }
+
+    /// Upserts `records` (`NewRecords`, read with `requiringIDs`) as `upsert(table:objects:)`
+    /// does, with the same result and the same store after it. Records in the store's form (ids
+    /// and bodies) take a shorter way: the stored bodies of a chunk are read with one statement,
+    /// a body equal byte for byte to the stored one is unchanged without decoding either, and the
+    /// new ids go in as `insert` puts them, many rows a statement. Only a record whose body
+    /// differs goes the general way (decode, merge, compare). Ids given twice go the general way.
+    public func upsert(table: String, records: NewRecords) throws(TSyncError) -> UpsertResult {
+        switch records.form {
+        case .objects(let objects): return try upsert(table: table, objects: objects, fieldOrder: records.fieldOrder)
+        case .prepared(let prepared):
+            try Identifiers.validateTableName(table)
+            var ids = Set<[UInt8]>(minimumCapacity: prepared.count)  // bytes, as `Upserts.seen`
+            for record in prepared where !ids.insert(Array(record.id.utf8)).inserted {
+                return try upsert(
+                    table: table,
+                    objects: try prepared.map { record throws(TSyncError) in
+                        var object = try StoredJSON.decodeObject(record.body, what: "record")
+                        object["id"] = .string(record.id)
+                        return object
+                    }, fieldOrder: records.fieldOrder)
+            }
+            return try upsert(table: table, unique: prepared, fieldOrder: records.fieldOrder)
+        }
+    }
+
+    /// `upsert(table:records:)` of records in the store's form whose ids are all different.
+    private func upsert(table: String, unique prepared: [(id: String, body: String)], fieldOrder: [String]) throws(TSyncError)
+        -> UpsertResult
+    {
+        let number = Self.numbering(prepared.count)
+        let queuedAt = Timestamp.now().iso8601
+        return try write { db in
+            try StoreRows.registerTable(db, table)
+            try FieldOrder.remember(db, table: table, fieldOrder)
+            // As for `insert`: only a pending delete can block the insert of an id that is not in
+            // `records`, so a table without one needs no look-up per new record.
+            let tableHasDeletes =
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND kind = 'delete')",
+                    arguments: [table]) ?? false
+            var upserts = Upserts(table: table, count: prepared.count, queuedAt: queuedAt)
+            var new: [(id: String, body: String)] = []
+            new.reserveCapacity(Self.insertChunkSize)
+            func flush(_ new: inout [(id: String, body: String)]) throws {
+                guard !new.isEmpty else { return }
+                try insertRows(db, table: table, new[...], queuedAt: queuedAt)
+                new.removeAll(keepingCapacity: true)
+            }
+            var chunkStart = 0
+            while chunkStart < prepared.count {
+                let chunk = chunkStart..<min(chunkStart + Self.insertChunkSize, prepared.count)
+                chunkStart = chunk.upperBound
+                let stored = try StoreRows.storedBodies(db, table: table, ids: prepared[chunk].lazy.map(\.id))
+                for offset in chunk {
+                    let record = prepared[offset]
+                    guard let body = stored[Array(record.id.utf8)] else {
+                        if tableHasDeletes, let newest = try StoreRows.newestOperation(db, table: table, id: record.id) {
+                            do {
+                                _ = try QueueCollapse.outcome(
+                                    newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table,
+                                    id: record.id)
+                            } catch let error as TSyncError {
+                                throw number(error, offset)
+                            }
+                        }
+                        new.append(record)
+                        upserts.result.inserted.append(record.id)
                         continue
                     }
-                    try enqueue(db, .update, table: table, current: before)
-                    try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?")
-                        .execute(arguments: [StoredJSON.encode(after.fields), table, record.id])
-                    if firstTime || result.unchanged.contains(record.id) {
-                        result.unchanged.removeAll { $0 == record.id }
-                        if !result.inserted.contains(record.id) { result.updated.append(record.id) }
+                    if body.utf8.elementsEqual(record.body.utf8) {
+                        upserts.result.unchanged.append(record.id)
+                        continue
                     }
-                } else {
-                    if let newest = try StoreRows.newestOperation(db, table: table, id: record.id) {
-                        do {
-                            _ = try QueueCollapse.outcome(
-                                newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: record.id)
-                        } catch let error as TSyncError {
-                            throw number(error, offset)
-                        }
-                    }
-                    try insertRows(db, table: table, [(record.id, StoredJSON.encode(record.fields))][...], queuedAt: queuedAt)
-                    result.inserted.append(record.id)
+                    // The queue keeps input order: the inserts before this record go first.
+                    try flush(&new)
+                    let fields = try StoredJSON.decodeObject(record.body, what: "record \(table)/\(record.id)")
+                    try upserts.apply(db, TSyncModel.Record(id: record.id, fields: fields), offset: offset, store: self)
                 }
+                try flush(&new)
             }
-            return result
+            return upserts.result
         }
+    }
+
+    /// "record N: " before an error of a batch's Nth record; nothing for a single record.
+    static func numbering(_ count: Int) -> (TSyncError, Int) -> TSyncError {
+        { error, offset in count > 1 ? error.prefixed("record \(offset + 1): ") : error }
     }
 
     /// Merges `fields` into every record of `table` the OData `filter` matches, as `update` does
@@ -135,4 +195,92 @@ extension LocalStore {
             return deleted
         }
     }
+}
+
+/// Upsert's general way, one record at a time in input order, and what the upsert did so far.
+private struct Upserts {
+    enum Outcome {
+        case inserted, updated, unchanged
+    }
+
+    let table: String
+    /// Records in the input: an error names its record when there are several.
+    let count: Int
+    let queuedAt: String
+    var result = UpsertResult()
+    /// What each id given so far did, by its bytes: Swift would count "é" and "e\u{301}" as one id.
+    private var outcomes: [[UInt8]: Outcome] = [:]
+
+    init(table: String, count: Int, queuedAt: String) {
+        self.table = table
+        self.count = count
+        self.queuedAt = queuedAt
+    }
+
+    /// Inserts `record`, or merges its fields into the stored one, queueing nothing when they
+    /// would not change it. An id given again counts once, where it first appeared: as inserted
+    /// if it was, else as updated once any of its records changed something.
+    mutating func apply(_ db: Database, _ record: TSyncModel.Record, offset: Int, store: LocalStore) throws {
+        let key = Array(record.id.utf8)
+        let earlier = outcomes[key]
+        guard let before = try StoreRows.fetchRecord(db, table: table, id: record.id) else {
+            if let newest = try StoreRows.newestOperation(db, table: table, id: record.id) {
+                let number = LocalStore.numbering(count)
+                do throws(TSyncError) {
+                    _ = try QueueCollapse.outcome(
+                        newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: record.id)
+                } catch {
+                    throw number(error, offset)
+                }
+            }
+            try store.insertRows(db, table: table, [(record.id, StoredJSON.encode(record.fields))][...], queuedAt: queuedAt)
+            result.inserted.append(record.id)
+            outcomes[key] = .inserted
+            return
+        }
+        var after = before
+        after.fields.merge(record.fields) { _, new in new }
+        guard after.fields != before.fields else {
+            if earlier == nil {
+                result.unchanged.append(record.id)
+                outcomes[key] = .unchanged
+            }
+            return
+        }
+        try store.enqueue(db, .update, table: table, current: before)
+        try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?")
+            .execute(arguments: [StoredJSON.encode(after.fields), table, record.id])
+        switch earlier {
+        case nil: break
+        case .unchanged?: result.unchanged.removeAll { $0.utf8.elementsEqual(key) }
+        case .inserted?, .updated?: return
+        }
+        result.updated.append(record.id)
+        outcomes[key] = .updated
+    }
+}
+
+extension StoreRows {
+    /// The stored bodies of those of `ids` that `table` holds, by the id's bytes.
+    static func storedBodies(_ db: Database, table: String, ids: some Collection<String>) throws -> [[UInt8]: String] {
+        let statement = try db.cachedStatement(
+            sql: ids.count == LocalStore.insertChunkSize ? bodiesOfAChunkSQL : bodiesSQL(ids.count))
+        var values = DirectBindings(statement)
+        try values.bind(table)
+        for id in ids { try values.bind(id) }
+        var bodies: [[UInt8]: String] = [:]
+        let rows = try Row.fetchCursor(statement)
+        while let row = try rows.next() {
+            let id: String = row[0]
+            bodies[Array(id.utf8)] = row[1]
+        }
+        return bodies
+    }
+
+    private static func bodiesSQL(_ count: Int) -> String {
+        "SELECT id, body FROM records WHERE tbl = ? AND id IN (" + Array(repeating: "?", count: count).joined(separator: ", ") + ")"
+    }
+
+    /// Made once: building it for every chunk was a cost of its own, as for `insertRows`.
+    private static let bodiesOfAChunkSQL = bodiesSQL(LocalStore.insertChunkSize)
 }

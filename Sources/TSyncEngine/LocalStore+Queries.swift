@@ -13,14 +13,22 @@ public struct SavedQuery: Sendable, Equatable {
     public var checkpoint: Checkpoint?
     /// When this query was last pulled; nil when never.
     public var lastPullAt: Timestamp?
+    /// When a pull of this query stopped part way (SIGINT/SIGTERM between pages), with more to
+    /// come: the checkpoint is where it stopped, and the next pull goes on from there. Nil when
+    /// the last pull wrote its pages to the end (a page written clears it).
+    public var stoppedAt: Timestamp?
 
     /// A saved query as stored.
-    public init(table: String, queryID: String, filter: String?, checkpoint: Checkpoint? = nil, lastPullAt: Timestamp? = nil) {
+    public init(
+        table: String, queryID: String, filter: String?, checkpoint: Checkpoint? = nil, lastPullAt: Timestamp? = nil,
+        stoppedAt: Timestamp? = nil
+    ) {
         self.table = table
         self.queryID = queryID
         self.filter = filter
         self.checkpoint = checkpoint
         self.lastPullAt = lastPullAt
+        self.stoppedAt = stoppedAt
     }
 }
 
@@ -42,6 +50,16 @@ extension LocalStore {
         try write { db in try StoreRows.saveQuery(db, query) }
     }
 
+    /// Records that a pull of the query stopped part way, after the page it wrote last
+    /// (`SavedQuery.stoppedAt`).
+    package func markStopped(table: String, queryID: String) throws(TSyncError) {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE queries SET stopped_at = ? WHERE tbl = ? AND query_id = ?",
+                arguments: [Timestamp.now().iso8601, table, queryID])
+        }
+    }
+
     @discardableResult
     package func deleteQuery(table: String, queryID: String) throws(TSyncError) -> Bool {
         try write { db in
@@ -58,7 +76,7 @@ extension StoreRows {
         try Row.fetchAll(
             db,
             sql: """
-                SELECT tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at FROM queries
+                SELECT tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at, stopped_at FROM queries
                 WHERE \(condition) ORDER BY tbl, query_id
                 """,
             arguments: arguments
@@ -69,22 +87,23 @@ extension StoreRows {
             }
             return SavedQuery(
                 table: row[0], queryID: row[1], filter: row[2], checkpoint: checkpoint,
-                lastPullAt: (row[5] as String?).flatMap(Timestamp.init(iso8601:)))
+                lastPullAt: (row[5] as String?).flatMap(Timestamp.init(iso8601:)),
+                stoppedAt: (row[6] as String?).flatMap(Timestamp.init(iso8601:)))
         }
     }
 
     static func saveQuery(_ db: Database, _ query: SavedQuery) throws {
         try db.execute(
             sql: """
-                INSERT INTO queries (tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO queries (tbl, query_id, filter, checkpoint_updated_at, checkpoint_id, last_pull_at, stopped_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (tbl, query_id) DO UPDATE SET filter = excluded.filter,
                     checkpoint_updated_at = excluded.checkpoint_updated_at, checkpoint_id = excluded.checkpoint_id,
-                    last_pull_at = excluded.last_pull_at
+                    last_pull_at = excluded.last_pull_at, stopped_at = excluded.stopped_at
                 """,
             arguments: [
                 query.table, query.queryID, query.filter, query.checkpoint?.updatedAt.iso8601, query.checkpoint?.id,
-                query.lastPullAt?.iso8601,
+                query.lastPullAt?.iso8601, query.stoppedAt?.iso8601,
             ])
     }
 }

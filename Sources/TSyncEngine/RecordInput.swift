@@ -105,17 +105,22 @@ public struct NewRecords: Sendable {
         }
     }
 
-    /// The records of a JSON array or NDJSON stream.
-    public static func json(_ bytes: [UInt8]) throws(TSyncError) -> NewRecords {
+    /// The records of a JSON array or NDJSON stream. `requiringIDs` (upsert's): a record without
+    /// an id is left to the general way, which says so, rather than given a new one.
+    public static func json(_ bytes: [UInt8], requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
         let fieldOrder = FieldOrder.names(json: bytes)
-        if let prepared = NewRecordsDecoder.decode(bytes) { return NewRecords(prepared: prepared, fieldOrder: fieldOrder) }
+        if let prepared = NewRecordsDecoder.decode(bytes, requiringIDs: requiringIDs) {
+            return NewRecords(prepared: prepared, fieldOrder: fieldOrder)
+        }
         return NewRecords(objects: try RecordInput.objects(from: bytes), fieldOrder: fieldOrder)
     }
 
-    /// The records of CSV text (`CSVRecords`' rules).
-    public static func csv(_ text: String) throws(TSyncError) -> NewRecords {
+    /// The records of CSV text (`CSVRecords`' rules); `requiringIDs` as for `json`.
+    public static func csv(_ text: String, requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
         let fieldOrder = FieldOrder.names(csv: text)
-        if let prepared = CSVRecords.prepared(from: text) { return NewRecords(prepared: prepared, fieldOrder: fieldOrder) }
+        if let prepared = CSVRecords.prepared(from: text, requiringIDs: requiringIDs) {
+            return NewRecords(prepared: prepared, fieldOrder: fieldOrder)
+        }
         return NewRecords(objects: try CSVRecords.objects(from: text), fieldOrder: fieldOrder)
     }
 }
@@ -125,7 +130,7 @@ public struct NewRecords: Sendable {
 /// `RecordInput.newRecord` and `StoredJSON.encode` make of the same input; nil: read it the
 /// general way.
 enum NewRecordsDecoder {
-    static func decode(_ bytes: [UInt8]) -> [(id: String, body: String)]? {
+    static func decode(_ bytes: [UInt8], requiringIDs: Bool = false) -> [(id: String, body: String)]? {
         bytes.withUnsafeBufferPointer { buffer in
             var cursor = CanonicalJSONCursor(buffer)
             var records: [(id: String, body: String)] = []
@@ -134,7 +139,7 @@ enum NewRecordsDecoder {
             if cursor.take(UInt8(ascii: "[")) {
                 if !cursor.take(UInt8(ascii: "]")) {
                     repeat {
-                        guard let record = readRecord(&cursor, body: &body) else { return nil }
+                        guard let record = readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return nil }
                         records.append(record)
                     } while cursor.take(UInt8(ascii: ","))
                     guard cursor.take(UInt8(ascii: "]")) else { return nil }
@@ -144,7 +149,7 @@ enum NewRecordsDecoder {
             }
             cursor.skipWhitespace()
             while !cursor.atEnd {
-                guard let record = readRecord(&cursor, body: &body) else { return nil }
+                guard let record = readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return nil }
                 records.append(record)
                 cursor.skipWhitespace()
             }
@@ -152,7 +157,10 @@ enum NewRecordsDecoder {
         }
     }
 
-    static func readRecord(_ cursor: inout CanonicalJSONCursor, body: inout [UInt8]) -> (id: String, body: String)? {
+    /// Nil too, with `requiringID`, for a record whose id is absent or null.
+    static func readRecord(
+        _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], requiringID: Bool = false
+    ) -> (id: String, body: String)? {
         guard cursor.take(UInt8(ascii: "{")) else { return nil }
         body.removeAll(keepingCapacity: true)
         body.append(UInt8(ascii: "{"))
@@ -184,6 +192,7 @@ enum NewRecordsDecoder {
             guard cursor.take(UInt8(ascii: "}")), members.finish(in: cursor, output: &body) else { return nil }
         }
         body.append(UInt8(ascii: "}"))
+        if requiringID, (id ?? nil) == nil { return nil }
         return ((id ?? nil) ?? RecordInput.newID(), String(decoding: body, as: UTF8.self))
     }
 

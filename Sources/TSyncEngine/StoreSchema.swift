@@ -58,6 +58,9 @@ import GRDB
 /// -- v6: the fields of a table in the order the user gave them (`FieldOrder`), a JSON array
 /// -- of names, for `query --csv`'s columns; NULL until an insert or upsert gave some.
 /// tables.field_order TEXT
+///
+/// -- v7: queries.stopped_at, when a pull of the query last stopped part way (a SIGINT or SIGTERM
+/// -- between pages); NULL once a later page of it is written. `tsync status` says so.
 /// ```
 ///
 /// Timestamps are TEXT in the fixed form of `Timestamp.iso8601`, so text order is time order.
@@ -172,6 +175,9 @@ enum StoreSchema {
         }
         migrator.registerMigration("v6: the order of a table's fields") { db in
             try db.execute(sql: "ALTER TABLE tables ADD COLUMN field_order TEXT")
+        }
+        migrator.registerMigration("v7: a saved query's pull that stopped part way") { db in
+            try db.execute(sql: "ALTER TABLE queries ADD COLUMN stopped_at TEXT")
         }
         return migrator
     }

@@ -91,7 +91,7 @@ enum JSONReports {
     }
 
     /// One saved query: `{"table", "queryId", "filter", "checkpoint": null | {"updatedAt", "id"},
-    /// "lastPullAt"}`.
+    /// "lastPullAt", "stoppedAt"}` (`stoppedAt`: when a pull of it stopped part way, else null).
     static func savedQuery(_ query: SavedQuery) -> JSONValue {
         [
             "table": .string(query.table),
@@ -101,6 +101,7 @@ enum JSONReports {
                 ["updatedAt": .string(checkpoint.updatedAt.iso8601), "id": .string(checkpoint.id)]
             } ?? .null,
             "lastPullAt": query.lastPullAt.map { .string($0.iso8601) } ?? .null,
+            "stoppedAt": query.stoppedAt.map { .string($0.iso8601) } ?? .null,
         ]
     }
 

@@ -11,7 +11,7 @@ struct QueriesCommand: ParsableCommand {
             --reset` forgets a checkpoint; `tsync purge TABLE` drops the table's queries.
 
             --json prints [{"table", "queryId", "filter", "checkpoint": null or {"updatedAt", "id"}, \
-            "lastPullAt"}].
+            "lastPullAt", "stoppedAt": null or when a pull of it stopped part way}].
 
             EXAMPLES
               tsync queries

@@ -5,18 +5,14 @@ import TSyncModel
 /// The records `insert` and `upsert` take: one JSON object as an argument, or, with none (or `-`),
 /// a JSON array or NDJSON on stdin, or CSV on stdin with `--csv`. Refuses to wait on a terminal.
 enum RecordsInput {
-    /// The records, and their fields in the order the input gives them (`FieldOrder`).
-    static func read(json: String?, csv: Bool, command: String, table: String) throws -> (
-        objects: [[String: JSONValue]], fieldOrder: [String]
-    ) {
-        switch try source(json: json, csv: csv, command: command, table: table) {
-        case .argument(let text): return ([try RecordInput.object(from: text)], FieldOrder.names(json: Array(text.utf8)))
-        case .json:
-            let bytes = Console.readStandardInput()
-            return (try RecordInput.objects(from: bytes), FieldOrder.names(json: bytes))
-        case .csv:
-            let text = String(decoding: Console.readStandardInput(), as: UTF8.self)
-            return (try CSVRecords.objects(from: text), FieldOrder.names(csv: text))
+    /// The records of `upsert`, in the store's form where the input gives every record its id,
+    /// with their fields in the order the input gives them (`FieldOrder`).
+    static func upsertRecords(json: String?, csv: Bool, table: String) throws -> NewRecords {
+        switch try source(json: json, csv: csv, command: "upsert", table: table) {
+        case .argument(let text):
+            return NewRecords(objects: [try RecordInput.object(from: text)], fieldOrder: FieldOrder.names(json: Array(text.utf8)))
+        case .json: return try NewRecords.json(Console.readStandardInput(), requiringIDs: true)
+        case .csv: return try NewRecords.csv(String(decoding: Console.readStandardInput(), as: UTF8.self), requiringIDs: true)
         }
     }
 

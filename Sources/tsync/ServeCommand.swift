@@ -34,8 +34,8 @@ struct ServeCommand: AsyncParsableCommand {
             requests held at once.
 
             For the person who runs it: --log-format json writes one JSON object per line (request \
-            lines with method, path, status, durationMs, bytes, user, client and requestId; the id \
-            also goes back as X-Request-Id). GET /health answers while the process runs; GET /ready \
+            lines with method, path, status, durationMs, bytes, user, client, requestId and route, \
+            the route template as /metrics counts it; the id also goes back as X-Request-Id). GET /health answers while the process runs; GET /ready \
             answers 200 when the database answers and 503 when it does not; with --metrics, \
             GET /metrics answers counters in the Prometheus text format. --config FILE reads \
             settings from a TOML file whose keys are the long flag names (port = 8080, \
@@ -113,26 +113,30 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("header-timeout"), parsing: .unconditional,
-        help: ArgumentHelp("Seconds a request's head may take to arrive, from its first byte.", valueName: "seconds"))
-    var headerTimeout = 10
+        help: ArgumentHelp("How long a request's head may take to arrive, from its first byte.", valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var headerTimeout = WrittenDuration(seconds: 10)
 
     @Option(
         name: .customLong("idle-timeout"), parsing: .unconditional,
-        help: ArgumentHelp("Seconds a connection may stay open with no request under way.", valueName: "seconds"))
-    var idleTimeout = 60
+        help: ArgumentHelp("How long a connection may stay open with no request under way.", valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var idleTimeout = WrittenDuration(seconds: 60)
 
     @Option(
         name: .customLong("body-timeout"), parsing: .unconditional,
         help: ArgumentHelp(
-            "Seconds a request's body may take to arrive, from its head; past it the answer is 408.", valueName: "seconds"))
-    var bodyTimeout = 60
+            "How long a request's body may take to arrive, from its head; past it the answer is 408.", valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var bodyTimeout = WrittenDuration(seconds: 60)
 
     @Option(
         name: .customLong("query-timeout"), parsing: .unconditional,
         help: ArgumentHelp(
-            "Seconds a read may spend in the database; past it the query is stopped and the answer is 503.",
-            valueName: "seconds"))
-    var queryTimeout = 10
+            "How long a read may spend in the database; past it the query is stopped and the answer is 503.",
+            valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var queryTimeout = WrittenDuration(seconds: 10)
 
     @Option(
         name: .customLong("trusted-proxy"),
@@ -162,8 +166,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("token-ttl"), parsing: .unconditional,
-        help: ArgumentHelp("Lifetime of a login token, in seconds.", valueName: "seconds"))
-    var tokenTTL = 24 * 3600
+        help: ArgumentHelp("Lifetime of a login token.", valueName: "duration"), transform: WrittenDuration.argument)
+    var tokenTTL = WrittenDuration(seconds: 24 * 3600)
 
     @Option(name: .customLong("log-format"), help: ArgumentHelp("How log lines are written on stderr: text or json.", valueName: "format"))
     var logFormat: ServerLog.Format = .text
@@ -206,15 +210,15 @@ struct ServeCommand: AsyncParsableCommand {
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give the certificate and its private key")
         }
-        guard tokenTTL >= 1 else { throw ValidationError("--token-ttl must be at least 1 second (got \(tokenTTL))") }
+        guard tokenTTL.seconds >= 1 else { throw ValidationError("--token-ttl must be at least 1s (got \(tokenTTL))") }
         guard maxTop >= 1 else { throw ValidationError("--max-top must be at least 1 (got \(maxTop))") }
         guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more (got \(maxBatch))") }
         guard maxWatchers >= 0 else { throw ValidationError("--max-watchers must be 0 (no live route) or more (got \(maxWatchers))") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1 (got \(maxConnections))") }
-        guard headerTimeout >= 1 else { throw ValidationError("--header-timeout must be at least 1 second (got \(headerTimeout))") }
-        guard idleTimeout >= 1 else { throw ValidationError("--idle-timeout must be at least 1 second (got \(idleTimeout))") }
-        guard bodyTimeout >= 1 else { throw ValidationError("--body-timeout must be at least 1 second (got \(bodyTimeout))") }
-        guard queryTimeout >= 1 else { throw ValidationError("--query-timeout must be at least 1 second (got \(queryTimeout))") }
+        guard headerTimeout.seconds >= 1 else { throw ValidationError("--header-timeout must be at least 1s (got \(headerTimeout))") }
+        guard idleTimeout.seconds >= 1 else { throw ValidationError("--idle-timeout must be at least 1s (got \(idleTimeout))") }
+        guard bodyTimeout.seconds >= 1 else { throw ValidationError("--body-timeout must be at least 1s (got \(bodyTimeout))") }
+        guard queryTimeout.seconds >= 1 else { throw ValidationError("--query-timeout must be at least 1s (got \(queryTimeout))") }
         guard keepHistory.seconds >= 0 else { throw ValidationError("--keep-history must be 0 (none) or more (got \(keepHistory))") }
         guard keepDeleted.seconds >= 0 else { throw ValidationError("--keep-deleted must be 0 (forever) or more (got \(keepDeleted))") }
         if let proxy = configuration.invalidTrustedProxy {
@@ -241,10 +245,11 @@ struct ServeCommand: AsyncParsableCommand {
     private var configuration: ServerConfiguration {
         var configuration = ServerConfiguration(
             host: host, port: port, requiresAuthentication: !noAuth, allowInsecure: insecure, perUserTables: Set(perUser),
-            maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: .seconds(tokenTTL)),
-            trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout,
-            idleTimeoutSeconds: idleTimeout, indexes: index.compactMap { try? IndexedField(parsing: $0) }, bodyTimeoutSeconds: bodyTimeout,
-            queryTimeoutSeconds: queryTimeout, exposesMetrics: metrics
+            maximumPageSize: maxTop, maximumBatchOperations: maxBatch, authentication: .init(tokenLifetime: tokenTTL.duration),
+            trustedProxies: Set(trustedProxy), maximumConnections: maxConnections, headerTimeoutSeconds: headerTimeout.seconds,
+            idleTimeoutSeconds: idleTimeout.seconds, indexes: index.compactMap { try? IndexedField(parsing: $0) },
+            bodyTimeoutSeconds: bodyTimeout.seconds,
+            queryTimeoutSeconds: queryTimeout.seconds, exposesMetrics: metrics
         )
         configuration.maximumWatchers = maxWatchers
         configuration.retention = Retention(history: keepHistory.duration, deleted: keepDeleted.duration)
@@ -252,12 +257,31 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if let config {
-            try await Self.withConfigFile(config).run()
-            return
-        }
-        let format = logFormat
+        // The log's format is known before anything can fail: with --log-format json, a fatal
+        // start-up error is a JSON line of the log too, not the terminal's "tsync: error:".
+        let format = Self.logFormat(commandLine: logFormat, config: config)
         LoggingSystem.bootstrap { _ in ServerLog(format: format) }
+        do {
+            try await (config.map(Self.withConfigFile) ?? self).serve()
+        } catch  where format == .json && !(error is ExitCode) {
+            let message = (error as? TSyncError)?.commandLineMessage ?? Self.message(for: error)
+            Console.note(ServerLog.json(level: .error, message: message, metadata: [:]))
+            throw ExitCode((error as? TSyncError).map { ExitStatus.code(for: $0.kind) } ?? Self.exitCode(for: error).rawValue)
+        }
+    }
+
+    /// The command line's --log-format, else the config file's `log-format` (when the file can be
+    /// read that far), else text.
+    static func logFormat(commandLine: ServerLog.Format, config: String?) -> ServerLog.Format {
+        guard let config, !commandLineArguments.contains(where: { ServeConfigFile.longName($0) == "log-format" }) else {
+            return commandLine
+        }
+        guard case .string(let text)? = (try? ServeConfigFile(path: config))?.entries.first(where: { $0.key == "log-format" })?.value
+        else { return commandLine }
+        return ServerLog.Format(rawValue: text) ?? commandLine
+    }
+
+    private func serve() async throws {
         let logger = Logger(label: "tsync.serve")
         var settings = self.configuration
         if let tlsCert, let tlsKey {
@@ -272,6 +296,10 @@ struct ServeCommand: AsyncParsableCommand {
             // Said once the database is open: a server that cannot reach it never claims to serve it.
             logger.info("tsync \(TSync.currentVersion) serving \(location.logDescription)")
             if let created { logger.info("created database at \(created)") }
+            if configuration.requiresAuthentication, try await AccountManager(storage: storage).list().isEmpty {
+                logger.warning(
+                    "no accounts yet, so no one can log in: add one with `tsync user add NAME --db \(location.logDescription)`")
+            }
             try await SyncServer(configuration: configuration, storage: storage, logger: logger).run()
         }
     }

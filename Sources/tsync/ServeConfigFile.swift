@@ -19,9 +19,9 @@ struct ServeConfigFile {
     /// Every key and the kind of value it takes: serve's options, but `config` itself.
     static let keys: [String: Kind] = [
         "db": .string, "host": .string, "port": .integer, "no-auth": .flag, "insecure": .flag, "per-user": .strings,
-        "index": .strings, "max-top": .integer, "max-batch": .integer, "max-connections": .integer, "header-timeout": .integer,
-        "idle-timeout": .integer, "body-timeout": .integer, "query-timeout": .integer, "trusted-proxy": .strings,
-        "tls-cert": .string, "tls-key": .string, "token-ttl": .integer, "log-format": .string, "metrics": .flag,
+        "index": .strings, "max-top": .integer, "max-batch": .integer, "max-connections": .integer, "header-timeout": .duration,
+        "idle-timeout": .duration, "body-timeout": .duration, "query-timeout": .duration, "trusted-proxy": .strings,
+        "tls-cert": .string, "tls-key": .string, "token-ttl": .duration, "log-format": .string, "metrics": .flag,
         "max-watchers": .integer,
         "keep-history": .duration, "keep-deleted": .duration,
     ]
@@ -71,10 +71,13 @@ struct ServeConfigFile {
         for entry in entries {
             let place = "\(path) line \(entry.line)"
             guard let kind = Self.keys[entry.key] else {
+                // A near key (log_format, max_top, prot) is named alone; otherwise every key is listed.
+                let near = Spelling.didYouMean(entry.key, among: Array(Self.keys.keys))
                 throw TSyncError(
                     .invalidConfiguration,
-                    "\(place): unknown key \(Identifiers.quoted(entry.key)); the keys are serve's long flag names: "
-                        + Self.keys.keys.sorted().joined(separator: ", "))
+                    "\(place): unknown key \(Identifiers.quoted(entry.key))"
+                        + (near.isEmpty
+                            ? "; the keys are serve's long flag names: " + Self.keys.keys.sorted().joined(separator: ", ") : near))
             }
             if let first = seen[entry.key] {
                 throw TSyncError(.invalidConfiguration, "\(place): \(entry.key) is already set on line \(first)")

@@ -7,7 +7,8 @@ import TSyncServer
 /// info listening on http://127.0.0.1:8080`) or, with `--log-format json`, as one JSON object per
 /// line (`{"time":…,"level":"info","message":…}`, request lines with their fields). The server's
 /// own lines and every warning and error are written; the frameworks' informational lines (their
-/// start-up notices) are not, and no line names a framework or a logger.
+/// start-up notices) are not, and no line names a framework or a logger. A fatal start-up error is
+/// a line of the log too (`ServeCommand.run`).
 struct ServerLog: LogHandler {
     enum Format: String, CaseIterable, ExpressibleByArgument {
         case text, json

@@ -20,7 +20,7 @@ struct StatusCommand: ParsableCommand {
             "pending", "inserts", "updates", "deletes", "errors"}], "operations": [{"seq", "table", \
             "id", "kind", "state", "queuedAt", "error": null or {"id", "status", "message"}}], \
             "queries": [{"table", "queryId", "filter", "checkpoint": null or {"updatedAt", "id"}, \
-            "lastPullAt"}]}
+            "lastPullAt", "stoppedAt": null or when a pull of it stopped part way}]}
               --ndjson     one JSON object per queued operation, in push order, as in "operations"
 
             --exit-code exits 1 when anything is pending (in any form), 0 when the store is clean.

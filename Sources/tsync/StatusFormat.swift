@@ -69,6 +69,14 @@ enum StatusFormat {
         if !report.savedQueries.isEmpty {
             lines.append("")
             lines.append("\(count(report.savedQueries.count, "saved query", plural: "saved queries")) (`tsync queries` lists them)")
+            // A pull stopped by Ctrl-C (or SIGTERM) between pages: what came is kept, the rest is not here yet.
+            for query in report.savedQueries {
+                guard let stoppedAt = query.stoppedAt else { continue }
+                let pull = ["tsync", "pull", query.table, "--query-id", query.queryID].map(LogCommand.shellQuoted).joined(separator: " ")
+                lines.append(
+                    style.yellow("  the pull of \(query.table) (query \(query.queryID)) stopped part way at \(stoppedAt.iso8601)")
+                        + style.dim("; `\(pull)` goes on from where it stopped"))
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -50,10 +50,10 @@ struct UpsertCommand: ParsableCommand, JournaledCommand {
     }
 
     func run() throws {
-        let input = try RecordsInput.read(json: json, csv: csv, command: "upsert", table: table)
+        let records = try RecordsInput.upsertRecords(json: json, csv: csv, table: table)
         let session = try storeOptions.session()
         let store = session.store
-        let result = try store.upsert(table: table, objects: input.objects, fieldOrder: input.fieldOrder)
+        let result = try store.upsert(table: table, records: records)
         session.record(changed: table, ids: result.inserted + result.updated)
         if output.json {
             let ids = { (ids: [String]) in JSONValue.array(ids.map(JSONValue.string)) }

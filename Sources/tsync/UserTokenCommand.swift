@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TSyncModel
 import TSyncServer
 
 /// `tsync user token NAME`: a token minted on the server side, for a machine (a CI job's secret).
@@ -24,33 +25,20 @@ struct UserTokenCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "How long the token lives: minutes, hours or days, e.g. 90m, 12h, 30d (at most 366d).", valueName: "duration"))
-    var ttl = "30d"
+            "How long the token lives: a number and s, m, h or d, e.g. 90m, 12h, 30d (at most 366d).", valueName: "duration"),
+        transform: WrittenDuration.argument)
+    var ttl = WrittenDuration(seconds: 30 * 24 * 3600)
 
     @OptionGroup var database: AccountDatabase
 
-    /// `ttl` as a duration; nil when it is not NUMBER followed by m, h or d, or out of range.
-    static func lifetime(_ text: String) -> Duration? {
-        guard let unit = text.last, let number = Int(text.dropLast()), number >= 1 else { return nil }
-        let minutes: Int
-        switch unit {
-        case "m": minutes = number
-        case "h": minutes = number * 60
-        case "d": minutes = number * 24 * 60
-        default: return nil
-        }
-        guard minutes <= 366 * 24 * 60 else { return nil }
-        return .seconds(minutes * 60)
-    }
-
     func validate() throws {
-        guard Self.lifetime(ttl) != nil else {
-            throw ValidationError("--ttl \(ttl) is not a duration: give minutes, hours or days, e.g. 90m, 12h or 30d (at most 366d)")
+        guard (60...366 * 24 * 3600).contains(ttl.seconds) else {
+            throw ValidationError("--ttl must be from 1m to 366d (got \(ttl))")
         }
     }
 
     func run() async throws {
-        let lifetime = Self.lifetime(ttl) ?? .seconds(30 * 24 * 3600)
+        let lifetime = ttl.duration
         let name = self.name
         let (token, written) = try await database.withAccounts { accounts in
             try await accounts.mintToken(name: name, lifetime: lifetime)

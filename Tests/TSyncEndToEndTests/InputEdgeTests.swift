@@ -132,7 +132,7 @@ import TSyncModel
         (["query", "todo", "--top", "-1"], "--top must be 0 or more (got -1)"),
         (["query", "todo", "--skip", "-3"], "--skip must be 0 or more (got -3)"),
         (["serve", "--max-connections", "-1"], "--max-connections must be at least 1 (got -1)"),
-        (["serve", "--idle-timeout", "-2"], "--idle-timeout must be at least 1 second (got -2)"),
+        (["serve", "--idle-timeout", "-2"], "--idle-timeout must be at least 1s (got -2s)"),
         (["serve", "--port", "-1"], "invalid port -1"),
     ])
     func aNegativeNumberIsCalledInvalidNotMissing(arguments: [String], message: String) async throws {

@@ -96,10 +96,19 @@ import TSyncModel
         #expect(try await reader.ok(["query", "todo"]).split(separator: "\n").count == received)
         let queries = try JSONOutput.array(try await reader.ok(["queries", "--json"]))
         #expect(queries.first?.objectValue?["checkpoint"] != .null, "the checkpoint of the last page is kept")
+        // status says which query stopped part way, and how to go on.
+        let status = try await reader.ok(["status"])
+        #expect(status.contains("the pull of todo (query all) stopped part way at "), "\(status)")
+        #expect(status.contains("`tsync pull todo --query-id all` goes on from where it stopped"), "\(status)")
+        #expect(queries.first?.objectValue?["stoppedAt"]?.stringValue != nil, "\(queries)")
 
         proxy.delay(0)
         let resumed = try JSONOutput.object(try await reader.ok(["pull", "todo", "--query-id", "all", "--json"]))
         #expect(JSONOutput.int(resumed["received"]) == total - received, "only the rest is fetched")
         #expect(try await reader.ok(["query", "todo"]).split(separator: "\n").count == total)
+        // Pulled to the end: nothing stopped any more.
+        #expect(!(try await reader.ok(["status"])).contains("stopped part way"))
+        let after = try JSONOutput.array(try await reader.ok(["queries", "--json"]))
+        #expect(after.first?.objectValue?["stoppedAt"] == .null, "\(after)")
     }
 }

@@ -39,6 +39,15 @@ struct NetworkTests {
             in: authority.directory.path)
         #expect(wrongKey.status == 78, "\(wrongKey)")
         #expect(wrongKey.stderr.contains("does not belong to the certificate"), "\(wrongKey)")
+        // What to do, and no names of the TLS library's (it said "(failedToLoadPrivateKey)").
+        #expect(wrongKey.stderr.contains("give the key the certificate was made with"), "\(wrongKey)")
+        let notKey = try await TSyncProcess.run(
+            ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", authority.serverCertificate, "--tls-key", notPEM],
+            in: authority.directory.path)
+        #expect(notKey.status == 78 && notKey.stderr.contains("not a PEM private key: give"), "\(notKey)")
+        for result in [invalid, wrongKey, notKey] {
+            #expect(!result.stderr.contains("failedTo") && !result.stderr.contains("NIOSSL"), "\(result)")
+        }
 
         let alone = try await TSyncProcess.run(
             ["serve", "--db", database, "--no-auth", "--port", "0", "--tls-cert", authority.serverCertificate],

@@ -81,6 +81,8 @@ import TSyncModel
         #expect(post["user"] == .string("alice"))
         #expect(post["client"] == .string("127.0.0.1"))
         #expect(post["requestId"] == .string(insertID))
+        // The route template, as /metrics labels it: a log groups by route without parsing paths.
+        #expect(post["route"] == .string("/tables/{table}"), "\(post)")
         #expect(post["bytes"] == .int(Int64(insert.body.utf8.count)))
         if case .double(let milliseconds)? = post["durationMs"] {
             #expect(milliseconds >= 0)
@@ -91,6 +93,7 @@ import TSyncModel
         #expect(get["path"] == .string("/tables/todo?$top=5&token=REDACTED&Password=REDACTED&sig=REDACTED"))
         let anonymous = try #require(lines.first { $0["path"] == .string("/.auth/login/custom") && $0["status"] == .int(401) })
         #expect(anonymous["user"] == .null)
+        #expect(anonymous["route"] == .string("/.auth/login/custom"), "\(anonymous)")
     }
 
     /// A trusted proxy's X-Request-Id is kept when it is plain and short; a long or odd one is
@@ -130,6 +133,75 @@ import TSyncModel
         #expect(!server.log.contains(String(repeating: "x", count: 100)), "\(server.log)")
         #expect(warnings.contains { $0.contains("login throttled for \"mallory") && $0.contains("from 127.0.0.1") }, "\(server.log)")
         #expect(lines.contains { $0.contains("GET /health 200") && $0.contains("id=proxy-req.42") }, "\(server.log)")
+    }
+
+    /// With --log-format json (on the command line or in the config file), a fatal start-up error
+    /// is a line of the JSON log too, and the exit status stays the error's.
+    @Test func fatalStartUpErrorIsAJSONLine() async throws {
+        let directory = try TemporaryDirectory()
+        let missing = try await TSyncProcess.run(
+            [
+                "serve", "--db", "sqlite:s.db", "--no-auth", "--port", "0", "--log-format", "json", "--tls-cert", "none.pem",
+                "--tls-key", "none.key",
+            ], in: directory.path)
+        #expect(missing.status == 66, "\(missing)")
+        let line = try #require(Self.jsonLines(missing.stderr).last, "\(missing)")
+        #expect(line["level"] == .string("error") && line["time"]?.stringValue != nil, "\(line)")
+        #expect(line["message"]?.stringValue?.contains("none.pem does not exist") == true, "\(line)")
+        #expect(!missing.stderr.contains("tsync: error:"), "\(missing)")
+
+        let config = directory.path + "/serve.toml"
+        try "log-format = \"json\"\nmax-top = 0\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let refused = try await TSyncProcess.run(["serve", "--config", config, "--db", "sqlite:s.db"], in: directory.path)
+        #expect(refused.status == 78, "\(refused)")
+        let refusal = try #require(Self.jsonLines(refused.stderr).last, "\(refused)")
+        #expect(refusal["message"]?.stringValue?.hasSuffix("line 2: max-top: --max-top must be at least 1 (got 0)") == true, "\(refusal)")
+        // The command line's format wins over the file's, for the error too.
+        let text = try await TSyncProcess.run(["serve", "--config", config, "--log-format", "text"], in: directory.path)
+        #expect(text.status == 78 && text.stderr.hasPrefix("tsync: error:"), "\(text)")
+    }
+
+    /// Durations in one form everywhere: serve's flags and config file and `user token --ttl` all
+    /// take `90s`, `15m`, `12h`, `30d`, and a bare number of seconds as before.
+    @Test func durationsInOneFormOnFlagsAndConfigFile() async throws {
+        let directory = try TemporaryDirectory()
+        let database = "sqlite:" + directory.path + "/s.db"
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", database, "--port", "0", "--token-ttl", "2d", "--header-timeout", "15s", "--idle-timeout", "2m"],
+            log: directory.path)
+        defer { server.stop() }
+        #expect(try await HTTP.send("GET", try await server.waitForAddress() + "/health").status == 200)
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+        #expect(server.log.contains("tokens live 172800 s"), "\(server.log)")
+        // Accounts required and none in the database: said at start-up, with how to add one.
+        #expect(
+            server.log.contains(
+                " warning no accounts yet, so no one can log in: add one with `tsync user add NAME --db \(database)`"),
+            "\(server.log)")
+
+        let add = try await TSyncProcess.run(
+            ["user", "add", "ci", "--password-stdin", "--db", database], in: directory.path, stdin: "a long enough password\n")
+        #expect(add.status == 0, "\(add)")
+        let config = directory.path + "/serve.toml"
+        try "db = \"\(database)\"\nport = 0\ntoken-ttl = \"90m\"\nquery-timeout = 30\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        let fromFile = try ServerProcess(arguments: ["serve", "--config", config], log: directory.path)
+        defer { fromFile.stop() }
+        #expect(try await HTTP.send("GET", try await fromFile.waitForAddress() + "/health").status == 200)
+        #expect(try await fromFile.terminate(signal: SIGTERM) == 0)
+        #expect(fromFile.log.contains("tokens live 5400 s"), "\(fromFile.log)")
+        #expect(!fromFile.log.contains("no accounts yet"), "an account was added: \(fromFile.log)")
+
+        let bad = try await TSyncProcess.run(["serve", "--db", database, "--token-ttl", "1.5h"], in: directory.path)
+        #expect(bad.status == 64 && bad.stderr.contains("give a number and a unit, e.g. 90s, 15m, 12h or 30d"), "\(bad)")
+        try "token-ttl = \"soon\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let badFile = try await TSyncProcess.run(["serve", "--config", config, "--db", database], in: directory.path)
+        #expect(badFile.status == 78 && badFile.stderr.contains("line 1: token-ttl:"), "\(badFile)")
+
+        for (ttl, status) in [("86400", Int32(0)), ("36h", 0), ("30s", 64), ("367d", 64)] {
+            let mint = try await TSyncProcess.run(["user", "token", "ci", "--ttl", ttl, "--db", database], in: directory.path)
+            #expect(mint.status == status, "--ttl \(ttl): \(mint)")
+        }
     }
 
     @Test func startupSaysItCreatedTheDatabase() async throws {
@@ -320,7 +392,9 @@ import TSyncModel
     @Test func badConfigFilesExit78NamingLineAndKey() async throws {
         let directory = try TemporaryDirectory()
         let cases: [(text: String, status: Int32, words: String)] = [
-            ("port = 0\ncolour = \"blue\"\n", 78, #"line 2: unknown key "colour""#),
+            ("port = 0\ncolour = \"blue\"\n", 78, #"line 2: unknown key "colour"; the keys are serve's long flag names: body-timeout,"#),
+            // The near key, as a mistyped command or table is answered.
+            ("log_format = \"json\"\n", 78, #"line 1: unknown key "log_format"; did you mean 'log-format'?"#),
             ("port = \"eighty\"\n", 78, "line 1: port takes an integer, not a string"),
             ("\n\nno-auth = 1\n", 78, "line 3: no-auth takes true or false, not an integer"),
             ("index = [1, 2]\n", 78, "line 1: index takes an array of strings"),

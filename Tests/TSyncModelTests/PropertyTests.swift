@@ -294,3 +294,26 @@ private enum Arbitrary {
 
     static func pick<T>(_ options: [T], _ rng: inout RNG) -> T { options[Int.random(in: options.indices, using: &rng)] }
 }
+
+/// `WrittenDuration`: the one form of a duration on every flag and config key.
+@Suite struct WrittenDurationTests {
+    @Test func readsEachUnitAndBareSeconds() {
+        let cases: [(String, Int?)] = [
+            ("90s", 90), ("15m", 900), ("12h", 43_200), ("30d", 2_592_000), ("86400", 86_400), ("0", 0), ("-2", -2),
+            ("5x", nil), ("", nil), ("h", nil), ("1.5h", nil), ("+3", nil), (" 3", nil), ("3 s", nil), ("1h30m", nil),
+            ("-", nil), ("99999999999999999999d", nil), ("153722867280912931d", nil),
+        ]
+        for (text, seconds) in cases {
+            #expect(WrittenDuration(text)?.seconds == seconds, "\(text)")
+        }
+    }
+
+    @Test func writesTheLargestWholeUnit() {
+        #expect(WrittenDuration(seconds: 2_592_000).description == "30d")
+        #expect(WrittenDuration(seconds: 129_600).description == "36h")
+        #expect(WrittenDuration(seconds: 5_400).description == "90m")
+        #expect(WrittenDuration(seconds: 45).description == "45s")
+        #expect(WrittenDuration(seconds: 0).description == "0s")
+        #expect(WrittenDuration(seconds: -120).description == "-2m")
+    }
+}

@@ -233,6 +233,8 @@ public struct Puller: Sendable {
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
         }
         summary.checkpoint = kept
+        // For `tsync status`: this query stopped part way, and its next pull goes on from here.
+        if summary.interrupted { try store.markStopped(table: request.table, queryID: queryID) }
     }
 
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {

@@ -14,6 +14,8 @@ public struct ServerTLS: Sendable {
     /// The certificate file, for the log.
     public let certificatePath: String
 
+    /// The messages say what is wrong with which file and what to give instead; never the TLS
+    /// library's names for its failures.
     public init(certificatePath: String, keyPath: String) throws(TSyncError) {
         let certificateBytes = try Self.read(certificatePath, what: "TLS certificate")
         let keyBytes = try Self.read(keyPath, what: "TLS private key")
@@ -21,7 +23,10 @@ public struct ServerTLS: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMBytes(certificateBytes)
         } catch {
-            throw TSyncError(.invalidConfiguration, "the TLS certificate \(certificatePath) is not a PEM certificate (\(error))")
+            throw TSyncError(
+                .invalidConfiguration,
+                "the TLS certificate \(certificatePath) is not a PEM certificate: give the file that begins with "
+                    + "-----BEGIN CERTIFICATE----- (the server's certificate first, then any intermediates)")
         }
         guard !chain.isEmpty else {
             throw TSyncError(.invalidConfiguration, "the TLS certificate \(certificatePath) holds no PEM certificate")
@@ -30,7 +35,10 @@ public struct ServerTLS: Sendable {
         do {
             key = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem)
         } catch {
-            throw TSyncError(.invalidConfiguration, "the TLS private key \(keyPath) is not a PEM private key (\(error))")
+            throw TSyncError(
+                .invalidConfiguration,
+                "the TLS private key \(keyPath) is not a PEM private key: give the unencrypted key file that begins with "
+                    + "-----BEGIN PRIVATE KEY----- (or RSA PRIVATE KEY, EC PRIVATE KEY)")
         }
         let configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
@@ -40,7 +48,9 @@ public struct ServerTLS: Sendable {
         } catch {
             throw TSyncError(
                 .invalidConfiguration,
-                "the TLS private key \(keyPath) does not belong to the certificate \(certificatePath) (\(error))")
+                "the TLS private key \(keyPath) does not belong to the certificate \(certificatePath): give the key the "
+                    + "certificate was made with (they match when `openssl x509 -noout -pubkey -in \(certificatePath)` and "
+                    + "`openssl pkey -pubout -in \(keyPath)` print the same key)")
         }
         self.configuration = configuration
         self.certificatePath = certificatePath
