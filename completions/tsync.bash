@@ -838,7 +838,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --metrics -h --help)
     repeating_options=(--per-user --index --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --config)
+    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --keep-history --keep-deleted --config)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -896,6 +896,12 @@ _tsync_serve() {
         ;;
     '--log-format')
         __tsync_add_completions -W 'text'$'\n''json'
+        return
+        ;;
+    '--keep-history')
+        return
+        ;;
+    '--keep-deleted')
         return
         ;;
     '--config')
