@@ -28,6 +28,7 @@ while getopts "n:r:b:" option; do
         b) backends=$OPTARG ;;
         *) echo "usage: $0 [-n RECORDS] [-r ROUNDS] [-b BACKENDS]" >&2; exit 64 ;;
     esac
+    echo "${lines[-1]}" >&2
 done
 
 if [ -n "${TSYNC_BIN:-}" ]; then
@@ -203,6 +204,7 @@ for backend in $backends; do
         -v so="$bytes_on" -v sf="$bytes_off" -v p="$page_p50" -v pl="$plain_seconds" -v at="$at_seconds" 'BEGIN {
         printf "| %s | %.0f / %.0f (%.2f) | %.0f / %.0f (%.2f) | %.0f | %.2f ms | %.3f s / %.3f s (%.2fx) |",
             b, n / io, n / if_, if_ / io, n / uo, n / uf, uf / uo, (so - sf) / (2 * n), p, at, pl, at / pl }')")
+    echo "${lines[-1]}" >&2
 done
 echo
 echo "tsync serve with and without history, release build; $records records, medians of $rounds alternating rounds; $(nproc) CPUs ($(uname -m))"

@@ -50,7 +50,15 @@ extension PostgresStorage {
 
     public func query(table: String, at time: Timestamp, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
         do {
-            let rows = try await database.rows(try pageStatement(table: table, query, scope: scope, at: time))
+            let page = try pageStatement(table: table, query, scope: scope, at: time)
+            // Walk the index (each version, and its record's newer ones, by (table, id)), whatever
+            // the statistics say: right after a bulk load PostgreSQL may plan a scan of the whole
+            // history for every version, and one read of 20,000 records took over 10 s.
+            let rows = try await database.transaction(readOnly: true) { transaction in
+                try await transaction.execute(PostgresStatement("SET LOCAL enable_seqscan = off"))
+                try await transaction.execute(PostgresStatement("SET LOCAL enable_bitmapscan = off"))
+                return .commit(try await transaction.rows(page))
+            }
             var total: Int?
             if query.includeTotalCount {
                 var count = PostgresStatement("SELECT count(*) FROM ")
