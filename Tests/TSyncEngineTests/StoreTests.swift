@@ -72,7 +72,9 @@ import TSyncModel
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try StoreSchema.migrator.appliedMigrations(db))
         }
         #expect(mode == "wal")
-        #expect(migrations.count == 7, "v1, v2 (journal), v3 (skipped copies), v4 (push log), v5 (versions pushes wrote), v6 (field order), v7 (stopped pulls)")
+        #expect(
+            migrations.count == 7,
+            "v1, v2 (journal), v3 (skipped copies), v4 (push log), v5 (versions pushes wrote), v6 (field order), v7 (stopped pulls)")
     }
 
     @Test func aStoreFromANewerTsyncIsRefused() throws {
