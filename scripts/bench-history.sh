@@ -28,7 +28,6 @@ while getopts "n:r:b:" option; do
         b) backends=$OPTARG ;;
         *) echo "usage: $0 [-n RECORDS] [-r ROUNDS] [-b BACKENDS]" >&2; exit 64 ;;
     esac
-    echo "${lines[-1]}" >&2
 done
 
 if [ -n "${TSYNC_BIN:-}" ]; then
