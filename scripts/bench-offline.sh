@@ -17,15 +17,8 @@ cd "$(dirname "$0")/.."
 count="${1:-100000}"
 big="${2:-1000000}"
 
-[ -x /usr/bin/time ] || { echo "bench-offline: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
-
-if [ -n "${TSYNC_BIN:-}" ]; then
-    bin="$TSYNC_BIN"
-else
-    echo "building release tsync (this can take several minutes)..." >&2
-    swift build -c release --product tsync >&2
-    bin="$(swift build -c release --show-bin-path)/tsync"
-fi
+. scripts/lib/measure.sh
+tsync_for_bench bench-offline
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

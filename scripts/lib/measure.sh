@@ -9,3 +9,15 @@ measure() {
 }
 # rate N SECONDS: N per second, whole.
 rate() { awk -v n="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", n / s }'; }
+# tsync_for_bench NAME: checks that /usr/bin/time is there (NAME says who needs it) and sets `bin`
+# to $TSYNC_BIN when given, else to a release build of tsync, built first.
+tsync_for_bench() {
+    [ -x /usr/bin/time ] || { echo "$1: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
+    if [ -n "${TSYNC_BIN:-}" ]; then
+        bin="$TSYNC_BIN"
+    else
+        echo "building release tsync (this can take several minutes)..." >&2
+        swift build -c release --product tsync >&2
+        bin="$(swift build -c release --show-bin-path)/tsync"
+    fi
+}
