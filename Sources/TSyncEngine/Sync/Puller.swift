@@ -205,14 +205,21 @@ public struct Puller: Sendable {
                 }
             }
             // The records the clock allows a checkpoint to pass: a prefix, since the page is in
-            // updatedAt order. The others are written, and the checkpoint stays before them.
+            // updatedAt order. The others are written, and the checkpoint stays before them. The
+            // walk goes on from the last of the prefix too: a record stamped in the future by a
+            // proxy or a cache (its real copy sits earlier in the walk) would otherwise end this
+            // pull at the year 9999 with the records after it unread; a record that really is in
+            // the future comes again alone at the walk's end, and then ends it.
             let bound = Checkpoint.bound(now: Timestamp.now(), serverDate: page.serverDate)
             let within = page.records.prefix { ($0.updatedAt.map { $0 <= bound }) ?? true }
             if within.count == page.records.count {
                 // (An empty page leaves it where it is.)
                 if !page.records.isEmpty { kept = next.checkpoint }
             } else {
-                if !within.isEmpty { kept = try Checkpoint.position(afterStored: Array(within), from: position).checkpoint }
+                if !within.isEmpty {
+                    next = try Checkpoint.position(afterStored: Array(within), from: position)
+                    kept = next.checkpoint
+                }
                 let early = page.records[within.count]
                 if summary.warnings.isEmpty {
                     summary.warnings.append(
