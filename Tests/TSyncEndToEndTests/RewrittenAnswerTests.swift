@@ -63,9 +63,10 @@ import TSyncModel
     // MARK: - 34.2
 
     /// 34.2: one record stamped in the future (a rewritten page: year 9999, or a day ahead) used
-    /// to move the checkpoint there, and every later pull received nothing, exit 0. The record is
-    /// written, a warning names it, the checkpoint stays before it, and the next pull brings what
-    /// was written since.
+    /// to move the checkpoint there, and every later pull received nothing, exit 0. A warning
+    /// names it, the checkpoint never takes its stamp, and the walk goes on from the record before
+    /// it, so the pull reads the record's real copy (the proxy rewrote one answer) and the next
+    /// pull brings what was written since.
     @Test(arguments: ["9999-12-31T23:59:59.999Z", "a day ahead"])
     func aRecordFromTheFutureDoesNotMoveTheCheckpoint(stamp: String) async throws {
         let server = try await ServeFixture()
@@ -95,7 +96,10 @@ import TSyncModel
         #expect(try await Self.ids(reader) == ["a", "b"], "the record is written")
         let queries = try JSONOutput.array(try await reader.ok(["queries", "--json"]))
         let checkpoint = queries.first?.objectValue?["checkpoint"]?.objectValue
-        #expect(checkpoint?["id"] == "a", "the checkpoint stays before the record: \(queries)")
+        #expect(checkpoint?["id"] == "b" && checkpoint?["updatedAt"] != .string(future), "the checkpoint never takes the stamp: \(queries)")
+        #expect(
+            try JSONOutput.object(try await reader.ok(["get", "todo", "b", "--json"]))["updatedAt"] != .string(future),
+            "the walk went on and read b's real copy")
 
         try await writer.ok(["insert", "todo", #"{"id": "c", "text": "c"}"#])
         try await writer.ok(["push"])
