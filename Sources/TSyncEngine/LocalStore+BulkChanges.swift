@@ -147,7 +147,10 @@ extension LocalStore {
         var first = first
         var second = second
         return first.withUTF8 { a in
-            second.withUTF8 { b in a.count == b.count && (a.isEmpty || memcmp(a.baseAddress, b.baseAddress, a.count) == 0) }
+            second.withUTF8 { b in
+                guard a.count == b.count, let x = a.baseAddress, let y = b.baseAddress else { return a.count == b.count }
+                return memcmp(x, y, a.count) == 0
+            }
         }
     }
 
