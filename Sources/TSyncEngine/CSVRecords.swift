@@ -123,9 +123,11 @@ public enum CSVRecords {
         /// through `value(of:)` as before. Nil where the row is left to those readers: a cell that
         /// starts with `{` or `[` (maybe a JSON value holding commas), a quote where none may be,
         /// a quoted cell the input ends inside, a row with more cells than the header, an id to
-        /// check; and at the input's end or a blank line. `cells` is scratch space.
+        /// check; and at the input's end or a blank line; with `requiringID`, a row without an id.
+        /// `cells` is scratch space.
         func record(
-            in bytes: UnsafeBufferPointer<UInt8>, from start: Int, body: inout [UInt8], cells: inout [CellSpan]
+            in bytes: UnsafeBufferPointer<UInt8>, from start: Int, body: inout [UInt8], cells: inout [CellSpan],
+            requiringID: Bool = false
         ) -> (record: (id: String, body: String), end: Int)? {
             guard let end = Self.cells(in: bytes, from: start, into: &cells), cells.count <= width else { return nil }
             var id: String?
@@ -137,6 +139,7 @@ public enum CSVRecords {
                     id = text
                 }
             }
+            if requiringID, id == nil { return nil }
             body.removeAll(keepingCapacity: true)
             body.append(UInt8(ascii: "{"))
             for (column, name) in columns where column < cells.count {

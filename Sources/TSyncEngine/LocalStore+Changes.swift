@@ -70,17 +70,8 @@ extension LocalStore {
         }
         let queuedAt = Timestamp.now().iso8601
         return try? write { db -> Int in
-            // SQLite's default page cache (2 MB) spills pages the insert writes again: each page
-            // reached the WAL about twice. 16 MB holds the four B-trees' working set, for as long
-            // as this transaction runs.
-            let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
-            try db.execute(sql: "PRAGMA cache_size = -16384")
-            defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }
-            // The rows written hold only the insert's own literals ('insert', the default 'pending'),
-            // which the CHECKs of `operations` allow; SQLite checks `kind IN (...)` through a
-            // temporary index it builds and clears for every row, an eighth of an insert's work.
-            try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
-            defer { try? db.execute(sql: "PRAGMA ignore_check_constraints = OFF") }
+            let cacheSize = try Self.bulkWriteSettings(db)
+            defer { Self.restoreWriteSettings(db, cacheSize: cacheSize) }
             try StoreRows.registerTable(db, table)
             let tableHasDeletes =
                 try Bool.fetchOne(
@@ -119,6 +110,26 @@ extension LocalStore {
             try FieldOrder.remember(db, table: table, records.fieldOrder)
             return count
         }
+    }
+
+    /// For a transaction that writes many rows (a streamed `insert`, `upsert`), until
+    /// `restoreWriteSettings`. SQLite's default page cache (2 MB) spills pages the transaction
+    /// writes again: each page reached the WAL about twice; 16 MB holds the four B-trees' working
+    /// set. And the rows written hold only the store's own literals (`kind` and `state` of
+    /// `operations`), which its CHECKs allow; SQLite checks `kind IN (...)` through a temporary
+    /// index it builds and clears for every row, an eighth of an insert's work.
+    /// - Returns: the cache size to restore.
+    static func bulkWriteSettings(_ db: Database) throws -> Int {
+        let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
+        try db.execute(sql: "PRAGMA cache_size = -16384")
+        try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
+        return cacheSize
+    }
+
+    /// The settings before `bulkWriteSettings` again.
+    static func restoreWriteSettings(_ db: Database, cacheSize: Int) {
+        try? db.execute(sql: "PRAGMA ignore_check_constraints = OFF")
+        try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)")
     }
 
     /// What a streamed insert reads before it takes the write lock, at most.

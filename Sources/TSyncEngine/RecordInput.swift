@@ -117,11 +117,38 @@ public struct NewRecords: Sendable {
 
     /// The records of CSV text (`CSVRecords`' rules); `requiringIDs` as for `json`.
     public static func csv(_ text: String, requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
-        let fieldOrder = FieldOrder.names(csv: text)
-        if let prepared = CSVRecords.prepared(from: text, requiringIDs: requiringIDs) {
-            return NewRecords(prepared: prepared, fieldOrder: fieldOrder)
+        try csv(Array(text.utf8), requiringIDs: requiringIDs)
+    }
+
+    /// The records of CSV bytes, read by the reader a streamed `insert` uses (`StreamedRecords`:
+    /// from the bytes, no text or cell per cell) where it takes the whole input; else the
+    /// general way (`CSVRecords.objects`), which decides and words every error.
+    public static func csv(_ bytes: [UInt8], requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
+        var stream = StreamedRecords(WholeInput(bytes), format: .csv, requiringIDs: requiringIDs)
+        var prepared: [(id: String, body: String)] = []
+        // No field order: no header was read (an empty input), which is the general way's to word.
+        if (try? stream.next(into: &prepared, limit: .max)) == .end, !stream.fieldOrder.isEmpty {
+            return NewRecords(prepared: prepared, fieldOrder: stream.fieldOrder)
         }
-        return NewRecords(objects: try CSVRecords.objects(from: text), fieldOrder: fieldOrder)
+        let text = String(decoding: bytes, as: UTF8.self)
+        return NewRecords(objects: try CSVRecords.objects(from: text), fieldOrder: FieldOrder.names(csv: text))
+    }
+
+    /// An input held whole, given to `StreamedRecords` a piece at a time.
+    private final class WholeInput: ByteSource {
+        private let bytes: [UInt8]
+        private var offset = 0
+
+        init(_ bytes: [UInt8]) {
+            self.bytes = bytes
+        }
+
+        func read(into buffer: inout [UInt8], limit: Int) -> Int {
+            let end = min(offset + limit, bytes.count)
+            buffer.append(contentsOf: bytes[offset..<end])
+            defer { offset = end }
+            return end - offset
+        }
     }
 }
 

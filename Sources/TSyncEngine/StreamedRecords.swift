@@ -64,10 +64,13 @@ struct StreamedRecords {
     /// record's names as written; read once, with the header or that record.
     private(set) var fieldOrder: [String] = []
     private var readARecord = false
+    /// Upsert's: a record without an id declines the stream (the general path says so).
+    private let requiringIDs: Bool
 
-    init(_ source: any ByteSource, format: Format) {
+    init(_ source: any ByteSource, format: Format, requiringIDs: Bool = false) {
         self.source = source
         self.format = format
+        self.requiringIDs = requiringIDs
         body.reserveCapacity(512)
     }
 
@@ -113,7 +116,7 @@ struct StreamedRecords {
         let (step, shape) = buffer.withUnsafeBufferPointer { buffer in
             var cursor = CanonicalJSONCursor(buffer)
             cursor.index = start
-            return Self.jsonStep(&cursor, shape: self.shape, body: &body, atEndOfInput: atEndOfInput)
+            return Self.jsonStep(&cursor, shape: self.shape, body: &body, atEndOfInput: atEndOfInput, requiringIDs: requiringIDs)
         }
         if case .record = step { self.shape = shape } else if case .advanced = step { self.shape = shape }
         return step
@@ -122,7 +125,7 @@ struct StreamedRecords {
     /// One step of `NewRecordsDecoder.decode`'s grammar: a record of NDJSON; a record of an array
     /// and the ',' or ']' after it; the '[' or white space before the first.
     private static func jsonStep(
-        _ cursor: inout CanonicalJSONCursor, shape: JSONShape, body: inout [UInt8], atEndOfInput: Bool
+        _ cursor: inout CanonicalJSONCursor, shape: JSONShape, body: inout [UInt8], atEndOfInput: Bool, requiringIDs: Bool
     ) -> (Step, JSONShape) {
         cursor.skipWhitespace()
         if cursor.atEnd {
@@ -133,11 +136,11 @@ struct StreamedRecords {
         case .unknown:
             return (.advanced(cursor.index), cursor.take(UInt8(ascii: "[")) ? .arrayFirst : .ndjson)
         case .ndjson:
-            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body) else { return (.stuck, shape) }
+            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return (.stuck, shape) }
             return (.record(record, end: cursor.index), shape)
         case .arrayFirst, .arrayNext:
             if shape == .arrayFirst, cursor.take(UInt8(ascii: "]")) { return (.advanced(cursor.index), .arrayClosed) }
-            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body) else { return (.stuck, shape) }
+            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return (.stuck, shape) }
             if cursor.take(UInt8(ascii: ",")) { return (.record(record, end: cursor.index), .arrayNext) }
             if cursor.take(UInt8(ascii: "]")) { return (.record(record, end: cursor.index), .arrayClosed) }
             return (.stuck, shape)
@@ -153,7 +156,9 @@ struct StreamedRecords {
             if buffer.starts(with: [0xEF, 0xBB, 0xBF]) { return .advanced(3) }
         }
         if let layout {
-            let read = buffer.withUnsafeBufferPointer { layout.record(in: $0, from: start, body: &body, cells: &cells) }
+            let read = buffer.withUnsafeBufferPointer {
+                layout.record(in: $0, from: start, body: &body, cells: &cells, requiringID: requiringIDs)
+            }
             if let read {
                 // A row that reaches the window's end may go on in the next.
                 guard read.end < buffer.count || atEndOfInput else { return .stuck }
@@ -177,7 +182,7 @@ struct StreamedRecords {
             fieldOrder = FieldOrder.names(header: row.cells.map(\.text))
             return .advanced(reader.position)
         }
-        guard let record = layout.record(row, body: &body) else { return .declined }
+        guard let record = layout.record(row, body: &body, requiringID: requiringIDs) else { return .declined }
         return .record(record, end: reader.position)
     }
 }

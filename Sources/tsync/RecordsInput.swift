@@ -12,13 +12,13 @@ enum RecordsInput {
         case .argument(let text):
             return NewRecords(objects: [try RecordInput.object(from: text)], fieldOrder: FieldOrder.names(json: Array(text.utf8)))
         case .json: return try NewRecords.json(Console.readStandardInput(), requiringIDs: true)
-        case .csv: return try NewRecords.csv(String(decoding: Console.readStandardInput(), as: UTF8.self), requiringIDs: true)
+        case .csv: return try NewRecords.csv(Console.readStandardInput(), requiringIDs: true)
         }
     }
 
     /// The records of a whole input for `insert`, in the store's form where the input allows.
     static func newRecords(_ bytes: [UInt8], csv: Bool) throws -> NewRecords {
-        csv ? try NewRecords.csv(String(decoding: bytes, as: UTF8.self)) : try NewRecords.json(bytes)
+        csv ? try NewRecords.csv(bytes) : try NewRecords.json(bytes)
     }
 
     enum Source: Equatable {

@@ -116,6 +116,32 @@ import TSyncModel
         try compare(csv: csv)
     }
 
+    /// Into a table with no records yet the store's form looks nothing up; a second run of the same
+    /// input then finds every record unchanged.
+    @Test func intoANewTableAndAgain() throws {
+        let text = "id,text,n\nx,one,1\ny,\"two, quoted\",2\n"
+        let general = try seeded()
+        let fast = try seeded()
+        for run in 1...2 {
+            let expected = try general.store.upsert(table: "fresh", objects: try CSVRecords.objects(from: text))
+            let got = try fast.store.upsert(table: "fresh", records: try NewRecords.csv(text, requiringIDs: true))
+            #expect(got == expected)
+            #expect(run == 1 ? got.inserted == ["x", "y"] : got.unchanged == ["x", "y"])
+            #expect(try rows(fast.store) == rows(general.store))
+        }
+    }
+
+    /// The store's form turns CHECK constraints off for its transaction, as a streamed insert
+    /// does; after it the store's connection checks again.
+    @Test func anUpsertLeavesTheStoresChecksOn() throws {
+        let temporary = try seeded()
+        let store = temporary.store
+        _ = try store.upsert(table: "todo", records: try NewRecords.csv("id,n\nnew,1\na,2\n", requiringIDs: true))
+        #expect(throws: TSyncError.self) {
+            try store.write { db in try db.execute(sql: "UPDATE operations SET kind = 'bogus'") }
+        }
+    }
+
     /// A record without an id is not given one: the general way says so.
     @Test func aRecordWithoutAnIDGoesTheGeneralWay() throws {
         for text in ["id,n\n,1\n", "n\n1\n"] {
