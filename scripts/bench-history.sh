@@ -10,7 +10,8 @@
 #   page      p50 of GET /tables/$history/items/{id} ($top=50) of a record with 1,000 versions,
 #             over one keep-alive connection (goal < 5 ms)
 #   at-T      the RECORDS records read as they were at a time T (GET /tables/$history/items?at=T,
-#             $top=1000, following Link), against a plain full read of them the same way
+#             $top=1000, each page from the last id before, `$filter=id gt 'LAST'`, as tsync's
+#             restore reads it), against a plain full read of them the same way
 #             (GET /tables/items), alternating, medians (goal <= 2x)
 # PostgreSQL: the server TSYNC_TEST_POSTGRES_URL names (a database per run, dropped after), else
 # a throwaway cluster (scripts/postgres.sh).
@@ -137,7 +138,7 @@ reads() {
     local backend=$1 db=$2
     start_server "$db" "$work/reads-$backend.log"
     python3 - "$started_port" "$records" <<'PY'
-import http.client, json, statistics, sys, time
+import http.client, json, statistics, sys, time, urllib.parse
 port, records = int(sys.argv[1]), int(sys.argv[2])
 connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 headers = {"Content-Type": "application/json", "ZUMO-API-VERSION": "2.0.0"}
@@ -163,13 +164,16 @@ for _ in range(300):
 page_p50 = statistics.median(timings) * 1000
 
 def read_all(path):
-    count, url = 0, path
-    while url:
-        response, data = call("GET", url)
-        count += len(json.loads(data))
-        link = response.getheader("Link") or ""
-        url = link[link.index("/tables"):link.index(">")] if "rel=next" in link else None
-    return count
+    # As tsync reads a table whole (WholeTable): pages in id order, each from the last id before.
+    count, last = 0, None
+    while True:
+        after = "" if last is None else "&$filter=" + urllib.parse.quote(f"id gt '{last}'")
+        _, data = call("GET", f"{path}&$orderby=id{after}")
+        page = json.loads(data)
+        if not page:
+            return count
+        count += len(page)
+        last = page[-1]["id"]
 
 at = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() + 5))
 plain, history = [], []

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TSyncModel
 
@@ -119,5 +120,33 @@ import TSyncModel
             return
         }
         #expect(PushedVersions(json: json) == written)
+    }
+
+    /// A whole read (restore, the table at a time, the horizon resync) pages by id, each page
+    /// asking for the ids after the last one the page before brought, never by `$skip`: on the
+    /// table at a time each `$skip` page walked every version before it (DESIGN §6.5).
+    @Test func aWholeReadPagesFromTheLastIdNotBySkip() async throws {
+        let ids = (0..<7).map { "r\($0)" }
+        let requests = RequestLog()
+        let read = try await WholeTable.read(table: "todo", filter: "n gt 1", endpoint: RemoteEndpoint("http://127.0.0.1:1")) {
+            request throws(TSyncError) in
+            requests.append(request)
+            // A server that pages by 3 whatever the $top, honouring $skip and `id gt`.
+            let after = request.filter?.components(separatedBy: "id gt '").dropFirst().first?.dropLast()
+            let rest = ids.filter { after == nil || $0 > String(after ?? "") }.dropFirst(request.skip ?? 0).prefix(3)
+            return Page(records: rest.map { Self.server($0, ["n": 2], version: "v1") })
+        }
+        #expect(read.keys.sorted() == ids)
+        let sent = requests.all.map { "\($0.filter ?? "-") \($0.orderBy ?? "-") \($0.skip.map(String.init) ?? "-")" }
+        #expect(
+            sent == [
+                "n gt 1 id -", "(n gt 1) and id gt 'r2' id -", "(n gt 1) and id gt 'r5' id -", "(n gt 1) and id gt 'r6' id -",
+            ])
+    }
+
+    private final class RequestLog: Sendable {
+        private let requests = Mutex<[PageRequest]>([])
+        func append(_ request: PageRequest) { requests.withLock { $0.append(request) } }
+        var all: [PageRequest] { requests.withLock { $0 } }
     }
 }

@@ -38,29 +38,39 @@ extension Puller {
 
 /// A whole read of a table (or of what a filter matches), deleted records included, by id.
 enum WholeTable {
-    /// Pages go by `$skip` in id order, never by `Link`: a link is checked only where a pull
-    /// without a query id follows it (`RemoteEndpoint.nextPage`), and one to another table would
-    /// bring that table's records here. A page that brings no record not seen before (a server
-    /// that ignores `$skip`) stops it with an error, as a pull's would (docs/DESIGN.md §8).
+    /// Pages go in id order, each asking for the ids after the last one the page before brought
+    /// (`id gt 'LAST'`, plain v2 `$filter`), never by `Link` or `$skip`: a link is checked only
+    /// where a pull without a query id follows it (`RemoteEndpoint.nextPage`), and one to another
+    /// table would bring that table's records here; a page from an id searches the index, where
+    /// `$skip` would make each page walk every record before it (the table at a time T pays that
+    /// per version, docs/DESIGN.md §6.5). A page that brings no record not seen before (a server
+    /// that ignores the filter) stops it with an error, as a pull's would (docs/DESIGN.md §8).
     static func read(
-        table: String, filter: String?, orderBy: String? = "id", endpoint: RemoteEndpoint,
-        _ readPage: (PageRequest) async throws(TSyncError) -> Page
+        table: String, filter: String?, endpoint: RemoteEndpoint, _ readPage: (PageRequest) async throws(TSyncError) -> Page
     ) async throws(TSyncError) -> [String: TSyncModel.Record] {
         var records: [String: TSyncModel.Record] = [:]
-        var request = PageRequest(table: table, filter: filter, orderBy: orderBy, top: PullRequest.defaultPageSize)
+        var last: String?
         while true {
-            let page = try await readPage(request)
-            if page.records.isEmpty { break }
+            let page = try await readPage(
+                PageRequest(table: table, filter: Self.filter(filter, after: last), orderBy: "id", top: PullRequest.defaultPageSize))
+            guard let end = page.records.last else { break }
             var new = 0
             for record in page.records where records.updateValue(record, forKey: record.id) == nil { new += 1 }
             guard new > 0 else {
                 throw TSyncError.failure(
-                    "reading table \(table) from \(endpoint): the server sent a page of records it had sent before (it ignores $skip, or its pages overlap); stopped, nothing was changed"
+                    "reading table \(table) from \(endpoint): the server sent a page of records it had sent before (it ignores $filter on id, or its pages overlap); stopped, nothing was changed"
                 )
             }
-            request.skip = records.count
+            last = end.id
         }
         return records
+    }
+
+    /// `filter`, narrowed to the ids after `last` in the server's id order.
+    private static func filter(_ filter: String?, after last: String?) -> String? {
+        guard let last else { return filter }
+        let after = FilterExpression.binary(.gt, .field("id"), .literal(.string(last))).odataText
+        return filter.map { "(\($0)) and \(after)" } ?? after
     }
 }
 

@@ -146,7 +146,7 @@ extension SyncSession {
                 try await remote.readPage(request)
             }
         }
-        return try await WholeTable.read(table: table, filter: filter, orderBy: nil, endpoint: remote.endpoint) {
+        return try await WholeTable.read(table: table, filter: filter, endpoint: remote.endpoint) {
             request throws(TSyncError) in try await remote.readPage(request, at: time)
         }
     }

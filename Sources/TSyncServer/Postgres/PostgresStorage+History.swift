@@ -163,3 +163,54 @@ extension PostgresStorage {
         }
     }
 }
+
+extension PostgresStorage {
+    /// The versions of a batch's updates, written after them with one `INSERT … SELECT FROM
+    /// unnest(…)` per run of table, owner and account instead of one per update (DESIGN §6.5),
+    /// in the order of the writes. (New records' versions go in with the records: `PendingInserts`.)
+    struct PendingVersions {
+        private struct Run {
+            var key: String
+            var owner: String?
+            var user: String?
+            var ids: [String] = []
+            var createdAts: [String] = []
+            var stamps: [String] = []
+            var versions: [String] = []
+            var deleted: [String] = []
+            var operations: [String] = []
+            var bodies: [String] = []
+        }
+
+        private var runs: [Run] = []
+
+        mutating func append(key: String, owner: String?, _ write: RecordWrite, _ record: Record) {
+            guard let updatedAt = record.system.updatedAt?.iso8601 else { return }
+            if runs.last.map({ $0.key != key || $0.owner != owner || $0.user != write.user }) ?? true {
+                runs.append(Run(key: key, owner: owner, user: write.user))
+            }
+            runs[runs.count - 1].ids.append(record.id)
+            runs[runs.count - 1].createdAts.append(record.system.createdAt?.iso8601 ?? updatedAt)
+            runs[runs.count - 1].stamps.append(updatedAt)
+            runs[runs.count - 1].versions.append(record.system.version ?? "")
+            runs[runs.count - 1].deleted.append(record.system.deleted ? "true" : "false")
+            runs[runs.count - 1].operations.append(write.operation.rawValue)
+            runs[runs.count - 1].bodies.append(JSONSerializer.string(.object(record.fields)))
+        }
+
+        mutating func flush(_ transaction: PostgresTransaction) async throws {
+            for run in runs {
+                var statement = PostgresStatement()
+                let columns = [run.ids, run.createdAts, run.stamps, run.versions, run.deleted, run.operations, run.bodies]
+                    .map { statement.bind($0) + "::text[]" }.joined(separator: ", ")
+                statement.append(
+                    "INSERT INTO tsync_history (table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body_text) "
+                        + "SELECT \(statement.bind(run.key)), u.id, u.created_at, u.stamp, u.version, u.deleted::boolean, "
+                        + "\(statement.bind(run.owner)), \(statement.bind(run.user)), u.operation, u.body "
+                        + "FROM unnest(\(columns)) AS u(id, created_at, stamp, version, deleted, operation, body)")
+                try await transaction.execute(statement)
+            }
+            runs = []
+        }
+    }
+}

@@ -310,6 +310,7 @@ public final class PostgresStorage: ServerStorage {
             var outcomes: [WriteOutcome] = []
             outcomes.reserveCapacity(writes.count)
             var pending = PendingInserts()
+            var versions = PendingVersions()
             for write in writes {
                 let key = PostgresSchema.tableKey(write.table)
                 if let problem = Self.unstorable(write) {
@@ -331,14 +332,17 @@ public final class PostgresStorage: ServerStorage {
                     } else {
                         // An update may touch a record inserted earlier in this batch.
                         try await pending.flush(transaction, keepHistory: keepHistory)
-                        let version: (RecordWrite, String?)? = keepHistory ? (write, current?.owner) : nil
-                        try await Self.store(stored, isNew: false, key: key, scope: write.scope, version: version, transaction)
+                        try await Self.store(stored, isNew: false, key: key, scope: write.scope, transaction)
+                        if keepHistory {
+                            versions.append(key: key, owner: Self.owner(of: write.scope, current: current?.owner), write, stored)
+                        }
                     }
                     found[key, default: [:]][Array(stored.id.utf8)] = (stored, Self.owner(of: write.scope, current: current?.owner))
                     outcomes.append(isNew ? .inserted(stored) : .modified(stored))
                 }
             }
             try await pending.flush(transaction, keepHistory: keepHistory)
+            try await versions.flush(transaction)
             if atomic, outcomes.contains(where: { !$0.succeeded }) { return .rollback((WriteOutcome.rolledBack(outcomes), false)) }
             guard outcomes.contains(where: \.succeeded) else { return .rollback((outcomes, false)) }
             return .commit((outcomes, true))
@@ -466,12 +470,10 @@ public final class PostgresStorage: ServerStorage {
         return (records, newest)
     }
 
-    /// Stores `record`; with `version` (the write and the record's owner before it), also the
-    /// version in the history, in the same statement.
-    private static func store(
-        _ record: Record, isNew: Bool, key: String, scope: OwnerScope, version: (RecordWrite, String?)? = nil,
-        _ transaction: PostgresTransaction
-    ) async throws {
+    /// Stores `record` (its version, if the history is kept, is the caller's: `PendingVersions`).
+    private static func store(_ record: Record, isNew: Bool, key: String, scope: OwnerScope, _ transaction: PostgresTransaction)
+        async throws
+    {
         guard let updatedAt = record.system.updatedAt else { return }
         var statement = PostgresStatement()
         // The text is bound once and kept twice: as jsonb for queries, as it is for pages.
@@ -486,25 +488,10 @@ public final class PostgresStorage: ServerStorage {
                         statement.bind(owner(of: scope, current: nil)), body, text,
                     ].joined(separator: ", ") + ")")
         } else {
-            let stamp = statement.bind(updatedAt.iso8601)
-            let versionText = statement.bind(record.system.version)
-            let deleted = statement.bind(record.system.deleted)
-            let table = statement.bind(key)
-            let update =
-                "UPDATE tsync_records SET updated_at = \(stamp), version = \(versionText), deleted = \(deleted), body = \(body), "
-                + "body_text = \(text) WHERE table_name = \(table) AND id = \(statement.bind(record.id))"
-            if case let (write, owner)? = version {
-                statement.append(
-                    "WITH r AS (\(update)) INSERT INTO tsync_history "
-                        + "(table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body_text) VALUES ("
-                        + [
-                            table, statement.bind(record.id), statement.bind(record.system.createdAt?.iso8601 ?? updatedAt.iso8601), stamp,
-                            versionText, deleted, statement.bind(Self.owner(of: scope, current: owner)), statement.bind(write.user),
-                            statement.bind(write.operation.rawValue), text,
-                        ].joined(separator: ", ") + ")")
-            } else {
-                statement.append(update)
-            }
+            statement.append(
+                "UPDATE tsync_records SET updated_at = \(statement.bind(updatedAt.iso8601)), version = \(statement.bind(record.system.version)), "
+                    + "deleted = \(statement.bind(record.system.deleted)), body = \(body), body_text = \(text) "
+                    + "WHERE table_name = \(statement.bind(key)) AND id = \(statement.bind(record.id))")
         }
         try await transaction.execute(statement)
     }

@@ -206,10 +206,12 @@ public final class SQLiteStorage: ServerStorage {
                 var clocks = TableClocks(now: now)
                 var outcomes: [WriteOutcome] = []
                 outcomes.reserveCapacity(writes.count)
+                var versions = HistoryRows(keeps: self.historyOn.load(ordering: .relaxed))
                 for write in writes {
-                    outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created))
+                    outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created, versions: &versions))
                 }
                 if atomic, outcomes.contains(where: { !$0.succeeded }) { throw AtomicRollback(outcomes: outcomes) }
+                try versions.flush(db)
                 try clocks.save(db)
                 return (outcomes, created)
             }
@@ -223,7 +225,9 @@ public final class SQLiteStorage: ServerStorage {
     }
 
     /// One write inside the batch's transaction.
-    private func apply(_ write: RecordWrite, _ db: Database, clocks: inout TableClocks, created: inout Set<String>) throws
+    private func apply(
+        _ write: RecordWrite, _ db: Database, clocks: inout TableClocks, created: inout Set<String>, versions: inout HistoryRows
+    ) throws
         -> WriteOutcome
     {
         let sqlName = SQLiteSchema.recordTableName(write.table)
@@ -237,7 +241,6 @@ public final class SQLiteStorage: ServerStorage {
         }
         var owner: String?
         if case .owner(let name) = write.scope { owner = name }
-        let keepsHistory = historyOn.load(ordering: .relaxed)
         func insert(_ stored: Record) throws -> Bool {
             let body = JSONSerializer.string(.object(stored.fields))
             try db.cachedStatement(
@@ -247,7 +250,7 @@ public final class SQLiteStorage: ServerStorage {
                 stored.system.deleted, owner, body,
             ])
             guard db.changesCount == 1 else { return false }
-            if keepsHistory { try Self.appendVersion(db, write, stored, owner: owner, body: body) }
+            versions.append(write, stored, owner: owner, body: body)
             return true
         }
         // Nearly every insert brings a new id: it is written at once, as `step` decides for an id
@@ -277,7 +280,7 @@ public final class SQLiteStorage: ServerStorage {
             let body = JSONSerializer.string(.object(next.fields))
             try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
                 .execute(arguments: [next.system.updatedAt?.iso8601, next.system.version, next.system.deleted, body, next.id])
-            if keepsHistory { try Self.appendVersion(db, write, next, owner: found?.owner, body: body) }
+            versions.append(write, next, owner: found?.owner, body: body)
             return .modified(next)
         }
     }
