@@ -129,7 +129,9 @@ push_round() {
     update_seconds[$backend,$mode]+="$(seconds_since "$started") "
     stop_servers
     size_bytes[$backend,$mode]+="$(database_bytes "$backend" "$db" "$name") "
-    keep_db[$backend]=$db
+    # Only a round with the history on: the reads need its versions (an "off" database has none
+    # until a server with the history seeds them, which PostgreSQL does after it listens).
+    [ "$mode" = on ] && keep_db[$backend]=$db
 }
 
 # reads BACKEND DB: the history page p50 and the at-T read against a plain read, on the database
