@@ -131,7 +131,7 @@ push_round() {
     size_bytes[$backend,$mode]+="$(database_bytes "$backend" "$db" "$name") "
     # Only a round with the history on: the reads need its versions (an "off" database has none
     # until a server with the history seeds them, which PostgreSQL does after it listens).
-    [ "$mode" = on ] && keep_db[$backend]=$db
+    if [ "$mode" = on ]; then keep_db[$backend]=$db; fi
 }
 
 # reads BACKEND DB: the history page p50 and the at-T read against a plain read, on the database
