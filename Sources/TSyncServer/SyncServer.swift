@@ -104,6 +104,10 @@ public struct SyncServer: Sendable {
     public func run() async throws {
         for line in configuration.summary { logger.info("\(line)") }
         for line in try await storage.declareIndexes(configuration.indexedFields) { logger.info("\(line)") }
+        // Before listening: a read of the table as it was must not miss a record that only lacks
+        // its first version yet (records written while history was off, DESIGN §15).
+        let pruner = Pruner(storage: storage, retention: configuration.retention, clock: clock, logger: logger)
+        try await pruner.runOnce(seed: true)
         do {
             // The notice traps the signals itself (two traps of one signal do not both see it) and
             // ends on the first, which shuts the group down gracefully.
@@ -114,9 +118,7 @@ public struct SyncServer: Sendable {
                             service: ShutdownNotice(logger: logger, inFlight: inFlight),
                             successTerminationBehavior: .gracefullyShutdownGroup),
                         .init(service: makeApplication()),
-                        .init(
-                            service: Pruner(storage: storage, retention: configuration.retention, clock: clock, logger: logger),
-                            successTerminationBehavior: .ignore),
+                        .init(service: pruner, successTerminationBehavior: .ignore),
                     ],
                     logger: logger))
             try await group.run()
@@ -144,9 +146,10 @@ struct ShutdownNotice: Service {
     }
 }
 
-/// Prunes the history and removes old tombstones (`ServerStorage.maintain`) at start-up, then
-/// every `Retention.pruningInterval`, and says in the log what it removed. A run that fails is
-/// logged and tried again at the next interval: serving goes on.
+/// Prunes the history and removes old tombstones (`ServerStorage.maintain`) every
+/// `Retention.pruningInterval` after the start-up run (`runOnce(seed: true)`, before the server
+/// listens), and says in the log what it removed. A periodic run that fails is logged and tried
+/// again at the next interval: serving goes on.
 struct Pruner: Service {
     let storage: any ServerStorage
     let retention: Retention
@@ -159,26 +162,29 @@ struct Pruner: Service {
         await cancelWhenGracefulShutdown { await self.prune() }
     }
 
+    /// One maintenance run; `seed` also gives every current record without a version its first one.
+    func runOnce(seed: Bool) async throws {
+        let report = try await storage.maintain(retention, now: clock(), seed: seed, settle: Self.settle)
+        if report != MaintenanceReport() {
+            logger.info(
+                "history: \(report.seeded) current records given a first version, \(report.versionsPruned) old versions pruned, \(report.tombstonesRemoved) deleted records removed"
+            )
+        }
+    }
+
     private func prune() async {
-        var seed = true
         while !Task.isCancelled {
-            do {
-                let report = try await storage.maintain(retention, now: clock(), seed: seed, settle: Self.settle)
-                seed = false
-                if report != MaintenanceReport() {
-                    logger.info(
-                        "history: \(report.seeded) current records given a first version, \(report.versionsPruned) old versions pruned, \(report.tombstonesRemoved) deleted records removed"
-                    )
-                }
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.warning("history: pruning failed, tried again in \(ServerConfiguration.spoken(retention.pruningInterval)): \(error)")
-            }
             do {
                 try await Task.sleep(for: retention.pruningInterval)
             } catch {
                 return
+            }
+            do {
+                try await runOnce(seed: false)
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.warning("history: pruning failed, tried again in \(ServerConfiguration.spoken(retention.pruningInterval)): \(error)")
             }
         }
     }

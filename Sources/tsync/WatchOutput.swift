@@ -43,7 +43,7 @@ actor WatchOutput {
     static func isChange(_ kind: LiveEvent.Kind) -> Bool {
         switch kind {
         case .pulled, .deleted, .pushed, .conflict, .settled: true
-        case .connected, .reconnecting, .polling: false
+        case .connected, .reconnecting, .polling, .resynced: false
         }
     }
 
@@ -67,8 +67,11 @@ actor WatchOutput {
         output.append(UInt8(ascii: "{"))
         member("id", event.id, first: true)
         member("at", times.iso8601(event.at))
+        if let resync = event.resync { output.append(contentsOf: ",\"dropped\":\(resync.dropped)".utf8) }
         member("event", event.kind.rawValue)
+        if let resync = event.resync { member("horizon", resync.horizon.iso8601) }
         member("interval", event.interval)
+        if let resync = event.resync { output.append(contentsOf: ",\"kept\":\(resync.kept)".utf8) }
         if let message = event.message { member("message", message) }
         if let operation = event.operation { member("operation", operation) }
         if let policy = event.policy { member("policy", policy) }
@@ -100,7 +103,7 @@ actor WatchOutput {
         case .pushed: return "pushed \(event.operation ?? "operation") \(item)"
         case .conflict: return "conflict \(event.operation ?? "operation") \(item): \(event.message ?? "")"
         case .settled: return "settled \(item) by \(event.policy ?? "policy")"
-        case .connected, .reconnecting, .polling: return nil
+        case .connected, .reconnecting, .polling, .resynced: return nil
         }
     }
 
@@ -113,6 +116,9 @@ actor WatchOutput {
                 "\(event.message ?? "the server cannot be reached"); reconnecting in \(String(format: wait < 9.95 ? "%.1f" : "%.0f", wait)) s"
         case .polling:
             return "the server has no live route: asking it every \(String(format: "%g", event.interval ?? 0)) s"
+        case .resynced:
+            guard let resync = event.resync else { return "" }
+            return SyncFormat.horizonLine(event.table ?? "", resync)
         default: return line(event) ?? ""
         }
     }

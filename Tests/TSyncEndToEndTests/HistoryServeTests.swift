@@ -90,6 +90,36 @@ import TSyncModel
         #expect(refused.status == 64, "\(refused)")
     }
 
+    /// Records written while the history was off get their first version before the server
+    /// listens: the table read as it is now, at once, holds every one of them.
+    @Test(arguments: databases) func recordsFromBeforeTheHistoryAreSeededBeforeListening(_ kind: String) async throws {
+        let directory = try TemporaryDirectory()
+        try await withDatabase(kind, in: directory) { db in
+            let off = try ServerProcess(
+                arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--keep-history", "0"], log: directory.path)
+            defer { off.stop() }
+            let first = try await off.waitForAddress()
+            let batch = (0..<300).map { #"{"method":"POST","table":"todo","item":{"id":"r\#($0)","n":\#($0)}}"# }
+            let written = try await HTTP.send(
+                "POST", first + "/tables/$batch", body: #"{"operations":["# + batch.joined(separator: ",") + "]}")
+            #expect(written.status == 200, "\(written.body)")
+            #expect(try await off.terminate(signal: SIGTERM) == 0)
+
+            let on = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"], log: directory.path)
+            defer { on.stop() }
+            let base = try await on.waitForAddress()
+            let now = try await HTTP.send("GET", base + "/tables/$history/todo?at=\(Timestamp.now().iso8601)&$top=1000")
+            #expect(now.status == 200, "\(now.body)")
+            guard case .array(let records) = try JSONParser.parse(now.body) else { throw TSyncError.failure(now.body) }
+            #expect(records.count == 300)
+            let log = on.log
+            let seeded = log.range(of: "history: 300 current records given a first version")
+            let listening = log.range(of: "listening on")
+            #expect(seeded != nil && listening != nil && seeded!.lowerBound < listening!.lowerBound, "\(log)")
+            #expect(try await on.terminate(signal: SIGTERM) == 0)
+        }
+    }
+
     @Test func oldTombstonesGoAndReadsSayFromWhen() async throws {
         let directory = try TemporaryDirectory()
         let db = "sqlite:" + directory.path + "/server.db"

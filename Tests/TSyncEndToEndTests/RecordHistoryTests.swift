@@ -217,6 +217,10 @@ import TSyncModel
             try await writer.ok(["push"])
             let reader = try await TSyncSandbox(remote: url)
             try await reader.ok(["pull", "todo", "--query-id", "q", "--filter", "n le 4"])
+            let watcher = try await TSyncSandbox(remote: url)
+            try await watcher.ok(["pull", "todo", "--query-id", "q", "--filter", "n le 4"])
+            let textWatcher = try await TSyncSandbox(remote: url)
+            try await textWatcher.ok(["pull", "todo", "--query-id", "q", "--filter", "n le 4"])
             try await reader.ok(["pull", "todo", "--query-id", "five", "--filter", "n eq 5"])
             // A local change the reader has not pushed, to a record deleted on the server.
             try await reader.ok(["update", "todo", "d3", "--set", "n=33"])
@@ -243,6 +247,25 @@ import TSyncModel
             // Nothing more the next time.
             let again = try await reader.run(["pull", "todo", "--query-id", "q"])
             #expect(!again.stderr.contains("removed deleted records"), "\(again)")
+
+            // A watch does the same, says it, and names each record it dropped.
+            let watch = try await watcher.run(["watch", "--json", "--timeout", "2"])
+            #expect(watch.status == 0, "\(watch)")
+            let events = watch.stdout.split(separator: "\n").compactMap { try? JSONOutput.object(String($0)) }
+            let resynced = events.filter { $0["event"] == "resynced" }
+            #expect(resynced.count == 1, "\(watch.stdout)")
+            #expect(resynced.first?["table"] == "todo" && resynced.first?["queryId"] == "q")
+            #expect(resynced.first?["dropped"] == 3 && resynced.first?["kept"] == 0, "\(watch.stdout)")
+            #expect(resynced.first?["horizon"]?.stringValue != nil)
+            let deleted = events.filter { $0["event"] == "deleted" }.compactMap { $0["id"]?.stringValue }.sorted()
+            #expect(deleted == ["d1", "d2", "d3"], "\(watch.stdout)")
+            let watched = try await watcher.ok(["query", "todo", "--json"])
+            #expect(!watched.contains("\"d1\"") && watched.contains("\"d4\""), "\(watched)")
+            let plain = try await watcher.run(["watch", "--timeout", "1"])
+            #expect(!plain.stderr.contains("removed deleted records"), "resynced once: \(plain)")
+            let text = try await textWatcher.run(["watch", "--timeout", "2"])
+            #expect(text.stderr.contains("removed deleted records of todo"), "\(text)")
+            #expect(text.stdout.contains("deleted todo/d1"), "\(text)")
         }
     }
 }

@@ -92,7 +92,7 @@ import TSyncModel
             return Page(records: (request.skip ?? 0) == 0 ? [survivor] : [], nextLink: nil, deletedHorizon: horizon)
         }
         let summary = try await Puller(store: store, remote: remote).pull(PullRequest(table: "todo", queryID: "q"))
-        #expect(summary.horizonResync == HorizonResync(horizon: horizon, dropped: 1, kept: 1))
+        #expect(summary.horizonResync == HorizonResync(horizon: horizon, droppedIDs: ["a"], kept: 1))
         #expect(try store.query(table: "todo").map(\.id).sorted() == ["b", "c"], "a dropped, b kept for its pending change")
 
         // A horizon before the checkpoint: nothing to do.

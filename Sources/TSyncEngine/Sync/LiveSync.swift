@@ -54,6 +54,10 @@ public struct LiveEvent: Sendable, Equatable {
         case reconnecting
         /// The server has no live route: it is asked every `interval` seconds instead.
         case polling
+        /// The server removed deleted records past the saved query's checkpoint (its deleted
+        /// horizon, docs/DESIGN.md §15): the query was read whole, and a `deleted` event follows
+        /// for each local record dropped because the server no longer has it (`resync`).
+        case resynced
     }
 
     public var kind: Kind
@@ -74,6 +78,8 @@ public struct LiveEvent: Sendable, Equatable {
     public var retryIn: Double?
     /// `polling`: seconds between reads.
     public var interval: Double?
+    /// `resynced`: the horizon, the records dropped and those kept for their pending changes.
+    public var resync: HorizonResync?
 
     public init(_ kind: Kind, table: String? = nil, id: String? = nil, at: Timestamp = Timestamp.now()) {
         self.kind = kind
@@ -216,6 +222,7 @@ private final class LiveRun: Sendable {
         for query in queries {
             var puller = Puller(store: store, remote: remote, stopRequest: session.stopRequest)
             puller.pageObserver = pageObserver(query, seen: nil)
+            puller.resyncObserver = resyncObserver(query)
             let summary = try await puller.pull(PullRequest(table: query.table, queryID: query.queryID))
             if summary.interrupted || stopped { return .stopped }
         }
@@ -243,6 +250,7 @@ private final class LiveRun: Sendable {
         while !Task.isCancelled {
             var puller = Puller(store: store, remote: remote)
             puller.pageObserver = pageObserver(query, seen: seen)
+            puller.resyncObserver = resyncObserver(query)
             var request = PullRequest(table: query.table, queryID: query.queryID)
             request.wait = waitSeconds
             do {
@@ -298,6 +306,24 @@ private final class LiveRun: Sendable {
                 return event
             }
             if !events.isEmpty { await output.send(events) }
+        }
+    }
+
+    /// Says that a pull read the query whole past the server's deleted horizon, then each record
+    /// it dropped as `deleted`: a consumer of the events learns of deletes it will never be sent.
+    private func resyncObserver(_ query: SavedQuery) -> @Sendable (String, HorizonResync) async -> Void {
+        let output = output
+        return { table, resync in
+            let at = Timestamp.now()
+            var said = LiveEvent(.resynced, table: table, at: at)
+            said.queryID = query.queryID
+            said.resync = resync
+            let deleted = resync.droppedIDs.map { id in
+                var event = LiveEvent(.deleted, table: table, id: id, at: at)
+                event.queryID = query.queryID
+                return event
+            }
+            await output.send([said] + deleted)
         }
     }
 

@@ -8,10 +8,13 @@ import TSyncQuery
 public struct HorizonResync: Sendable, Equatable {
     /// The server removed the soft-deleted records up to this `updatedAt`.
     public var horizon: Timestamp
-    /// Local records dropped: the server no longer has them, and nothing of theirs was queued.
-    public var dropped: Int
+    /// The ids of the local records dropped: the server no longer has them, and nothing of theirs
+    /// was queued.
+    public var droppedIDs: [String]
     /// Local records the server no longer has that were kept for their pending changes.
     public var kept: Int
+
+    public var dropped: Int { droppedIDs.count }
 }
 
 extension Puller {
@@ -32,7 +35,9 @@ extension Puller {
             try await remote.readPage(request)
         }
         let (dropped, kept) = try store.dropRecordsMissing(table: table, filter: filter, present: Set(present.keys))
-        summary.horizonResync = HorizonResync(horizon: horizon, dropped: dropped, kept: kept)
+        let resync = HorizonResync(horizon: horizon, droppedIDs: dropped, kept: kept)
+        summary.horizonResync = resync
+        await resyncObserver?(table, resync)
     }
 }
 
@@ -76,25 +81,25 @@ enum WholeTable {
 
 extension LocalStore {
     /// Drops, in one transaction, the local records of `table` that `filter` matches and whose id
-    /// is not in `present`, unless they have queued operations. Returns how many went and how many
-    /// were kept for their pending changes.
+    /// is not in `present`, unless they have queued operations. Returns the ids that went and how
+    /// many were kept for their pending changes.
     package func dropRecordsMissing(table: String, filter: String?, present: Set<String>) throws(TSyncError) -> (
-        dropped: Int, kept: Int
+        dropped: [String], kept: Int
     ) {
         var query = RecordQuery()
         query.filter = try filter.map { text throws(TSyncError) in try ODataParser.parseFilter(text) }
         let (sql, arguments) = try query.localSQL(table: table)
         return try write { db in
-            guard try StoreRows.tableExists(db, table) else { return (0, 0) }
+            guard try StoreRows.tableExists(db, table) else { return ([], 0) }
             let ids = try String.fetchAll(db, sql: "SELECT id FROM (\(sql))", arguments: arguments)
-            var dropped = 0
+            var dropped: [String] = []
             var kept = 0
             for id in ids where !present.contains(id) {
                 if try StoreRows.hasOperations(db, table: table, id: id) {
                     kept += 1
                 } else {
                     try StoreRows.deleteRecord(db, table: table, id: id)
-                    dropped += 1
+                    dropped.append(id)
                 }
             }
             return (dropped, kept)

@@ -79,6 +79,9 @@ public struct Puller: Sendable {
     /// Sees each page once it is written, with what it changed (`PageResult.changes`), and the
     /// server's answer to a `wait` (`StoredPage.waitApplied`): `tsync watch`'s events.
     package var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: StoredPage) async -> Void)?
+    /// Called when a page's deleted horizon made the pull read the query whole and drop what the
+    /// server no longer has (`resyncPastHorizon`), before that page is written: `watch` reports it.
+    package var resyncObserver: (@Sendable (_ table: String, _ resync: HorizonResync) async -> Void)?
 
     /// A puller from `remote` into `store`; a `stopRequest` ends it between pages.
     public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
