@@ -23,8 +23,10 @@ struct WatchCommand: AsyncParsableCommand, JournaledCommand {
             "queryId" (pulled, deleted), "version" (pulled, deleted, pushed), "operation" (pushed, \
             conflict: insert, update, delete), "policy" (settled: ours, theirs, merge), "message" \
             (conflict, reconnecting), "retryIn" (reconnecting: seconds), "interval" (polling: \
-            seconds). Events: pulled, deleted, pushed, conflict, settled, connected, reconnecting, \
-            polling. Fields are only ever added to.
+            seconds), "horizon", "dropped", "kept" (resynced). Events: pulled, deleted, pushed, \
+            conflict, settled, connected, reconnecting, polling, resynced (the server removed \
+            deleted records past the query's checkpoint: the query was read whole, and a deleted \
+            event follows for each local record dropped). Fields are only ever added to.
 
             --exec CMD runs `sh -c CMD` after each batch of changes (a page pulled, a push), with \
             that batch's events as JSON lines on its stdin; a command that fails is reported and \
