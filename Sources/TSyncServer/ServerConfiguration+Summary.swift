@@ -10,6 +10,7 @@ extension ServerConfiguration {
         }
         lines.append("per-user tables: " + (perUserTables.isEmpty ? "none" : perUserTables.sorted().joined(separator: ", ")))
         lines.append("indexes: " + (indexes.isEmpty ? "none" : indexes.map(\.description).joined(separator: ", ")))
+        if !schemas.isEmpty { lines.append("schemas: " + schemas.keys.sorted().joined(separator: ", ")) }
         lines.append(
             "limits: max-top \(maximumPageSize), max-batch \(maximumBatchOperations), max-connections \(maximumConnections), "
                 + "header-timeout \(headerTimeoutSeconds) s, body-timeout \(bodyTimeoutSeconds) s, idle-timeout \(idleTimeoutSeconds) s, "

@@ -59,6 +59,9 @@ public struct ServerConfiguration: Sendable {
     /// How long versions and tombstones are kept (`--keep-history`, `--keep-deleted`); a history of
     /// zero turns the history route off and writes no versions (docs/DESIGN.md §6.5).
     public var retention = Retention()
+    /// Each table's record type (`--schema TABLE=FILE`, docs/DESIGN.md §16), by lowercased name:
+    /// writes that do not match it are refused.
+    public var schemas: [String: RecordSchema] = [:]
 
     /// `indexes`, each marked per-user when its table is.
     public var indexedFields: [IndexedField] {
@@ -146,6 +149,8 @@ public struct ServerConfiguration: Sendable {
     func pageSize(top: Int?) -> Int { top ?? min(defaultPageSize, maximumPageSize) }
 
     func isPerUser(_ table: String) -> Bool { perUserTables.contains(table.lowercased()) }
+
+    func schema(of table: String) -> RecordSchema? { schemas.isEmpty ? nil : schemas[table.lowercased()] }
 
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")

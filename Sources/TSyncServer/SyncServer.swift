@@ -63,6 +63,7 @@ public struct SyncServer: Sendable {
             BatchRoutes(storage: storage, configuration: configuration, tables: tableRoutes).register(on: tables)
         }
         HistoryRoutes(storage: storage, configuration: configuration, tables: tableRoutes, clock: clock).register(on: tables)
+        SchemaRoutes(configuration: configuration, tables: tableRoutes).register(on: tables)
         tableRoutes.register(on: tables)
 
         let auth = router.group(".auth").add(middleware: APIVersionMiddleware())
@@ -119,6 +120,9 @@ public struct SyncServer: Sendable {
                             successTerminationBehavior: .gracefullyShutdownGroup),
                         .init(service: makeApplication()),
                         .init(service: pruner, successTerminationBehavior: .ignore),
+                        .init(
+                            service: SchemaAudit(storage: storage, schemas: configuration.schemas, logger: logger),
+                            successTerminationBehavior: .ignore),
                     ],
                     logger: logger))
             try await group.run()

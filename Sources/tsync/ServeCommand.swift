@@ -89,6 +89,22 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var index: [String] = []
 
+    @Option(
+        name: .customLong("schema"),
+        help: ArgumentHelp(
+            "Check a table's records against a JSON Schema, TABLE=FILE.json (repeatable).",
+            discussion: """
+                Draft 2020-12, over the record's own fields (system properties are not its \
+                business). An insert or update that does not match is refused with 400, naming \
+                every failing field's path and why; clients read the schema and check changes \
+                before they queue them. A keyword outside those that describe records is refused \
+                at start-up (exit 78); stored records that do not match are counted in the log.
+                """,
+            valueName: "table=file"
+        )
+    )
+    var schema: [String] = []
+
     @Option(name: .customLong("max-top"), parsing: .unconditional, help: "Largest page ($top) a client may ask for.")
     var maxTop = 1000
 
@@ -225,6 +241,13 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError(
                 "--trusted-proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")
         }
+        for text in schema {
+            do {
+                _ = try TableSchemas.parse(text)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         for text in index {
             do {
                 _ = try IndexedField(parsing: text)
@@ -287,6 +310,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let tlsCert, let tlsKey {
             settings.tls = try ServerTLS(certificatePath: tlsCert, keyPath: tlsKey)
         }
+        settings.schemas = try TableSchemas.load(schema)
         let configuration = settings
         try configuration.validate()
         let location = try database.location()

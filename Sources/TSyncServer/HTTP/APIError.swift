@@ -14,6 +14,9 @@ struct APIError: HTTPResponseError {
     /// The server's copy of the item, sent as the body instead of the message.
     var item: Record?
     var headers: HTTPFields = [:]
+    /// For a record that does not match its table's schema: sent as `violations`, `[{"path",
+    /// "reason"}]`, beside the message (docs/DESIGN.md §16).
+    var violations: [SchemaViolation] = []
 
     init(_ status: HTTPResponse.Status, _ message: String, item: Record? = nil) {
         self.status = status
@@ -35,7 +38,18 @@ struct APIError: HTTPResponseError {
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
         if let item { return JSONResponse.item(status, item, headers: headers) }
-        return JSONResponse.error(status, message, headers: headers)
+        guard !violations.isEmpty else { return JSONResponse.error(status, message, headers: headers) }
+        return JSONResponse.make(status, ["error": .string(message), "violations": Self.violationsJSON(violations)], headers: headers)
+    }
+
+    /// The message of a 400 for a record that does not match its table's schema; its first words
+    /// are what a client tells this refusal by.
+    static func schemaMessage(table: String, _ violations: [SchemaViolation]) -> String {
+        "the item does not match the schema of table \(Identifiers.quoted(table)): \(SchemaViolation.summary(violations))"
+    }
+
+    static func violationsJSON(_ violations: [SchemaViolation]) -> JSONValue {
+        .array(violations.map { .object(["path": .string($0.path), "reason": .string($0.reason)]) })
     }
 
     static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }

@@ -120,6 +120,6 @@ struct BatchRoutes: Sendable {
         let ifMatch = object["ifMatch"]?.stringValue
         return try WriteRequest(
             method: method, table: table, id: id, body: item, ifMatch: ifMatch, scope: try tables.scope(table, context),
-            user: context.accountName)
+            user: context.accountName, schema: configuration.schema(of: table))
     }
 }

@@ -9,4 +9,5 @@ extension HTTPField.Name {
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
     static let forwarded = HTTPField.Name("Forwarded")!
     static let deletedHorizon = HTTPField.Name("X-TSync-Deleted-Horizon")!
+    static let schemaTag = HTTPField.Name("X-TSync-Schema")!
 }

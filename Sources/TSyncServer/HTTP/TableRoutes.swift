@@ -70,6 +70,9 @@ struct TableRoutes: Sendable {
         // Tombstones older than this were removed (`--keep-deleted`): a client whose checkpoint
         // is older may have missed deletes (docs/DESIGN.md §6.5).
         if let horizon = page.deletedHorizon { headers[.deletedHorizon] = horizon.iso8601 }
+        // The table's record type, by its tag: a client reads `GET /tables/$schema/{table}` when
+        // it changed (docs/DESIGN.md §16).
+        if let schema = configuration.schema(of: table) { headers[.schemaTag] = schema.tag }
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: page.bytes))
     }
@@ -154,7 +157,7 @@ struct TableRoutes: Sendable {
     ) async throws -> Response {
         let write = try WriteRequest(
             method: method, table: table, id: id, body: body, ifMatch: request.headers[.ifMatch], scope: try scope(table, context),
-            user: context.accountName)
+            user: context.accountName, schema: configuration.schema(of: table))
         let outcomes = try await storage.write([write.write], atomic: false)
         guard let outcome = outcomes.first else { throw APIError(.internalServerError, "the storage gave no answer") }
         return try WriteAnswer(outcome, for: write).response()

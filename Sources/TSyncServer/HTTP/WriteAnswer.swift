@@ -8,6 +8,8 @@ struct WriteAnswer {
     var status: HTTPResponse.Status
     var item: Record?
     var message: String?
+    /// 400 for a record that does not match the table's schema: where and why, each.
+    var violations: [SchemaViolation] = []
 
     init(_ outcome: WriteOutcome, for request: WriteRequest) {
         let write = request.write
@@ -20,6 +22,9 @@ struct WriteAnswer {
         case .notFound: self.init(.notFound, message: APIError.notFound(table: write.table, id: write.id).message)
         case .versionMismatch(let current): self.init(request.staleStatus, item: current)
         case .unstorable(let message): self.init(.badRequest, message: message)
+        case .invalid(let violations):
+            self.init(.badRequest, message: APIError.schemaMessage(table: write.table, violations))
+            self.violations = violations
         case .notApplied:
             self.init(
                 HTTPResponse.Status(code: 424, reasonPhrase: "Failed Dependency"),
@@ -35,12 +40,15 @@ struct WriteAnswer {
 
     init(_ error: APIError) {
         self.init(error.status, item: error.item, message: error.message)
+        violations = error.violations
     }
 
     /// The single routes' response: the item with its `ETag`, or the error as `ErrorMiddleware` writes it.
     func response() throws(APIError) -> Response {
         guard (200..<300).contains(status.code), let item else {
-            throw APIError(status, message ?? "", item: item)
+            var error = APIError(status, message ?? "", item: item)
+            error.violations = violations
+            throw error
         }
         return JSONResponse.item(status, item)
     }
@@ -68,6 +76,11 @@ struct WriteAnswer {
             JSONSerializer.writeRecord(item, to: &output)
             output.append(UInt8(ascii: ","))
         }
-        output.append(contentsOf: #""status":\#(status.code)}"#.utf8)
+        output.append(contentsOf: #""status":\#(status.code)"#.utf8)
+        if !violations.isEmpty {
+            output.append(contentsOf: #","violations":"#.utf8)
+            JSONSerializer.write(APIError.violationsJSON(violations), to: &output)
+        }
+        output.append(UInt8(ascii: "}"))
     }
 }

@@ -22,8 +22,10 @@ struct WriteRequest {
     ///   - ifMatch: the `If-Match` header value, if any.
     ///   - body: the JSON object of a POST (insert) or PATCH.
     ///   - user: the account that asks (kept in the record's history).
+    ///   - schema: the table's record type, which what it stores must match.
     init(
-        method: Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?, scope: OwnerScope, user: String?
+        method: Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?, scope: OwnerScope, user: String?,
+        schema: RecordSchema? = nil
     ) throws(APIError) {
         try Self.validate(table: table, id: id)
         let expected = try ifMatch.map { header throws(APIError) in try ExpectedVersion(ifMatch: header) }
@@ -58,6 +60,7 @@ struct WriteRequest {
             throw APIError.badRequest("\(method.rawValue) needs the id of the item")
         }
         write.user = user
+        write.schema = schema
     }
 
     private static func validate(table: String, id: String?) throws(APIError) {

@@ -17,12 +17,16 @@ public struct RecordWrite: Sendable {
     /// The account that asked for the write (nil without one: `--no-auth`), kept with the
     /// version it makes in the record's history (docs/DESIGN.md §6.5).
     public var user: String?
+    /// The table's schema (`--schema`, docs/DESIGN.md §16): an insert or update whose stored
+    /// record would not match it is answered `.invalid` and writes nothing.
+    public var schema: RecordSchema?
 
-    public init(table: String, action: Action, scope: OwnerScope, user: String? = nil) {
+    public init(table: String, action: Action, scope: OwnerScope, user: String? = nil, schema: RecordSchema? = nil) {
         self.table = table
         self.action = action
         self.scope = scope
         self.user = user
+        self.schema = schema
     }
 
     public var id: String {
@@ -58,6 +62,8 @@ public enum WriteOutcome: Sendable, Equatable {
     case unstorable(String)
     /// An atomic batch in which another write failed: nothing of it was written.
     case notApplied
+    /// The record it would store does not match the table's schema: every way it fails.
+    case invalid([SchemaViolation])
 
     /// Whether the write was done (an undelete of a live record counts: nothing to do).
     public var succeeded: Bool {
@@ -82,6 +88,7 @@ extension ServerStorage {
         case .inserted(let stored)?: return .inserted(stored)
         case .exists(let existing)?: return .exists(existing)
         case .unstorable(let message)?: throw TSyncError.invalidInput(message)
+        case .invalid(let violations)?: throw TSyncError.invalidInput(SchemaViolation.summary(violations))
         default: throw TSyncError.failure("the storage gave no outcome for an insert")
         }
     }
@@ -96,6 +103,7 @@ extension ServerStorage {
         case .notFound?: return .notFound
         case .versionMismatch(let current)?: return .versionMismatch(current)
         case .unstorable(let message)?: throw TSyncError.invalidInput(message)
+        case .invalid(let violations)?: throw TSyncError.invalidInput(SchemaViolation.summary(violations))
         default: throw TSyncError.failure("the storage gave no outcome for a change")
         }
     }
@@ -116,6 +124,9 @@ extension RecordWrite {
     func step(current: Record?, visible: Bool, updatedAt: () throws -> Timestamp) rethrows -> Step {
         switch action {
         case .insert(let record):
+            // A record that cannot be stored is refused first: the same answer whether or not
+            // the id is taken, on both backends (PostgreSQL's one-trip insert looks only after).
+            if let refused = refusal(of: record.fields) { return refused }
             if let current { return .answer(.exists(visible ? current : nil)) }
             return .store(WriteRules.inserted(record, at: try updatedAt()), isNew: true)
         case .modify(_, let change, let expected):
@@ -124,8 +135,21 @@ extension RecordWrite {
             case .notFound: return .answer(.notFound)
             case .versionMismatch: return .answer(.versionMismatch(current))
             case .unchanged: return .answer(.modified(current))
-            case .write: return .store(WriteRules.apply(change, to: current, updatedAt: try updatedAt()), isNew: false)
+            case .write:
+                if case .update(let fields) = change, let refused = refusal(of: current.fields.merging(fields) { _, new in new }) {
+                    return refused
+                }
+                return .store(WriteRules.apply(change, to: current, updatedAt: try updatedAt()), isNew: false)
             }
         }
+    }
+
+    /// `.invalid` when the record with `fields` would not match the schema. Only inserts and
+    /// updates are checked: a delete or undelete changes no field, and must stay possible for a
+    /// record stored before the schema was.
+    private func refusal(of fields: [String: JSONValue]) -> Step? {
+        guard let schema else { return nil }
+        let violations = schema.violations(of: fields)
+        return violations.isEmpty ? nil : .answer(.invalid(violations))
     }
 }
