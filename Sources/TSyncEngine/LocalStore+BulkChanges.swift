@@ -41,10 +41,12 @@ extension LocalStore {
             }
         }
         let queuedAt = Timestamp.now().iso8601
+        let schema = try schema(of: table)
         return try write { db in
             try StoreRows.registerTable(db, table)
             try FieldOrder.remember(db, table: table, fieldOrder)
             var upserts = Upserts(table: table, count: records.count, queuedAt: queuedAt)
+            upserts.schema = schema
             for (offset, record) in records.enumerated() {
                 try upserts.apply(db, record, offset: offset, store: self)
             }
@@ -64,7 +66,9 @@ extension LocalStore {
         case .prepared(let prepared):
             try Identifiers.validateTableName(table)
             var ids = Set<[UInt8]>(minimumCapacity: prepared.count)  // bytes, as `Upserts.seen`
-            for record in prepared where !ids.insert(Array(record.id.utf8)).inserted {
+            // Ids given twice, or a table with a schema (each record checked as it merges), go the general way.
+            let general = try schema(of: table) != nil
+            for record in prepared where general || !ids.insert(Array(record.id.utf8)).inserted {
                 return try upsert(
                     table: table,
                     objects: try prepared.map { record throws(TSyncError) in
@@ -171,6 +175,7 @@ extension LocalStore {
         var patch = fields
         for name in RecordInput.serverProperties { patch.removeValue(forKey: name) }
         if patch["id"] != nil { throw .invalidInput("\"id\" cannot change, and a filter names many records") }
+        let schema = try schema(of: table)
         return try write { db in
             var changed: [String] = []
             try db.inSavepoint {
@@ -182,6 +187,7 @@ extension LocalStore {
                     var after = before
                     after.fields.merge(patch) { _, new in new }
                     guard after.fields != before.fields else { continue }
+                    try schema?.check(after.fields, table: table, id: before.id)
                     try enqueue(db, .update, table: table, current: before)
                     try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?")
                         .execute(arguments: [StoredJSON.encode(after.fields), table, before.id])
@@ -227,6 +233,8 @@ private struct Upserts {
     let count: Int
     let queuedAt: String
     var result = UpsertResult()
+    /// The table's schema: each record is checked as it would be stored.
+    var schema: RecordSchema?
     /// What each id given so far did, by its bytes: Swift would count "é" and "e\u{301}" as one id.
     private var outcomes: [[UInt8]: Outcome] = [:]
 
@@ -252,6 +260,7 @@ private struct Upserts {
                     throw number(error, offset)
                 }
             }
+            try check(record.fields, record.id, offset: offset)
             try store.insertRows(db, table: table, [(record.id, StoredJSON.encode(record.fields))][...], queuedAt: queuedAt)
             result.inserted.append(record.id)
             outcomes[key] = .inserted
@@ -266,6 +275,7 @@ private struct Upserts {
             }
             return
         }
+        try check(after.fields, record.id, offset: offset)
         try store.enqueue(db, .update, table: table, current: before)
         try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?")
             .execute(arguments: [StoredJSON.encode(after.fields), table, record.id])
@@ -276,6 +286,15 @@ private struct Upserts {
         }
         result.updated.append(record.id)
         outcomes[key] = .updated
+    }
+
+    private func check(_ fields: [String: JSONValue], _ id: String, offset: Int) throws {
+        guard let schema else { return }
+        do throws(TSyncError) {
+            try schema.check(fields, table: table, id: id)
+        } catch {
+            throw LocalStore.numbering(count)(error, offset)
+        }
     }
 }
 

@@ -54,6 +54,12 @@ extension LocalStore {
         table: String, streaming source: any ByteSource, csv: Bool, inserted: (String) -> Void
     ) -> Int? {
         guard (try? Identifiers.validateTableName(table)) != nil else { return nil }
+        // A table with a schema checks each record the general way.
+        do {
+            if try schema(of: table) != nil { return nil }
+        } catch {
+            return nil
+        }
         var records = StreamedRecords(source, format: csv ? .csv : .json)
         // Read ahead before taking the write lock, as an insert did when it held its input: an
         // input of up to this many records is read whole, and other writers wait only for its
@@ -145,6 +151,15 @@ extension LocalStore {
         let number = { (error: TSyncError, offset: Int) -> TSyncError in
             prepared.count > 1 ? error.prefixed("record \(offset + 1): ") : error
         }
+        if let schema = try schema(of: table) {
+            for (offset, record) in prepared.enumerated() {
+                do {
+                    try schema.check(try StoredJSON.decodeObject(record.body, what: "record"), table: table, id: record.id)
+                } catch {
+                    throw number(error, offset)
+                }
+            }
+        }
         let queuedAt = Timestamp.now().iso8601
         try write { db in
             try StoreRows.registerTable(db, table)
@@ -198,12 +213,14 @@ extension LocalStore {
         try Identifiers.validateTableName(table)
         try Identifiers.validateRecordID(id)
         let patch = try RecordInput.patch(fields, id: id)
+        let schema = try schema(of: table)
         return try write { db in
             guard let before = try StoreRows.fetchRecord(db, table: table, id: id) else {
                 throw try StoreRows.missingRecordError(db, table: table, id: id, change: .update)
             }
             var after = before
             after.fields.merge(patch) { _, new in new }
+            try schema?.check(after.fields, table: table, id: id)
             try enqueue(db, .update, table: table, current: before)
             try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?")
                 .execute(arguments: [StoredJSON.encode(after.fields), table, id])

@@ -179,6 +179,9 @@ enum StoreSchema {
         migrator.registerMigration("v7: a saved query's pull that stopped part way") { db in
             try db.execute(sql: "ALTER TABLE queries ADD COLUMN stopped_at TEXT")
         }
+        migrator.registerMigration("v8: the tables' schemas the server announced") { db in
+            try db.execute(sql: "CREATE TABLE schemas (tbl TEXT PRIMARY KEY COLLATE NOCASE, tag TEXT NOT NULL, document TEXT NOT NULL)")
+        }
         return migrator
     }
 }

@@ -46,6 +46,7 @@ struct TSync: AsyncParsableCommand {
             GetCommand.self,
             QueryCommand.self,
             TablesCommand.self,
+            SchemaCommand.self,
             StatusCommand.self,
             DiffCommand.self,
             HistoryCommand.self,

@@ -135,3 +135,21 @@ extension RemoteClient {
         TSyncError(.unreachable, "\(endpoint) did not answer as a sync server does: \(what); nothing was changed")
     }
 }
+
+extension RemoteClient {
+    /// `X-TSync-Schema`: the tag of the table's schema a page read announces.
+    static func schemaTag(_ headers: HTTPHeaders) -> String? {
+        guard let value = headers.first(name: "X-TSync-Schema"), !value.isEmpty, value.utf8.count <= 64,
+            value.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) })
+        else { return nil }
+        return value
+    }
+
+    /// `GET /tables/$schema/{table}`: the table's schema document, nil for any answer that is
+    /// not one (a 404, a plain v2 server, a proxy's page).
+    public func tableSchema(table: String) async throws(TSyncError) -> JSONValue? {
+        let response = try await send(.GET, endpoint.url(path: ["tables", "/$schema", table]), body: nil, discovering: true)
+        guard response.status == 200, let object = response.json?.objectValue, let schema = object["schema"] else { return nil }
+        return schema
+    }
+}

@@ -171,6 +171,7 @@ public struct RemoteClient: Sendable {
                 records: decoded.records, nextLink: LinkHeader.next(in: response.headers), totalCount: decoded.totalCount,
                 waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
             page.deletedHorizon = Self.deletedHorizon(response.headers)
+            page.schemaTag = Self.schemaTag(response.headers)
             serverCheck.prove()
             return page
         }
@@ -218,10 +219,12 @@ public struct RemoteClient: Sendable {
             }
         }
         serverCheck.prove()
-        return Page(
+        var page = Page(
             records: records, nextLink: LinkHeader.next(in: response.headers), totalCount: totalCount,
             waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")),
             deletedHorizon: Self.deletedHorizon(response.headers))
+        page.schemaTag = Self.schemaTag(response.headers)
+        return page
     }
 
     /// A page read that failed, in the one set of words every reader of pages shares (pulls,
@@ -740,6 +743,9 @@ public struct Page: Sendable {
     /// The server removed the soft-deleted records up to this `updatedAt` (`X-TSync-Deleted-Horizon`,
     /// docs/DESIGN.md §15); nil from a server that says nothing of it.
     public var deletedHorizon: Timestamp? = nil
+    /// The tag of the table's schema (`X-TSync-Schema`, docs/DESIGN.md §16); nil from a server
+    /// that has none for it, or none at all.
+    public var schemaTag: String? = nil
 }
 
 /// `Preference-Applied: wait=N`, read.

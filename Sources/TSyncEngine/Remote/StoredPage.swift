@@ -50,6 +50,8 @@ package struct StoredPage: Sendable {
     package var serverDate: Timestamp?
     /// The server's tombstone horizon (`Page.deletedHorizon`).
     package var deletedHorizon: Timestamp?
+    /// The tag of the table's schema (`Page.schemaTag`).
+    package var schemaTag: String?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)
@@ -58,6 +60,7 @@ package struct StoredPage: Sendable {
         waitApplied = page.waitApplied
         serverDate = page.serverDate
         deletedHorizon = page.deletedHorizon
+        schemaTag = page.schemaTag
     }
 
     init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?, serverDate: Timestamp?) {

@@ -22,6 +22,14 @@ public protocol SyncRemote: Sendable {
     /// The server's batch route, nil when it has none (every write then goes alone).
     func batchCapabilities() async throws(TSyncError) -> BatchCapabilities?
     func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply
+
+    /// The table's schema document (`GET /tables/$schema/{table}`, docs/DESIGN.md §16), asked
+    /// only when a page announced one; nil when the server answers anything but one.
+    func tableSchema(table: String) async throws(TSyncError) -> JSONValue?
+}
+
+extension SyncRemote {
+    public func tableSchema(table: String) async throws(TSyncError) -> JSONValue? { nil }
 }
 
 extension RemoteClient: SyncRemote {}

@@ -58,6 +58,8 @@ public struct PullSummary: Sendable, Equatable {
     /// Set when the server had removed deleted records past the query's checkpoint, and what
     /// the pull did about it (`resyncPastHorizon`, docs/DESIGN.md §15).
     public var horizonResync: HorizonResync?
+    /// Whether the table's schema was looked at (once a pull: `refreshSchema`).
+    var schemaSeen = false
 }
 
 /// Reads a table from the server page by page into the store (docs/DESIGN.md §1 Pull, §2.1, §2.5).
@@ -175,6 +177,7 @@ public struct Puller: Sendable {
             // The page asked ahead of this one, unless it is taken below.
             defer { current.cancel() }
             try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
+            try await refreshSchema(page, table: request.table, summary: &summary)
             var next = try checked(page, from: position)
             // A walk by $skip would rest on this one answer: a page that only repeats records at
             // the checkpoint's own time is what a server with finer timestamps sends, and also
@@ -265,6 +268,7 @@ public struct Puller: Sendable {
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
+            try await refreshSchema(page, table: request.table, summary: &summary)
             // Followed only once checked: this origin, this table, the query asked (issue 34.4).
             let nextLink = try page.nextLink.map { link throws(TSyncError) in
                 try remote.endpoint.nextPage(link: link, of: asked, what: "pulling \(request.table) from \(remote.endpoint)")
