@@ -28,6 +28,9 @@ swift test --skip-build "$@"
 # scripts/soak.sh run the long ones.
 scripts/fuzz.sh 5
 bin="$(swift build --show-bin-path)/tsync"
+# schemathesis against /openapi.json, without and with accounts (scripts/schemathesis.sh).
+scripts/schemathesis.sh "$bin" -n 25
+scripts/schemathesis.sh "$bin" -n 25 --auth
 python3 scripts/soak.py --bin "$bin" --runs 3
 # The fault campaign: 4 runs, each of a mode picked at random (scripts/soak.sh --faults runs more).
 python3 scripts/soak.py --bin "$bin" --faults --runs 4

@@ -48,9 +48,11 @@ public struct SyncServer: Sendable {
         let router = Router(context: ServerRequestContext.self)
         router.middlewares.add(ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
         router.middlewares.add(RequestLogMiddleware(metrics: metrics, inFlight: inFlight))
-        router.middlewares.add(ErrorMiddleware())
+        router.middlewares.add(ErrorMiddleware(routes: ServedRoutes.all(configuration)))
         if let metrics { router.middlewares.add(MetricsErrorMiddleware(metrics: metrics)) }
-        router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+        router.on(ServedRoutes.health) { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
+        let description = JSONSerializer.bytes(OpenAPIDocument.make(configuration))
+        router.on(ServedRoutes.openAPI) { _, _ in JSONResponse.make(.ok, bytes: description) }
         OperatorRoutes(storage: storage, metrics: metrics, readinessTimeoutSeconds: configuration.readinessTimeoutSeconds)
             .register(on: router)
 

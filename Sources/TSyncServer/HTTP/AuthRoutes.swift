@@ -8,9 +8,9 @@ struct AuthRoutes: Sendable {
     var metrics: ServerMetrics? = nil
 
     func register(on group: RouterGroup<ServerRequestContext>) {
-        group.post("login/custom", use: login)
-        group.post("logout", use: logout)
-        group.get("me", use: me)
+        group.on(ServedRoutes.login, use: login)
+        group.on(ServedRoutes.logout, use: logout)
+        group.on(ServedRoutes.me, use: me)
     }
 
     /// Whose the presented token is (`tsync whoami`, a tsync extension): `{"user": {"userId"}}`; a

@@ -19,11 +19,9 @@ struct BatchRoutes: Sendable {
     let configuration: ServerConfiguration
     let tables: TableRoutes
 
-    static let path = "$batch"
-
     func register(on group: RouterGroup<ServerRequestContext>) {
-        group.get(RouterPath(stringLiteral: Self.path), use: describe)
-        group.post(RouterPath(stringLiteral: Self.path), use: batch)
+        group.on(ServedRoutes.batchDescription, use: describe)
+        group.on(ServedRoutes.batch, use: batch)
     }
 
     @Sendable func describe(_ request: Request, context: ServerRequestContext) async throws -> Response {

@@ -50,6 +50,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             // Where the HTTP version is still known (NIOHTTP1's parts, before HTTP types).
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try channel.pipeline.syncOperations.addHandler(CloseUnlessKeepAlive(), position: .after(decoder))
+            try channel.pipeline.syncOperations.addHandler(MalformedRequestAnswer(), position: .after(decoder))
             return value
         }
     }

@@ -10,6 +10,22 @@ import TSyncModel
 /// is logged here and answered with a bare 500, so no SQL, stack trace or path reaches a client.
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
+    /// The routes served: a path one of them serves with another method is 405 with `Allow`,
+    /// not 404 (RFC 9110 §15.5.6).
+    var routes: [RouteDeclaration] = []
+
+    /// The methods the routes serve `path` with, in a stable order: those of the most literal
+    /// routes that match it, as the router picks (`$batch` before `{table}`).
+    func allowed(_ path: String) -> [String] {
+        let segments = path.split(separator: "/")
+        let matching = routes.filter { $0.matches(segments) }
+        guard let fewest = matching.map(\.pathParameters.count).min() else { return [] }
+        var methods: [String] = []
+        for route in matching where route.pathParameters.count == fewest && !methods.contains(route.method.rawValue) {
+            methods.append(route.method.rawValue)
+        }
+        return methods
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -36,6 +52,11 @@ struct ErrorMiddleware: RouterMiddleware {
             return JSONResponse.error(.badRequest, "the request body is not valid HTTP/1.1 (\(error))", headers: [.connection: "close"])
         } catch is NIOTooManyBytesError {
             return JSONResponse.error(.contentTooLarge, "the request body is too large")
+        } catch let error as HTTPError where error.status == .notFound && !allowed(request.uri.path).isEmpty {
+            let methods = allowed(request.uri.path)
+            return JSONResponse.error(
+                .methodNotAllowed, "\(request.method) is not allowed here: use \(methods.joined(separator: ", "))",
+                headers: [.allow: methods.joined(separator: ", ")])
         } catch let error as HTTPError {
             let message =
                 error.status == .notFound

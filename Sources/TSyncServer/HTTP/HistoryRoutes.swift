@@ -22,12 +22,10 @@ struct HistoryRoutes: Sendable {
     /// The wall clock the oldest readable time is measured from.
     let clock: @Sendable () -> Timestamp
 
-    static let path = "$history"
-
     func register(on group: RouterGroup<ServerRequestContext>) {
-        group.get(RouterPath(stringLiteral: Self.path), use: describe)
-        group.get(RouterPath(stringLiteral: Self.path + "/:table"), use: tableAt)
-        group.get(RouterPath(stringLiteral: Self.path + "/:table/:id"), use: versions)
+        group.on(ServedRoutes.historyDescription, use: describe)
+        group.on(ServedRoutes.tableAt(configuration), use: tableAt)
+        group.on(ServedRoutes.versions, use: versions)
     }
 
     private var retention: Retention { configuration.retention }

@@ -10,8 +10,8 @@ struct OperatorRoutes: Sendable {
     let readinessTimeoutSeconds: Int
 
     func register(on router: Router<ServerRequestContext>) {
-        router.get("ready", use: ready)
-        if metrics != nil { router.get("metrics", use: exposition) }
+        router.on(ServedRoutes.ready, use: ready)
+        if metrics != nil { router.on(ServedRoutes.metrics, use: exposition) }
     }
 
     /// 200 when the database answers a trivial read within the readiness timeout, 503 otherwise.

@@ -10,10 +10,8 @@ struct SchemaRoutes: Sendable {
     let configuration: ServerConfiguration
     let tables: TableRoutes
 
-    static let path = "$schema"
-
     func register(on group: RouterGroup<ServerRequestContext>) {
-        group.get(RouterPath(stringLiteral: Self.path + "/:table"), use: schema)
+        group.on(ServedRoutes.schema, use: schema)
     }
 
     @Sendable func schema(_ request: Request, context: ServerRequestContext) async throws -> Response {

@@ -10,12 +10,12 @@ struct TableRoutes: Sendable {
     let configuration: ServerConfiguration
 
     func register(on group: RouterGroup<ServerRequestContext>) {
-        group.get(":table", use: list)
-        group.post(":table", use: insert)
-        group.get(":table/:id", use: read)
-        group.patch(":table/:id", use: update)
-        group.delete(":table/:id", use: delete)
-        group.post(":table/:id", use: undelete)
+        group.on(ServedRoutes.list(configuration), use: list)
+        group.on(ServedRoutes.insert, use: insert)
+        group.on(ServedRoutes.read, use: read)
+        group.on(ServedRoutes.update, use: update)
+        group.on(ServedRoutes.delete, use: delete)
+        group.on(ServedRoutes.undelete, use: undelete)
         group.put(":table", use: methodNotAllowed("GET, POST"))
         group.put(":table/:id", use: methodNotAllowed("GET, PATCH, DELETE, POST"))
     }
