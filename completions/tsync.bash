@@ -913,7 +913,7 @@ _tsync_resolve() {
         return
         ;;
     '--class')
-        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''server-error'
+        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''schema'$'\n''server-error'
         return
         ;;
     '--kind')

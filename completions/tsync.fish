@@ -388,7 +388,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" cancel' -l 'cancel' -d 'Clear the error; the operation stays pending.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" discard' -l 'discard' -d 'Drop the local change; back to the base.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" merge' -l 'merge' -d 'Three-way merge by field; refused on a field both sides changed.'
-complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve"' -l 'class' -d 'Only errors of this class (repeatable).' -rfka 'version-conflict already-exists missing rejected server-error'
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve"' -l 'class' -d 'Only errors of this class (repeatable).' -rfka 'version-conflict already-exists missing rejected schema server-error'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve"' -l 'kind' -d 'Only errors of this operation kind (repeatable).' -rfka 'insert update delete'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" prefer' -l 'prefer' -d 'With --merge: the side that wins a field both sides changed.' -rfka 'ours theirs'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync resolve" push' -l 'push' -d 'Push right after settling (useful with --ours and --merge).'

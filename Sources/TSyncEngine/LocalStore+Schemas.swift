@@ -42,7 +42,7 @@ extension RecordSchema {
         let violations = violations(of: fields)
         guard !violations.isEmpty else { return }
         throw .invalidInput(
-            "\(table)/\(id) does not match the schema of table \(table): \(SchemaViolation.summary(violations, limit: .max)); nothing was queued"
+            "\(table)/\(id) \(RecordSchema.refusalWords) \(table): \(SchemaViolation.summary(violations, limit: .max)); nothing was queued"
         )
     }
 }

@@ -56,6 +56,7 @@ import TSyncModel
         let errors = try JSONOutput.array(try await early.ok(["conflicts", "--json"]))
         #expect(errors.count == 1)
         let message = errors.first?.objectValue?["message"]?.stringValue ?? ""
+        #expect(errors.first?.objectValue?["class"] == "schema", "its own class")
         #expect(message.contains(#"does not match the schema of table "todo": $.title: expected string, got integer"#), "\(message)")
 
         // The server drops the schema: the next pull drops the store's, and the check with it.

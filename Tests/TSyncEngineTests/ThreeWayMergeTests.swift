@@ -142,6 +142,9 @@ struct PushVerdictTests {
         #expect(FailureClass(kind: .delete, status: 412) == .versionConflict)
         #expect(FailureClass(kind: .update, status: 404) == .missing)
         #expect(FailureClass(kind: .insert, status: 400) == .rejected)
+        #expect(
+            FailureClass(kind: .insert, status: 400, message: "the item does not match the schema of table \"t\": $.a: is required")
+                == .schema)
         #expect(FailureClass(kind: .update, status: 503) == .serverError)
         #expect(FailureClass(kind: .update, status: 412).isConflict)
         #expect(!FailureClass(kind: .update, status: 500).isConflict)

@@ -15,7 +15,7 @@ public struct ConflictDetails: Sendable, Equatable {
     public var theirs: TSyncModel.Record?
 
     /// The error's class (`version-conflict`, `missing`, …), from its operation and status.
-    public var failureClass: FailureClass { FailureClass(kind: error.kind, status: error.httpStatus ?? 0) }
+    public var failureClass: FailureClass { FailureClass(kind: error.kind, status: error.httpStatus ?? 0, message: error.message) }
     /// User fields that differ between ours and theirs.
     public var differingFields: [String] { ThreeWayMerge.differingFields(ours?.fields, theirs?.fields) }
     /// User fields our change touched, against the base.

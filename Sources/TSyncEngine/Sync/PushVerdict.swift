@@ -80,12 +80,16 @@ public enum FailureClass: String, Sendable, Equatable, CaseIterable {
     case missing
     /// 400/422 and other 4xx: the server refused the item itself.
     case rejected
+    /// 400 for a record that does not match its table's schema (docs/DESIGN.md §16): the message
+    /// names every failing field's path.
+    case schema
     /// 5xx: the server failed; retrying later (`--cancel`, then push) may work.
     case serverError = "server-error"
 
-    /// The class of a failure of a `kind` operation answered `status`.
-    public init(kind: OperationKind, status: Int) {
+    /// The class of a failure of a `kind` operation answered `status` with `message`.
+    public init(kind: OperationKind, status: Int, message: String = "") {
         switch (kind, status) {
+        case (_, 400) where message.contains(RecordSchema.refusalWords): self = .schema
         case (.insert, 409): self = .alreadyExists
         case (_, 409), (_, 412): self = .versionConflict
         case (_, 404), (_, 410): self = .missing

@@ -40,6 +40,10 @@ public struct RecordSchema: Sendable, Equatable {
         return validator.violations
     }
 
+    /// The words of a refusal by a table's schema, on both ends: the server's 400 message and the
+    /// client's own refusal carry them, and the error table classes a push refused so (`schema`).
+    public static let refusalWords = "does not match the schema of table"
+
     /// The keywords a schema may use: those that describe a record's shape, and annotations.
     public static let supportedKeywords: [String] = SchemaCompiler.assertions.sorted() + SchemaCompiler.annotations.sorted()
 }

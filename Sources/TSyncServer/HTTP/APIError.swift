@@ -45,7 +45,7 @@ struct APIError: HTTPResponseError {
     /// The message of a 400 for a record that does not match its table's schema; its first words
     /// are what a client tells this refusal by.
     static func schemaMessage(table: String, _ violations: [SchemaViolation]) -> String {
-        "the item does not match the schema of table \(Identifiers.quoted(table)): \(SchemaViolation.summary(violations))"
+        "the item \(RecordSchema.refusalWords) \(Identifiers.quoted(table)): \(SchemaViolation.summary(violations, limit: .max))"
     }
 
     static func violationsJSON(_ violations: [SchemaViolation]) -> JSONValue {
