@@ -24,6 +24,7 @@ struct ServeConfigFile {
         "tls-cert": .string, "tls-key": .string, "token-ttl": .duration, "log-format": .string, "metrics": .flag,
         "max-watchers": .integer,
         "keep-history": .duration, "keep-deleted": .duration,
+        "db-share": .integer, "max-tables": .integer,
     ]
 
     enum Value: Equatable {

@@ -639,6 +639,8 @@ public final class PostgresStorage: ServerStorage {
 }
 
 extension PostgresStorage {
+    public func shareReads(perClient: Int) { database.shares.setPerClient(perClient) }
+
     /// Ready when the database answers `SELECT 1` (through the pool, as requests are served).
     public func checkReady() async throws {
         _ = try await database.rows(PostgresStatement("SELECT 1"))

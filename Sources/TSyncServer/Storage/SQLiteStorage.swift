@@ -28,6 +28,8 @@ public final class SQLiteStorage: ServerStorage {
     private let checkpointer: WALCheckpointer
     /// Whether writes append their versions to `tsync_history` (`keepHistory`).
     let historyOn = Atomic(true)
+    /// The reader connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
+    let shares = ReadShares(connections: SQLiteStorage.readers)
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -36,6 +38,10 @@ public final class SQLiteStorage: ServerStorage {
     /// How long a connection waits for another's lock (seconds).
     static let writerBusyTimeout = 10.0
 
+    /// Reader connections of the pool: `ReadShares` lets clients' reads take all but a few, which
+    /// token lookups and logins find free.
+    static let readers = 10
+
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public init(path: String, clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws {
@@ -43,6 +49,7 @@ public final class SQLiteStorage: ServerStorage {
         // Another instance (or `tsync user`) may hold the write lock for a moment.
         configuration.busyMode = .timeout(Self.writerBusyTimeout)
         configuration.label = "tsync-server"
+        configuration.maximumReaderCount = Self.readers
         let checkpointer = WALCheckpointer()
         self.checkpointer = checkpointer
         configuration.prepareDatabase { db in
@@ -75,9 +82,16 @@ public final class SQLiteStorage: ServerStorage {
 
     // MARK: - Reads
 
+    public func shareReads(perClient: Int) { shares.setPerClient(perClient) }
+
+    /// A read of records for a client: in one of its shares of the readers (`ReadShares`).
+    func clientRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await shares.run { try await pool.read(body) }
+    }
+
     public func record(table: String, id: String, scope: OwnerScope) async throws -> TSyncModel.Record? {
         let sqlName = SQLiteSchema.recordTableName(table)
-        return try await pool.read { db in
+        return try await clientRead { db in
             guard try self.tableExists(db, sqlName) else { return nil }
             return try Self.fetchRecord(db, sqlName: sqlName, id: id, scope: scope)?.record
         }
@@ -87,7 +101,7 @@ public final class SQLiteStorage: ServerStorage {
         let sqlName = SQLiteSchema.recordTableName(table)
         // Rendering errors (a filter the library cannot translate) surface before touching the database.
         let statements = try statements(sqlName: sqlName, query, scope: scope)
-        return try await pool.read { db in
+        return try await clientRead { db in
             // In the page's own read: a tombstone removed before it is in the horizon it answers.
             let horizon = try Self.deletedHorizon(db, table: table)
             guard try self.tableExists(db, sqlName) else {

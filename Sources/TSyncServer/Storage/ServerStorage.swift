@@ -62,6 +62,10 @@ public protocol ServerStorage: Sendable {
     /// how long it waits.
     func checkReady() async throws
 
+    /// How many reads one client (`ReadShares.client`) may run at once (`--db-share`,
+    /// docs/DESIGN.md §10.1); set once, before the server serves.
+    func shareReads(perClient: Int)
+
     // MARK: Accounts
 
     /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.
@@ -113,6 +117,7 @@ public protocol ServerStorage: Sendable {
 
 extension ServerStorage {
     public var changes: ChangeFeed? { nil }
+    public func shareReads(perClient: Int) {}
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
