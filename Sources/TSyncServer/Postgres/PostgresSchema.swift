@@ -141,11 +141,15 @@ enum PostgresSchema {
                 SingleInsert.functionDefinition,
             ]
         ),
+        PostgresMigration(
+            version: 7, name: "bounded strings in filters",
+            statements: StringBound.functionDefinitions
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
     static let querySchema = SQLSchema(
-        dialect: .postgres, bodyColumn: "body", systemColumns: SQLSchema.snakeCaseSystemColumns)
+        dialect: .postgres, bodyColumn: "body", systemColumns: SQLSchema.snakeCaseSystemColumns, boundsStrings: true)
 
     static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
 
