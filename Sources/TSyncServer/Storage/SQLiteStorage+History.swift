@@ -29,6 +29,16 @@ extension SQLiteStorage {
             count += 1
         }
 
+        /// How many versions were appended, for `truncate(to:)`.
+        var mark: Int { count }
+
+        /// Forgets the versions appended after `mark` (their writes were rolled back).
+        mutating func truncate(to mark: Int) {
+            guard mark < count else { return }
+            values.removeSubrange((mark * 10)...)
+            count = mark
+        }
+
         /// Writes the versions appended so far.
         mutating func flush(_ db: Database) throws {
             var start = 0

@@ -28,6 +28,10 @@ public final class SQLiteStorage: ServerStorage {
     private let checkpointer: WALCheckpointer
     /// Whether writes append their versions to `tsync_history` (`keepHistory`).
     let historyOn = Atomic(true)
+    /// The requests waiting to be written, and whether a group is being committed (`write`).
+    private let group = Mutex<(waiting: [GroupedWrite], committing: Bool)>(([], false))
+    /// The newest `updatedAt` this storage gave any table, in milliseconds (`commitGroups`).
+    private let lastStamp = Atomic<Int64>(0)
     /// The reader connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
     let shares = ReadShares(connections: SQLiteStorage.readers)
 
@@ -212,30 +216,101 @@ public final class SQLiteStorage: ServerStorage {
     // MARK: - Writes
 
     public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
+        try await withCheckedThrowingContinuation { continuation in
+            let leads = group.withLock { group in
+                group.waiting.append(GroupedWrite(writes: writes, atomic: atomic, answer: continuation))
+                defer { group.committing = true }
+                return !group.committing
+            }
+            if leads { Task { await self.commitGroups() } }
+        }
+    }
+
+    /// Commits the waiting requests' writes, a group at a time, until none wait (group commit,
+    /// docs/DESIGN.md §10): one transaction, and one `updatedAt` per table, for all the requests
+    /// that came while the last group committed.
+    private func commitGroups() async {
+        while true {
+            // A table's time is one millisecond past its last when the clock has not passed it
+            // yet: waiting for the clock instead (a millisecond or two, while more requests join
+            // the group) keeps `updatedAt` at the wall clock however many writes come.
+            let ahead = lastStamp.load(ordering: .relaxed) - clock().millisecondsSinceEpoch
+            if ahead >= 0, ahead < Self.clockWaitMilliseconds {
+                try? await Task.sleep(for: .milliseconds(ahead + 1))
+            }
+            let requests = group.withLock { group in
+                var taken: [GroupedWrite] = []
+                var writes = 0
+                while let first = group.waiting.first, taken.isEmpty || writes + first.writes.count <= Self.maximumGroupWrites {
+                    writes += first.writes.count
+                    taken.append(group.waiting.removeFirst())
+                }
+                if taken.isEmpty { group.committing = false }
+                return taken
+            }
+            if requests.isEmpty { return }
+            await commit(requests)
+        }
+    }
+
+    /// The most writes one group commits together (a request larger than that is a group alone).
+    static let maximumGroupWrites = 2000
+    /// How far ahead of the clock a table's time may be for the next group to wait for the clock.
+    static let clockWaitMilliseconds: Int64 = 5
+
+    /// One group's transaction. Each request is a savepoint: one that throws (or an atomic one
+    /// with a failed write) is rolled back alone and answered so, and the others commit.
+    private func commit(_ requests: [GroupedWrite]) async {
         let now = clock()
-        let (outcomes, created): ([WriteOutcome], Set<String>)
+        let keepsHistory = historyOn.load(ordering: .relaxed)
         do {
-            (outcomes, created) = try await pool.write { db in
+            let (results, created, newest) = try await pool.write { db in
                 var created: Set<String> = []
                 var clocks = TableClocks(now: now)
-                var outcomes: [WriteOutcome] = []
-                outcomes.reserveCapacity(writes.count)
-                var versions = HistoryRows(keeps: self.historyOn.load(ordering: .relaxed))
-                for write in writes {
-                    outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created, versions: &versions))
+                var versions = HistoryRows(keeps: keepsHistory)
+                var results: [Result<[WriteOutcome], any Error>] = []
+                results.reserveCapacity(requests.count)
+                for request in requests {
+                    let (mark, createdBefore) = (versions.mark, created)
+                    var outcomes: [WriteOutcome] = []
+                    outcomes.reserveCapacity(request.writes.count)
+                    do {
+                        try db.inSavepoint {
+                            for write in request.writes {
+                                outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created, versions: &versions))
+                            }
+                            guard request.atomic, outcomes.contains(where: { !$0.succeeded }) else { return .commit }
+                            versions.truncate(to: mark)
+                            created = createdBefore
+                            outcomes = WriteOutcome.rolledBack(outcomes)
+                            return .rollback
+                        }
+                        results.append(.success(outcomes))
+                    } catch {
+                        versions.truncate(to: mark)
+                        created = createdBefore
+                        results.append(.failure(error))
+                    }
                 }
-                if atomic, outcomes.contains(where: { !$0.succeeded }) { throw AtomicRollback(outcomes: outcomes) }
                 try versions.flush(db)
                 try clocks.save(db)
-                return (outcomes, created)
+                return (results, created, clocks.last.values.map(\.millisecondsSinceEpoch).max())
             }
-        } catch let rollback as AtomicRollback {
-            return WriteOutcome.rolledBack(rollback.outcomes)
+            // Only the one committer writes it.
+            if let newest, newest > lastStamp.load(ordering: .relaxed) { lastStamp.store(newest, ordering: .relaxed) }
+            // Only tables whose creation committed are remembered.
+            if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
+            var changed: [String] = []
+            for (request, result) in zip(requests, results) {
+                if case .success(let outcomes) = result {
+                    changed += zip(request.writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table }
+                }
+            }
+            if !changed.isEmpty { changes?.committed(changed) }
+            for (request, result) in zip(requests, results) { request.answer.resume(with: result) }
+        } catch {
+            for request in requests { request.answer.resume(throwing: error) }
         }
-        // Only tables whose creation committed are remembered.
-        if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
-        changes?.committed(zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table })
-        return outcomes
     }
 
     /// One write inside the batch's transaction.
@@ -334,9 +409,11 @@ public final class SQLiteStorage: ServerStorage {
         }
     }
 
-    /// An atomic batch with a failed write: thrown to roll the transaction back.
-    private struct AtomicRollback: Error {
-        var outcomes: [WriteOutcome]
+    /// A request's writes waiting for their group's transaction (`commitGroups`).
+    private struct GroupedWrite {
+        var writes: [RecordWrite]
+        var atomic: Bool
+        var answer: CheckedContinuation<[WriteOutcome], any Error>
     }
 
     /// The clocks of the tables a batch writes: each is read once and advanced once (every write
