@@ -85,7 +85,7 @@ function __tsync_parse_tokens -S
         case 'log'
             __tsync_parse_subcommand 0 'C/store=' 'n=' 'json' 'no-pager' 'h/help'
         case 'serve'
-            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'max-top=' 'max-batch=' 'max-connections=' 'max-watchers=' 'header-timeout=' 'idle-timeout=' 'body-timeout=' 'query-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'log-format=' 'metrics' 'keep-history=' 'keep-deleted=' 'config=' 'h/help'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'max-top=' 'max-batch=' 'max-connections=' 'max-watchers=' 'header-timeout=' 'idle-timeout=' 'body-timeout=' 'query-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'log-format=' 'metrics' 'keep-history=' 'keep-deleted=' 'db-share=' 'max-tables=' 'config=' 'h/help'
         case 'user'
             __tsync_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
@@ -425,6 +425,8 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" metrics' -l 'metrics' -d 'Count requests, records and failures and answer GET /metrics (Prometheus text format).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" keep-history' -l 'keep-history' -d 'How long every version of every record is kept; 0 keeps none and turns GET /tables/$history off.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" keep-deleted' -l 'keep-deleted' -d 'How long deleted records are kept before they are removed; 0 keeps them forever.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" db-share' -l 'db-share' -d 'Reads of the database one account (or one anonymous client address) may run at once.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-tables' -l 'max-tables' -d 'Tables one account may create; 0 for no limit.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" config' -l 'config' -d 'Read settings from a TOML file whose keys are the long flag names; flags given here win.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" h help' -s 'h' -l 'help' -d 'Show help information.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync user" h help' -s 'h' -l 'help' -d 'Show help information.'

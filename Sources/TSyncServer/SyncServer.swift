@@ -42,6 +42,7 @@ public struct SyncServer: Sendable {
         self.clock = clock
         storage.keepHistory(configuration.retention.keepsHistory)
         storage.shareReads(perClient: configuration.readsPerClient)
+        storage.limitTables(perAccount: configuration.maximumTablesPerAccount)
     }
 
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).

@@ -20,6 +20,7 @@ struct WriteAnswer {
         case .notFound: self.init(.notFound, message: APIError.notFound(table: write.table, id: write.id).message)
         case .versionMismatch(let current): self.init(request.staleStatus, item: current)
         case .unstorable(let message): self.init(.badRequest, message: message)
+        case .overTableLimit(let message): self.init(.forbidden, message: message)
         case .notApplied:
             self.init(
                 HTTPResponse.Status(code: 424, reasonPhrase: "Failed Dependency"),

@@ -30,6 +30,8 @@ public final class SQLiteStorage: ServerStorage {
     let historyOn = Atomic(true)
     /// The requests waiting to be written, and whether a group is being committed (`write`).
     private let group = Mutex<(waiting: [GroupedWrite], committing: Bool)>(([], false))
+    /// Tables one account may create; 0 for no limit (`limitTables`).
+    private let tableLimit = Atomic(0)
     /// The newest `updatedAt` this storage gave any table, in milliseconds (`commitGroups`).
     private let lastStamp = Atomic<Int64>(0)
     /// The reader connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
@@ -87,6 +89,7 @@ public final class SQLiteStorage: ServerStorage {
     // MARK: - Reads
 
     public func shareReads(perClient: Int) { shares.setPerClient(perClient) }
+    public func limitTables(perAccount: Int) { tableLimit.store(perAccount, ordering: .relaxed) }
 
     /// A read of records for a client: in one of its shares of the readers (`ReadShares`).
     func clientRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
@@ -324,6 +327,10 @@ public final class SQLiteStorage: ServerStorage {
         // transaction created must not be cached (a reader would then query a table it cannot see).
         if !created.contains(sqlName), try !tableExists(db, sqlName) {
             guard case .insert = write.action else { return .notFound }
+            let limit = tableLimit.load(ordering: .relaxed)
+            guard try SQLiteSchema.registerTable(db, sqlName: sqlName, account: write.user, limit: limit, now: clocks.now.iso8601) else {
+                return TableLimit.refusal(account: write.user ?? "", table: write.table, limit: limit)
+            }
             try SQLiteSchema.createRecordTable(db, sqlName: sqlName)
             for field in indexes.withLock({ $0[sqlName] ?? [] }) { try SQLiteSchema.createIndex(db, sqlName: sqlName, field) }
             created.insert(sqlName)
@@ -396,14 +403,18 @@ public final class SQLiteStorage: ServerStorage {
                     lines.append("index \(field): \(present.contains(name) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
                 }
             }
-            let tables = try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
-            for sqlName in tables.sorted() {
-                // Tables made before the owner index existed get it here, at start-up.
-                try SQLiteSchema.createOwnerIndex(db, sqlName: sqlName)
-                for name in try SQLiteSchema.fieldIndexes(db, sqlName: sqlName) where !declared.contains(name) {
-                    lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
-                }
+            // One look at the schema for every table's field indexes: a look per table read the
+            // whole schema each time, and start-up grew with the square of the tables.
+            let indexes = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 't\\_%' ESCAPE '\\'
+                    AND name LIKE replace(tbl_name, '_', '\\_') || '\\_ix\\_%' ESCAPE '\\' ORDER BY tbl_name, name
+                    """)
+            for row in indexes {
+                let (name, sqlName): (String, String) = (row[0], row[1])
+                guard !declared.contains(name) else { continue }
+                lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
             }
             return lines
         }
