@@ -32,8 +32,8 @@ public final class SQLiteStorage: ServerStorage {
     private let group = Mutex<(waiting: [GroupedWrite], committing: Bool)>(([], false))
     /// Tables one account may create; 0 for no limit (`limitTables`).
     private let tableLimit = Atomic(0)
-    /// The newest `updatedAt` this storage gave any table, in milliseconds (`commitGroups`).
-    private let lastStamp = Atomic<Int64>(0)
+    /// The last `updatedAt` this storage gave each table, in milliseconds (`commitGroups`).
+    private let lastStamps = Mutex<[String: Int64]>([:])
     /// The reader connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
     let shares = ReadShares(connections: SQLiteStorage.readers)
 
@@ -237,8 +237,10 @@ public final class SQLiteStorage: ServerStorage {
             // A table's time is one millisecond past its last when the clock has not passed it
             // yet: waiting for the clock instead (a millisecond or two, while more requests join
             // the group) keeps `updatedAt` at the wall clock however many writes come.
-            let ahead = lastStamp.load(ordering: .relaxed) - clock().millisecondsSinceEpoch
-            if ahead >= 0, ahead < Self.clockWaitMilliseconds {
+            // Only the waiting requests' tables count: a write to another table does not wait.
+            let tables = group.withLock { group in Set(group.waiting.flatMap { $0.writes.map { SQLiteSchema.clockKey($0.table) } }) }
+            let last = lastStamps.withLock { stamps in tables.compactMap { stamps[$0] }.max() }
+            if let last, case let ahead = last - clock().millisecondsSinceEpoch, ahead >= 0, ahead < Self.clockWaitMilliseconds {
                 try? await Task.sleep(for: .milliseconds(ahead + 1))
             }
             let requests = group.withLock { group in
@@ -297,10 +299,12 @@ public final class SQLiteStorage: ServerStorage {
                 }
                 try versions.flush(db)
                 try clocks.save(db)
-                return (results, created, clocks.last.values.map(\.millisecondsSinceEpoch).max())
+                return (results, created, clocks.last)
             }
-            // Only the one committer writes it.
-            if let newest, newest > lastStamp.load(ordering: .relaxed) { lastStamp.store(newest, ordering: .relaxed) }
+            lastStamps.withLock { stamps in
+                // Bounded by the tables; a table's entry is only ever its newest.
+                for (key, stamp) in newest { stamps[key] = stamp.millisecondsSinceEpoch }
+            }
             // Only tables whose creation committed are remembered.
             if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
             var changed: [String] = []
