@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of single inserts to one table on `tsync serve` over SQLite: CONNECTIONS
+# Benchmark (not a test) of single inserts to one table on `tsync serve` (SQLite, or DB=postgres://…
+# naming an empty database, e.g. one made with createdb for it): CONNECTIONS
 # clients each POST one record at a time, keep-alive, for DURATION seconds; prints the inserts a second and
 # how far the newest `updatedAt` answered was ahead of the wall clock when the run ended (issue 35:
 # one millisecond per write transaction put it ahead past 1,000 writes a second; group commit,
@@ -21,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-serve_start "$bin" "$work/serve.log" --db "sqlite:$work/server.db" --no-auth --keep-history 0
+serve_start "$bin" "$work/serve.log" --db "${DB:-sqlite:$work/server.db}" --no-auth --keep-history 0
 python3 - "$SERVE_URL" "${CONNECTIONS:-32}" "${DURATION:-5}" <<'PY'
 import asyncio, datetime, json, sys, time
 url, connections, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
