@@ -9,6 +9,9 @@
 ///   does; a zero divisor gives NULL instead of an error.
 /// - Sort keys put NULL first ascending and last descending, as SQLite does.
 struct PostgresSyntax: SQLSyntax {
+    /// `concat` and `replace` through the database's bounded functions (`SQLSchema.boundsStrings`).
+    var boundsStrings = false
+
     func jsonField(_ name: String, body: String, as kind: SQLValueKind) -> SQLTemplate {
         let key = SQLTemplate.argument(.text(name), postgresType: "text")
         let body = identifier(body)
@@ -74,7 +77,7 @@ struct PostgresSyntax: SQLSyntax {
         case .toupper: return "upper(\(a[0]) COLLATE \"C\")"
         case .trim: return "trim(\(a[0]))"
         case .indexof: return "((strpos(\(a[0]), \(a[1])) - 1)::numeric)"
-        case .concat: return "(\(a[0]) || \(a[1]))"
+        case .concat: return boundsStrings ? "tsync_concat(\(a[0]), \(a[1]))" : "(\(a[0]) || \(a[1]))"
         case .substring:
             // OData counts from 0, substr from 1. Clamped into integer range so that no number
             // makes the cast raise; a negative start counts as 0 and a negative length gives NULL
@@ -91,7 +94,8 @@ struct PostgresSyntax: SQLSyntax {
                     """
                 return "substr(\(a[0]), \(start), \(length))"
             }
-        case .replace: return "replace(\(a[0]), \(a[1]), \(a[2]))"
+        case .replace:
+            return boundsStrings ? "tsync_replace(\(a[0]), \(a[1]), \(a[2]))" : "replace(\(a[0]), \(a[1]), \(a[2]))"
         case .year, .month, .day, .hour, .minute, .second:
             guard let part = DatePart(function) else { return "NULL::numeric" }
             let digits = "^[0-9]{4}-[0-9]{2}-[0-9]{2}"

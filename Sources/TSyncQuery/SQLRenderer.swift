@@ -25,7 +25,7 @@ public struct SQLRenderer: Sendable {
         self.schema = schema
         switch schema.dialect {
         case .sqlite: syntax = SQLiteSyntax()
-        case .postgres: syntax = PostgresSyntax()
+        case .postgres: syntax = PostgresSyntax(boundsStrings: schema.boundsStrings)
         }
     }
 

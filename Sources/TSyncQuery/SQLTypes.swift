@@ -43,12 +43,20 @@ public struct SQLSchema: Sendable {
     /// field with a literal, `startswith` on it, and `$orderby` on it are rendered so that the
     /// database can use that index; the results are exactly those without it.
     public var indexedFields: Set<String>
+    /// PostgreSQL: `concat` and `replace` call `tsync_concat` and `tsync_replace`, which the
+    /// database defines (the server's schema) to refuse a string longer than a bound before
+    /// building it, as SQLite's length limit does; PostgreSQL's own build strings up to 1 GB.
+    public var boundsStrings: Bool
 
-    public init(dialect: SQLDialect, bodyColumn: String, systemColumns: [String: String], indexedFields: Set<String> = []) {
+    public init(
+        dialect: SQLDialect, bodyColumn: String, systemColumns: [String: String], indexedFields: Set<String> = [],
+        boundsStrings: Bool = false
+    ) {
         self.dialect = dialect
         self.bodyColumn = bodyColumn
         self.systemColumns = systemColumns
         self.indexedFields = indexedFields
+        self.boundsStrings = boundsStrings
     }
 
     /// The expression an index on the user field `name` must be built on, so that the renderings

@@ -15,6 +15,9 @@ extension ServerConfiguration {
             "limits: max-top \(maximumPageSize), max-batch \(maximumBatchOperations), max-connections \(maximumConnections), "
                 + "header-timeout \(headerTimeoutSeconds) s, body-timeout \(bodyTimeoutSeconds) s, idle-timeout \(idleTimeoutSeconds) s, "
                 + "query-timeout \(queryTimeoutSeconds) s, body \(maximumBodyBytes) bytes")
+        lines.append(
+            "database shares: db-share \(readsPerClient) reads at once per account or client address, max-tables "
+                + (maximumTablesPerAccount > 0 ? "\(maximumTablesPerAccount) per account" : "none"))
         if !trustedProxies.isEmpty { lines.append("trusted proxies: " + trustedProxies.sorted().joined(separator: ", ")) }
         if exposesMetrics { lines.append("metrics: GET /metrics") }
         lines.append(

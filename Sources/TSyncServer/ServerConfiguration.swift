@@ -54,6 +54,11 @@ public struct ServerConfiguration: Sendable {
     public var tls: ServerTLS?
     /// Count requests, records and failures and answer `GET /metrics` (`--metrics`).
     public var exposesMetrics = false
+    /// Reads of the database one account (or anonymous client address) may run at once
+    /// (`--db-share`, docs/DESIGN.md §10.1); its further reads wait for its own.
+    public var readsPerClient = ReadShares.defaultPerClient
+    /// Tables one account may create (`--max-tables`, docs/DESIGN.md §10.1); 0 for no limit.
+    public var maximumTablesPerAccount = 100
     /// How long `GET /ready` waits for the database before answering 503.
     public var readinessTimeoutSeconds = 2
     /// How long versions and tombstones are kept (`--keep-history`, `--keep-deleted`); a history of
@@ -121,6 +126,8 @@ public struct ServerConfiguration: Sendable {
         guard retention.history >= .zero, retention.deleted >= .zero else {
             throw .usage("the history and tombstone durations must be 0 or more")
         }
+        guard readsPerClient >= 1 else { throw .usage("the database share of a client must be at least 1 read") }
+        guard maximumTablesPerAccount >= 0 else { throw .usage("the table limit of an account must be 0 (none) or more") }
         guard maximumOrderByFields >= 2 else { throw .usage("the $orderby limit must be at least 2 (updatedAt and id)") }
         for table in perUserTables { try Identifiers.validateTableName(table) }
         if let proxy = invalidTrustedProxy {

@@ -41,6 +41,8 @@ public struct SyncServer: Sendable {
         self.logger = logger
         self.clock = clock
         storage.keepHistory(configuration.retention.keepsHistory)
+        storage.shareReads(perClient: configuration.readsPerClient)
+        storage.limitTables(perAccount: configuration.maximumTablesPerAccount)
     }
 
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).

@@ -217,6 +217,26 @@ struct ServeCommand: AsyncParsableCommand {
         transform: WrittenDuration.argument)
     var keepDeleted = WrittenDuration(seconds: 90 * 86_400)
 
+    // The database's fairness between accounts (docs/DESIGN.md §10.1).
+    @Option(
+        name: .customLong("db-share"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Reads of the database one account (or one anonymous client address) may run at once.",
+            discussion: """
+                Further reads of the same account wait for its own to end (within --query-timeout), \
+                so one account's slow filters do not hold the database from the others.
+                """,
+            valueName: "n"))
+    var dbShare = ServerConfiguration().readsPerClient
+
+    @Option(
+        name: .customLong("max-tables"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Tables one account may create; 0 for no limit.",
+            discussion: "A write that would create one more is answered 403; tables that exist stay writable.",
+            valueName: "n"))
+    var maxTables = ServerConfiguration().maximumTablesPerAccount
+
     @Option(
         help: ArgumentHelp(
             "Read settings from a TOML file whose keys are the long flag names; flags given here win.", valueName: "file"))
@@ -236,6 +256,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard bodyTimeout.seconds >= 1 else { throw ValidationError("--body-timeout must be at least 1s (got \(bodyTimeout))") }
         guard queryTimeout.seconds >= 1 else { throw ValidationError("--query-timeout must be at least 1s (got \(queryTimeout))") }
         guard keepHistory.seconds >= 0 else { throw ValidationError("--keep-history must be 0 (none) or more (got \(keepHistory))") }
+        guard dbShare >= 1 else { throw ValidationError("--db-share must be at least 1 (got \(dbShare))") }
+        guard maxTables >= 0 else { throw ValidationError("--max-tables must be 0 (no limit) or more (got \(maxTables))") }
         guard keepDeleted.seconds >= 0 else { throw ValidationError("--keep-deleted must be 0 (forever) or more (got \(keepDeleted))") }
         if let proxy = configuration.invalidTrustedProxy {
             throw ValidationError(
@@ -276,6 +298,8 @@ struct ServeCommand: AsyncParsableCommand {
         )
         configuration.maximumWatchers = maxWatchers
         configuration.retention = Retention(history: keepHistory.duration, deleted: keepDeleted.duration)
+        configuration.readsPerClient = dbShare
+        configuration.maximumTablesPerAccount = maxTables
         return configuration
     }
 

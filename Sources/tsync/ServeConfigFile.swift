@@ -25,6 +25,7 @@ struct ServeConfigFile {
         "max-watchers": .integer,
         "keep-history": .duration, "keep-deleted": .duration,
         "schema": .strings,
+        "db-share": .integer, "max-tables": .integer,
     ]
 
     enum Value: Equatable {

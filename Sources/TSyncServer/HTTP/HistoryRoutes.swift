@@ -49,7 +49,9 @@ struct HistoryRoutes: Sendable {
         let top = query.top ?? configuration.defaultPageSize
         let skip = query.skip ?? 0
         let storage = storage
-        let versions = try await QueryDeadline.run(seconds: configuration.queryTimeoutSeconds, channel: context.channel) {
+        let versions = try await QueryDeadline.run(
+            seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient
+        ) {
             try await storage.versions(table: table, id: id, scope: scope, top: top, skip: skip)
         }
         // A record nobody may see here has no history here either, as a read answers it.
@@ -95,7 +97,9 @@ struct HistoryRoutes: Sendable {
         }
         let query = try ListOptions(parameters, configuration: configuration).query
         let storage = storage
-        let page = try await QueryDeadline.run(seconds: configuration.queryTimeoutSeconds, channel: context.channel) {
+        let page = try await QueryDeadline.run(
+            seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient
+        ) {
             try await storage.query(table: table, at: time, query, scope: scope)
         }
         let body = try TableRoutes.body(page, query)

@@ -3,12 +3,21 @@ import NIOCore
 /// A read's database work, bounded (docs/DESIGN.md §10): it stops when it takes longer than the
 /// query timeout, and when the client it is for has gone. Stopping is cancellation: GRDB
 /// interrupts SQLite's statement (`sqlite3_interrupt`) when its task is cancelled; on PostgreSQL
-/// the connection's `statement_timeout` stops the statement on the database's side as well.
+/// the storage cancels the statement in the database (`pg_cancel_backend`), and the
+/// connection's `statement_timeout` stops it there as well. The work takes the database in
+/// `client`'s share (`ReadShares`, docs/DESIGN.md §10.1), and its wait for a share is within
+/// the deadline.
 enum QueryDeadline {
     /// How often the connection is looked at while the work runs.
     static let clientCheckInterval = Duration.milliseconds(100)
 
     static func run<T: Sendable>(
+        seconds: Int, channel: (any Channel)?, client: String? = nil, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await ReadShares.$client.withValue(client) { try await run(seconds: seconds, channel: channel, work) }
+    }
+
+    private static func run<T: Sendable>(
         seconds: Int, channel: (any Channel)?, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         try await withThrowingTaskGroup(of: T.self) { group in
@@ -27,6 +36,23 @@ enum QueryDeadline {
             guard let value = try await group.next() else { throw CancellationError() }
             return value
         }
+    }
+}
+
+extension ServerRequestContext {
+    /// Whose share of the database the request's reads take (docs/DESIGN.md §10.1): its account,
+    /// else its client's address, an IPv6 address by its /64 (what one subscriber is given).
+    var readClient: String? {
+        if let accountName { return "account " + accountName }
+        return clientAddress.map { "address " + Self.network($0) }
+    }
+
+    private static func network(_ address: String) -> String {
+        guard case .v6(let socket)? = try? SocketAddress(ipAddress: address, port: 0) else { return address }
+        var raw = socket.address.sin6_addr
+        let prefix = withUnsafeBytes(of: &raw) { Array($0.prefix(8)) }
+        return stride(from: 0, to: 8, by: 2).map { String(UInt16(prefix[$0]) << 8 | UInt16(prefix[$0 + 1]), radix: 16) }
+            .joined(separator: ":") + "::/64"
     }
 }
 

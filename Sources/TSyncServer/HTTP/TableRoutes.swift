@@ -39,10 +39,11 @@ struct TableRoutes: Sendable {
         let storage = storage
         let timeout = configuration.queryTimeoutSeconds
         let query = options.query
+        let client = context.readClient
         // The page as sent, worked out under the query deadline; `channel` nil for a held read,
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
         let read: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
-            let page = try await QueryDeadline.run(seconds: timeout, channel: channel) {
+            let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
                 try await storage.query(table: table, query, scope: scope)
             }
             return try Self.body(page, query)
@@ -111,7 +112,7 @@ struct TableRoutes: Sendable {
         let storage = storage
         guard
             let record = try await QueryDeadline.run(
-                seconds: configuration.queryTimeoutSeconds, channel: context.channel,
+                seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient,
                 { try await storage.record(table: table, id: id, scope: scope) }),
             !record.system.deleted
         else { throw APIError.notFound(table: table, id: id) }

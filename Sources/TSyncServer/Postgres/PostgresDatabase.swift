@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import Synchronization
 import TSyncModel
 import TSyncTransport
 
@@ -14,12 +15,18 @@ final class PostgresDatabase: Sendable {
     let logger: Logger
     /// Every statement's limit (`statement_timeout`, set when each connection opens); nil for none.
     let statementTimeoutSeconds: Int?
+    /// The pool's connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
+    let shares: ReadShares
+    /// Each connection's server process (`pg_backend_pid()`), by the pool's connection id: what
+    /// `pg_cancel_backend` names to stop its statement.
+    private let backends = Mutex<[Int: Int32]>([:])
 
-    private init(url: PostgresURL, client: PostgresClient, logger: Logger, statementTimeoutSeconds: Int?) {
+    private init(url: PostgresURL, client: PostgresClient, logger: Logger, statementTimeoutSeconds: Int?, maximumConnections: Int) {
         self.url = url
         self.client = client
         self.logger = logger
         self.statementTimeoutSeconds = statementTimeoutSeconds
+        shares = ReadShares(connections: maximumConnections)
     }
 
     /// Connects, creates or upgrades the schema (`migrations`, normally `PostgresSchema.migrations`;
@@ -44,7 +51,9 @@ final class PostgresDatabase: Sendable {
                 ("idle_in_transaction_session_timeout", "\(statementTimeoutSeconds * 1000)"))
         }
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let database = PostgresDatabase(url: url, client: client, logger: logger, statementTimeoutSeconds: statementTimeoutSeconds)
+        let database = PostgresDatabase(
+            url: url, client: client, logger: logger, statementTimeoutSeconds: statementTimeoutSeconds,
+            maximumConnections: maximumConnections)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
@@ -60,7 +69,7 @@ final class PostgresDatabase: Sendable {
     @discardableResult
     func rows(_ statement: PostgresStatement) async throws -> [PostgresRow] {
         do {
-            return try await client.query(statement.query, logger: logger).collect()
+            return try await withConnection { connection in try await connection.query(statement.query, logger: logger).collect() }
         } catch {
             throw translated(error)
         }
@@ -72,7 +81,7 @@ final class PostgresDatabase: Sendable {
         _ statement: Statement, _ body: ([Statement.Row]) throws -> Result
     ) async throws -> Result {
         do {
-            return try await client.withConnection { connection in
+            return try await withConnection { connection in
                 do {
                     var rows: [Statement.Row] = []
                     for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
@@ -100,7 +109,7 @@ final class PostgresDatabase: Sendable {
         readOnly: Bool = false, _ body: (PostgresTransaction) async throws -> PostgresTransaction.Outcome<Result>
     ) async throws -> Result {
         do {
-            return try await client.withConnection { connection in
+            return try await withConnection { connection in
                 let transaction = PostgresTransaction(connection: connection, logger: logger)
                 // Whatever the database's default: the write floors and pull caps (docs/DESIGN.md
                 // §10) need each statement to see what committed before it started.
@@ -137,6 +146,56 @@ final class PostgresDatabase: Sendable {
     }
 
     // MARK: - Connection and errors
+
+    /// A connection of the pool for `body`, in a share of the current client's (`ReadShares`).
+    /// When the task is cancelled (its client left, or its deadline passed: `QueryDeadline`)
+    /// while `body` runs, the statement is cancelled in the database as well (PostgresNIO only
+    /// stops waiting for it), and the connection goes back to the pool only once the cancel was
+    /// sent, so that it cannot reach the connection's next statement.
+    private func withConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await shares.run {
+            try await client.withConnection { connection in
+                let process = try await backendProcess(connection)
+                let cancel = Mutex<(done: Bool, sent: Task<Void, Never>?)>((false, nil))
+                let result: Swift.Result<Result, any Error>
+                do {
+                    result = .success(
+                        try await withTaskCancellationHandler {
+                            try await body(connection)
+                        } onCancel: {
+                            cancel.withLock { state in
+                                guard !state.done, state.sent == nil else { return }
+                                state.sent = Task { [client, logger] in
+                                    let statement = PostgresStatement("SELECT pg_cancel_backend(\(process))")
+                                    _ = try? await client.query(statement.query, logger: logger).collect()
+                                }
+                            }
+                        })
+                } catch {
+                    result = .failure(error)
+                }
+                let sent = cancel.withLock { state in
+                    state.done = true
+                    return state.sent
+                }
+                await sent?.value
+                return try result.get()
+            }
+        }
+    }
+
+    /// The server process of `connection`, asked once per connection.
+    private func backendProcess(_ connection: PostgresConnection) async throws -> Int32 {
+        if let known = backends.withLock({ $0[connection.id] }) { return known }
+        let rows = try await connection.query(PostgresStatement("SELECT pg_backend_pid()").query, logger: logger).collect()
+        let process = try rows.first?.decode(Int32.self) ?? 0
+        backends.withLock { known in
+            // Connections the pool closed leave their ids behind: forget them now and then.
+            if known.count > 1000 { known = [:] }
+            known[connection.id] = process
+        }
+        return process
+    }
 
     /// Opens and closes one connection outside the pool, so that a wrong host, password or
     /// database name fails at once with PostgreSQL's reason; the pool would only retry and log.

@@ -141,11 +141,35 @@ enum PostgresSchema {
                 SingleInsert.functionDefinition,
             ]
         ),
+        PostgresMigration(
+            version: 7, name: "bounded strings in filters",
+            statements: StringBound.functionDefinitions
+        ),
+        PostgresMigration(
+            version: 8, name: "who created each table",
+            statements: [
+                // docs/DESIGN.md §10.1: the tables an account created count against its limit
+                // (`TableRegistry`). Tables made before are nobody's.
+                """
+                CREATE TABLE tsync_tables (
+                    table_name text COLLATE "C" PRIMARY KEY,
+                    account_name text,
+                    created_at text NOT NULL
+                )
+                """,
+                "CREATE INDEX tsync_tables_by_account ON tsync_tables (account_name)",
+                """
+                INSERT INTO tsync_tables (table_name, account_name, created_at)
+                SELECT DISTINCT table_name, NULL::text, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+                FROM tsync_records
+                """,
+            ]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.
     static let querySchema = SQLSchema(
-        dialect: .postgres, bodyColumn: "body", systemColumns: SQLSchema.snakeCaseSystemColumns)
+        dialect: .postgres, bodyColumn: "body", systemColumns: SQLSchema.snakeCaseSystemColumns, boundsStrings: true)
 
     static let recordColumns = "id, created_at, updated_at, version, deleted, owner, body"
 

@@ -39,6 +39,8 @@ public final class PostgresStorage: ServerStorage {
     let readAhead: PullReadAhead
     /// Whether writes append their versions to `tsync_history` (`keepHistory`).
     let historyOn = Atomic(true)
+    /// The tables known registered, and the limit of an account's (`TableRegistry`).
+    let tables = TableRegistry()
     /// The tables' deleted horizons as last read (`deletedHorizon`).
     let horizons = Mutex<(read: ContinuousClock.Instant?, values: [String: Timestamp])>((nil, [:]))
 
@@ -224,7 +226,9 @@ public final class PostgresStorage: ServerStorage {
         while true {
             attempt += 1
             do {
-                if insertsInOneCall, writes.count == 1, case .insert = writes[0].action, Self.unstorable(writes[0]) == nil {
+                if insertsInOneCall, writes.count == 1, case .insert = writes[0].action, Self.unstorable(writes[0]) == nil,
+                    self.tables.limit.load(ordering: .relaxed) == 0 || self.tables.isKnown(PostgresSchema.tableKey(writes[0].table))
+                {
                     let outcome = try await writing { try await insertOne(writes[0]) }
                     // Committed, or its floor withdrawn: either way the table's held reads look again.
                     changes?.committed(tables.map(\.0))
@@ -292,14 +296,28 @@ public final class PostgresStorage: ServerStorage {
     ) {
         let now = clock()
         let keepHistory = historyOn.load(ordering: .relaxed)
-        return try await database.transaction { transaction in
+        let registry = self.tables
+        // Tables registered by this transaction, known once it commits; refused ones.
+        var registered: [String] = []
+        var refused: Set<String> = []
+        let result = try await database.transaction { transaction in
+            // Without a limit, tables are not registered: one made then is nobody's.
+            for (key, _) in tables where registry.limit.load(ordering: .relaxed) > 0 && !registry.isKnown(key) {
+                // Only an insert creates a table; other writes of a table without records find nothing.
+                guard let insert = writes.first(where: { PostgresSchema.tableKey($0.table) == key && $0.isInsert }) else { continue }
+                if try await registry.register(transaction, key: key, account: insert.user, now: now) {
+                    registered.append(key)
+                } else {
+                    refused.insert(key)
+                }
+            }
             // Per table: register the floor of this transaction's `updatedAt`, then (in the
             // next statement, so with a snapshot taken after the floor was visible to readers)
             // read the batch's records of it, locked, and what the table holds at most.
             var stamps: [String: Timestamp] = [:]
             // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
             var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
-            for (key, ids) in tables {
+            for (key, ids) in tables where !refused.contains(key) {
                 // With this instance's `NOTIFY` of the table, for the other instances' listeners.
                 let notice = (PostgresChangeListener.channel, "\(instance) \(key)")
                 let floor = try await WriteFloor.register(transaction, key: key, now: now, notice: notice)
@@ -313,6 +331,14 @@ public final class PostgresStorage: ServerStorage {
             var versions = PendingVersions()
             for write in writes {
                 let key = PostgresSchema.tableKey(write.table)
+                if refused.contains(key) {
+                    outcomes.append(
+                        write.isInsert
+                            ? TableLimit.refusal(
+                                account: write.user ?? "", table: write.table, limit: registry.limit.load(ordering: .relaxed))
+                            : .notFound)
+                    continue
+                }
                 if let problem = Self.unstorable(write) {
                     outcomes.append(.unstorable(problem))
                     continue
@@ -347,6 +373,8 @@ public final class PostgresStorage: ServerStorage {
             guard outcomes.contains(where: \.succeeded) else { return .rollback((outcomes, false)) }
             return .commit((outcomes, true))
         }
+        if result.1 { registry.remember(registered) }
+        return result
     }
 
     /// `NOTIFY` of a change to `table`, for the other instances' listeners.
@@ -639,6 +667,9 @@ public final class PostgresStorage: ServerStorage {
 }
 
 extension PostgresStorage {
+    public func shareReads(perClient: Int) { database.shares.setPerClient(perClient) }
+    public func limitTables(perAccount: Int) { tables.limit.store(perAccount, ordering: .relaxed) }
+
     /// Ready when the database answers `SELECT 1` (through the pool, as requests are served).
     public func checkReady() async throws {
         _ = try await database.rows(PostgresStatement("SELECT 1"))

@@ -35,6 +35,8 @@ struct MeteredStorage: ServerStorage {
     }
 
     func keepHistory(_ keeps: Bool) { base.keepHistory(keeps) }
+    func shareReads(perClient: Int) { base.shareReads(perClient: perClient) }
+    func limitTables(perAccount: Int) { base.limitTables(perAccount: perAccount) }
 
     func versions(table: String, id: String, scope: OwnerScope, top: Int, skip: Int) async throws -> [RecordVersion] {
         let versions = try await base.versions(table: table, id: id, scope: scope, top: top, skip: skip)

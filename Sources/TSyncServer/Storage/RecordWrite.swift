@@ -36,6 +36,12 @@ public struct RecordWrite: Sendable {
         }
     }
 
+    /// Whether the write inserts a record (the one kind of write that may create a table).
+    var isInsert: Bool {
+        if case .insert = action { return true }
+        return false
+    }
+
     /// What the version this write stores is, in the record's history.
     var operation: HistoryOperation {
         switch action {
@@ -64,6 +70,9 @@ public enum WriteOutcome: Sendable, Equatable {
     case notApplied
     /// The record it would store does not match the table's schema: every way it fails.
     case invalid([SchemaViolation])
+    /// The write would create a table its account may not (`--max-tables`): the message says
+    /// why (docs/DESIGN.md §10.1).
+    case overTableLimit(String)
 
     /// Whether the write was done (an undelete of a live record counts: nothing to do).
     public var succeeded: Bool {

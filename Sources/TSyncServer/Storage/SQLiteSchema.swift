@@ -78,6 +78,28 @@ enum SQLiteSchema {
                     """
             )
         }
+        migrator.registerMigration("v4: who created each table") { db in
+            // docs/DESIGN.md §10.1: the tables an account created count against its limit. Tables
+            // made before are nobody's. The owner index of tables made before it is made here,
+            // once, rather than at every start-up.
+            try db.execute(
+                sql: """
+                    CREATE TABLE tsync_tables (
+                        table_name TEXT PRIMARY KEY NOT NULL,
+                        account_name TEXT,
+                        created_at TEXT NOT NULL
+                    );
+                    CREATE INDEX tsync_tables_by_account ON tsync_tables(account_name);
+                    """)
+            let tables = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
+            for sqlName in tables {
+                try db.execute(
+                    sql: "INSERT INTO tsync_tables (table_name, account_name, created_at) VALUES (?, NULL, strftime('%Y-%m-%dT%H:%M:%fZ'))",
+                    arguments: [tableKey(sqlName: sqlName)])
+                try createOwnerIndex(db, sqlName: sqlName)
+            }
+        }
         return migrator
     }()
 
@@ -121,6 +143,23 @@ enum SQLiteSchema {
         let expression = querySchema.indexExpression(field.field)
         let columns = field.perUser ? "owner, \(expression), id" : "\(expression), id"
         try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(field.indexName(sqlName))\" ON \"\(sqlName)\"(\(columns))")
+    }
+
+    /// Registers a new table as `account`'s (nil: nobody's) in `tsync_tables`, unless the account
+    /// has created `limit` tables already; false then. Without a limit (0) nothing is registered:
+    /// a table made then is nobody's.
+    static func registerTable(_ db: Database, sqlName: String, account: String?, limit: Int, now: String) throws -> Bool {
+        guard limit > 0 else { return true }
+        if let account,
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM tsync_tables WHERE account_name = ?", arguments: [account]) ?? 0 >= limit
+        {
+            return false
+        }
+        try db.execute(
+            sql: "INSERT INTO tsync_tables (table_name, account_name, created_at) VALUES (?, ?, ?) ON CONFLICT (table_name) DO NOTHING",
+            arguments: [tableKey(sqlName: sqlName), account, now])
+        return true
     }
 
     /// Names of the indexed-field indexes a record table has.

@@ -29,6 +29,16 @@ extension SQLiteStorage {
             count += 1
         }
 
+        /// How many versions were appended, for `truncate(to:)`.
+        var mark: Int { count }
+
+        /// Forgets the versions appended after `mark` (their writes were rolled back).
+        mutating func truncate(to mark: Int) {
+            guard mark < count else { return }
+            values.removeSubrange((mark * 10)...)
+            count = mark
+        }
+
         /// Writes the versions appended so far.
         mutating func flush(_ db: Database) throws {
             var start = 0
@@ -69,7 +79,7 @@ extension SQLiteStorage {
         }
         sql += " ORDER BY updated_at DESC, seq DESC LIMIT ? OFFSET ?"
         arguments += [top, skip]
-        return try await pool.read { [sql, arguments] db in
+        return try await clientRead { [sql, arguments] db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                 let updatedAt: String = row[2]
                 return RecordVersion(
@@ -83,7 +93,7 @@ extension SQLiteStorage {
     public func query(table: String, at time: Timestamp, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage {
         let statements = try statements(
             sqlName: SQLiteSchema.recordTableName(table), query, scope: scope, source: Self.source(table, at: time))
-        return try await pool.read { db in try Self.page(db, statements, query) }
+        return try await clientRead { db in try Self.page(db, statements, query) }
     }
 
     /// SQLite's plan of a page of the table at `time` (tests read it: the page walks the index).

@@ -28,6 +28,14 @@ public final class SQLiteStorage: ServerStorage {
     private let checkpointer: WALCheckpointer
     /// Whether writes append their versions to `tsync_history` (`keepHistory`).
     let historyOn = Atomic(true)
+    /// The requests waiting to be written, and whether a group is being committed (`write`).
+    private let group = Mutex<(waiting: [GroupedWrite], committing: Bool)>(([], false))
+    /// Tables one account may create; 0 for no limit (`limitTables`).
+    private let tableLimit = Atomic(0)
+    /// The last `updatedAt` this storage gave each table, in milliseconds (`commitGroups`).
+    private let lastStamps = Mutex<[String: Int64]>([:])
+    /// The reader connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
+    let shares = ReadShares(connections: SQLiteStorage.readers)
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -36,6 +44,10 @@ public final class SQLiteStorage: ServerStorage {
     /// How long a connection waits for another's lock (seconds).
     static let writerBusyTimeout = 10.0
 
+    /// Reader connections of the pool: `ReadShares` lets clients' reads take all but a few, which
+    /// token lookups and logins find free.
+    static let readers = 10
+
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
     public init(path: String, clock: @escaping @Sendable () -> Timestamp = Timestamp.now) throws {
@@ -43,6 +55,7 @@ public final class SQLiteStorage: ServerStorage {
         // Another instance (or `tsync user`) may hold the write lock for a moment.
         configuration.busyMode = .timeout(Self.writerBusyTimeout)
         configuration.label = "tsync-server"
+        configuration.maximumReaderCount = Self.readers
         let checkpointer = WALCheckpointer()
         self.checkpointer = checkpointer
         configuration.prepareDatabase { db in
@@ -75,9 +88,17 @@ public final class SQLiteStorage: ServerStorage {
 
     // MARK: - Reads
 
+    public func shareReads(perClient: Int) { shares.setPerClient(perClient) }
+    public func limitTables(perAccount: Int) { tableLimit.store(perAccount, ordering: .relaxed) }
+
+    /// A read of records for a client: in one of its shares of the readers (`ReadShares`).
+    func clientRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await shares.run { try await pool.read(body) }
+    }
+
     public func record(table: String, id: String, scope: OwnerScope) async throws -> TSyncModel.Record? {
         let sqlName = SQLiteSchema.recordTableName(table)
-        return try await pool.read { db in
+        return try await clientRead { db in
             guard try self.tableExists(db, sqlName) else { return nil }
             return try Self.fetchRecord(db, sqlName: sqlName, id: id, scope: scope)?.record
         }
@@ -87,7 +108,7 @@ public final class SQLiteStorage: ServerStorage {
         let sqlName = SQLiteSchema.recordTableName(table)
         // Rendering errors (a filter the library cannot translate) surface before touching the database.
         let statements = try statements(sqlName: sqlName, query, scope: scope)
-        return try await pool.read { db in
+        return try await clientRead { db in
             // In the page's own read: a tombstone removed before it is in the horizon it answers.
             let horizon = try Self.deletedHorizon(db, table: table)
             guard try self.tableExists(db, sqlName) else {
@@ -198,30 +219,105 @@ public final class SQLiteStorage: ServerStorage {
     // MARK: - Writes
 
     public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
+        try await withCheckedThrowingContinuation { continuation in
+            let leads = group.withLock { group in
+                group.waiting.append(GroupedWrite(writes: writes, atomic: atomic, answer: continuation))
+                defer { group.committing = true }
+                return !group.committing
+            }
+            if leads { Task { await self.commitGroups() } }
+        }
+    }
+
+    /// Commits the waiting requests' writes, a group at a time, until none wait (group commit,
+    /// docs/DESIGN.md §10): one transaction, and one `updatedAt` per table, for all the requests
+    /// that came while the last group committed.
+    private func commitGroups() async {
+        while true {
+            // A table's time is one millisecond past its last when the clock has not passed it
+            // yet: waiting for the clock instead (a millisecond or two, while more requests join
+            // the group) keeps `updatedAt` at the wall clock however many writes come.
+            // Only the waiting requests' tables count: a write to another table does not wait.
+            let tables = group.withLock { group in Set(group.waiting.flatMap { $0.writes.map { SQLiteSchema.clockKey($0.table) } }) }
+            let last = lastStamps.withLock { stamps in tables.compactMap { stamps[$0] }.max() }
+            if let last, case let ahead = last - clock().millisecondsSinceEpoch, ahead >= 0, ahead < Self.clockWaitMilliseconds {
+                try? await Task.sleep(for: .milliseconds(ahead + 1))
+            }
+            let requests = group.withLock { group in
+                var taken: [GroupedWrite] = []
+                var writes = 0
+                while let first = group.waiting.first, taken.isEmpty || writes + first.writes.count <= Self.maximumGroupWrites {
+                    writes += first.writes.count
+                    taken.append(group.waiting.removeFirst())
+                }
+                if taken.isEmpty { group.committing = false }
+                return taken
+            }
+            if requests.isEmpty { return }
+            await commit(requests)
+        }
+    }
+
+    /// The most writes one group commits together (a request larger than that is a group alone).
+    static let maximumGroupWrites = 2000
+    /// How far ahead of the clock a table's time may be for the next group to wait for the clock.
+    static let clockWaitMilliseconds: Int64 = 5
+
+    /// One group's transaction. Each request is a savepoint: one that throws (or an atomic one
+    /// with a failed write) is rolled back alone and answered so, and the others commit.
+    private func commit(_ requests: [GroupedWrite]) async {
         let now = clock()
-        let (outcomes, created): ([WriteOutcome], Set<String>)
+        let keepsHistory = historyOn.load(ordering: .relaxed)
         do {
-            (outcomes, created) = try await pool.write { db in
+            let (results, created, newest) = try await pool.write { db in
                 var created: Set<String> = []
                 var clocks = TableClocks(now: now)
-                var outcomes: [WriteOutcome] = []
-                outcomes.reserveCapacity(writes.count)
-                var versions = HistoryRows(keeps: self.historyOn.load(ordering: .relaxed))
-                for write in writes {
-                    outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created, versions: &versions))
+                var versions = HistoryRows(keeps: keepsHistory)
+                var results: [Result<[WriteOutcome], any Error>] = []
+                results.reserveCapacity(requests.count)
+                for request in requests {
+                    let (mark, createdBefore) = (versions.mark, created)
+                    var outcomes: [WriteOutcome] = []
+                    outcomes.reserveCapacity(request.writes.count)
+                    do {
+                        try db.inSavepoint {
+                            for write in request.writes {
+                                outcomes.append(try self.apply(write, db, clocks: &clocks, created: &created, versions: &versions))
+                            }
+                            guard request.atomic, outcomes.contains(where: { !$0.succeeded }) else { return .commit }
+                            versions.truncate(to: mark)
+                            created = createdBefore
+                            outcomes = WriteOutcome.rolledBack(outcomes)
+                            return .rollback
+                        }
+                        results.append(.success(outcomes))
+                    } catch {
+                        versions.truncate(to: mark)
+                        created = createdBefore
+                        results.append(.failure(error))
+                    }
                 }
-                if atomic, outcomes.contains(where: { !$0.succeeded }) { throw AtomicRollback(outcomes: outcomes) }
                 try versions.flush(db)
                 try clocks.save(db)
-                return (outcomes, created)
+                return (results, created, clocks.last)
             }
-        } catch let rollback as AtomicRollback {
-            return WriteOutcome.rolledBack(rollback.outcomes)
+            lastStamps.withLock { stamps in
+                // Bounded by the tables; a table's entry is only ever its newest.
+                for (key, stamp) in newest { stamps[key] = stamp.millisecondsSinceEpoch }
+            }
+            // Only tables whose creation committed are remembered.
+            if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
+            var changed: [String] = []
+            for (request, result) in zip(requests, results) {
+                if case .success(let outcomes) = result {
+                    changed += zip(request.writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table }
+                }
+            }
+            if !changed.isEmpty { changes?.committed(changed) }
+            for (request, result) in zip(requests, results) { request.answer.resume(with: result) }
+        } catch {
+            for request in requests { request.answer.resume(throwing: error) }
         }
-        // Only tables whose creation committed are remembered.
-        if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
-        changes?.committed(zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table })
-        return outcomes
     }
 
     /// One write inside the batch's transaction.
@@ -235,6 +331,10 @@ public final class SQLiteStorage: ServerStorage {
         // transaction created must not be cached (a reader would then query a table it cannot see).
         if !created.contains(sqlName), try !tableExists(db, sqlName) {
             guard case .insert = write.action else { return .notFound }
+            let limit = tableLimit.load(ordering: .relaxed)
+            guard try SQLiteSchema.registerTable(db, sqlName: sqlName, account: write.user, limit: limit, now: clocks.now.iso8601) else {
+                return TableLimit.refusal(account: write.user ?? "", table: write.table, limit: limit)
+            }
             try SQLiteSchema.createRecordTable(db, sqlName: sqlName)
             for field in indexes.withLock({ $0[sqlName] ?? [] }) { try SQLiteSchema.createIndex(db, sqlName: sqlName, field) }
             created.insert(sqlName)
@@ -307,22 +407,28 @@ public final class SQLiteStorage: ServerStorage {
                     lines.append("index \(field): \(present.contains(name) ? "in place" : "created")\(field.perUser ? " (per user)" : "")")
                 }
             }
-            let tables = try String.fetchAll(
-                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't\\_%' ESCAPE '\\'")
-            for sqlName in tables.sorted() {
-                // Tables made before the owner index existed get it here, at start-up.
-                try SQLiteSchema.createOwnerIndex(db, sqlName: sqlName)
-                for name in try SQLiteSchema.fieldIndexes(db, sqlName: sqlName) where !declared.contains(name) {
-                    lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
-                }
+            // One look at the schema for every table's field indexes: a look per table read the
+            // whole schema each time, and start-up grew with the square of the tables.
+            let indexes = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND tbl_name LIKE 't\\_%' ESCAPE '\\'
+                    AND name LIKE replace(tbl_name, '_', '\\_') || '\\_ix\\_%' ESCAPE '\\' ORDER BY tbl_name, name
+                    """)
+            for row in indexes {
+                let (name, sqlName): (String, String) = (row[0], row[1])
+                guard !declared.contains(name) else { continue }
+                lines.append("index \(name) on \(sqlName) is no longer declared: left in place (DROP INDEX it to remove it)")
             }
             return lines
         }
     }
 
-    /// An atomic batch with a failed write: thrown to roll the transaction back.
-    private struct AtomicRollback: Error {
-        var outcomes: [WriteOutcome]
+    /// A request's writes waiting for their group's transaction (`commitGroups`).
+    private struct GroupedWrite {
+        var writes: [RecordWrite]
+        var atomic: Bool
+        var answer: CheckedContinuation<[WriteOutcome], any Error>
     }
 
     /// The clocks of the tables a batch writes: each is read once and advanced once (every write

@@ -62,6 +62,15 @@ public protocol ServerStorage: Sendable {
     /// how long it waits.
     func checkReady() async throws
 
+    /// How many reads one client (`ReadShares.client`) may run at once (`--db-share`,
+    /// docs/DESIGN.md §10.1); set once, before the server serves.
+    func shareReads(perClient: Int)
+
+    /// How many tables one account may create (`--max-tables`, docs/DESIGN.md §10.1; 0 for no
+    /// limit); set once, before the server serves. A write that would create one more answers
+    /// `WriteOutcome.overTableLimit`.
+    func limitTables(perAccount: Int)
+
     // MARK: Accounts
 
     /// Creates an account; throws `TSyncError(.invalidInput)` when the name is taken.
@@ -113,6 +122,8 @@ public protocol ServerStorage: Sendable {
 
 extension ServerStorage {
     public var changes: ChangeFeed? { nil }
+    public func shareReads(perClient: Int) {}
+    public func limitTables(perAccount: Int) {}
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
