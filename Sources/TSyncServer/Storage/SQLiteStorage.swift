@@ -220,7 +220,10 @@ public final class SQLiteStorage: ServerStorage {
         }
         // Only tables whose creation committed are remembered.
         if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
-        changes?.committed(zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table })
+        // A page never stops below a write here (writes are serialized): no ticket (docs/DESIGN.md §8.1).
+        changes?.committed(
+            zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table }, changes: ChangeFeed.changes(writes, outcomes),
+            since: nil)
         return outcomes
     }
 
