@@ -49,8 +49,8 @@ public final class ChangeFeed: Sendable {
     /// The answers kept on all tables together: past it the kept answers of other tables are
     /// dropped to make room, and an answer that still does not fit is not kept.
     static let defaultMaximumKeptBytesInAll = 16 * 1024 * 1024
-    /// Questions times records past which a commit's records are matched in a task of their own,
-    /// not in the writer's.
+    /// Parked waiters times records past which a commit's records are matched in a task of their
+    /// own, not in the writer's.
     static let inlineMatches = 4096
 
     /// A parked request: what wakes it besides a commit.
