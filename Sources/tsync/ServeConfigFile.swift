@@ -226,6 +226,9 @@ struct TOMLReader {
                     index += 1
                     return .array(items)
                 }
+                // serve takes arrays of strings only: an array inside one is refused as it opens,
+                // so no nesting (20,000 levels crashed the reader) is ever read.
+                if peek() == "[" { throw fail("\(key) holds an array inside an array: serve's arrays hold strings, [\"a\", \"b\"]") }
                 items.append(try readValue(key: key))
                 skipBlankLinesAndComments()
                 if peek() == "," {

@@ -14,13 +14,16 @@ import TSyncModel
     /// Opens `count` held reads of `path` (with `token`), each on its own connection, all at once:
     /// one after the other, on a loaded machine the first ones' wait (25 s) could end before the
     /// last is held.
-    static func hold(_ count: Int, port: Int, token: String? = nil) async throws -> [RawSocket] {
+    static func hold(_ count: Int, port: Int, token: String? = nil, path: @escaping @Sendable (Int) -> String = { _ in path }) async throws
+        -> [RawSocket]
+    {
         let auth = token.map { "X-ZUMO-AUTH: \($0)\r\n" } ?? ""
-        let request =
-            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\n\(auth)Prefer: wait=25\r\nConnection: close\r\n\r\n"
+        let requests = (0..<count).map { index in
+            "GET \(path(index)) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\n\(auth)Prefer: wait=25\r\nConnection: close\r\n\r\n"
+        }
         let sockets = try (0..<count).map { _ in try RawSocket(port: port, timeout: 40) }
         let sent = await withTaskGroup(of: Bool.self) { group in
-            for socket in sockets { group.addTask { await socket.write(request) } }
+            for (socket, request) in zip(sockets, requests) { group.addTask { await socket.write(request) } }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(sent == count, "every request sent")
@@ -90,6 +93,42 @@ import TSyncModel
         #expect(before < Self.reads / 10, "first queries: \(before)")
         #expect(after - before < Self.reads / 10, "queries after the commit: \(after - before)")
         #expect(try await Self.metric(server, "tsync_live_waiting") == 0)
+    }
+
+    /// Held reads that all ask different questions: a write runs a query only for the reads its
+    /// record may answer (the filter matched in memory), not one per read.
+    @Test func aWriteCostsAQueryOnlyForTheHeldReadsItMayAnswer() async throws {
+        let server = try await ServeFixture(options: ["--metrics"])
+        try await CommandSlots.shared.exclusively { try await Self.distinctQuestions(server) }
+    }
+
+    static func distinctQuestions(_ server: ServeFixture) async throws {
+        let path: @Sendable (Int) -> String = { n in
+            "/tables/notes?$filter=updatedAt%20gt%20datetimeoffset'2000-01-01T00:00:00.000Z'%20and%20(n%20eq%20\(n)%20or%20n%20eq%20-1)&$orderby=updatedAt,id"
+        }
+        let sockets = try await Self.hold(Self.reads, port: try Self.port(server), path: path)
+        try await Self.waitUntilHeld(server, Self.reads)
+        // Held is counted from the read's start: each asks its own question once before it parks.
+        var before = try #require(try await metric(server, "tsync_live_queries_total"))
+        for _ in 0..<600 where before < Self.reads {
+            try await Task.sleep(for: .milliseconds(50))
+            before = try #require(try await metric(server, "tsync_live_queries_total"))
+        }
+        try await Task.sleep(for: .milliseconds(200))
+
+        // One read of 200 can take it: the other 199 stay held, no query asked for them.
+        #expect(try await HTTP.send("POST", server.url + "/tables/notes", body: #"{"id": "seven", "n": 7}"#).status == 201)
+        #expect(await Self.answers([sockets[7]]) == [["seven"]])
+        try await Self.waitUntilHeld(server, Self.reads - 1)
+        let after = try #require(try await metric(server, "tsync_live_queries_total"))
+        #expect(after - before <= 2, "queries after a write one held read can take: \(after - before)")
+
+        // The others were held all along: each takes the record they all match.
+        #expect(try await HTTP.send("POST", server.url + "/tables/notes", body: #"{"id": "all", "n": -1}"#).status == 201)
+        var others = sockets
+        others.remove(at: 7)
+        let answers = await Self.answers(others)
+        #expect(answers.filter { $0 == ["all"] }.count == Self.reads - 1, "\(answers)")
     }
 
     @Test func aSharedQueryNeverAnswersOneUserWithAnothersRecords() async throws {

@@ -135,6 +135,37 @@ import TSyncModel
         #expect(lines.contains { $0.contains("GET /health 200") && $0.contains("id=proxy-req.42") }, "\(server.log)")
     }
 
+    /// A token sent where a path or query value stands (a table name, an id, a `$filter` value,
+    /// partly percent-encoded) never reaches the log, in either format (issue 35).
+    @Test(arguments: ["text", "json"]) func aTokenInThePathIsRedacted(format: String) async throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", "sqlite:" + directory.path + "/s.db", "--port", "0", "--no-auth", "--log-format", format],
+            log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        // Shaped as the server's tokens: 43 characters of base64url.
+        let token = "Ab3-_" + String(repeating: "xY7", count: 12) + "Qz"
+        #expect(token.count == 43)
+        let encoded = "%41" + token.dropFirst()
+        for path in [
+            "/tables/\(token)", "/tables/todo/\(token)", "/tables/todo?$filter=text%20eq%20'\(token)'", "/tables/todo/\(encoded)",
+            "/tables/todo?$filter=id%20eq%20'\(encoded)'",
+        ] {
+            _ = try await HTTP.send("GET", base + path)
+        }
+        // A long id that is no token stays readable.
+        let digest = String(repeating: "0123456789abcdef", count: 4)
+        _ = try await HTTP.send("GET", base + "/tables/todo/" + digest)
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+
+        let log = server.log
+        #expect(!log.contains(token) && !log.contains(String(token.dropFirst())), "a token reached the log:\n\(log)")
+        #expect(log.components(separatedBy: "REDACTED").count - 1 >= 5, "\(log)")
+        #expect(log.contains("/tables/todo/\(digest)"), "\(log)")
+        if format == "json" { #expect(Self.jsonLines(log).count > 5) }
+    }
+
     /// With --log-format json (on the command line or in the config file), a fatal start-up error
     /// is a line of the JSON log too, and the exit status stays the error's.
     @Test func fatalStartUpErrorIsAJSONLine() async throws {
@@ -406,6 +437,12 @@ import TSyncModel
             ("host = \"127.0.0.1\n", 78, "line 1: unterminated string"),
             ("port = 1 2\n", 78, "line 1: unexpected"),
             ("trusted-proxy = [\"10.0.0.1\",\n \"not an address\"]\n", 78, "line 1: trusted-proxy:"),
+            // Issue 35: nested 20,000 deep, the reader's recursion crashed serve (SIGSEGV).
+            (
+                "port = 1\nindex = " + String(repeating: "[", count: 20_000) + String(repeating: "]", count: 20_000) + "\n", 78,
+                "line 2: index holds an array inside an array"
+            ),
+            ("index = [\n  \"todo.n\",\n  [\"x\"]]\n", 78, "line 3: index holds an array inside an array"),
         ]
         for (index, item) in cases.enumerated() {
             let config = directory.path + "/bad\(index).toml"

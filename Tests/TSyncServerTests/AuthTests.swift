@@ -105,7 +105,7 @@ import TSyncModel
             #expect(reply.status == 429)
             #expect(reply.headers[.retryAfter] != nil)
             let keys = try await http.storedStrings("SELECT key FROM tsync_login_attempts ORDER BY key")
-            #expect(keys.count == 5, "four account keys and one address key, in the database: \(keys)")
+            #expect(keys.count == 4, "three names' keys and one address key, in the database (alice's refused login wrote none): \(keys)")
             #expect(keys.filter { $0.hasPrefix("address:") }.count == 1)
         }
     }
@@ -235,7 +235,7 @@ import TSyncModel
     /// grow the table.
     @Test func countersOfNamesThatAreNoAccountStayBounded() async throws {
         var configuration = ServerConfiguration(trustedProxies: ["127.0.0.1"])
-        configuration.authentication.unknownNameCounters = 4
+        configuration.authentication.nameCounters = 4
         try await withTestServer(configuration, accounts: [Self.alice]) { http in
             for index in 0..<30 {
                 _ = try await http.post(
@@ -244,8 +244,15 @@ import TSyncModel
             }
             let keys = try await http.storedStrings("SELECT key FROM tsync_login_attempts WHERE key NOT LIKE 'address:%'")
             #expect(keys.count <= 4, "\(keys)")
-            #expect(keys.allSatisfy { $0.hasPrefix("unknown:") })
+            #expect(keys.allSatisfy { $0.hasPrefix("name:") })
         }
+    }
+
+    /// A login as alice from `address` (through a trusted proxy), with `device` if any.
+    static func loginAsAlice(_ http: TestHTTP, _ password: String, from address: String, device: String?) async throws -> Reply {
+        var body: [String: JSONValue] = ["username": "alice", "password": .string(password)]
+        if let device { body["deviceToken"] = .string(device) }
+        return try await http.post("/.auth/login/custom", .object(body), headers: ["X-Forwarded-For": address])
     }
 
     /// Strangers guessing alice's password (from any number of addresses) are refused most of
@@ -255,9 +262,7 @@ import TSyncModel
         configuration.authentication.maximumFailures = 5
         try await withTestServer(configuration, accounts: [Self.alice]) { http in
             func login(_ password: String, from address: String, device: String? = nil) async throws -> Reply {
-                var body: [String: JSONValue] = ["username": "alice", "password": .string(password)]
-                if let device { body["deviceToken"] = .string(device) }
-                return try await http.post("/.auth/login/custom", .object(body), headers: ["X-Forwarded-For": address])
+                try await Self.loginAsAlice(http, password, from: address, device: device)
             }
             let first = try await login("correct horse", from: "10.0.0.1")
             #expect(first.status == 200)
@@ -342,6 +347,66 @@ import TSyncModel
             let upper = try await http.post("/.auth/login/custom", ["username": "Bob", "password": "upper case"])
             #expect(upper.object["user"]?.objectValue?["userId"] == "Bob")
             #expect(try await http.post("/.auth/login/custom", ["username": "BOB", "password": "upper case"]).status == 401)
+        }
+    }
+
+    /// Issue 35: one address sending guesses at made-up names filled the shared counters, after
+    /// which every made-up name was 429 at once while a real one was 401 after its password
+    /// check. Now refused guesses count nothing, and real and made-up names are counted alike.
+    @Test func aMadeUpNameIsAnsweredAsARealOneEvenAfterAFlood() async throws {
+        var configuration = ServerConfiguration(trustedProxies: ["127.0.0.1"])
+        configuration.authentication.maximumFailures = 5
+        // One counter for every name: the flood below would fill it if it could.
+        configuration.authentication.nameCounters = 1
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            func login(_ name: String, from address: String) async throws -> Int {
+                try await http.post(
+                    "/.auth/login/custom", ["username": .string(name), "password": "guess123"], headers: ["X-Forwarded-For": address]
+                ).status
+            }
+            for index in 0..<40 { _ = try await login("made-up-\(index)", from: "203.0.113.1") }
+            let counts = try await http.storedStrings("SELECT CAST(attempts AS TEXT) FROM tsync_login_attempts WHERE key LIKE 'name:%'")
+            #expect(counts.compactMap { Int($0) }.reduce(0, +) <= 5, "one address counted past its own limit: \(counts)")
+            // Another client: a real name and a made-up one get the same answer.
+            let real = try await login("alice", from: "198.51.100.2")
+            let madeUp = try await login("nobody", from: "198.51.100.3")
+            #expect(real == madeUp, "alice: \(real), nobody: \(madeUp)")
+        }
+    }
+
+    /// A login refused on its counts writes nothing (issue 35: each one cost two writes).
+    @Test func aRefusedLoginWritesNothing() async throws {
+        var configuration = ServerConfiguration()
+        configuration.authentication.maximumFailures = 3
+        try await withTestServer(configuration, accounts: [Self.alice]) { http in
+            for _ in 0..<3 {
+                #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": "guess123"]).status == 401)
+            }
+            let before = try await http.storedStrings("SELECT key || ' ' || CAST(attempts AS TEXT) FROM tsync_login_attempts ORDER BY key")
+            for _ in 0..<5 {
+                #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": "guess123"]).status == 429)
+                #expect(try await http.post("/.auth/login/custom", ["username": "nobody", "password": "guess123"]).status == 429)
+            }
+            let after = try await http.storedStrings("SELECT key || ' ' || CAST(attempts AS TEXT) FROM tsync_login_attempts ORDER BY key")
+            #expect(before == after, "the counters moved: \(before) to \(after)")
+        }
+    }
+
+    /// A device token is known by the password it logged in with: `passwd` ends its exemption
+    /// from strangers' lockout.
+    @Test func aPasswordChangeEndsTheDeviceTokensExemption() async throws {
+        // The default limit, 5 failures.
+        try await withTestServer(ServerConfiguration(trustedProxies: ["127.0.0.1"]), accounts: [Self.alice]) { http in
+            let login = { @Sendable (password: String, address: String, device: String?) in
+                try await Self.loginAsAlice(http, password, from: address, device: device)
+            }
+            let device = try #require(try await login("correct horse", "10.0.0.1", nil).object["deviceToken"]?.stringValue)
+            for index in 0..<6 { _ = try await login("guess \(index)", "203.0.113.\(index)", nil) }
+            #expect(try await login("correct horse", "198.51.100.7", device).status == 200, "exempt before")
+
+            try await AccountManager(storage: http.storage, hasher: cheapHasher).changePassword(name: "alice", password: "new horse")
+            #expect(try await login("new horse", "198.51.100.8", device).status == 429, "a stranger after")
+            #expect(try await login("new horse", "10.0.0.1", nil).status == 429, "its known address too")
         }
     }
 }

@@ -26,7 +26,9 @@ public struct AccountManager: Sendable {
         try await storage.createAccount(name: name, passwordHash: try await hasher.hash(password), createdAt: Timestamp.now())
     }
 
-    /// Sets a new password; the account's tokens are revoked, so old sessions must log in again.
+    /// Sets a new password; the account's tokens are revoked, so old sessions must log in again,
+    /// and its known clients forgotten: their exemption from strangers' lockout ends with the
+    /// password they were known by (docs/DESIGN.md §11).
     public func changePassword(name: String, password: String) async throws {
         try AccountRules.validatePassword(password)
         guard try await storage.setPasswordHash(name: name, passwordHash: try await hasher.hash(password)) else {
@@ -52,14 +54,14 @@ public struct AccountManager: Sendable {
         return token
     }
 
-    /// Lets the account log in again at once (`tsync user unlock`): drops its count of failed
-    /// logins, its known clients' counts, and the counts of client addresses, which a lockout
+    /// Lets the account log in again at once (`tsync user unlock`): drops its name's count of
+    /// failed logins (shared with the names that hash alike), its known clients' counts, and the counts of client addresses, which a lockout
     /// of a client the account does not know counts too (docs/DESIGN.md §11). Its password and
     /// tokens stay.
     public func unlock(name: String) async throws {
         guard let account = try await storage.account(name: name) else { throw Self.noSuchAccount(name) }
         try await storage.clearLoginAttempts(
-            accountKey: Authenticator.accountKey(account.name), knownClientsOf: account.name,
+            accountKey: Authenticator.nameKey(account.name), knownClientsOf: account.name,
             addressKeyPrefix: Authenticator.addressKeyPrefix)
     }
 

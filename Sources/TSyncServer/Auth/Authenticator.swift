@@ -20,20 +20,21 @@ public struct Authenticator: Sendable {
         public var knownClientLifetime: Duration
         /// Known clients kept per account (the newest): a bound on what logins can make the server keep.
         public var knownClientsPerAccount: Int
-        /// Names that are not accounts share this many failure counters (by a hash of the name), so
-        /// guesses at made-up names cannot grow the counter table.
-        public var unknownNameCounters: Int
+        /// Strangers' failures are counted per name on one of this many counters (by a hash of
+        /// the name), whether the name is an account or not: a made-up name and a real one are
+        /// answered alike, and guesses at made-up names cannot grow the counter table.
+        public var nameCounters: Int
 
         public init(
             tokenLifetime: Duration = .seconds(24 * 3600), maximumFailures: Int = 5, failureWindow: Duration = .seconds(15 * 60),
-            knownClientLifetime: Duration = .seconds(30 * 24 * 3600), knownClientsPerAccount: Int = 20, unknownNameCounters: Int = 1024
+            knownClientLifetime: Duration = .seconds(30 * 24 * 3600), knownClientsPerAccount: Int = 20, nameCounters: Int = 16384
         ) {
             self.tokenLifetime = tokenLifetime
             self.maximumFailures = maximumFailures
             self.failureWindow = failureWindow
             self.knownClientLifetime = knownClientLifetime
             self.knownClientsPerAccount = knownClientsPerAccount
-            self.unknownNameCounters = unknownNameCounters
+            self.nameCounters = nameCounters
         }
     }
 
@@ -71,49 +72,50 @@ public struct Authenticator: Sendable {
     /// One login (docs/DESIGN.md §11). Sizes are checked before anything is written (400). A
     /// client the account knows (its device token, or an address it logged in from) is counted on
     /// its own key only, so strangers' failures do not lock it out; any other client is counted on
-    /// the account (or, for a name that is no account, on one of a fixed set of shared counters)
-    /// and on its address.
+    /// its name's counter and on its address. A name that is no account takes the same steps
+    /// (its known-client looks find nothing, its password is checked against a decoy hash), so
+    /// it is answered as a real one would be. A login already refused by its counts is refused
+    /// without writing; only one that goes on to the password check is counted.
     public func login(username: String, password: String, clientAddress: String?, deviceToken: String? = nil) async throws
         -> LoginResult
     {
         try AccountRules.checkLoginSizes(username: username, password: password)
         let now = clock()
         let account = try await storage.account(name: username)
+        let canonical = AccountRules.canonicalName(account?.name ?? username)
         let addressKey = clientAddress.map { Self.addressKeyPrefix + Self.throttlingAddress($0) }
         var knownKey: String?
-        if let account {
-            let canonical = AccountRules.canonicalName(account.name)
-            if let deviceToken, !deviceToken.isEmpty, deviceToken.utf8.count <= 512,
-                try await storage.knownClient(key: Self.deviceKey(deviceToken), now: now) == account.name
-            {
-                knownKey = Self.deviceKey(deviceToken)
-            } else if let addressKey, try await storage.knownClient(key: "known:" + canonical + " " + addressKey, now: now) == account.name
-            {
-                knownKey = "known:" + canonical + " " + addressKey
-            }
+        if let deviceToken, !deviceToken.isEmpty, deviceToken.utf8.count <= 512 {
+            let known = try await storage.knownClient(key: Self.deviceKey(deviceToken), now: now)
+            if let account, known == account.name { knownKey = Self.deviceKey(deviceToken) }
         }
-        let accountKey = account.map { Self.accountKey($0.name) } ?? unknownNameKey(username)
-        let keys = knownKey.map { [$0] } ?? [accountKey] + (addressKey.map { [$0] } ?? [])
-        var blockedUntil: Timestamp?
+        if knownKey == nil, let addressKey {
+            let known = try await storage.knownClient(key: "known:" + canonical + " " + addressKey, now: now)
+            if let account, known == account.name { knownKey = "known:" + canonical + " " + addressKey }
+        }
+        let keys = knownKey.map { [$0] } ?? [nameKey(username)] + (addressKey.map { [$0] } ?? [])
+
+        // Refused on the counts as they are: nothing is written.
+        var current: [LoginAttempts?] = []
+        for key in keys { current.append(try await storage.loginAttempts(key: key, now: now)) }
+        if let retry = retryAfter(current, now: now, atLimit: true) { return .throttled(retryAfterSeconds: retry) }
+        var counted: [LoginAttempts?] = []
         for key in keys {
-            let attempts = try await storage.countLoginAttempt(key: key, windowMilliseconds: policy.failureWindow.milliseconds, now: now)
-            if attempts.count > policy.maximumFailures { blockedUntil = max(blockedUntil ?? attempts.windowEnd, attempts.windowEnd) }
+            counted.append(try await storage.countLoginAttempt(key: key, windowMilliseconds: policy.failureWindow.milliseconds, now: now))
         }
-        if let blockedUntil {
-            let remaining = blockedUntil.millisecondsSinceEpoch - now.millisecondsSinceEpoch
-            return .throttled(retryAfterSeconds: Int(max(1, (remaining + 999) / 1000)))
-        }
+        // Parallel guesses that all passed the look above: the counts decide.
+        if let retry = retryAfter(counted, now: now, atLimit: false) { return .throttled(retryAfterSeconds: retry) }
 
         let encoded: String
         if let account { encoded = account.passwordHash } else { encoded = try await decoy() }
         let verified = await hasher.verify(password, against: encoded)
         guard let account, verified else { return .invalidCredentials }
 
-        // A success is not a failure: it wipes the count of the key it was counted on (the known
-        // client's, or the account's) and takes back its own attempt from the address's count
-        // (other failures from that address still count).
-        try await storage.clearLoginAttempts(key: keys[0])
-        for key in keys.dropFirst() { try await storage.forgiveLoginAttempt(key: key) }
+        // A success is not a failure: it wipes the count of a known client's key, and takes back
+        // its own attempt from a name's and an address's counts (which others share: a success
+        // must not wipe their failures).
+        if let knownKey { try await storage.clearLoginAttempts(key: knownKey) }
+        for key in keys where key != knownKey { try await storage.forgiveLoginAttempt(key: key) }
         try await storage.purgeExpiredTokens(now: now)
         let token = Self.newToken()
         let expiresAt = Timestamp(millisecondsSinceEpoch: now.millisecondsSinceEpoch + policy.tokenLifetime.milliseconds)
@@ -133,21 +135,33 @@ public struct Authenticator: Sendable {
         return .success(token: token, accountName: account.name, deviceToken: device)
     }
 
-    /// The key an account's failed logins are counted on.
-    static func accountKey(_ name: String) -> String { "account:" + AccountRules.canonicalName(name) }
+    /// The seconds to wait when one of `attempts` is past the limit (`atLimit`: at it already,
+    /// so one more would pass it), nil when none is.
+    private func retryAfter(_ attempts: [LoginAttempts?], now: Timestamp, atLimit: Bool) -> Int? {
+        let blockedUntil = attempts.compactMap { $0 }.filter {
+            atLimit ? $0.count >= policy.maximumFailures : $0.count > policy.maximumFailures
+        }
+        .map(\.windowEnd).max()
+        guard let blockedUntil else { return nil }
+        let remaining = blockedUntil.millisecondsSinceEpoch - now.millisecondsSinceEpoch
+        return Int(max(1, (remaining + 999) / 1000))
+    }
+
+    /// The key strangers' failed logins as `name` are counted on: one of `counters`, by a hash of
+    /// the name as accounts compare it, whether it is an account or not.
+    static func nameKey(_ name: String, counters: Int = Policy().nameCounters) -> String {
+        let digest = SHA256.hash(data: Array(AccountRules.canonicalName(name).utf8))
+        let number = digest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return "name:" + String(Int(number) % max(1, counters))
+    }
+
+    private func nameKey(_ name: String) -> String { Self.nameKey(name, counters: policy.nameCounters) }
+
     /// What the keys of client addresses' failed logins start with.
     static let addressKeyPrefix = "address:"
 
     /// The key a device token is remembered by: its hash, as for session tokens.
     static func deviceKey(_ deviceToken: String) -> String { "device:" + tokenHash(deviceToken) }
-
-    /// The counter of a name that is no account: one of `unknownNameCounters`, by a hash of the
-    /// name as accounts compare it.
-    private func unknownNameKey(_ name: String) -> String {
-        let digest = SHA256.hash(data: Array(AccountRules.canonicalName(name).utf8))
-        let number = digest.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        return "unknown:" + String(Int(number) % max(1, policy.unknownNameCounters))
-    }
 
     /// The part of an address that names one client: an IPv4 address, or an IPv6 /64 (a host
     /// usually has a whole /64 to pick addresses from, so each one alone would count nothing).

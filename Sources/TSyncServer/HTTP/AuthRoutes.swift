@@ -29,6 +29,8 @@ struct AuthRoutes: Sendable {
         guard case .string(let username)? = body["username"], case .string(let password)? = body["password"] else {
             throw APIError.badRequest("send {\"username\": \"…\", \"password\": \"…\"}, both strings")
         }
+        // As the log shows it: bounded, and a token sent as a name (by mistake) redacted.
+        let shown = LogText.bounded(QueryRedaction.redactingTokens(username))
         // A tsync extension (docs/DESIGN.md §11): the device token of an earlier login, if any.
         let deviceToken = body["deviceToken"]?.stringValue
         switch try await authenticator.login(
@@ -41,17 +43,17 @@ struct AuthRoutes: Sendable {
         case .invalidCredentials:
             metrics?.recordLoginFailure()
             context.logger.warning(
-                "failed login for \"\(LogText.bounded(username))\" from \(context.clientAddress ?? "-")",
+                "failed login for \"\(shown)\" from \(context.clientAddress ?? "-")",
                 metadata: [
-                    "user": .string(LogText.bounded(username)), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
+                    "user": .string(shown), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
                 ])
             throw APIError(.unauthorized, "wrong user name or password")
         case .throttled(let seconds):
             metrics?.recordLoginThrottled()
             context.logger.warning(
-                "login throttled for \"\(LogText.bounded(username))\" from \(context.clientAddress ?? "-"): too many failures, retry in \(seconds) s",
+                "login throttled for \"\(shown)\" from \(context.clientAddress ?? "-"): too many failures, retry in \(seconds) s",
                 metadata: [
-                    "user": .string(LogText.bounded(username)), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
+                    "user": .string(shown), "client": .string(context.clientAddress ?? "-"), LogFields.inMessage: "1",
                 ])
             var error = APIError(
                 .tooManyRequests,

@@ -168,8 +168,68 @@ enum QueryRedaction {
     static func target(path: String, query: String?, limit: Int) -> String {
         var target = path
         if let query, !query.isEmpty { target += "?" + redacted(query) }
+        target = redactingTokens(target)
         if target.count > limit { target = String(target.prefix(limit)) + "…" }
         return target
+    }
+
+    /// The length of a tsync token (`Authenticator.newToken`: 256 bits in unpadded base64url).
+    static let tokenLength = 43
+
+    /// `text` with every run shaped like a tsync token replaced by `REDACTED`: a token sent by
+    /// mistake as a table name, an id or a `$filter` value, wherever it stands. A run is at least
+    /// `tokenLength` characters of base64url (a `%XX` that decodes to one counts as one) with
+    /// both upper- and lower-case letters, which a random token lacks about once in five billion:
+    /// hex digests and long lower-case ids stay readable.
+    static func redactingTokens(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        func isTokenByte(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"):
+                true
+            default: false
+            }
+        }
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        /// The token character at `index` and the bytes it takes, or nil.
+        func character(at index: Int) -> (UInt8, Int)? {
+            if isTokenByte(bytes[index]) { return (bytes[index], 1) }
+            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hex(bytes[index + 1]),
+                let low = hex(bytes[index + 2]), isTokenByte(high << 4 | low)
+            else { return nil }
+            return (high << 4 | low, 3)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            var end = index
+            var length = 0
+            var upper = false
+            var lower = false
+            while end < bytes.count, let (character, size) = character(at: end) {
+                upper = upper || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(character)
+                lower = lower || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(character)
+                length += 1
+                end += size
+            }
+            if end == index {
+                out.append(bytes[index])
+                index += 1
+            } else {
+                if length >= tokenLength, upper, lower { out += Array("REDACTED".utf8) } else { out += bytes[index..<end] }
+                index = end
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func redacted(_ query: String) -> String {

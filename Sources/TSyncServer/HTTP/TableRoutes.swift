@@ -55,8 +55,9 @@ struct TableRoutes: Sendable {
             let question = LiveQuestion(
                 scope: scope,
                 parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] })
+            let interest = LiveInterest(scope: scope, includeDeleted: query.includeDeleted, filter: query.filter)
             let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers).page(
-                table: table, question, seconds: seconds, channel: context.channel, { try await read(nil) })
+                table: table, question, interest, seconds: seconds, channel: context.channel, { try await read(nil) })
             page = held
             headers[.preferenceApplied] = "wait=\(granted)"
             headers[.accelBuffering] = "no"

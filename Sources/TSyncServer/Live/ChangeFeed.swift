@@ -1,29 +1,38 @@
 import Foundation
 import NIOCore
 import Synchronization
+import TSyncModel
+import TSyncQuery
 
 /// Wakes the long-polls that wait for a table's next commit (docs/DESIGN.md §8.1, the live route).
 ///
-/// Per table a commit count (`generation`) and the waiters parked on it. A request takes the
-/// generation BEFORE it runs its query, and waits only while the generation is still that one: a
-/// commit between the query and the wait is never missed. A commit resumes every waiter of its
-/// table, which then asks its query again (a per-user waiter woken by another user's write finds
-/// nothing and waits again). While nothing is committed a waiter costs no database work: it is a
-/// parked continuation; one sweep every quarter second looks at every waiter's deadline and
-/// connection (`sweep`). (A timer per waiter was an entry in its event loop's heap, and removing
-/// 10,000 of them at one commit cost more than answering the reads.)
+/// Per table that a held read holds: a commit count (`generation`), the waiters parked on it and
+/// the answers kept for it. A request takes the generation BEFORE it runs its query, and waits
+/// only while the generation is still that one: a commit between the query and the wait is never
+/// missed. A commit whose records are known (this instance's writes) wakes only the waiters
+/// those records may answer (`LiveInterest.mayWant`, the filter matched in memory) and those
+/// whose page may have stopped below the write (`ticket`); a commit whose records are not known
+/// (another instance's, a write that failed) wakes every waiter of its table. A woken waiter asks
+/// its query again. While nothing is committed a waiter costs no database work: it is a parked
+/// continuation; one sweep every quarter second looks at every waiter's deadline and connection
+/// (`sweep`).
 ///
 /// Held reads that ask the same question at the same generation share one answer (`answer`): the
 /// 10,000 reads one commit wakes are one query and one page of bytes, not 10,000 of each.
 ///
-/// The write paths call `committed` after their transaction commits; on PostgreSQL a listener
-/// (`PostgresChangeListener`) calls it for the commits of other instances.
+/// A table's entry lives while a held read holds it (`admit` to `release`): names nobody holds
+/// leave nothing behind, and generations come from one counter for all tables, so an entry made
+/// again never repeats a generation a read took from the one before.
 public final class ChangeFeed: Sendable {
     private struct Table {
-        var generation: UInt64 = 0
+        var generation: UInt64
+        /// Held reads of the table under way (parked or not).
+        var holders = 0
         var waiters: [UInt64: Waiter] = [:]
         /// The answers of this generation, by question; a commit drops them.
         var answers: [LiveQuestion: SharedAnswer] = [:]
+        /// The bytes of the answers kept (`.done`).
+        var keptBytes = 0
     }
 
     /// An answer being worked out (every asker awaits the one task), or worked out.
@@ -35,9 +44,14 @@ public final class ChangeFeed: Sendable {
     /// Questions answered per table and generation, at most: past it the answers kept are
     /// dropped (a table read with as many different filters shares little anyway).
     static let maximumAnswers = 256
-    /// A page longer than this is not kept once it is sent: kept answers stay small, so what a
-    /// table nobody writes keeps is bounded (`maximumAnswers` of them).
+    /// A page longer than this is not kept once it is sent.
     static let maximumKeptBytes = 64 * 1024
+    /// The answers kept on all tables together: past it the kept answers of other tables are
+    /// dropped to make room, and an answer that still does not fit is not kept.
+    static let defaultMaximumKeptBytesInAll = 16 * 1024 * 1024
+    /// Parked waiters times records past which a commit's records are matched in a task of their
+    /// own, not in the writer's.
+    static let inlineMatches = 4096
 
     /// A parked request: what wakes it besides a commit.
     private struct Waiter {
@@ -45,25 +59,56 @@ public final class ChangeFeed: Sendable {
         var deadline: ContinuousClock.Instant
         /// Its client's connection: a closed one ends the wait.
         var channel: (any Channel)?
+        /// What commits may answer it.
+        var interest: LiveInterest
+        var question: LiveQuestion
+        /// The feed's clock when it parked: a writer that started before may have held its page back.
+        var ticket: UInt64
     }
 
     private struct State {
         var tables: [String: Table] = [:]
         /// Whether the sweep runs (it stops when nobody waits).
         var sweeping = false
-        var nextWaiter: UInt64 = 0
+        /// Generations, waiter ids and tickets: one counter, never repeating.
+        var clock: UInt64 = 0
         var waiting = 0
         var queries = 0
+        var keptBytes = 0
+
+        mutating func tick() -> UInt64 {
+            clock &+= 1
+            return clock
+        }
+
+        /// Drops the kept answers of `key`.
+        mutating func dropAnswers(_ key: String) {
+            keptBytes -= tables[key]?.keptBytes ?? 0
+            tables[key]?.answers.removeAll()
+            tables[key]?.keptBytes = 0
+        }
+
+        /// Starts a new generation of `key` (a commit): its answers are stale.
+        mutating func advance(_ key: String) {
+            guard tables[key] != nil else { return }
+            dropAnswers(key)
+            let generation = tick()
+            tables[key]?.generation = generation
+        }
     }
 
     private let state = Mutex(State())
+    /// `defaultMaximumKeptBytesInAll`, or less for a test.
+    private let maximumKeptBytesInAll: Int
 
-    public init() {}
+    public init() { maximumKeptBytesInAll = Self.defaultMaximumKeptBytesInAll }
+
+    init(maximumKeptBytesInAll: Int) { self.maximumKeptBytesInAll = maximumKeptBytesInAll }
 
     /// The key of a table: table names are case-insensitive.
     static func key(_ table: String) -> String { table.lowercased() }
 
-    /// The table's commit count so far.
+    /// The table's commit count so far (0 for a table nobody holds).
     func generation(_ table: String) -> UInt64 {
         state.withLock { $0.tables[Self.key(table)]?.generation ?? 0 }
     }
@@ -74,18 +119,67 @@ public final class ChangeFeed: Sendable {
     /// Queries run by `answer` so far: fewer than the reads answered when they share.
     public var queries: Int { state.withLock { $0.queries } }
 
-    /// Says that a transaction that wrote to `tables` committed: their waiters wake.
+    /// Tables with an entry (held by a read now, or keeping answers), and the bytes of the answers kept.
+    var footprint: (tables: Int, keptBytes: Int) { state.withLock { ($0.tables.count, $0.keptBytes) } }
+
+    /// Requests parked on `table` now.
+    func parked(_ table: String) -> Int { state.withLock { $0.tables[Self.key(table)]?.waiters.count ?? 0 } }
+
+    /// A mark a writer takes before its transaction starts (`committed(_:changes:since:)`).
+    public func ticket() -> UInt64 { state.withLock { $0.tick() } }
+
+    /// Says that a transaction that wrote to `tables` committed, without saying what: every
+    /// waiter of those tables wakes.
     public func committed(_ tables: some Sequence<String>) {
         let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             var woken: [CheckedContinuation<Void, Never>] = []
-            for table in Set(tables.map(Self.key)) {
-                let waiters = state.tables[table]?.waiters ?? [:]
-                state.tables[table] = Table(generation: (state.tables[table]?.generation ?? 0) &+ 1)
-                woken.append(contentsOf: waiters.values.map(\.continuation))
+            for key in Set(tables.map(Self.key)) where state.tables[key] != nil {
+                state.advance(key)
+                woken.append(contentsOf: state.tables[key]?.waiters.values.map(\.continuation) ?? [])
+                state.tables[key]?.waiters.removeAll()
             }
             return woken
         }
         for continuation in woken { continuation.resume() }
+    }
+
+    /// Says that a transaction that wrote to `tables` ended, and that `changes` are what it
+    /// committed there (empty when it committed nothing). `ticket`, taken before the transaction
+    /// started, is for a backend whose pages stop below a write in flight (PostgreSQL, docs/
+    /// DESIGN.md §10): a waiter that parked after it may have had its page held back by this
+    /// write, and wakes whatever was written; nil where a page never stops below a write
+    /// (SQLite). Every other waiter wakes only when one of `changes` may answer it.
+    public func committed(_ tables: some Sequence<String>, changes: [LiveChange], since ticket: UInt64?) {
+        let keys = Set(tables.map(Self.key))
+        let parked = state.withLock { state -> [(key: String, id: UInt64, interest: LiveInterest, question: LiveQuestion)] in
+            var parked: [(key: String, id: UInt64, interest: LiveInterest, question: LiveQuestion)] = []
+            for key in keys where state.tables[key] != nil {
+                state.advance(key)
+                for (id, waiter) in state.tables[key]?.waiters ?? [:] {
+                    if let ticket, ticket < waiter.ticket {
+                        parked.append((key, id, LiveInterest.everything, waiter.question))
+                    } else {
+                        parked.append((key, id, waiter.interest, waiter.question))
+                    }
+                }
+            }
+            return parked
+        }
+        guard !parked.isEmpty else { return }
+        let byTable = Dictionary(grouping: changes, by: \.table)
+        let match = { @Sendable in
+            var answers: [String: [LiveQuestion: Bool]] = [:]
+            var woken: [(String, UInt64)] = []
+            for waiter in parked {
+                let wants =
+                    answers[waiter.key]?[waiter.question]
+                    ?? (waiter.interest.isEverything || (byTable[waiter.key] ?? []).contains { waiter.interest.mayWant($0) })
+                if !waiter.interest.isEverything { answers[waiter.key, default: [:]][waiter.question] = wants }
+                if wants { woken.append((waiter.key, waiter.id)) }
+            }
+            self.resume(woken)
+        }
+        if parked.count * max(1, changes.count) <= Self.inlineMatches { match() } else { Task { match() } }
     }
 
     /// The answer to `question` on `table` at `generation`: the one every held read that asks it
@@ -98,14 +192,14 @@ public final class ChangeFeed: Sendable {
         let key = Self.key(table)
         let shared = state.withLock { state -> SharedAnswer in
             // Read and changed in place: a copy of the entry would copy its waiters.
-            let current = state.tables[key]?.generation ?? 0
+            let current = state.tables[key]?.generation
             if current == generation, let answer = state.tables[key]?.answers[question] { return answer }
             state.queries += 1
             let task = Task { try await work() }
             // Kept for the askers of its own generation only: after a commit a new query is due.
             if current == generation {
-                if state.tables[key]?.answers.count ?? 0 >= Self.maximumAnswers { state.tables[key]?.answers.removeAll() }
-                state.tables[key, default: Table()].answers[question] = .running(task)
+                if state.tables[key]?.answers.count ?? 0 >= Self.maximumAnswers { state.dropAnswers(key) }
+                state.tables[key]?.answers[question] = .running(task)
             }
             return .running(task)
         }
@@ -119,18 +213,34 @@ public final class ChangeFeed: Sendable {
                 return page
             } catch {
                 state.withLock { state in
-                    if state.tables[key]?.generation == generation { state.tables[key]?.answers[question] = nil }
+                    if state.tables[key]?.generation == generation, case .running? = state.tables[key]?.answers[question] {
+                        state.tables[key]?.answers[question] = nil
+                    }
                 }
                 throw error
             }
         }
     }
 
-    /// Keeps a worked-out answer for later askers of its generation, when it is small.
+    /// Keeps a worked-out answer for later askers of its generation, when it is small and there
+    /// is room (other tables' answers are dropped to make it).
     private func keep(_ page: PageBody, key: String, _ question: LiveQuestion, generation: UInt64) {
         state.withLock { state in
             guard state.tables[key]?.generation == generation, case .running? = state.tables[key]?.answers[question] else { return }
-            state.tables[key]?.answers[question] = page.bytes.readableBytes <= Self.maximumKeptBytes ? .done(page) : nil
+            let size = page.bytes.readableBytes
+            if size <= Self.maximumKeptBytes, state.keptBytes + size > maximumKeptBytesInAll {
+                for other in state.tables.compactMap({ $0.key != key && $0.value.keptBytes > 0 ? $0.key : nil }) {
+                    state.dropAnswers(other)
+                    if state.keptBytes + size <= maximumKeptBytesInAll { break }
+                }
+            }
+            guard size <= Self.maximumKeptBytes, state.keptBytes + size <= maximumKeptBytesInAll else {
+                state.tables[key]?.answers[question] = nil
+                return
+            }
+            state.tables[key]?.answers[question] = .done(page)
+            state.tables[key]?.keptBytes += size
+            state.keptBytes += size
         }
     }
 
@@ -138,41 +248,53 @@ public final class ChangeFeed: Sendable {
     /// listener that reconnected), so everyone asks again.
     func wakeAll() { committed(state.withLock { Array($0.tables.keys) }) }
 
-    /// Takes a place for one more waiter; false when `limit` are waiting. (A stranger cannot
-    /// take one on a server with accounts: the read is refused, 401, before it gets here.)
-    func admit(limit: Int) -> Bool {
+    /// Takes a place for one more held read of `table`; false when `limit` are held. (A stranger
+    /// cannot take one on a server with accounts: the read is refused, 401, before it gets here.)
+    /// The table's entry lives until its last held read is `release`d.
+    func admit(limit: Int, table: String) -> Bool {
         state.withLock { state in
             guard state.waiting < limit else { return false }
             state.waiting += 1
+            let key = Self.key(table)
+            if state.tables[key] == nil { state.tables[key] = Table(generation: state.tick()) }
+            state.tables[key]?.holders += 1
             return true
         }
     }
 
-    func release() {
-        state.withLock { $0.waiting -= 1 }
+    func release(table: String) {
+        state.withLock { state in
+            state.waiting -= 1
+            let key = Self.key(table)
+            state.tables[key]?.holders -= 1
+            if state.tables[key]?.holders ?? 0 <= 0 {
+                state.dropAnswers(key)
+                state.tables[key] = nil
+            }
+        }
     }
 
     /// How often the sweep looks at the waiters' deadlines and connections.
     static let sweepInterval = Duration.milliseconds(250)
 
-    /// Waits until the table's generation is no longer `generation` (a commit), `deadline` (within
-    /// `sweepInterval`), the client's connection closes, the task is cancelled, or the server shuts
-    /// down (through a commit, `LiveWait`).
+    /// Waits until a commit may have answered `interest` on the table after `generation` (see
+    /// `committed`), `deadline` (within `sweepInterval`), the client's connection closes, the
+    /// task is cancelled, or the server shuts down (through a commit, `LiveWait`).
     func wait(
-        table: String, after generation: UInt64, until deadline: ContinuousClock.Instant, channel: (any Channel)?
+        table: String, _ question: LiveQuestion, _ interest: LiveInterest, after generation: UInt64,
+        until deadline: ContinuousClock.Instant, channel: (any Channel)?
     ) async {
         let key = Self.key(table)
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiter &+= 1
-            return state.nextWaiter
-        }
+        let id = state.withLock { $0.tick() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let (parked, startSweep) = state.withLock { state -> (Bool, Bool) in
-                    guard state.tables[key]?.generation ?? 0 == generation, !Task.isCancelled else { return (false, false) }
+                    guard state.tables[key]?.generation == generation, !Task.isCancelled else { return (false, false) }
+                    let ticket = state.tick()
                     // In place: a copy of the table's entry would copy its 10,000 waiters for each one parked.
-                    state.tables[key, default: Table()].waiters[id] = Waiter(
-                        continuation: continuation, deadline: deadline, channel: channel)
+                    state.tables[key]?.waiters[id] = Waiter(
+                        continuation: continuation, deadline: deadline, channel: channel, interest: interest, question: question,
+                        ticket: ticket)
                     defer { state.sweeping = true }
                     return (true, !state.sweeping)
                 }
@@ -180,12 +302,13 @@ public final class ChangeFeed: Sendable {
                 if startSweep { Task { await self.sweep() } }
             }
         } onCancel: {
-            resume(key, id)
+            resume([(key, id)])
         }
     }
 
     /// Every `sweepInterval` while anyone waits: wakes the waiters whose deadline passed or whose
-    /// client went away. One task for all of them, a look at each a few nanoseconds.
+    /// client went away. One task for all of them, a look at each a few nanoseconds; only tables
+    /// held now have an entry, so the look is over the held reads, not every name ever read.
     private func sweep() async {
         while true {
             try? await Task.sleep(for: Self.sweepInterval)
@@ -193,11 +316,10 @@ public final class ChangeFeed: Sendable {
             let (due, done) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
                 var due: [CheckedContinuation<Void, Never>] = []
                 var left = 0
-                for key in Array(state.tables.keys) {
+                for key in state.tables.compactMap({ $0.value.waiters.isEmpty ? nil : $0.key }) {
                     let ids =
-                        state.tables[key].map { entry in
-                            entry.waiters.compactMap { id, waiter in waiter.deadline <= now || waiter.channel?.isActive == false ? id : nil
-                            }
+                        state.tables[key]?.waiters.compactMap { id, waiter in
+                            waiter.deadline <= now || waiter.channel?.isActive == false ? id : nil
                         } ?? []
                     // Removed in place (no copy of the other waiters).
                     for id in ids {
@@ -213,9 +335,56 @@ public final class ChangeFeed: Sendable {
         }
     }
 
-    /// Resumes one waiter if it is still parked.
-    func resume(_ key: String, _ id: UInt64) {
-        let continuation = state.withLock { $0.tables[key]?.waiters.removeValue(forKey: id)?.continuation }
-        continuation?.resume()
+    /// Resumes the waiters named that are still parked.
+    private func resume(_ waiters: [(String, UInt64)]) {
+        let continuations = state.withLock { state in
+            waiters.compactMap { key, id in state.tables[key]?.waiters.removeValue(forKey: id)?.continuation }
+        }
+        for continuation in continuations { continuation.resume() }
+    }
+
+    /// What a write transaction committed, as the live route matches it (`committed`).
+    static func changes(_ writes: [RecordWrite], _ outcomes: [WriteOutcome]) -> [LiveChange] {
+        zip(writes, outcomes).compactMap { write, outcome in
+            let record: Record
+            switch outcome {
+            case .inserted(let written), .modified(let written): record = written
+            default: return nil
+            }
+            var owner: String?
+            if case .owner(let name) = write.scope { owner = name }
+            return LiveChange(table: key(write.table), record: record, owner: owner)
+        }
+    }
+}
+
+/// A record a transaction committed.
+public struct LiveChange: Sendable {
+    /// `ChangeFeed.key` of its table.
+    var table: String
+    var record: Record
+    /// Its owner, when the write was in a user's scope (the record is then that user's); nil
+    /// when not known.
+    var owner: String?
+}
+
+/// What a held read may be answered by: its scope, whether it takes deleted records, and its
+/// filter (docs/DESIGN.md §8.1).
+struct LiveInterest: Sendable {
+    var scope: OwnerScope
+    var includeDeleted: Bool
+    var filter: FilterExpression?
+    /// Anything: asks again after every commit of its table.
+    var isEverything = false
+
+    static let everything = LiveInterest(scope: .shared, includeDeleted: true, filter: nil, isEverything: true)
+
+    /// False only when the read's query certainly finds nothing new because of `change`: another
+    /// user's record, a deleted one it does not take, or one its filter is certainly false for.
+    func mayWant(_ change: LiveChange) -> Bool {
+        if isEverything { return true }
+        if case .owner(let user) = scope, let owner = change.owner, owner != user { return false }
+        if change.record.system.deleted, !includeDeleted { return false }
+        return filter?.mayHold(for: change.record) ?? true
     }
 }

@@ -35,17 +35,17 @@ struct LiveWait: Sendable {
     let limit: Int
 
     /// Runs `query` at once; when its page is empty and a wait was granted, again after each
-    /// commit to `table`, until it is not empty or the wait is over. Returns the page and the
+    /// commit to `table` that may answer `interest` (`ChangeFeed.committed`), until it is not empty or the wait is over. Returns the page and the
     /// seconds granted (0 when the server holds its limit of waiters already). A held read's
     /// query is shared with every other held read that asks `question` at the same generation
     /// (`ChangeFeed.answer`): `query` must depend on nothing else.
     func page(
-        table: String, _ question: LiveQuestion, seconds: Int, channel: (any Channel)?,
+        table: String, _ question: LiveQuestion, _ interest: LiveInterest, seconds: Int, channel: (any Channel)?,
         _ query: @escaping @Sendable () async throws -> PageBody
     ) async throws -> (PageBody, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
-        guard granted > 0, feed.admit(limit: limit) else { return (try await query(), 0) }
-        defer { feed.release() }
+        guard granted > 0, feed.admit(limit: limit, table: table) else { return (try await query(), 0) }
+        defer { feed.release(table: table) }
         let deadline = ContinuousClock.now + .seconds(granted)
         let shutdown = ShutdownFlag()
         while true {
@@ -59,7 +59,7 @@ struct LiveWait: Sendable {
             }
             let feed = feed
             await withGracefulShutdownHandler {
-                await feed.wait(table: table, after: generation, until: deadline, channel: channel)
+                await feed.wait(table: table, question, interest, after: generation, until: deadline, channel: channel)
             } onGracefulShutdown: {
                 // Shutting down: answer what there is now, so the server stops without delay.
                 shutdown.set()

@@ -23,6 +23,10 @@ extension PostgresStorage {
             update.append(update.bind(passwordHash) + " WHERE name = " + update.bind(name) + " RETURNING name")
             guard try await !transaction.rows(update).isEmpty else { return .rollback(false) }
             try await transaction.execute(Self.deletingTokens(of: name))
+            // Its known clients were known by the old password: strangers' lockout holds them again.
+            var forget = PostgresStatement("DELETE FROM tsync_known_clients WHERE account_name = ")
+            forget.append(forget.bind(name))
+            try await transaction.execute(forget)
             return .commit(true)
         }
     }
@@ -113,6 +117,14 @@ extension PostgresStorage {
         guard let row = try await database.rows(upsert).first else {
             throw TSyncError.failure("PostgreSQL at \(database.url) returned nothing for a login attempt count")
         }
+        let (attempts, windowEnd) = try row.decode((Int32, Int64).self)
+        return LoginAttempts(count: Int(attempts), windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
+    }
+
+    public func loginAttempts(key: String, now: Timestamp) async throws -> LoginAttempts? {
+        var select = PostgresStatement("SELECT attempts, window_end FROM tsync_login_attempts WHERE key = ")
+        select.append(select.bind(key) + " AND window_end > " + select.bind(now.millisecondsSinceEpoch))
+        guard let row = try await database.rows(select).first else { return nil }
         let (attempts, windowEnd) = try row.decode((Int32, Int64).self)
         return LoginAttempts(count: Int(attempts), windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
     }

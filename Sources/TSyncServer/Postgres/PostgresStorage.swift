@@ -222,6 +222,8 @@ public final class PostgresStorage: ServerStorage {
 
     public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
         let tables = Self.idsByTable(writes)
+        // Before any floor is registered: a held read that parks after it may have stopped below them (docs/DESIGN.md §8.1).
+        let ticket = changes?.ticket()
         var attempt = 0
         while true {
             attempt += 1
@@ -230,13 +232,14 @@ public final class PostgresStorage: ServerStorage {
                     self.tables.limit.load(ordering: .relaxed) == 0 || self.tables.isKnown(PostgresSchema.tableKey(writes[0].table))
                 {
                     let outcome = try await writing { try await insertOne(writes[0]) }
-                    // Committed, or its floor withdrawn: either way the table's held reads look again.
-                    changes?.committed(tables.map(\.0))
+                    // Committed, or its floor withdrawn: the held reads it may answer or have held back look again.
+                    changes?.committed(tables.map(\.0), changes: ChangeFeed.changes(writes, [outcome]), since: ticket)
                     return [outcome]
                 }
                 let (outcomes, committed) = try await writing { try await writeOnce(writes, tables: tables, atomic: atomic) }
                 if committed {
-                    changes?.committed(Self.changedTables(writes, outcomes))
+                    // Every table's floor ends with the commit, also where nothing was written.
+                    changes?.committed(tables.map(\.0), changes: ChangeFeed.changes(writes, outcomes), since: ticket)
                 } else {
                     await floorsWithdrawn(tables.map(\.0))
                 }
@@ -390,11 +393,6 @@ public final class PostgresStorage: ServerStorage {
     private func floorsWithdrawn(_ tables: [String]) async {
         changes?.committed(tables)
         for table in tables { _ = try? await database.rows(notification(table)) }
-    }
-
-    /// The keys of the tables that `writes` changed.
-    private static func changedTables(_ writes: [RecordWrite], _ outcomes: [WriteOutcome]) -> Set<String> {
-        Set(zip(writes, outcomes).lazy.filter { $0.1.succeeded }.map { ChangeFeed.key($0.0.table) })
     }
 
     /// New records of a batch, written with one `INSERT … SELECT FROM unnest(…)` per table and

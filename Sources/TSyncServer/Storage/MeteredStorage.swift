@@ -79,6 +79,7 @@ struct MeteredStorage: ServerStorage {
     func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts {
         try await base.countLoginAttempt(key: key, windowMilliseconds: windowMilliseconds, now: now)
     }
+    func loginAttempts(key: String, now: Timestamp) async throws -> LoginAttempts? { try await base.loginAttempts(key: key, now: now) }
     func forgiveLoginAttempt(key: String) async throws { try await base.forgiveLoginAttempt(key: key) }
     func clearLoginAttempts(key: String) async throws { try await base.clearLoginAttempts(key: key) }
     func clearLoginAttempts(accountKey: String, knownClientsOf accountName: String, addressKeyPrefix: String) async throws {

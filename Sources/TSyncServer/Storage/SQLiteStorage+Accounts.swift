@@ -22,6 +22,8 @@ extension SQLiteStorage {
             try db.execute(sql: "UPDATE tsync_accounts SET password_hash = ? WHERE name = ?", arguments: [passwordHash, name])
             guard db.changesCount > 0 else { return false }
             try db.execute(sql: "DELETE FROM tsync_tokens WHERE account_name = ?", arguments: [name])
+            // Its known clients were known by the old password: strangers' lockout holds them again.
+            try db.execute(sql: "DELETE FROM tsync_known_clients WHERE account_name = ?", arguments: [name])
             return true
         }
     }
@@ -115,6 +117,15 @@ extension SQLiteStorage {
             let attempts: Int = row?["attempts"] ?? 1
             let windowEnd: Int64 = row?["window_end"] ?? nowMs + windowMilliseconds
             return LoginAttempts(count: attempts, windowEnd: Timestamp(millisecondsSinceEpoch: windowEnd))
+        }
+    }
+
+    public func loginAttempts(key: String, now: Timestamp) async throws -> LoginAttempts? {
+        try await pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT attempts, window_end FROM tsync_login_attempts WHERE key = ? AND window_end > ?",
+                arguments: [key, now.millisecondsSinceEpoch]
+            ).map { LoginAttempts(count: $0["attempts"], windowEnd: Timestamp(millisecondsSinceEpoch: $0["window_end"])) }
         }
     }
 

@@ -307,13 +307,18 @@ public final class SQLiteStorage: ServerStorage {
             }
             // Only tables whose creation committed are remembered.
             if !created.isEmpty { knownTables.withLock { $0.formUnion(created) } }
-            var changed: [String] = []
+            var written: [RecordWrite] = []
+            var outcomes: [WriteOutcome] = []
             for (request, result) in zip(requests, results) {
-                if case .success(let outcomes) = result {
-                    changed += zip(request.writes, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table }
+                if case .success(let answered) = result {
+                    written += request.writes
+                    outcomes += answered
                 }
             }
-            if !changed.isEmpty { changes?.committed(changed) }
+            // A page never stops below a write here (writes are serialized): no ticket (docs/DESIGN.md §8.1).
+            changes?.committed(
+                zip(written, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table }, changes: ChangeFeed.changes(written, outcomes),
+                since: nil)
             for (request, result) in zip(requests, results) { request.answer.resume(with: result) }
         } catch {
             for request in requests { request.answer.resume(throwing: error) }

@@ -102,6 +102,9 @@ public protocol ServerStorage: Sendable {
     /// password check (and forgiving afterwards on success) means parallel guesses cannot slip
     /// past the limit between a check and a count.
     func countLoginAttempt(key: String, windowMilliseconds: Int64, now: Timestamp) async throws -> LoginAttempts
+    /// The attempts of `key` in its current window (nil: none), read without writing: a login
+    /// refused on them costs the database nothing (docs/DESIGN.md §11).
+    func loginAttempts(key: String, now: Timestamp) async throws -> LoginAttempts?
     /// Takes back one counted attempt: the login it counted succeeded.
     func forgiveLoginAttempt(key: String) async throws
     func clearLoginAttempts(key: String) async throws

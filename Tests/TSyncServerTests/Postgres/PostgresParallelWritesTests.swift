@@ -107,10 +107,13 @@ struct PostgresParallelWritesTests {
     @Test func aWriteThatDoesNotCommitWakesHeldReads() async throws {
         try await withStorages(capsPulls: true) { storage, _ in
             let feed = try #require(storage.changes)
+            // A held read holds the table's entry in the feed.
+            #expect(feed.admit(limit: 1, table: "t"))
+            defer { feed.release(table: "t") }
             let before = feed.generation("t")
             let missing = RecordWrite(table: "t", action: .modify(id: "nobody", change: .softDelete, expected: .any), scope: .shared)
             #expect(try await storage.write([missing], atomic: false) == [.notFound])
-            #expect(feed.generation("t") == before + 1)
+            #expect(feed.generation("t") != before)
         }
     }
 
