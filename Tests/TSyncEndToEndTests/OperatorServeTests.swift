@@ -6,7 +6,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// `tsync serve` for the person who runs it (issue 24): JSON logs with request ids, start-up and
+/// `tsync serve` for the person who runs it: JSON logs with request ids, start-up and
 /// shutdown lines, failed logins as warnings, `/metrics`, `/ready` and `--config`. Each test runs
 /// the real binary and reads its stderr and answers.
 @Suite(.serialized) struct OperatorServeTests {

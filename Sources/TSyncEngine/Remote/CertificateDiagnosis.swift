@@ -7,7 +7,7 @@ import TSyncModel
 
 /// Why the server's certificate was refused: expired (or not yet valid), issued for other names,
 /// or signed by a certificate authority this machine does not trust. Each has its own remedy, and
-/// only the last is fixed by trusting a CA, so a message must tell them apart (issue 21).
+/// only the last is fixed by trusting a CA, so a message must tell them apart.
 ///
 /// BoringSSL's verdict does not reach us (the handshake error says only "CERTIFICATE_VERIFY_FAILED"),
 /// so after a refusal a second handshake to the same server (through the same proxy) hands the

@@ -52,7 +52,7 @@ enum ConnectionFailure {
         }
         if let what = undecodable(error) {
             // The server (or something on the way) answered: "cannot reach" would send the user
-            // looking at the network (issue 34).
+            // looking at the network.
             return TSyncError(
                 .unreachable,
                 "\(endpoint) answered, but tsync cannot decode the answer: \(what); nothing was lost, what was sent stays queued")

@@ -62,7 +62,7 @@ public struct RemoteClient: Sendable {
         configuration.tlsConfiguration = trust.tlsConfiguration
         // A compressed answer is bounded by what it decodes to, not by its ratio: a page of
         // records that repeat their field names compresses well over 50:1 (a proxy's gzip of a
-        // page of 1,000 similar records is 200:1), and a ratio refused it (issue 34).
+        // page of 1,000 similar records is 200:1), and a ratio refused it.
         configuration.decompression = .enabled(limit: .size(Self.maximumAnswerBytes))
         // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
         // connect timeout, so an offline push returns immediately.
@@ -108,7 +108,7 @@ public struct RemoteClient: Sendable {
             }
             let userID = object["user"]?.objectValue?["userId"]?.stringValue ?? username
             // A token for another account (a proxy or cache answering another user's login)
-            // would make every later write that account's (issue 34).
+            // would make every later write that account's.
             guard userID.caseInsensitiveCompare(username) == .orderedSame else {
                 throw TSyncError(
                     .unauthorized,
@@ -317,8 +317,8 @@ public struct RemoteClient: Sendable {
         guard (200..<300).contains(response.status) else {
             // A failure of the batch as a whole (a proxy that does not route it answers 404) is
             // never an operation's answer: handing it to each operation made a 404 "deleted on
-            // the server", which `--on-conflict theirs` then settled by dropping the user's work
-            // (issue 18.1). The operations stay in flight.
+            // the server", which `--on-conflict theirs` then settled by dropping the user's work.
+            // The operations stay in flight.
             throw endpoint.unexplained(
                 "it answered the batch with HTTP \(response.status) (\(response.errorMessage ?? "no sync server's error body"))",
                 operations: operations.count)
@@ -432,7 +432,7 @@ public struct RemoteClient: Sendable {
         if parsesSuccess || status != 200 { answer.parse() }
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
         // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is
-        // "not now" too (issue 18.8), and says the request was refused, so nothing was applied;
+        // "not now" too, and says the request was refused, so nothing was applied;
         // the login route words its own 429 (too many failed logins).
         if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
             let retry = RetryAfter(response.headers).map { " (\($0))" } ?? ""
@@ -445,7 +445,7 @@ public struct RemoteClient: Sendable {
                 requestNeverSent: status == 429)
         }
         // A sync server never redirects (and redirects are not followed): a captive portal or a
-        // login page of a proxy is in the way (issue 18.12).
+        // login page of a proxy is in the way.
         if (300..<400).contains(status) {
             let target = response.headers.first(name: "Location").map { " to \($0)" } ?? ""
             throw TSyncError(

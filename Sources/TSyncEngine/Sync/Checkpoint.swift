@@ -46,12 +46,12 @@ extension Checkpoint: Comparable {
     /// Ties at one timestamp are tolerated out of id order, and so are records again at the
     /// checkpoint's own timestamp: a server that keeps finer timestamps than it sends (microseconds
     /// stored, milliseconds sent) orders a run of equal sent timestamps by the hidden digits and
-    /// answers "after (T, id)" with the whole run at T again (issue 18.10). Such a page moves the
+    /// answers "after (T, id)" with the whole run at T again. Such a page moves the
     /// checkpoint to its last record when it reaches past the checkpoint's timestamp; a page that
     /// stays inside the run keeps the checkpoint and walks the run by offset (`skip`), so a run
     /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8). A replayed
     /// answer looks the same, so `Puller` starts such a walk only when the server answers the same
-    /// read twice alike (issue 34.1).
+    /// read twice alike.
     public static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
         try self.position(after: records.map { (id: $0.id, updatedAt: $0.system.updatedAt) }, from: position)
     }

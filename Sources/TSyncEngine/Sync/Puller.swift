@@ -138,7 +138,7 @@ public struct Puller: Sendable {
         var position = PullPosition(checkpoint: checkpoint)
         // The checkpoint the store keeps: `position`'s, except that it never passes the clock's
         // bound (`Checkpoint.bound`): a record stamped in the future is written, and comes again
-        // with the next pull, which says so again (issue 34.2).
+        // with the next pull, which says so again.
         var kept = checkpoint
         var first = pageRequest(at: position)
         first.inlineCount = request.wait == nil  // the total, for the progress line
@@ -176,7 +176,7 @@ public struct Puller: Sendable {
             // A walk by $skip would rest on this one answer: a page that only repeats records at
             // the checkpoint's own time is what a server with finer timestamps sends, and also
             // what a cache or proxy replaying an earlier answer sends, and walking on by $skip
-            // after a replay passes over records for good (issue 34.1). The same read is asked
+            // after a replay passes over records for good. The same read is asked
             // again, and the walk starts only when the server answers it with the same records;
             // an answer that differs is taken instead, and checked from the start.
             var asked = 1
@@ -229,7 +229,7 @@ public struct Puller: Sendable {
             }
             position = next
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
-            // the Azure servers do): only an empty page is (issue 18.9).
+            // the Azure servers do): only an empty page is.
             if !page.records.isEmpty {
                 fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead)
             }
@@ -252,7 +252,7 @@ public struct Puller: Sendable {
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
-        // same records forever, in the same order (docs/DESIGN.md §8) or shuffled (issue 18.11): a link
+        // same records forever, in the same order (docs/DESIGN.md §8) or shuffled: a link
         // followed twice, or a page that brings no record not seen before, stops the pull with an
         // error (exit 1: the server misbehaves, and what came may not be all). An id is kept as
         // an eight-byte hash, however large the pull.
@@ -262,7 +262,7 @@ public struct Puller: Sendable {
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
-            // Followed only once checked: this origin, this table, the query asked (issue 34.4).
+            // Followed only once checked: this origin, this table, the query asked.
             let nextLink = try page.nextLink.map { link throws(TSyncError) in
                 try remote.endpoint.nextPage(link: link, of: asked, what: "pulling \(request.table) from \(remote.endpoint)")
             }
@@ -281,7 +281,7 @@ public struct Puller: Sendable {
             }
             skip += page.records.count
             // A page shorter than asked is not the end unless the server says so with an empty
-            // page (issue 18.9); a link is followed while it brings records.
+            // page; a link is followed while it brings records.
             if !page.records.isEmpty {
                 fetching = PageFetch(
                     remote,

@@ -258,7 +258,7 @@ public struct Pusher: Sendable {
             try finish(round, into: &summary)
             if failures > 0, written > 0 {
                 // All or nothing was promised, and the server wrote some: what it wrote and what
-                // it refused are recorded as it answered them, and the command says so (issue 18.5).
+                // it refused are recorded as it answered them, and the command says so.
                 throw TSyncError(
                     .failure,
                     "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table",
@@ -285,7 +285,7 @@ public struct Pusher: Sendable {
         /// Records a failed exchange for `operations`: it stops the push, and decides whether
         /// they may have reached the server. A 401 is no proof that they did not: a gateway may
         /// answer it after the server applied the write, and the 401 may be the answer to the
-        /// read-back of a write that was applied (issue 34.5). So only a request never sent puts
+        /// read-back of a write that was applied. So only a request never sent puts
         /// its operations back to pending; the others stay in flight until an answer explains
         /// them, and after a login the next push re-sends them (docs/DESIGN.md §7).
         mutating func failed(_ error: TSyncError, for operations: some Sequence<OutgoingOperation>) {
@@ -447,7 +447,7 @@ public struct Pusher: Sendable {
                 switch try await remote.undelete(table: operation.table, id: operation.itemID, version: version) {
                 case .accepted(_, let restored):
                     // The update goes with `If-Match` the version the undelete made, never
-                    // without (issue 34.6): a server that answers without the item is asked.
+                    // without: a server that answers without the item is asked.
                     version = try await restoredVersion(restored, of: outgoing, remote: remote)
                 case let refused:
                     // Someone else undeleted (or changed) it, or a retry of ours already did: a
@@ -465,7 +465,7 @@ public struct Pusher: Sendable {
         return verdict(outgoing, try await verified(answer, of: outgoing, remote: remote))
     }
 
-    /// An update is never sent without `If-Match` (issue 34.6): it would overwrite whatever the
+    /// An update is never sent without `If-Match`: it would overwrite whatever the
     /// server holds. Every copy from a server carries its version (a pull refuses a page without
     /// one); a store that holds one from before keeps the update in the error table with this,
     /// unsent (docs/DESIGN.md §7).
@@ -515,8 +515,8 @@ public struct Pusher: Sendable {
             return .accepted(status: status, record: copy)
         case .accepted(let status, let record):
             // The answer must show the write stored: a version that did not move is a success the
-            // server did not do (issue 18.5); other fields, or the item deleted, are an earlier
-            // answer replayed or a write not done as sent (issue 34.3). Otherwise it is read back.
+            // server did not do; other fields, or the item deleted, are an earlier
+            // answer replayed or a write not done as sent. Otherwise it is read back.
             if let record, Self.holds(record, asSent: outgoing) { return answer }
             let stored = try await readBack(outgoing, remote: remote)
             let accepted =
