@@ -62,15 +62,3 @@ enum BatchResults {
         return answers
     }
 }
-
-extension RemoteEndpoint {
-    /// An answer tsync cannot explain: the server, or something in its place, answered
-    /// in a way no sync server does, so what it did with the writes is unknown. Like a lost answer
-    /// (docs/DESIGN.md §2.4, §7) it stops the push with exit 3 and leaves what was sent in flight:
-    /// the next push re-sends exactly that, and nothing is settled or recorded as failed.
-    package func unexplained(_ what: String, operations: Int = 1) -> TSyncError {
-        let them = operations == 1 ? "the operation stays" : "the operations stay"
-        return TSyncError(
-            .unreachable, "\(self) did not answer as a sync server does: \(what); nothing was lost, \(them) queued (push again)")
-    }
-}

@@ -84,13 +84,8 @@ enum CertificateDiagnosis {
     /// The message for a refused chain; `chain` nil when it could not be read a second time.
     static func explain(_ chain: [Presented]?, endpoint: RemoteEndpoint, hostnameOnly: Bool, now: Date) -> TSyncError {
         let host = endpoint.host
-        let outcome = "nothing was sent, nothing was lost"
         func error(_ message: String, remedy: TSyncError.Remedy? = nil) -> TSyncError {
-            var error =
-                remedy.map { TSyncError(.unreachable, message + "; " + outcome, remedy: $0) }
-                ?? TSyncError(.unreachable, message + "; " + outcome)
-            error.requestNeverSent = true
-            return error
+            Unanswered.refusedCertificate(fact: message, remedy: remedy).error
         }
         guard let chain, let leaf = chain.first else {
             if hostnameOnly {

@@ -231,7 +231,7 @@ public struct RemoteClient: Sendable {
     /// otherwise (a 4xx: no such table, forbidden) it is the server's refusal, exit 1.
     private func readFailed(_ request: PageRequest, _ what: String, notNow: Bool) -> TSyncError {
         let fact = "reading table \(request.table) from \(endpoint) \(what)"
-        return notNow ? TSyncError(.unreachable, fact + "; nothing was lost, try again later") : TSyncError(.failure, fact)
+        return notNow ? Unanswered.notNow(fact: fact, neverSent: false).error : TSyncError(.failure, fact)
     }
 
     /// Whether an answer's status says "not now" rather than "no": the server failed (5xx) or
@@ -327,9 +327,7 @@ public struct RemoteClient: Sendable {
             // The server may have applied the batch; its answer is unreadable. The operations
             // stay in flight and the next push learns their fate.
             if !response.isJSON && response.hasBody { throw notASyncServer(response, instead: "the batch's results") }
-            throw TSyncError(
-                .unreachable,
-                "\(endpoint) answered the batch with HTTP \(response.status) but no readable results; nothing was lost, push again")
+            throw Unanswered.unreadableBatch(endpoint, status: response.status).error
         }
         return .answers(try BatchResults.match(results, to: operations, endpoint: endpoint))
     }
@@ -378,6 +376,18 @@ public struct RemoteClient: Sendable {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
         if method != .GET, !serverCheck.isProven { _ = try await proveServer() }
+        let request = request(method, url, body: body, ifMatch: ifMatch, authenticated: authenticated, prefer: prefer)
+        var answer = try await exchange(request, bytesSent: body?.count ?? 0)
+        // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
+        if parsesSuccess || answer.status != 200 { answer.parse() }
+        try screen(answer, method: method, url: url, authenticated: authenticated, discovering: discovering)
+        return answer
+    }
+
+    /// The request as the protocol sends it: its version, the token, `If-Match`, the body.
+    private func request(
+        _ method: HTTPMethod, _ url: String, body: [UInt8]?, ifMatch: String?, authenticated: Bool, prefer: String?
+    ) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url)
         if let prefer { request.headers.add(name: "Prefer", value: prefer) }
         request.method = method
@@ -393,6 +403,12 @@ public struct RemoteClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
+        return request
+    }
+
+    /// One exchange, its answer's body read whole (not parsed), told to the observer; a failure
+    /// before an answer is thrown in words (`failedExchange`).
+    private func exchange(_ request: HTTPClientRequest, bytesSent: Int) async throws(TSyncError) -> HTTPAnswer {
         // One deadline for the whole exchange, body included: a server that sends its headers at
         // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
         let deadline = NIODeadline.now() + timeout
@@ -403,8 +419,8 @@ public struct RemoteClient: Sendable {
         defer {
             observer?(
                 RemoteExchange(
-                    method: method.rawValue, url: url, proxy: proxy?.description, status: answered, bytesSent: body?.count ?? 0,
-                    bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
+                    method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
+                    bytesSent: bytesSent, bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
         }
         do {
             response = try await http.execute(request, deadline: deadline)
@@ -424,34 +440,36 @@ public struct RemoteClient: Sendable {
             failure.noAnswer = ConnectionFailure.undecodable(error) == nil
             throw failure
         }
-        let status = Int(response.status.code)
-        let data = Array(bytes.readableBytesView)
-        // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
-        var answer = HTTPAnswer(status: status, headers: response.headers, json: nil)
-        answer.body = data
-        if parsesSuccess || status != 200 { answer.parse() }
+        var answer = HTTPAnswer(status: Int(response.status.code), headers: response.headers, json: nil)
+        answer.body = Array(bytes.readableBytesView)
+        return answer
+    }
+
+    /// Throws for an answer that is no answer to the request, whatever was asked: "not now", a
+    /// redirect, a refused token, or a sign that no v2 route is at the URL.
+    private func screen(
+        _ answer: HTTPAnswer, method: HTTPMethod, url: String, authenticated: Bool, discovering: Bool
+    ) throws(TSyncError) {
+        let status = answer.status
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
         // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is
         // "not now" too, and says the request was refused, so nothing was applied;
         // the login route words its own 429 (too many failed logins).
         if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
-            let retry = RetryAfter(response.headers).map { " (\($0))" } ?? ""
+            let retry = RetryAfter(answer.headers).map { " (\($0))" } ?? ""
             // The server's own words when it gives them ("too many open connections").
             let said = answer.errorMessage.map { " (it said \(Identifiers.quoted($0)))" } ?? ""
             let why = (status == 429 ? "too many requests" : "it cannot serve now") + said
-            throw TSyncError(
-                .unreachable,
-                "the server at \(endpoint) answered HTTP \(status): \(why)\(retry); nothing was lost, try again later",
-                requestNeverSent: status == 429)
+            throw Unanswered.notNow(
+                fact: "the server at \(endpoint) answered HTTP \(status): \(why)\(retry)", neverSent: status == 429
+            ).error
         }
         // A sync server never redirects (and redirects are not followed): a captive portal or a
         // login page of a proxy is in the way.
         if (300..<400).contains(status) {
-            let target = response.headers.first(name: "Location").map { " to \($0)" } ?? ""
-            throw TSyncError(
-                .unreachable,
-                "\(endpoint) did not answer as a sync server does: it redirected \(method.rawValue) \(Self.path(of: url))\(target) (a captive portal or a proxy?); nothing was lost, the operations stay queued"
-            )
+            throw Unanswered.redirected(
+                endpoint, request: "\(method.rawValue) \(Self.path(of: url))", target: answer.headers.first(name: "Location")
+            ).error
         }
         if status == 401 && authenticated {
             throw TSyncError(
@@ -462,7 +480,6 @@ public struct RemoteClient: Sendable {
                 remedy: .logIn)
         }
         if let failure = notTheProtocol(answer, method: method, url: url, discovering: discovering) { throw failure }
-        return answer
     }
 
     /// The error for an exchange that ended without an answer tsync could read.
@@ -499,22 +516,14 @@ public struct RemoteClient: Sendable {
         var said = answer.hasBody ? ": \(Identifiers.quoted(excerpt))" : ", no body"
         // A page with 200 where the protocol's JSON belongs: something answers for every URL.
         if (200..<300).contains(answer.status) { said += "; a captive portal or a proxy?" }
-        let outcome = sentNothing ? "nothing was sent, nothing was lost" : "nothing was lost, the operations stay queued"
-        // A write answered so may have reached something: said as an answer no sync server gives.
-        let lead = sentNothing ? "" : "did not answer as a sync server does: it "
-        return TSyncError(
-            .unreachable,
-            "\(endpoint) \(lead)does not look like a tsync or Mobile Apps v2 server (it answered \(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type)\(said)); check the remote URL and its path; \(outcome)",
-            requestNeverSent: sentNothing)
+        let answered = "\(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type)\(said)"
+        return Unanswered.notASyncServer(endpoint, answered: answered, sentNothing: sentNothing).error
     }
 
     /// A success answer that no sync server gives: the request reached something else.
     private func notASyncServer(_ response: HTTPAnswer, instead what: String) -> TSyncError {
         let type = response.headers.first(name: "Content-Type") ?? "no content type"
-        return TSyncError(
-            .unreachable,
-            "\(endpoint) answered HTTP \(response.status) with \(type) that is not JSON instead of \(what): it does not look like a tsync or Mobile Apps v2 server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
-        )
+        return Unanswered.notJSON(endpoint, status: response.status, contentType: type, instead: what).error
     }
 
     /// The path of a URL, for messages (the query may be long).
@@ -538,7 +547,7 @@ public struct RemoteClient: Sendable {
         } else {
             return nil
         }
-        return TSyncError(.unreachable, what + "; nothing was lost, try again later", requestNeverSent: true)
+        return Unanswered.proxyFailed(fact: what).error
     }
 
     /// The largest answer read into memory (a page of a pull, mostly).
