@@ -147,8 +147,7 @@ public final class CommandSession: Sendable {
     /// A `SyncSession` of this run: its stop request, and every push and pull it finishes goes
     /// to the log entry before `events` sees it.
     public func syncSession(
-        tokenOverride: String? = nil, timeout: Duration = SyncSession.defaultTimeout, trust: CertificateTrust = CertificateTrust(),
-        events: (@Sendable (SyncSession.Event) -> Void)? = nil
+        remote: RemoteSettings = .standard, events: (@Sendable (SyncSession.Event) -> Void)? = nil
     ) throws(TSyncError) -> SyncSession {
         let logged: @Sendable (SyncSession.Event) -> Void = { [self] event in
             switch event {
@@ -159,7 +158,7 @@ public final class CommandSession: Sendable {
             events?(event)
         }
         return try SyncSession(
-            store: store, tokenOverride: tokenOverride, stopRequest: stopRequest, timeout: timeout, trust: trust, events: logged)
+            store: store, remote: remote, stopRequest: stopRequest, events: logged)
     }
 
     /// Pushes (`SyncSession.push`); fails while the error table holds errors of the pushed tables,

@@ -13,47 +13,75 @@ extension JournaledCommand {
     var isJournaled: Bool { true }
 }
 
-/// The command line's side of the running command's `CommandSession` (docs/DESIGN.md §5, §9.3):
-/// `TSync.main` says which command runs, `StoreOptions.session()` begins the session when the
-/// command opens its store, and `TSync.main` finishes it with the exit code. The session itself
-/// (the log entry, the stop request, the verdicts) is the engine's; this only carries it from the
-/// command that opens the store to `TSync.main`, which maps how the command ended to an exit code.
-enum CommandLog {
-    private struct State {
-        var command: String?
-        var session: CommandSession?
+/// A command that works on a store (`--store`): `TSync.main` hands it its run.
+protocol StoreCommand {
+    var storeOptions: StoreOptions { get set }
+}
+
+extension ConfigCommand: StoreCommand {}
+extension ConflictsCommand.List: StoreCommand {}
+extension ConflictsCommand.Show: StoreCommand {}
+extension DeleteCommand: StoreCommand {}
+extension DiffCommand: StoreCommand {}
+extension GetCommand: StoreCommand {}
+extension HistoryCommand: StoreCommand {}
+extension InitCommand: StoreCommand {}
+extension InsertCommand: StoreCommand {}
+extension LogCommand: StoreCommand {}
+extension LoginCommand: StoreCommand {}
+extension LogoutCommand: StoreCommand {}
+extension PullCommand: StoreCommand {}
+extension PurgeCommand: StoreCommand {}
+extension PushCommand: StoreCommand {}
+extension QueriesCommand: StoreCommand {}
+extension QueryCommand: StoreCommand {}
+extension RemoteCommand: StoreCommand {}
+extension ResolveCommand: StoreCommand {}
+extension RestoreCommand: StoreCommand {}
+extension RevertCommand: StoreCommand {}
+extension ShowCommand: StoreCommand {}
+extension StatusCommand: StoreCommand {}
+extension SyncCommand: StoreCommand {}
+extension TablesCommand: StoreCommand {}
+extension UpdateCommand: StoreCommand {}
+extension UpsertCommand: StoreCommand {}
+extension WatchCommand: StoreCommand {}
+extension WhoamiCommand: StoreCommand {}
+
+/// One run of a command, made by `TSync.main` and handed to the command it parsed (through its
+/// `StoreOptions`): it names the command when it is journaled, holds the `CommandSession` the
+/// command begins when it opens its store (docs/DESIGN.md §5, §9.3), and finishes that session
+/// with the exit code. The session itself (the log entry, the stop request, the verdicts) is the
+/// engine's; nothing of it is process-wide.
+final class CommandRun: Sendable {
+    /// The command's name for its log entry; nil when the command leaves none.
+    let command: String?
+    private let session = Mutex<CommandSession?>(nil)
+
+    init(command: String?) {
+        self.command = command
     }
 
-    private static let state = Mutex(State())
-
-    /// The parsed command is journaled: the store it opens gets an entry.
-    static func expect(command: String) {
-        state.withLock { $0.command = command }
-    }
-
-    /// The session of a command that has opened `store` (`StoreOptions.session`); the first one
-    /// a process begins is the one `finish` ends.
-    static func begin(_ store: LocalStore) -> CommandSession {
-        let command: String? = state.withLock { state in
-            guard state.session == nil else { return nil }
-            return state.command
-        }
-        let session = CommandSession(
-            store: store, log: command.map { CommandSession.LogEntry(command: $0, arguments: redacted(CommandLine.arguments)) })
+    /// A session of the command, which has opened `store`: the first one begun has the log entry
+    /// and is the one `finish` ends.
+    func begin(_ store: LocalStore) -> CommandSession {
+        let first = session.withLock { $0 == nil }
+        let log = first ? command.map { CommandSession.LogEntry(command: $0, arguments: Self.redacted(CommandLine.arguments)) } : nil
+        let session = CommandSession(store: store, log: log)
         if let problem = session.logProblem { Console.warning("no log entry for this command: \(problem.message)") }
-        state.withLock { state in
-            if state.session == nil { state.session = session }
+        self.session.withLock { kept in
+            if kept == nil { kept = session }
         }
         return session
     }
 
     /// Ends the entry with the command's exit code. A usage error did nothing, and leaves nothing.
-    static func finish(exitCode: Int32) {
+    func finish(exitCode: Int32) {
         // The session is let go of here, so that the store closes (and SQLite folds its WAL back
         // into the database file) before the process exits, as it would without a log.
-        let session = state.withLock { state in
-            defer { state.session = nil }
-            return state.session
+        let session = session.withLock { kept in
+            defer { kept = nil }
+            return kept
         }
         guard let session else { return }
         do throws(TSyncError) {
