@@ -66,9 +66,9 @@ final class CommandRun: Sendable {
     /// and is the one `finish` ends.
     func begin(_ store: LocalStore) -> CommandSession {
         let first = session.withLock { $0 == nil }
-        let log = first ? command.map { CommandSession.LogEntry(command: $0, arguments: Self.redacted(CommandLine.arguments)) } : nil
-        let session = CommandSession(store: store, log: log)
-        if let problem = session.logProblem { Console.warning("no log entry for this command: \(problem.message)") }
+        let journal = first ? command.map { CommandSession.JournalEntry(command: $0, arguments: Self.redacted(CommandLine.arguments)) } : nil
+        let session = CommandSession(store: store, journal: journal)
+        if let problem = session.journalProblem { Console.warning("no log entry for this command: \(problem.message)") }
         self.session.withLock { kept in
             if kept == nil { kept = session }
         }

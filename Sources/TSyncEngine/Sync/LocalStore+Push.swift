@@ -296,7 +296,7 @@ extension LocalStore {
         guard db.changesCount == accepted.count else {
             throw TSyncError.invalidInput("\(accepted.count - db.changesCount) of the completed operations are no longer queued")
         }
-        try PushLog.append(db, accepted.map { ($0.0.operation, $0.1?.system.version) })
+        try DeliveredOperations.append(db, accepted.map { ($0.0.operation, $0.1?.system.version) })
         let keys = JSONSerializer.string(
             .array(accepted.map { .array([.string($0.0.operation.table), .string($0.0.operation.itemID)]) }))
         let newerChange = Set(
