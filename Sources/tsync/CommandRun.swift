@@ -66,7 +66,8 @@ final class CommandRun: Sendable {
     /// and is the one `finish` ends.
     func begin(_ store: LocalStore) -> CommandSession {
         let first = session.withLock { $0 == nil }
-        let journal = first ? command.map { CommandSession.JournalEntry(command: $0, arguments: Self.redacted(CommandLine.arguments)) } : nil
+        let journal =
+            first ? command.map { CommandSession.JournalEntry(command: $0, arguments: Self.redacted(CommandLine.arguments)) } : nil
         let session = CommandSession(store: store, journal: journal)
         if let problem = session.journalProblem { Console.warning("no log entry for this command: \(problem.message)") }
         self.session.withLock { kept in

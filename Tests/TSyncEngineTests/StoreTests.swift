@@ -74,7 +74,8 @@ import TSyncModel
         #expect(mode == "wal")
         #expect(
             migrations.count == 7,
-            "v1, v2 (journal), v3 (skipped copies), v4 (delivered operations), v5 (versions pushes wrote), v6 (field order), v7 (stopped pulls)")
+            "v1, v2 (journal), v3 (skipped copies), v4 (delivered operations), v5 (versions pushes wrote), v6 (field order), v7 (stopped pulls)"
+        )
     }
 
     @Test func aStoreFromANewerTsyncIsRefused() throws {
