@@ -14,9 +14,9 @@ import TSyncModel
 ///
 /// One client owns one connection pool with keep-alive; create it with `withRemoteClient` so the
 /// pool is shut down however the command ends.
-public struct RemoteClient: Sendable {
+package struct RemoteClient: Sendable {
     /// The server this client speaks to.
-    public let endpoint: RemoteEndpoint
+    package let endpoint: RemoteEndpoint
     let token: String?
     private let http: HTTPClient
     private let timeout: TimeAmount
@@ -46,7 +46,7 @@ public struct RemoteClient: Sendable {
     }
 
     /// Runs `body` with a client whose connection pool lives exactly as long as the call.
-    public static func withRemoteClient<Result: Sendable>(
+    package static func withRemoteClient<Result: Sendable>(
         endpoint: RemoteEndpoint,
         token: String?,
         timeout: Duration = .seconds(30),
@@ -90,7 +90,7 @@ public struct RemoteClient: Sendable {
 
     /// `POST /.auth/login/custom`; returns the token, the user id and, from `tsync serve`, a device
     /// token to send with later logins (docs/DESIGN.md §11; other servers ignore the field).
-    public func login(username: String, password: String, deviceToken: String? = nil) async throws(TSyncError) -> (
+    package func login(username: String, password: String, deviceToken: String? = nil) async throws(TSyncError) -> (
         token: String, userID: String, deviceToken: String?
     ) {
         var body: JSONValue = ["username": .string(username), "password": .string(password)]
@@ -128,7 +128,7 @@ public struct RemoteClient: Sendable {
     }
 
     /// `POST /.auth/logout`: revokes the token on the server.
-    public func logout() async throws(TSyncError) {
+    package func logout() async throws(TSyncError) {
         let response = try await send(.POST, endpoint.url(path: ["/.auth", "logout"]), body: nil)
         guard (200..<300).contains(response.status) || response.status == 401 else {
             throw .failure("logout failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
@@ -137,7 +137,7 @@ public struct RemoteClient: Sendable {
 
     /// `GET /.auth/me` (a tsync extension): the account the token belongs to, nil on a server
     /// without accounts. A server without the route (a plain v2 server) is a failure that says so.
-    public func whoami() async throws(TSyncError) -> String? {
+    package func whoami() async throws(TSyncError) -> String? {
         let response = try await send(.GET, endpoint.url(path: ["/.auth", "me"]), body: nil)
         guard response.status == 200, let object = response.json?.objectValue, let user = object["user"] else {
             throw .failure(
@@ -150,7 +150,7 @@ public struct RemoteClient: Sendable {
 
     /// Reads one page of a table. `next` (from a previous page's `Link`) wins over the other
     /// parameters, since it carries them already.
-    public func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
+    package func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         let response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" })
         return try page(from: response, request)
@@ -246,33 +246,33 @@ public struct RemoteClient: Sendable {
     }
 
     /// `POST /tables/{table}`.
-    public func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
+    package func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.POST, endpoint.url(path: ["tables", table]), body: .object(item))
         return try answer(response)
     }
 
     /// `PATCH /tables/{table}/{id}` with `If-Match` when a version is known.
-    public func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
+    package func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(
             .PATCH, endpoint.url(path: ["tables", table, id]), body: .object(item), ifMatch: version)
         return try answer(response)
     }
 
     /// `DELETE /tables/{table}/{id}` with `If-Match` when a version is known.
-    public func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+    package func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.DELETE, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
         return try answer(response)
     }
 
     /// `POST /tables/{table}/{id}` (no body): undeletes a soft-deleted item, with `If-Match` when a
     /// version is known.
-    public func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+    package func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.POST, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
         return try answer(response)
     }
 
     /// `GET /tables/{table}/{id}`: the server's copy, or nil when it has none.
-    public func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
+    package func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
         try answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
     }
 
@@ -282,7 +282,7 @@ public struct RemoteClient: Sendable {
     /// plain v2 server answers 404, an older tsync 400, either way not this shape).
     /// The first discovery of a command is also its check that the remote is a sync server at all
     /// (`ServerCheck`), before any write.
-    public func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
+    package func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
         if case .discovered(let capabilities) = try await proveServer() { return capabilities }
         // Discovery: a plain v2 server may answer an HTML 404 here (no such route), which says
         // nothing against it; only tsync's own "no such endpoint" does (a wrong path prefix).
@@ -304,7 +304,7 @@ public struct RemoteClient: Sendable {
 
     /// `POST /tables/$batch`: the operations in order, one answer each, as the single routes would
     /// answer them. `.tooLarge` when the server refuses the batch for its size (split it).
-    public func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
+    package func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
         // Each operation is serialized once: its bytes are what `encodedSize` measured.
         var body = Array(#"{"atomic":\#(atomic),"operations":["#.utf8)
         for (index, operation) in operations.enumerated() {
@@ -602,7 +602,7 @@ struct HTTPAnswer {
 }
 
 /// What the server said to one write.
-public enum RemoteAnswer: Sendable, Equatable {
+package enum RemoteAnswer: Sendable, Equatable {
     /// 2xx; the server's copy of the item when it sent one (a 204 carries none).
     case accepted(status: Int, record: Record?)
     /// Any other status: the operation failed on its own; `serverRecord` is the server's copy when
@@ -611,18 +611,18 @@ public enum RemoteAnswer: Sendable, Equatable {
 }
 
 /// The server's batch route, as `GET /tables/$batch` describes it.
-public struct BatchCapabilities: Sendable, Equatable {
+package struct BatchCapabilities: Sendable, Equatable {
     /// The most operations one batch may hold.
-    public var maxOperations: Int
+    package var maxOperations: Int
     /// The most bytes one batch body may hold.
-    public var maxBytes: Int
+    package var maxBytes: Int
     /// The most bytes one item of a batch may hold.
-    public var maxItemBytes: Int
+    package var maxItemBytes: Int
     /// Whether the server applies a batch all or nothing on request (`push --atomic`).
-    public var atomic: Bool
+    package var atomic: Bool
 
     /// A server's batch limits, as `GET /tables/$batch` describes them.
-    public init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
+    package init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
         self.maxOperations = maxOperations
         self.maxBytes = maxBytes
         self.maxItemBytes = maxItemBytes
@@ -631,27 +631,27 @@ public struct BatchCapabilities: Sendable, Equatable {
 }
 
 /// One write of a batch, as the single route would take it.
-public struct BatchOperation: Sendable {
+package struct BatchOperation: Sendable {
     /// The HTTP method the operation stands for.
-    public enum Method: String, Sendable {
+    package enum Method: String, Sendable {
         case insert = "POST"
         case update = "PATCH"
         case delete = "DELETE"
     }
 
     /// Insert (POST), update (PATCH) or delete (DELETE).
-    public var method: Method
+    package var method: Method
     /// The item's table.
-    public var table: String
+    package var table: String
     /// The item's id.
-    public var id: String
+    package var id: String
     /// The item of an insert or update.
-    public var item: [String: JSONValue]?
+    package var item: [String: JSONValue]?
     /// The version for `If-Match`.
-    public var version: String?
+    package var version: String?
 
     /// One operation of a batch: `version` is the `If-Match` the server checks.
-    public init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
+    package init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
         self.method = method
         self.table = table
         self.id = id
@@ -675,7 +675,7 @@ public struct BatchOperation: Sendable {
 }
 
 /// The server's answer to a batch: an answer per operation, or the whole batch refused as too large.
-public enum BatchReply: Sendable, Equatable {
+package enum BatchReply: Sendable, Equatable {
     /// One answer per operation, in order.
     case answers([RemoteAnswer])
     /// 413: the batch holds too many operations or bytes for the server.
@@ -683,30 +683,30 @@ public enum BatchReply: Sendable, Equatable {
 }
 
 /// One GET of a table.
-public struct PageRequest: Sendable {
+package struct PageRequest: Sendable {
     /// The table to read.
-    public var table: String
+    package var table: String
     /// `$filter`, OData as the server takes it.
-    public var filter: String?
+    package var filter: String?
     /// `$orderby`.
-    public var orderBy: String?
+    package var orderBy: String?
     /// `$top`: the most records in the page.
-    public var top: Int?
+    package var top: Int?
     /// `$skip`: records passed over first.
-    public var skip: Int?
+    package var skip: Int?
     /// `__includeDeleted`: soft-deleted records too (a pull needs them to remove local copies).
-    public var includeDeleted: Bool
+    package var includeDeleted: Bool
     /// A `Link: rel=next` URL from the previous page; when set it is used as is.
-    public var nextLink: String?
+    package var nextLink: String?
     /// Ask for the number of matching records over all pages (`$inlinecount=allpages`): the
     /// answer is then `{"results": [...], "count": N}` (`Page.totalCount`).
-    public var inlineCount = false
+    package var inlineCount = false
     /// Seconds the server may hold the request while the page would be empty (`Prefer: wait=N`,
     /// the live route, docs/DESIGN.md §8.1); nil asks for no wait.
-    public var wait: Int?
+    package var wait: Int?
 
     /// A page request of `table`.
-    public init(
+    package init(
         table: String, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil,
         includeDeleted: Bool = true, nextLink: String? = nil
     ) {
@@ -732,23 +732,23 @@ public struct PageRequest: Sendable {
 }
 
 /// One page of records read from the server.
-public struct Page: Sendable {
+package struct Page: Sendable {
     /// The page's records.
-    public var records: [Record]
+    package var records: [Record]
     /// The server's `Link` to the next page, as sent: only a pull without a query id follows it,
     /// once `RemoteEndpoint.nextPage` has checked it; nil on the last.
-    public var nextLink: String?
+    package var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
-    public var totalCount: Int?
+    package var totalCount: Int?
     /// For a request with `wait`: the seconds the server says it applied (`Preference-Applied:
     /// wait=N`), nil when it said nothing, as a plain v2 server does.
-    public var waitApplied: Int?
+    package var waitApplied: Int?
     /// The answer's `Date` (the server's clock), nil when absent or not an HTTP date: it bounds
     /// the checkpoint (`Checkpoint.bound`).
-    public var serverDate: Timestamp? = nil
+    package var serverDate: Timestamp? = nil
     /// The server removed the soft-deleted records up to this `updatedAt` (`X-TSync-Deleted-Horizon`,
     /// docs/DESIGN.md §15); nil from a server that says nothing of it.
-    public var deletedHorizon: Timestamp? = nil
+    package var deletedHorizon: Timestamp? = nil
 }
 
 /// `Preference-Applied: wait=N`, read.

@@ -68,27 +68,27 @@ public struct PullSummary: Sendable, Equatable {
 /// over, and a pull killed between pages resumes where it stopped; it never reads `Link`. Without a
 /// query id the pull follows `Link` when the server sends it (once checked:
 /// `RemoteEndpoint.nextPage`), else `$skip`.
-public struct Puller: Sendable {
+package struct Puller: Sendable {
     /// The store pulled into.
-    public var store: LocalStore
+    package var store: LocalStore
     /// The server pulled from.
-    public var remote: any SyncRemote
+    package var remote: any SyncRemote
 
     /// When set and stopped, the pull ends after the page it is writing.
-    public var stopRequest: StopRequest?
+    package var stopRequest: StopRequest?
     /// Sees each page once it is written, with what it changed (`PageResult.changes`), and the
     /// server's answer to a `wait` (`StoredPage.waitApplied`): `tsync watch`'s events.
     package var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: StoredPage) async -> Void)?
 
     /// A puller from `remote` into `store`; a `stopRequest` ends it between pages.
-    public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
+    package init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
     }
 
     /// Checks a pull request before anything is sent.
-    public static func validate(_ request: PullRequest) throws(TSyncError) {
+    package static func validate(_ request: PullRequest) throws(TSyncError) {
         try Identifiers.validateTableName(request.table)
         guard request.pageSize >= 1 else { throw .usage("the page size must be at least 1") }
         if let filter = request.filter { _ = try ODataParser.parseFilter(filter) }
@@ -96,7 +96,7 @@ public struct Puller: Sendable {
 
     /// Reads the table into the store. The push of its pending operations that a pull starts with
     /// is the caller's (`SyncSession.pull`), so that it goes the one way every push goes.
-    public func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
+    package func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
         try Self.validate(request)
         var summary = PullSummary(table: request.table, queryID: request.queryID)
         if let queryID = request.queryID {

@@ -82,23 +82,23 @@ public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 /// batch limit and goes in as few requests as its byte limit allows; against any other v2 server
 /// a round is `roundSize` operations sent one request each, `concurrency` at a time. Distinct
 /// items per round keep every item's operations in queue order either way.
-public struct Pusher: Sendable {
+package struct Pusher: Sendable {
     /// The store pushed from.
-    public var store: LocalStore
+    package var store: LocalStore
     /// The server pushed to.
-    public var remote: any SyncRemote
+    package var remote: any SyncRemote
     /// Operations claimed per round when sending one request per operation.
     package var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
-    public let concurrency: Int
+    package let concurrency: Int
     /// Requests in flight at once when no concurrency is given.
-    public static let defaultConcurrency = 8
+    package static let defaultConcurrency = SyncSession.defaultPushConcurrency
 
     /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
-    public var stopRequest: StopRequest?
+    package var stopRequest: StopRequest?
 
     /// `concurrency` below 1 is taken as 1 (`SyncSession` refuses it with a message).
-    public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
+    package init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
@@ -108,7 +108,7 @@ public struct Pusher: Sendable {
     /// Pushes every pushable operation of `tables` (all tables when nil).
     /// Throws `.unreachable` / `.unauthorized` when the server cannot be used; what was answered
     /// before is kept, and what was not sent goes back to pending.
-    public func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+    package func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()

@@ -37,6 +37,8 @@ public struct SyncSession: Sendable {
     public var timeout: Duration { remote.timeout }
     /// The deadline of one HTTP exchange unless the caller gives another.
     public static let defaultTimeout = RemoteSettings.defaultTimeout
+    /// Requests in flight at once during a push unless the caller gives another number.
+    public static let defaultPushConcurrency = 8
     var exchanges: RemoteExchange.Observer? { remote.exchanges }
     var trust: CertificateTrust { remote.trust }
     var proxies: ProxySettings { remote.proxies }
@@ -45,7 +47,7 @@ public struct SyncSession: Sendable {
     /// through `CommandSession.syncSession` instead. A usage error for a concurrency below 1.
     public init(
         store: LocalStore, remote: RemoteSettings = .standard, stopRequest: StopRequest? = nil,
-        pushConcurrency: Int = Pusher.defaultConcurrency, events: (@Sendable (Event) -> Void)? = nil
+        pushConcurrency: Int = defaultPushConcurrency, events: (@Sendable (Event) -> Void)? = nil
     ) throws(TSyncError) {
         guard pushConcurrency >= 1 else { throw .usage("push concurrency must be at least 1 (got \(pushConcurrency))") }
         self.store = store
@@ -113,7 +115,7 @@ public struct SyncSession: Sendable {
     // MARK: - Push and pull
 
     /// What `push` would send now, and what waits behind unsettled errors; sends nothing.
-    public func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
+    package func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
         try store.requireTables(tables ?? [])
         let operations = try store.pushableOperations(tables: tables)
         var summary = PushSummary()
