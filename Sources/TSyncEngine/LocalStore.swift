@@ -129,12 +129,12 @@ public final class LocalStore: Sendable {
     // MARK: Configuration
 
     /// The store's settings (`config.json`), as `tsync config` shows them.
-    public func configuration() throws(TSyncError) -> StoreConfiguration {
+    package func configuration() throws(TSyncError) -> StoreConfiguration {
         try StoreConfiguration.load(from: location.configurationPath)
     }
 
     /// Writes the store's settings back to `config.json`.
-    public func saveConfiguration(_ configuration: StoreConfiguration) throws(TSyncError) {
+    package func saveConfiguration(_ configuration: StoreConfiguration) throws(TSyncError) {
         try configuration.save(to: location.configurationPath)
     }
 

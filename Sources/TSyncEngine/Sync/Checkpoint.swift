@@ -52,7 +52,7 @@ extension Checkpoint: Comparable {
     /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8). A replayed
     /// answer looks the same, so `Puller` starts such a walk only when the server answers the same
     /// read twice alike.
-    public static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
+    package static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
         try self.position(after: records.map { (id: $0.id, updatedAt: $0.system.updatedAt) }, from: position)
     }
 
@@ -124,7 +124,7 @@ extension Checkpoint: Comparable {
 
     /// The `$filter` of one page of an incremental pull: the user's filter AND-ed with "after the
     /// checkpoint" (either may be absent).
-    public static func filter(user: String?, after checkpoint: Checkpoint?) -> String? {
+    package static func filter(user: String?, after checkpoint: Checkpoint?) -> String? {
         let user = user.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
         switch (user, checkpoint) {
         case (nil, nil): return nil
@@ -135,21 +135,21 @@ extension Checkpoint: Comparable {
     }
 
     /// The order that makes the checkpoint a position: `updatedAt, id`.
-    public static let orderBy = "updatedAt,id"
+    package static let orderBy = "updatedAt,id"
 }
 
 /// How far an incremental pull got: its checkpoint, and inside a run of records that all carry
 /// the checkpoint's timestamp but come out of id order (a server that truncates its timestamps),
 /// how many records of "after the checkpoint" were already read. Only the checkpoint is saved: a
 /// pull stopped inside such a run reads the run again, which rewrites the same records.
-public struct PullPosition: Sendable, Equatable {
+package struct PullPosition: Sendable, Equatable {
     /// The checkpoint the pull resumes from; nil from the start.
-    public var checkpoint: Checkpoint?
+    package var checkpoint: Checkpoint?
     /// Records after the checkpoint already read, passed over with `$skip` by the next page.
-    public var skip: Int
+    package var skip: Int
 
     /// A position at `checkpoint`, `skip` records past it.
-    public init(checkpoint: Checkpoint?, skip: Int = 0) {
+    package init(checkpoint: Checkpoint?, skip: Int = 0) {
         self.checkpoint = checkpoint
         self.skip = skip
     }
