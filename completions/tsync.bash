@@ -181,13 +181,13 @@ _tsync() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    init|remote|insert|update|upsert|delete|get|query|tables|status|diff|history|show|revert|restore|purge|login|logout|whoami|push|pull|sync|watch|queries|conflicts|resolve|config|log|serve|user|version|help)
+    init|remote|insert|update|upsert|delete|get|query|tables|schema|status|diff|history|show|revert|restore|purge|login|logout|whoami|push|pull|sync|watch|queries|conflicts|resolve|config|log|serve|user|version|help)
         # Offer subcommand argument completions
         "_tsync_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables status diff history show revert restore purge login logout whoami push pull sync watch queries conflicts resolve config log serve user version help' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'init remote insert update upsert delete get query tables schema status diff history show revert restore purge login logout whoami push pull sync watch queries conflicts resolve config log serve user version help' -- "${cur}"))
         ;;
     esac
 }
@@ -402,6 +402,30 @@ _tsync_tables() {
     case "${prev}" in
     '--store'|'-C')
         __tsync_add_completions -d
+        return
+        ;;
+    esac
+}
+
+_tsync_schema() {
+    repeating_flags=()
+    non_repeating_flags=(--json -h --help)
+    repeating_options=()
+    non_repeating_options=(--store -C)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--store'|'-C')
+        __tsync_add_completions -d
+        return
+        ;;
+    esac
+
+    # Offer positional completions
+    case "${positional_number}" in
+    1)
+        __tsync_add_completions -W "$(__tsync_custom_complete ---completion schema -- positional@0 "${COMP_CWORD}" "$(__tsync_cursor_index_in_current_word)")"
         return
         ;;
     esac
@@ -889,7 +913,7 @@ _tsync_resolve() {
         return
         ;;
     '--class')
-        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''server-error'
+        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''schema'$'\n''server-error'
         return
         ;;
     '--kind')
@@ -957,7 +981,7 @@ _tsync_log() {
 _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --metrics -h --help)
-    repeating_options=(--per-user --index --trusted-proxy)
+    repeating_options=(--per-user --index --schema --trusted-proxy)
     non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --keep-history --keep-deleted --db-share --max-tables --config)
     __tsync_offer_flags_options 0
 
@@ -976,6 +1000,9 @@ _tsync_serve() {
         return
         ;;
     '--index')
+        return
+        ;;
+    '--schema')
         return
         ;;
     '--max-top')

@@ -8,7 +8,7 @@
 # wrk's threads are spread round robin over the instances (scripts/bench/spread.lua), as a load
 # balancer would. Servers run with --no-auth on loopback, so the figures are the storage's and the
 #   pull rec/s     `tsync pull --query-id` of PULL_RECORDS records into an empty store, one instance,
-#                  with its ratio to the same pull over SQLite (issue 25: PostgreSQL >= 0.7 of SQLite)
+#                  with its ratio to the same pull over SQLite (PostgreSQL >= 0.7 of SQLite)
 # HTTP stack's, not Argon2's. A throwaway PostgreSQL cluster is started and removed.
 # Usage: scripts/bench-backends.sh [-d SECONDS] [-c CONNECTIONS] [-t THREADS] [-n SEED_RECORDS]
 #                                  [-p PULL_RECORDS] [-P]   (-P: the pulls only, no wrk figures;

@@ -2,8 +2,8 @@
 # Benchmark (not a test) of single inserts to one table on `tsync serve` (SQLite, or DB=postgres://…
 # naming an empty database, e.g. one made with createdb for it): CONNECTIONS
 # clients each POST one record at a time, keep-alive, for DURATION seconds; prints the inserts a second and
-# how far the newest `updatedAt` answered was ahead of the wall clock when the run ended (issue 35:
-# one millisecond per write transaction put it ahead past 1,000 writes a second; group commit,
+# how far the newest `updatedAt` answered was ahead of the wall clock when the run ended (one
+# millisecond per write transaction put it ahead past 1,000 writes a second; group commit,
 # docs/DESIGN.md §10, keeps it at the clock). BIN=path picks the binary (default: the debug build,
 # whose figures are not release figures); CONNECTIONS (default 32), DURATION seconds (default 5).
 set -euo pipefail

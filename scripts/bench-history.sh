@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures what the history of records costs (issue 37, docs/DESIGN.md §6.5), release build, on
+# Measures what the history of records costs (docs/DESIGN.md §6.5), release build, on
 # SQLite and on PostgreSQL, in one run:
 #   push      `tsync push` (batch route) of RECORDS queued inserts, then of RECORDS updates of them,
 #             against `tsync serve` with the history on (the default --keep-history) and with

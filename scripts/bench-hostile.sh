@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): a normal client's page latency while `tsync serve` is under hostile load
-# (issue 19). Loopback only, bounded in time and count.
+#. Loopback only, bounded in time and count.
 #
 #   scripts/bench-hostile.sh [TSYNC_BINARY] [-- SERVE_FLAGS...]
 #

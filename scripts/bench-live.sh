@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Live-sync benchmark (issue 23), not a test: change-to-event latency of `tsync watch`, measured
+# Live-sync benchmark, not a test: change-to-event latency of `tsync watch`, measured
 # in one run against its anchor. Release build, `tsync serve --no-auth` on SQLite on loopback.
 #   live     a store runs `tsync watch --json` against the server (the live route, Prefer: wait);
 #   polling  another store runs `tsync watch --json --interval INTERVAL` against a second server on

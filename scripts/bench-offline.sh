@@ -8,7 +8,7 @@
 # Prints wall time, CPU time (user + system: what the machine's load does not change) and peak
 # memory, from /usr/bin/time -v, per step, and for the streamed reports the time to their first
 # output (a pipe's first read). Check `uptime` first: wall times mean little on a busy machine.
-# Goals (issue 25): status (long and --porcelain) with 1,000,000 pending < 1 s; diff --ndjson of
+# Goals: status (long and --porcelain) with 1,000,000 pending < 1 s; diff --ndjson of
 # 100,000 < 2 s; status --json and diff --ndjson streamed: first output at once, memory flat.
 # Usage: scripts/bench-offline.sh [COUNT] [BIG]   (defaults 100000 1000000; BIG 0 skips step 4;
 # needs /usr/bin/time: apt-get install time; TSYNC_BIN=path uses that tsync instead of building one)

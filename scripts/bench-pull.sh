@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Local-write benchmark (issue 25), not a test: how close `pull` and `insert` come to the limit of
+# Local-write benchmark, not a test: how close `pull` and `insert` come to the limit of
 # the machine's SQLite, with the anchor measured in the same run: `sqlite3 .import` of the same
 # rows (id and JSON body, as CSV) into a fresh database, which parses nothing and checks nothing.
 # For each COUNT:

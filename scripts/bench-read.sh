@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Read-path benchmark (issue 11), not a test: release build, `tsync serve --no-auth` on SQLite on
+# Read-path benchmark, not a test: release build, `tsync serve --no-auth` on SQLite on
 # loopback, in a temporary directory, all in one run so the figures compare.
 #   For a table of SMALL and one of LARGE records (6 user fields each, loaded by a batched push),
 #   wrk (16 connections, SECONDS s each) on three pages of 50:

@@ -6,8 +6,8 @@ Usage: scripts/bench-server-cpu.py PORT_A PID_A PORT_B PID_B [N] [ROUNDS]   (def
 Sends N incremental-pull-page GETs on one keep-alive connection to A, then to B, ROUNDS times,
 and reads each server's CPU time (utime + stime, /proc/PID/stat) before and after: microseconds
 of server CPU per request, each round's and the medians, and B / A. CPU time moves far less than
-wrk's throughput when other work shares the machine; issue 24 measured the cost of
-`--log-format json --metrics` this way (B started with them, A without, on one database).
+wrk's throughput when other work shares the machine; the cost of
+`--log-format json --metrics` was measured this way (B started with them, A without, on one database).
 """
 import http.client
 import os

@@ -8,7 +8,7 @@
 #   5. the baseline pull the original SDKs' way: pages of 50 one after the other and one SQLite
 #      transaction per record (the separate tsync-pull-baseline executable, not part of tsync)
 # Prints rates, ratios and peak memory (maximum resident set size, /usr/bin/time -v).
-# Aims (issue 10): batched push >= 10x the per-request push and >= 3x the wrk single-insert ceiling;
+# Aims: batched push >= 10x the per-request push and >= 3x the wrk single-insert ceiling;
 # peak memory flat between PUSH_OPS and BIG_PUSH.
 # Usage: scripts/bench-sync.sh [RECORDS] [PUSH_OPS] [BIG_PUSH]   (defaults 100000 10000 100000)
 set -euo pipefail

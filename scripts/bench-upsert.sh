@@ -1,5 +1,5 @@
 #!/bin/bash
-# upsert --csv against insert --csv on the same CSV of COUNT rows (issue 33): in each of ROUNDS
+# upsert --csv against insert --csv on the same CSV of COUNT rows: in each of ROUNDS
 # rounds, in turn, (1) insert --csv into a new store, (2) upsert --csv into a new store, (3) the
 # same upsert --csv again into that store (a no-op: every record unchanged). Prints each step's
 # median wall and CPU time (user + system, which the machine's load changes less) over the rounds,

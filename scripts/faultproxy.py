@@ -1,4 +1,4 @@
-"""A misbehaving HTTP proxy on loopback, between `tsync` and the real `tsync serve` (issue 18).
+"""A misbehaving HTTP proxy on loopback, between `tsync` and the real `tsync serve`.
 
 Each fault mode is one way a server, proxy or gateway answers wrongly. While a mode is set, the
 proxy applies it to the requests it concerns (and passes the others through); `mode = None`
@@ -181,10 +181,10 @@ class FaultProxy:
             return status, kept, self.other_id(payload)
         return status, kept, payload
 
-    # -- issue 34 ---------------------------------------------------------------------------------
+    # -- rewritten and replayed answers ---------------------------------------------------------------------------------
 
     def answer_issue34(self, mode, method, path, headers, body):
-        """The answer in one of issue 34's modes, or None when the mode leaves this request alone."""
+        """The answer in one of the rewritten-answer modes, or None when the mode leaves this request alone."""
         write = method in WRITE_METHODS and path.startswith("/tables/")
         read = is_table_read(method, path)
         json_type = [("Content-Type", "application/json")]

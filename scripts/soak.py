@@ -17,7 +17,7 @@ With --faults a run is a fault run instead (issues 18 and 34): a misbehaving pro
 picked at random per run (or the ones --mode names): a whole-batch 404, bare 404s to writes, shuffled
 batch results, 200 with an empty or HTML body, another id's record, a 5xx after applying, 429/503
 with Retry-After, a captive portal, short pages without Link, truncated timestamps, an ignored
-$skip; and (issue 34) a replayed page, a far-future updatedAt, a replayed 2xx, a 201 marked
+$skip; and a replayed page, a far-future updatedAt, a replayed 2xx, a 201 marked
 deleted, old fields with a new version, a Link to another table, a 401 to the read-back, pages
 without version, an over-compressed page, and one record the server answers 500 every time (which
 the run parks with `resolve --park`, then sends again). A push (with a random conflict policy) and
@@ -442,7 +442,7 @@ class Campaign:
         """A record the pulling store holds is changed by the pushing store, then by the pulling
         one (another field): the second write must be checked against the first (`If-Match`), not
         overwrite it, whatever the faulty pull left in the pulling store (a record without
-        version, issue 34). With `--on-conflict merge` both changes end on the server."""
+        version, as a rewritten page leaves it). With `--on-conflict merge` both changes end on the server."""
         local = b.query(self.table)
         shared = sorted(set(self.model) & set(local))
         if not shared:
@@ -473,7 +473,7 @@ class Campaign:
                 raise Failure(f"{name}: {rid} is {mine}, the server has {record}")
 
     def check_history(self, server):
-        """The history (issue 37) after kill -9s: no write without its version, no version without
+        """The history after kill -9s: no write without its version, no version without
         its write. The table read as it is now from the history (each record's newest version)
         must be the table itself, deleted records included, version for version and field for
         field: a write committed without its version, or a version of a write that did not commit,
@@ -530,7 +530,7 @@ def main():
     parser.add_argument("--seed", type=int, default=None, help="seed of the first run (default: random)")
     parser.add_argument("--db", default="sqlite", help="sqlite (a new file per run) or a postgres:// URL")
     parser.add_argument("--seconds", type=float, default=3600, help="stop starting runs after this long")
-    parser.add_argument("--faults", action="store_true", help="fault runs through a misbehaving proxy (issue 18)")
+    parser.add_argument("--faults", action="store_true", help="fault runs through a misbehaving proxy")
     parser.add_argument("--mode", choices=sorted(MODES), action="append",
                         help="with --faults: only these modes (repeatable; default: all, one at random per run)")
     parser.add_argument("-v", "--verbose", action="store_true")

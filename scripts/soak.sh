@@ -3,7 +3,7 @@
 # `tsync push`, `tsync pull --query-id`, a large `tsync insert` and of the server during push and
 # pull, each run checked against a model of what the user did. Release build, loopback only.
 # With --faults, the fault campaign instead (scripts/faultproxy.py between tsync and the server,
-# one misbehaving mode per run; issue 18).
+# one misbehaving mode per run: an answer tsync cannot explain must cost no record).
 # Usage: scripts/soak.sh [--postgres] [--debug] [--runs N] [--seed S] [--seconds LIMIT] [-v]
 #                        [--faults [--mode MODE]...]
 #   --postgres  the server on a throwaway PostgreSQL cluster instead of SQLite

@@ -16,9 +16,9 @@ import TSyncModel
 /// cell is text. The `id` column is always text. Blank lines are skipped, never a record.
 /// Writing is the inverse: every text quoted, numbers and booleans as JSON writes them, null as
 /// `null`, objects and arrays as their JSON text unquoted, and an absent field as an empty cell.
-public enum CSVRecords {
+package enum CSVRecords {
     /// The records of CSV text: the first row names the fields. No text, no records.
-    public static func objects(from text: String) throws(TSyncError) -> [[String: JSONValue]] {
+    package static func objects(from text: String) throws(TSyncError) -> [[String: JSONValue]] {
         var reader = CSVReader(text)
         var rows = try reader.rows()[...]
         guard let first = rows.popFirst() else { return [] }
@@ -335,7 +335,7 @@ public enum CSVRecords {
     /// CSV text of records: `columns` in order (or `id`, then every other field by name; `query
     /// --csv` gives `LocalStore.csvColumns`), a header row, then one row per record; lines end
     /// with CRLF as RFC 4180 has them.
-    public static func text(_ objects: [[String: JSONValue]], columns: [String]? = nil) -> String {
+    package static func text(_ objects: [[String: JSONValue]], columns: [String]? = nil) -> String {
         let columns = columns ?? defaultColumns(objects)
         var text = columns.map(quoted).joined(separator: ",") + "\r\n"
         for object in objects {

@@ -1,41 +1,41 @@
 import TSyncModel
 
 /// What one item's pending change does, field by field, against its base (the last server copy).
-public struct DiffEntry: Sendable, Equatable {
+package struct DiffEntry: Sendable, Equatable {
     /// The item's table.
-    public var table: String
+    package var table: String
     /// The item's id.
-    public var id: String
+    package var id: String
     /// The kind of the item's newest operation.
-    public var kind: OperationKind
+    package var kind: OperationKind
     /// Queue position of that operation.
-    public var seq: Int64
+    package var seq: Int64
     /// The last server copy (wire object), or nil for an item the server has not seen.
-    public var base: [String: JSONValue]?
+    package var base: [String: JSONValue]?
     /// The local record now (wire object), or nil when it was deleted.
-    public var ours: [String: JSONValue]?
+    package var ours: [String: JSONValue]?
     /// User fields that differ, by field name. System properties are not compared: the server sets them.
-    public var changes: [FieldChange]
+    package var changes: [FieldChange]
 }
 
 /// One field that differs between the two copies of an item a `DiffEntry` compares.
-public struct FieldChange: Sendable, Equatable {
+package struct FieldChange: Sendable, Equatable {
     /// Whether the field was added, removed or changed.
-    public enum Change: String, Sendable {
+    package enum Change: String, Sendable {
         case added, removed, modified
     }
 
     /// The field's name.
-    public var field: String
+    package var field: String
     /// What happened to the field.
-    public var change: Change
+    package var change: Change
     /// The base value (absent for `added`).
-    public var before: JSONValue?
+    package var before: JSONValue?
     /// The local value (absent for `removed`).
-    public var after: JSONValue?
+    package var after: JSONValue?
 
     /// The changes that turn `before`'s user fields into `after`'s, by field name.
-    public static func between(_ before: [String: JSONValue], _ after: [String: JSONValue]) -> [FieldChange] {
+    package static func between(_ before: [String: JSONValue], _ after: [String: JSONValue]) -> [FieldChange] {
         var changes: [FieldChange] = []
         for field in Set(before.keys).union(after.keys).sorted() where !SystemProperties.names.contains(field) {
             switch (before[field], after[field]) {

@@ -6,7 +6,7 @@ import TSyncModel
 /// dictionary, so the order is taken from the input's text, once per input: a CSV header's
 /// columns, or the names of the first JSON object as written. The store keeps it per table
 /// (`tables.field_order`, a JSON array), and a name first given later is appended.
-public enum FieldOrder {
+package enum FieldOrder {
     /// `names` (a CSV header, an object's names) without `id`, which always comes first. The
     /// system properties stay where the user put them: `query --csv | insert --csv` keeps its
     /// columns in their place.
@@ -33,12 +33,12 @@ public enum FieldOrder {
         return Self.names(header: names)
     }
 
-    public static func names(json bytes: [UInt8]) -> [String] {
+    package static func names(json bytes: [UInt8]) -> [String] {
         bytes.withUnsafeBufferPointer { names(json: $0) }
     }
 
     /// The names a CSV text's header gives, in its order; none without a header row.
-    public static func names(csv text: String) -> [String] {
+    package static func names(csv text: String) -> [String] {
         var reader = CSVReader(text)
         guard let header = try? reader.row() else { return [] }
         return names(header: header.cells.map(\.text))
@@ -82,7 +82,7 @@ public enum FieldOrder {
 
 extension LocalStore {
     /// The columns `query --csv` prints for `objects`, records of `table` (`FieldOrder.columns`).
-    public func csvColumns(table: String, for objects: [[String: JSONValue]]) throws(TSyncError) -> [String] {
+    package func csvColumns(table: String, for objects: [[String: JSONValue]]) throws(TSyncError) -> [String] {
         let remembered = try read { db in try FieldOrder.remembered(db, table: table) }
         return FieldOrder.columns(objects, remembered: remembered)
     }

@@ -63,27 +63,27 @@ public struct ItemSample: Sendable, Equatable {
 
 /// What a journaled command did, as `tsync log` shows it. Every count is zero unless the command
 /// did that kind of thing.
-public struct JournalCounts: Sendable, Equatable {
+package struct JournalCounts: Sendable, Equatable {
     /// Operations the server accepted.
-    public var pushed = 0
+    package var pushed = 0
     /// Records pulled from the server (upserted or deleted locally).
-    public var pulled = 0
+    package var pulled = 0
     /// Conflicts the server answered (409/412), settled or not.
-    public var conflicts = 0
+    package var conflicts = 0
     /// Errors settled, by the policy or resolution that settled them (`ours`, `merge`, …).
-    public var settled: [String: Int] = [:]
+    package var settled: [String: Int] = [:]
     /// Operations that failed and were left in the error table by this command.
-    public var failed = 0
+    package var failed = 0
     /// Local changes queued (insert, update, delete).
-    public var changed = 0
+    package var changed = 0
     /// Errors in the error table when the command ended.
-    public var errorsLeft = 0
+    package var errorsLeft = 0
 
     /// No counts yet.
-    public init() {}
+    package init() {}
 
     /// Adds what a push did (`tsync log` shows one line per command, sync and retries included).
-    public mutating func add(_ push: PushSummary) {
+    package mutating func add(_ push: PushSummary) {
         pushed += push.pushed
         conflicts += push.conflictsMet
         failed += push.failed
@@ -91,7 +91,7 @@ public struct JournalCounts: Sendable, Equatable {
     }
 
     /// The counts as stored in the journal and printed by `log --json`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         [
             "pushed": .int(Int64(pushed)), "pulled": .int(Int64(pulled)), "conflicts": .int(Int64(conflicts)),
             "settled": .object(settled.mapValues { .int(Int64($0)) }), "failed": .int(Int64(failed)),
@@ -112,27 +112,27 @@ public struct JournalCounts: Sendable, Equatable {
 }
 
 /// One entry of `tsync log`.
-public struct JournalEntry: Sendable, Equatable {
+package struct JournalEntry: Sendable, Equatable {
     /// The entry's number, increasing: `tsync log` lists the newest first.
-    public var id: Int64
+    package var id: Int64
     /// When the command opened the store.
-    public var startedAt: Timestamp
+    package var startedAt: Timestamp
     /// Nil while the command runs, or when it never finished (killed, or the machine stopped).
-    public var finishedAt: Timestamp?
+    package var finishedAt: Timestamp?
     /// The command's name (`push`), and its arguments with every secret replaced.
-    public var command: String
+    package var command: String
     /// The command line's arguments, secrets masked.
-    public var arguments: [String]
+    package var arguments: [String]
     /// The store's remote when the command began, without credentials; nil when none was set.
-    public var remote: String?
+    package var remote: String?
     /// Nil when the command never finished.
-    public var exitCode: Int?
+    package var exitCode: Int?
     /// What the command did.
-    public var counts: JournalCounts
+    package var counts: JournalCounts
     /// The items it touched (the first of them by name).
-    public var items: ItemSample
+    package var items: ItemSample
     /// The versions its pushes wrote on the server (the first of them by name).
-    public var written: PushedVersions
+    package var written: PushedVersions
 }
 
 /// The store's journal of the commands that changed it or talked to its server (docs/DESIGN.md §9.3).
@@ -140,9 +140,9 @@ public struct JournalEntry: Sendable, Equatable {
 /// An entry is written in two steps, each one transaction: when the command opens the store (so
 /// a command killed mid-push still leaves a trace, shown as unfinished) and when it ends. No step
 /// can leave half an entry. The journal keeps the newest `log.maxEntries` entries.
-public enum Journal {
+package enum Journal {
     /// How many entries are kept when `log.maxEntries` is not set.
-    public static let defaultMaxEntries = 1000
+    package static let defaultMaxEntries = 1000
 
     static func int(_ value: JSONValue) -> Int? {
         if case .int(let number) = value { return Int(number) }
@@ -199,7 +199,7 @@ extension LocalStore {
     }
 
     /// The newest `limit` entries, newest first.
-    public func journal(limit: Int) throws(TSyncError) -> [JournalEntry] {
+    package func journal(limit: Int) throws(TSyncError) -> [JournalEntry] {
         try read { db in
             try Row.fetchAll(
                 db,
@@ -238,7 +238,7 @@ extension ItemSample {
 
 extension LocalStore {
     /// The log entry `id`, or nil when the journal no longer has it.
-    public func journalEntry(_ id: Int64) throws(TSyncError) -> JournalEntry? {
+    package func journalEntry(_ id: Int64) throws(TSyncError) -> JournalEntry? {
         try journal(limit: Int.max).first { $0.id == id }
     }
 }

@@ -50,7 +50,7 @@ extension LocalStore {
     /// way (`NewRecords`, `insert(table:records:)`), which words any error exactly as it always has:
     /// the stream leaves to it an empty input, anything the fast readers are not sure of, and every
     /// failure (an invalid record, an existing id, a busy store).
-    public func insert(
+    package func insert(
         table: String, streaming source: any ByteSource, csv: Bool, inserted: (String) -> Void
     ) -> Int? {
         guard (try? Identifiers.validateTableName(table)) != nil else { return nil }

@@ -5,7 +5,7 @@ extension LocalStore {
     /// One entry per item with pending operations (in queue order of its newest operation),
     /// optionally limited to a table or one item. An unknown table or id is an error (as for
     /// `requireRecord`); a record without pending changes simply has no entry.
-    public func diff(table: String? = nil, id: String? = nil) throws(TSyncError) -> [DiffEntry] {
+    package func diff(table: String? = nil, id: String? = nil) throws(TSyncError) -> [DiffEntry] {
         var entries: [DiffEntry] = []
         try diff(table: table, id: id) { entry in
             entries.append(entry)
@@ -17,7 +17,7 @@ extension LocalStore {
     /// The entries of `diff(table:id:)` handed to `visit` one at a time as they are read, from one
     /// snapshot: a diff of any size starts at once and never sits whole in memory. `visit` returns
     /// false to stop early (its reader has gone).
-    public func diff(
+    package func diff(
         table: String? = nil, id: String? = nil, _ visit: (DiffEntry) throws(TSyncError) -> Bool
     ) throws(TSyncError) {
         if let table { try Identifiers.validateTableName(table) }

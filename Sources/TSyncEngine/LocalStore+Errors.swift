@@ -26,20 +26,20 @@ public struct OperationError: Sendable, Equatable {
 }
 
 /// What the push layer reports about a rejected operation.
-public struct NewOperationError: Sendable, Equatable {
+package struct NewOperationError: Sendable, Equatable {
     /// The queued operation that failed.
-    public var operationSeq: Int64
+    package var operationSeq: Int64
     /// The HTTP status of the answer; nil when there was none to read.
-    public var httpStatus: Int?
+    package var httpStatus: Int?
     /// What the server (or tsync) said.
-    public var message: String
+    package var message: String
     /// The item as it was sent, to show beside the server's copy.
-    public var sentItem: [String: JSONValue]?
+    package var sentItem: [String: JSONValue]?
     /// The server's copy that came with the answer (409/412), which settling may start from.
-    public var serverItem: [String: JSONValue]?
+    package var serverItem: [String: JSONValue]?
 
     /// An error to record for the operation `operationSeq`.
-    public init(
+    package init(
         operationSeq: Int64, httpStatus: Int?, message: String, sentItem: [String: JSONValue]? = nil,
         serverItem: [String: JSONValue]? = nil
     ) {
@@ -133,7 +133,7 @@ extension LocalStore {
     }
 
     /// The errors of some operations (those still in the table), in queue order.
-    public func operationErrors(operations seqs: [Int64]) throws(TSyncError) -> [OperationError] {
+    package func operationErrors(operations seqs: [Int64]) throws(TSyncError) -> [OperationError] {
         guard !seqs.isEmpty else { return [] }
         return try read { db in
             try StoreRows.errors(

@@ -7,7 +7,7 @@ extension LocalStore {
     /// with the first `samplesPerTable` operations of each table. One pass over the queue that
     /// decodes nothing but each operation's table and kind (and the samples): a million queued
     /// operations cost a scan, not a million values.
-    public func status(samplesPerTable: Int = 0) throws(TSyncError) -> StatusReport {
+    package func status(samplesPerTable: Int = 0) throws(TSyncError) -> StatusReport {
         let remote = try configuration().remote
         return try read { db in
             try StoreRows.statusReport(db, directory: location.directory, remote: remote, samplesPerTable: samplesPerTable)
@@ -19,7 +19,7 @@ extension LocalStore {
     /// cursor keeps as it goes (`PendingOperations.report`). `body` reads the operations through
     /// the cursor, valid only while `body` runs: they go by one at a time, so a report of any size
     /// starts at once, reads the queue once and never sits whole in memory.
-    public func status<Result>(
+    package func status<Result>(
         _ body: (StatusReport.Head, PendingOperations) throws(TSyncError) -> Result
     ) throws(TSyncError) -> Result {
         let remote = try configuration().remote
@@ -38,7 +38,7 @@ extension LocalStore {
 
     /// Every queued operation in queue order, through a cursor valid only while `body` runs: for
     /// the forms that list the operations and need no counts (`status --porcelain`, `--ndjson`).
-    public func pendingOperations<Result>(_ body: (PendingOperations) throws(TSyncError) -> Result) throws(TSyncError) -> Result {
+    package func pendingOperations<Result>(_ body: (PendingOperations) throws(TSyncError) -> Result) throws(TSyncError) -> Result {
         try read { db in try body(try PendingOperations(db, location: location)) }
     }
 
@@ -46,7 +46,7 @@ extension LocalStore {
     /// the store holds: for `status --porcelain`, which names each of them and needs nothing
     /// else. No string, date or value is made per operation (a million of them made the listing
     /// a second). `body` returns false to stop.
-    public func queuedItems(_ body: (QueuedItem) -> Bool) throws(TSyncError) {
+    package func queuedItems(_ body: (QueuedItem) -> Bool) throws(TSyncError) {
         try read { db in
             // Most queues have no errors: then the join, one index probe per operation, is left out.
             let hasErrors = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM errors)") ?? false
@@ -82,14 +82,14 @@ extension LocalStore {
     }
 
     /// Queued operations in queue (push) order, optionally of one table.
-    public func pendingOperations(table: String? = nil) throws(TSyncError) -> [PendingOperation] {
+    package func pendingOperations(table: String? = nil) throws(TSyncError) -> [PendingOperation] {
         try read { db in try StoreRows.pendingOperations(db, table: table) }
     }
 }
 
 /// The operation queue in push order, read one operation at a time from the snapshot of
 /// `LocalStore.status(_:)` or `LocalStore.pendingOperations(_:)`; valid only inside its closure.
-public final class PendingOperations {
+package final class PendingOperations {
     private let rows: RowCursor
     private let location: StoreLocation
     private var tally = QueueTally()
@@ -99,7 +99,7 @@ public final class PendingOperations {
 
     /// The report of the operations read so far (of all of them once `next()` has returned nil),
     /// with the store's saved queries and remote when the cursor came from `LocalStore.status(_:)`.
-    public var report: StatusReport {
+    package var report: StatusReport {
         StatusReport(
             storeDirectory: storeDirectory, remote: remote, tables: tally.byName, savedQueries: savedQueries)
     }
@@ -117,7 +117,7 @@ public final class PendingOperations {
     }
 
     /// The next operation, nil after the last.
-    public func next() throws(TSyncError) -> PendingOperation? {
+    package func next() throws(TSyncError) -> PendingOperation? {
         do {
             guard let row = try rows.next() else { return nil }
             let operation = try StoreRows.pendingOperation(row)
@@ -242,13 +242,13 @@ struct QueueTally {
 }
 
 /// One queued operation as `LocalStore.queuedItems` hands it over: valid only during the call.
-public struct QueuedItem {
-    public let kind: OperationKind
+package struct QueuedItem {
+    package let kind: OperationKind
     /// Whether its push failed and the error is unsettled.
-    public let failed: Bool
+    package let failed: Bool
     /// The table's name and the item's id, as UTF-8.
-    public let table: UnsafeBufferPointer<UInt8>
-    public let itemID: UnsafeBufferPointer<UInt8>
+    package let table: UnsafeBufferPointer<UInt8>
+    package let itemID: UnsafeBufferPointer<UInt8>
 
     /// The kind the store's text names (`OperationKind`'s raw values), nil for another.
     fileprivate static func kind(_ text: UnsafeBufferPointer<UInt8>) -> OperationKind? {

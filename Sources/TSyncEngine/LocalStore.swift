@@ -94,7 +94,7 @@ public final class LocalStore: Sendable {
 
     /// One line for a failed page check: where the store is, what is wrong (how many problems,
     /// the first one), and what to do. SQLite's own report runs to a hundred lines, its first row
-    /// several lines long (issue 18.13).
+    /// several lines long.
     static func damagedPages(_ report: [String], location: StoreLocation) -> String {
         let problems = report.flatMap { $0.split(whereSeparator: \.isNewline) }
             .map { $0.trimmingCharacters(in: .whitespaces) }
@@ -129,12 +129,12 @@ public final class LocalStore: Sendable {
     // MARK: Configuration
 
     /// The store's settings (`config.json`), as `tsync config` shows them.
-    public func configuration() throws(TSyncError) -> StoreConfiguration {
+    package func configuration() throws(TSyncError) -> StoreConfiguration {
         try StoreConfiguration.load(from: location.configurationPath)
     }
 
     /// Writes the store's settings back to `config.json`.
-    public func saveConfiguration(_ configuration: StoreConfiguration) throws(TSyncError) {
+    package func saveConfiguration(_ configuration: StoreConfiguration) throws(TSyncError) {
         try configuration.save(to: location.configurationPath)
     }
 

@@ -5,7 +5,7 @@ public enum OperationKind: String, Sendable, CaseIterable {
     case insert, update, delete
 
     /// The one-letter code of `status --porcelain`: `A`dded, `M`odified, `D`eleted.
-    public var statusLetter: Character {
+    package var statusLetter: Character {
         switch self {
         case .insert: "A"
         case .update: "M"

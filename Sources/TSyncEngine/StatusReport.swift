@@ -4,37 +4,37 @@ import TSyncModel
 /// the first few operations of each table, the saved queries and the remote. The queue can hold a
 /// million operations, so the report never holds them: they are read one at a time, through
 /// `PendingOperations`, by the forms that list them all.
-public struct StatusReport: Sendable {
+package struct StatusReport: Sendable {
     /// The `.tsync` directory.
-    public var storeDirectory: String
+    package var storeDirectory: String
     /// The configured remote URL; nil when none.
-    public var remote: String?
+    package var remote: String?
     /// Tables with pending operations, by name.
-    public var tables: [TableStatus]
+    package var tables: [TableStatus]
     /// The first operations of each table, in queue (push) order: as many per table as
     /// `LocalStore.status(samplesPerTable:)` was asked for, enough for a summary to name a few.
-    public var samples: [PendingOperation]
+    package var samples: [PendingOperation]
     /// The saved pull queries and their checkpoints.
-    public var savedQueries: [SavedQuery]
+    package var savedQueries: [SavedQuery]
 
     /// Operations waiting to be pushed.
-    public var pendingCount: Int { tables.reduce(0) { $0 + $1.pending } }
+    package var pendingCount: Int { tables.reduce(0) { $0 + $1.pending } }
     /// Operations with a recorded error.
-    public var errorCount: Int { tables.reduce(0) { $0 + $1.errors } }
+    package var errorCount: Int { tables.reduce(0) { $0 + $1.errors } }
     /// Nothing waits to be pushed.
-    public var isClean: Bool { tables.isEmpty }
+    package var isClean: Bool { tables.isEmpty }
 
     /// What a report knows before the queue is read (`LocalStore.status(_:)`): what `status
     /// --json` writes before the operations.
-    public struct Head: Sendable {
+    package struct Head: Sendable {
         /// Nothing waits to be pushed.
-        public var isClean: Bool
+        package var isClean: Bool
         /// Operations with a recorded error.
-        public var errorCount: Int
+        package var errorCount: Int
     }
 
     /// A report as `LocalStore.status` reads it.
-    public init(
+    package init(
         storeDirectory: String, remote: String?, tables: [TableStatus], samples: [PendingOperation] = [],
         savedQueries: [SavedQuery]
     ) {
@@ -47,23 +47,23 @@ public struct StatusReport: Sendable {
 }
 
 /// Pending work of one table.
-public struct TableStatus: Sendable, Equatable {
+package struct TableStatus: Sendable, Equatable {
     /// The table's name.
-    public var table: String
+    package var table: String
     /// Queued inserts.
-    public var inserts = 0
+    package var inserts = 0
     /// Queued updates.
-    public var updates = 0
+    package var updates = 0
     /// Queued deletes.
-    public var deletes = 0
+    package var deletes = 0
     /// Operations of this table with a recorded error.
-    public var errors = 0
+    package var errors = 0
 
     /// All queued operations of the table.
-    public var pending: Int { inserts + updates + deletes }
+    package var pending: Int { inserts + updates + deletes }
 
     /// No operations yet for `table`.
-    public init(table: String) { self.table = table }
+    package init(table: String) { self.table = table }
 
     mutating func count(_ kind: OperationKind) {
         switch kind {

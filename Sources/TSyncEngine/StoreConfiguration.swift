@@ -6,20 +6,20 @@ import TSyncModel
 /// Keys this version does not know are kept on save, so an older tsync never drops a newer one's
 /// settings. Known keys are read in any case and saved under their canonical names. `tsync config` reads and writes it through `ConfigKey`; `remote.url` is stored as
 /// `remote`, the name the first versions used.
-public struct StoreConfiguration: Sendable, Equatable {
+package struct StoreConfiguration: Sendable, Equatable {
     private var object: [String: JSONValue]
 
     /// No settings: every key takes its default.
-    public init() { object = [:] }
+    package init() { object = [:] }
 
     /// The server URL that push and pull talk to.
-    public var remote: String? {
+    package var remote: String? {
         get { object["remote"]?.stringValue }
         set { object["remote"] = newValue.map(JSONValue.string) }
     }
 
     /// The value of a `tsync config` key, as text; nil when unset.
-    public func value(_ key: ConfigKey) -> String? {
+    package func value(_ key: ConfigKey) -> String? {
         switch object[key.storageName] {
         case .string(let text)?: text
         case .int(let number)?: String(number)
@@ -29,19 +29,19 @@ public struct StoreConfiguration: Sendable, Equatable {
     }
 
     /// Sets a `tsync config` key after checking its value (exit 64 with the valid values).
-    public mutating func set(_ key: ConfigKey, to text: String) throws(TSyncError) {
+    package mutating func set(_ key: ConfigKey, to text: String) throws(TSyncError) {
         object[key.storageName] = try key.check(text)
     }
 
     /// Removes a key; false when it was not set.
     @discardableResult
-    public mutating func unset(_ key: ConfigKey) -> Bool {
+    package mutating func unset(_ key: ConfigKey) -> Bool {
         object.removeValue(forKey: key.storageName) != nil
     }
 
     /// Every key that is set, by name (`tsync config --list`), known keys only: a key this
     /// version does not know is kept in the file but not shown as one it understands.
-    public var entries: [(key: ConfigKey, value: String)] {
+    package var entries: [(key: ConfigKey, value: String)] {
         object.keys.sorted().compactMap { name in
             guard let key = ConfigKey(storageName: name), let value = value(key) else { return nil }
             return (key, value)
@@ -51,7 +51,7 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// The conflict settings, checked: a hand-edited value no policy has is an error, not ignored.
     /// The `push.*` and `table.NAME.*` settings. `preferencesOnly` reads the `prefer` ones alone,
     /// for a command whose flag names the policy: a bad `onConflict` setting cannot stop it.
-    public func policySettings(preferencesOnly: Bool = false) throws(TSyncError) -> PolicySettings {
+    package func policySettings(preferencesOnly: Bool = false) throws(TSyncError) -> PolicySettings {
         var settings = PolicySettings()
         for (key, text) in entries {
             switch key {
@@ -69,7 +69,7 @@ public struct StoreConfiguration: Sendable, Equatable {
     }
 
     /// `log.maxEntries`: how many entries `tsync log` keeps (the oldest go first).
-    public func logMaxEntries() throws(TSyncError) -> Int {
+    package func logMaxEntries() throws(TSyncError) -> Int {
         guard let text = value(.logMaxEntries) else { return Journal.defaultMaxEntries }
         guard let number = Int(text), number >= 1 else {
             throw TSyncError(
@@ -81,7 +81,7 @@ public struct StoreConfiguration: Sendable, Equatable {
 
     /// Reads `config.json` at `path`; a missing file is no settings, one that is not a JSON object an
     /// error that says to fix or delete it.
-    public static func load(from path: String) throws(TSyncError) -> StoreConfiguration {
+    package static func load(from path: String) throws(TSyncError) -> StoreConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
             return StoreConfiguration()
         }
@@ -121,7 +121,7 @@ public struct StoreConfiguration: Sendable, Equatable {
     }
 
     /// Writes the settings to `path` in one atomic replace, keys this version does not know kept.
-    public func save(to path: String) throws(TSyncError) {
+    package func save(to path: String) throws(TSyncError) {
         let text = JSONSerializer.string(.object(object), pretty: true) + "\n"
         do {
             try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -131,7 +131,7 @@ public struct StoreConfiguration: Sendable, Equatable {
     }
 
     /// Checks a remote URL before it is saved: `http` or `https`, with a host.
-    public static func validateRemote(_ text: String) throws(TSyncError) {
+    package static func validateRemote(_ text: String) throws(TSyncError) {
         guard let components = URLComponents(string: text),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty
@@ -143,7 +143,7 @@ public struct StoreConfiguration: Sendable, Equatable {
 }
 
 /// A key of `tsync config`, git-style: `section.name`, or `table.NAME.name` for one table.
-public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
+package enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     case remoteURL
     case pushOnConflict
     case pushPrefer
@@ -157,13 +157,13 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     case corePager
 
     /// The keys, as `tsync config` lists them when refusing one.
-    public static let names = [
+    package static let names = [
         "remote.url", "push.onConflict", "push.prefer", "table.NAME.onConflict", "table.NAME.prefer", "log.maxEntries",
         "http.caFile", "core.pager",
     ]
 
     /// Parses a key; an unknown one is a usage error that lists the valid keys.
-    public init(_ text: String) throws(TSyncError) {
+    package init(_ text: String) throws(TSyncError) {
         // `remote` is how config.json spells remote.url, not a key of the command line.
         if text.lowercased() != "remote", let key = ConfigKey(storageName: text) {
             self = key
@@ -196,7 +196,7 @@ public enum ConfigKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The key as `tsync config` names it (`push.onConflict`).
-    public var description: String {
+    package var description: String {
         switch self {
         case .remoteURL: "remote.url"
         case .pushOnConflict: "push.onConflict"

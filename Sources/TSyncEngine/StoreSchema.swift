@@ -47,7 +47,7 @@ import GRDB
 /// -- (`--ours`, `--merge`). Removed once a newer copy is applied or the item is settled.
 /// skipped(tbl, id, item TEXT, updated_at TEXT, PRIMARY KEY (tbl, id))
 ///
-/// -- v4: the operations pushes delivered, whichever command pushed them, kept `PushLog.retention`
+/// -- v4: the operations pushes delivered, whichever command pushed them, kept `DeliveredOperations.retention`
 /// -- so that `tsync watch` reports each one once (`LiveSync`); `pushed_at` in Unix milliseconds.
 /// pushes(id INTEGER PRIMARY KEY AUTOINCREMENT, tbl, item_id, kind, version, pushed_at INTEGER)
 ///

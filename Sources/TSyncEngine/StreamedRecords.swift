@@ -1,7 +1,7 @@
 import TSyncModel
 
 /// Input read in pieces, so that `insert` holds a window of it instead of all of it.
-public protocol ByteSource: AnyObject {
+package protocol ByteSource: AnyObject {
     /// Appends the next bytes of the input, at most `limit`, to `buffer`; 0 at its end.
     func read(into buffer: inout [UInt8], limit: Int) throws(TSyncError) -> Int
 }

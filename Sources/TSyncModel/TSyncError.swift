@@ -10,7 +10,8 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidInput
         /// Push or pull finished, but operations failed and sit in the error table (exit 2).
         case operationsFailed
-        /// The server could not be reached; nothing was lost (exit 3).
+        /// The server could not be reached, or gave no answer a sync server gives (exit 3): what was
+        /// sent is kept, to be sent again.
         case unreachable
         /// Authentication is missing or was rejected (exit 4).
         case unauthorized

@@ -15,18 +15,14 @@ public enum TransportFailure {
     /// connection errors.
     public static func words(_ error: any Error) -> String? {
         let ioErrors: [IOError]
+        if let unresolved = unresolvedHost(error) { return unresolved }
         if let error = error as? NIOConnectionError {
-            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                return "cannot resolve host \(error.host) (no such name, or no DNS answer)"
-            }
             ioErrors = error.connectionErrors.compactMap { $0.error as? IOError }
-            if ioErrors.isEmpty, error.connectionErrors.contains(where: { isTimeout($0.error) }) {
-                return "connection timed out: nothing answered at that address"
-            }
+            if ioErrors.isEmpty, error.connectionErrors.contains(where: { isTimeout($0.error) }) { return connectTimedOut }
         } else if let error = error as? IOError {
             ioErrors = [error]
         } else if isTimeout(error) {
-            return "connection timed out: nothing answered at that address"
+            return connectTimedOut
         } else {
             return nil
         }
@@ -39,6 +35,17 @@ public enum TransportFailure {
         case ENETUNREACH, EHOSTUNREACH: return "no route to the host"
         default: return "network error: " + String(cString: strerror(code)).lowercased()
         }
+    }
+
+    /// The words for a connection that was not made in time.
+    public static let connectTimedOut = "connection timed out: nothing answered at that address"
+
+    /// The words for a host name that does not resolve; nil when `error` is no such failure.
+    public static func unresolvedHost(_ error: any Error) -> String? {
+        guard let error = error as? NIOConnectionError, error.connectionErrors.isEmpty,
+            error.dnsAError != nil || error.dnsAAAAError != nil
+        else { return nil }
+        return "cannot resolve host \(error.host) (no such name, or no DNS answer)"
     }
 
     private static func isTimeout(_ error: any Error) -> Bool {

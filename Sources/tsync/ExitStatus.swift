@@ -55,28 +55,36 @@ enum ExitStatus {
         return errors.enumerated().min { (rank($0.element.kind), $0.offset) < (rank($1.element.kind), $1.offset) }?.element
     }
 
-    /// Each code and its meaning, as `table` prints them.
+    /// Each code and its meaning, in the one wording `tsync --help` (`table`), tsync(1), the
+    /// README and docs/DESIGN.md §3 share: `scripts/generate-docs.sh` writes the two documents'
+    /// tables from the help, and `GeneratedDocsTests` fails while they differ.
     static let meanings: [(code: Int32, meaning: String)] = [
         (success, "success, including \"nothing to do\""),
-        (failure, "failure not covered below; `status --exit-code` with pending work; tsync without a command"),
+        (
+            failure,
+            "failure not covered below (a busy, read-only or damaged store; a server that misbehaves; `purge` of records with pending operations, or `revert`/`restore` of records with pending changes, without `--force`; `history`, `show`, `revert` or `restore` against a server that keeps no history); `status --exit-code` with pending work; `tsync` without a command (a short usage, as `git`)"
+        ),
         (
             operationsFailed,
-            "push/pull/sync done, but operations failed (the error table is not empty); push --check: some operation would fail; resolve --merge: some refused"
+            "push/pull/sync done, but operations failed (the error table is not empty); `push --check`: some operation would fail; `resolve --merge`: some refused"
         ),
-        (unreachable, "the server could not be reached (or answered as no sync server does); nothing was lost"),
+        (
+            unreachable,
+            "the server could not be reached, or did not answer as a sync server does (an HTML page from a captive portal); nothing was lost"
+        ),
         (unauthorized, "authentication missing or rejected"),
-        (unsetKeyMissing, "config --unset: the key is not set (as git config)"),
-        (usage, "usage error (unknown option, missing or invalid argument)"),
-        (invalidInput, "bad input data (invalid JSON, id or filter; unknown table or id)"),
+        (unsetKeyMissing, "`config --unset` of a key that is not set (as `git config`)"),
+        (usage, "usage error (unknown option, missing or invalid argument; `purge` without `--yes` where nothing can ask)"),
+        (invalidInput, "bad input data (invalid JSON, id or filter; unknown table, id or error id)"),
         (
             noStore,
-            "no tsync store here (not inside one, or its database is missing); serve: the --tls-cert, --tls-key or --config file is missing or unreadable"
+            "no tsync store here: not inside one (nor `-C`/`TSYNC_DIR`), or its database is missing; `serve`: the `--tls-cert`/`--tls-key`/`--config` file is missing or unreadable"
         ),
         (
             invalidConfiguration,
-            "serve: the --tls-cert or --tls-key file is not a valid PEM certificate or key; the --config file has an unknown key or a bad value"
+            "`serve`: the `--tls-cert`/`--tls-key` file is not a PEM certificate or key, or the key belongs to another certificate; the `--config` file has an unknown key, a bad value or a value serve refuses (the message names the line and key)"
         ),
-        (130, "push/pull/sync stopped by SIGINT (143: by SIGTERM); what it did is kept and reported"),
+        (130, "`push`, `pull`, `sync` or `watch` stopped by SIGINT, Ctrl-C (143: by SIGTERM): what it did is kept and reported"),
     ]
 
     /// The EXIT STATUS section of `tsync --help` (and so of tsync(1)): one code a line, its

@@ -33,7 +33,7 @@ struct InitCommand: ParsableCommand, JournaledCommand {
             storeOptions.store ?? ".", from: FileManager.default.currentDirectoryPath)
         let location = StoreLocation.forInitializing(directory, workingDirectory: base)
         let (store, existed) = try LocalStore.initialize(location, remote: remote)
-        _ = CommandLog.begin(store)  // the log's first entry: the store's creation
+        _ = storeOptions.run.begin(store)  // the log's first entry: the store's creation
         guard !quiet.quiet else { return }
         Console.note("\(existed ? "Reinitialized existing" : "Initialized empty") tsync store in \(location.directory)/")
         if existed, let remote { try RemoteCommand.warnOfLoginElsewhere(store, remote: remote) }

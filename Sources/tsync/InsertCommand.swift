@@ -68,12 +68,12 @@ struct InsertCommand: ParsableCommand, JournaledCommand {
         }
         let ids = InsertedIDs(keep: !quiet)
         if let count = store.insert(table: table, streaming: input, csv: csv, inserted: ids.append) {
-            CommandLog.begin(store).record(changed: table, count: count, firstIDs: ids.sample)
+            storeOptions.run.begin(store).record(changed: table, count: count, firstIDs: ids.sample)
             ids.write()
             return
         }
         let records = try RecordsInput.newRecords(input.replay(), csv: csv)
-        try insert(records, session: CommandLog.begin(store))
+        try insert(records, session: storeOptions.run.begin(store))
     }
 
     private func insert(_ records: NewRecords, session: CommandSession) throws {

@@ -24,10 +24,7 @@ import TSyncModel
 enum Interrupts {
     /// Sends SIGINT and SIGTERM to `stopRequest` (the command's `CommandSession.stopRequest`).
     static func forward(to stopRequest: StopRequest) {
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { return }  // no pipe: the signals keep their default action
-        interruptPipe = ends[1]
-        let readEnd = ends[0]
+        guard let readEnd = interruptPipe?.read else { return }  // no pipe: the signals keep their default action
         let reader = Thread {
             // A process may start with the signals blocked (a parent's mask is inherited: a test
             // runner whose server tests watch SIGINT had it blocked): this thread takes them.
@@ -65,11 +62,17 @@ enum Interrupts {
     }
 }
 
-/// The write end of the pipe `forwardSignalToPipe` writes to; set once, before the handlers are.
-nonisolated(unsafe) private var interruptPipe: Int32 = -1
+/// The pipe `forwardSignalToPipe` writes to: made the first time `forward` reads it, before any
+/// handler is installed, and never changed (a handler cannot be handed a value, so it reads this).
+private let interruptPipe: (read: Int32, write: Int32)? = {
+    var ends: [Int32] = [0, 0]
+    guard pipe(&ends) == 0 else { return nil }
+    return (ends[0], ends[1])
+}()
 
 /// The signal handler: async-signal-safe, it only writes one byte.
 private func forwardSignalToPipe(_ number: Int32) {
+    guard let end = interruptPipe?.write else { return }
     var byte = UInt8(truncatingIfNeeded: number)
-    _ = write(interruptPipe, &byte, 1)
+    _ = write(end, &byte, 1)
 }

@@ -2,7 +2,8 @@ import Foundation
 import TSyncEngine
 import TSyncModel
 
-/// The one place the command line turns its environment into a `SyncSession`.
+/// The one place the command line turns its environment into the `RemoteSettings` of a
+/// `SyncSession`.
 enum RemoteAccess {
     /// Overrides the token saved by `tsync login` (CI, where the token comes from a secret store).
     static let tokenVariable = "TSYNC_TOKEN"
@@ -30,24 +31,29 @@ enum RemoteAccess {
         return trust
     }
 
-    /// The `SyncSession` of the command's session, configured from the environment; what it
-    /// does goes to the command's `tsync log` entry (`CommandSession.syncSession`).
+    /// The `SyncSession` of the command's session, made whole from the environment; what it does
+    /// goes to the command's `tsync log` entry (`CommandSession.syncSession`).
     static func session(
         _ command: CommandSession, verbose: Bool = false, events: (@Sendable (SyncSession.Event) -> Void)? = nil
     ) throws(TSyncError) -> SyncSession {
-        let environment = ProcessInfo.processInfo.environment
-        var timeout = SyncSession.defaultTimeout
+        try command.syncSession(remote: settings(ProcessInfo.processInfo.environment, verbose: verbose), events: events)
+    }
+
+    /// How the environment says to reach the remote: `TSYNC_TOKEN`, `TSYNC_TIMEOUT`, the CAs, the
+    /// proxies, and `-v`'s description of each exchange.
+    static func settings(_ environment: [String: String], verbose: Bool) throws(TSyncError) -> RemoteSettings {
+        var timeout = RemoteSettings.defaultTimeout
         if let text = environment[timeoutVariable], !text.isEmpty {
             guard let seconds = Int(text), seconds >= 1 else {
                 throw .usage("\(timeoutVariable)=\(text) is not a number of seconds (1 or more)")
             }
             timeout = .seconds(seconds)
         }
-        var session = try command.syncSession(
-            tokenOverride: environment[tokenVariable], timeout: timeout, trust: try trust(environment), events: events)
-        session.proxies = try ProxySettings(environment: environment)
-        if verbose { session.exchanges = { Console.note(describe($0)) } }
-        return session
+        var exchanges: RemoteExchange.Observer?
+        if verbose { exchanges = { exchange in Console.note(describe(exchange)) } }
+        return try RemoteSettings(
+            tokenOverride: environment[tokenVariable], timeout: timeout, trust: try trust(environment),
+            proxies: try ProxySettings(environment: environment), exchanges: exchanges)
     }
 
     /// `-v`: "GET http://…/tables/todo?… [via proxy HOST:PORT] -> 200 (12 ms, 3.4 kB)". Headers

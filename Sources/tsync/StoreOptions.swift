@@ -12,6 +12,14 @@ struct StoreOptions: ParsableArguments {
             valueName: "DIR"), completion: .directory)
     var store: String?
 
+    /// The run of the command these options belong to, handed over by `TSync.main`; a command
+    /// run otherwise (never by the binary) gets one that keeps no log entry.
+    var run = CommandRun(command: nil)
+
+    private enum CodingKeys: CodingKey {
+        case store
+    }
+
     func location() throws(TSyncError) -> StoreLocation {
         try StoreLocation.find(
             explicit: store, environment: ProcessInfo.processInfo.environment,
@@ -19,9 +27,9 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store and begins the command's session: a journaled command's `tsync log` entry
-    /// begins here (`CommandLog`).
+    /// begins here (`CommandRun`).
     func session() throws(TSyncError) -> CommandSession {
-        CommandLog.begin(try LocalStore.open(location()))
+        run.begin(try LocalStore.open(location()))
     }
 
     /// Opens the store, as `session()` does, for a command that needs only the store.

@@ -127,25 +127,30 @@ struct TSync: AsyncParsableCommand {
             Console.error(problem)
             exit(withError: ExitCode(ExitStatus.usage))
         }
+        // This run of the command: the command begins its session in it, and it ends it here.
+        var run = CommandRun(command: nil)
         do {
             var command = try parseAsRoot(ShowCommand.recordVersionArguments(arguments))
-            if let journaled = command as? JournaledCommand, journaled.isJournaled {
-                CommandLog.expect(command: type(of: command).configuration.commandName ?? "")
+            let journaled = (command as? JournaledCommand)?.isJournaled == true
+            run = CommandRun(command: journaled ? type(of: command).configuration.commandName ?? "" : nil)
+            if var storeCommand = command as? any StoreCommand & ParsableCommand {
+                storeCommand.storeOptions.run = run
+                command = storeCommand
             }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
-            CommandLog.finish(exitCode: ExitStatus.success)
+            run.finish(exitCode: ExitStatus.success)
         } catch let error as TSyncError {
             let code = ExitStatus.code(for: error.kind)
-            CommandLog.finish(exitCode: code)
+            run.finish(exitCode: code)
             Console.error(error.commandLineMessage)
             exit(withError: ExitCode(code))
         } catch {
             let code = exitCode(for: error)
-            CommandLog.finish(exitCode: code.rawValue)
+            run.finish(exitCode: code.rawValue)
             // --help and --version print as usual, on stdout.
             if code.isSuccess { exit(withError: error) }
             // Parse and validation errors in tsync's one style: "tsync: error: …", then the usage.

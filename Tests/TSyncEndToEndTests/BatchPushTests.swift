@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// `tsync push` through the batch route of `tsync serve`, and without it (issue 10).
+/// `tsync push` through the batch route of `tsync serve`, and without it.
 @Suite(.serialized) struct BatchPushTests {
     /// Two stores and a server in a state that makes B's push meet a 409, a 412 and a 404 among
     /// plain inserts, updates and deletes on two tables. Returns what B's push printed, B's error

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `query --csv`'s columns in the order the user gave the fields (issue 33, as sqlite-utils does):
+/// `query --csv`'s columns in the order the user gave the fields (as sqlite-utils does):
 /// `id`, the fields in the order of the table's inserts and upserts (a CSV header's columns, the
 /// first JSON object's names as written, names given later appended), then the other names by
 /// name. The store keeps the order per table (DESIGN §6.1); a table only pulled keeps the order

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// The command line as a new user meets it (issue 13): a mistyped command is refused with the
+/// The command line as a new user meets it: a mistyped command is refused with the
 /// closest names, as git does; `tsync version` and `--version`; a port in use says so.
 @Suite struct CommandLineTests {
     @Test(arguments: [

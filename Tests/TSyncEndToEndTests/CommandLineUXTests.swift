@@ -239,7 +239,7 @@ import TSyncModel
         try await other.ok(["push"])
         try await store.ok(["update", "todo", "a", "--set", "n=1"])
         #expect(try await store.run(["push"]).status == 2)
-        // Errors as their items, TABLE/ID, never bare error ids (issue 20.5).
+        // Errors as their items, TABLE/ID, never bare error ids.
         #expect(try await complete("tsync resolve ", in: store.path) == ["todo/a"])
         #expect(try await complete("tsync conflicts show ", in: store.path) == ["todo/a"])
         // The completion entry itself, as the scripts call it.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Conflicts settled by policy inside one command (issue 12): `push --on-conflict`, `--prefer`,
+/// Conflicts settled by policy inside one command: `push --on-conflict`, `--prefer`,
 /// `--retries`, the store's `tsync config` policies, `resolve --class/--kind/--dry-run`,
 /// `push --check` and `tsync log`. Real server, real binary; the server's state is read with
 /// plain HTTP.

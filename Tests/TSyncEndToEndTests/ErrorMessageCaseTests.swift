@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Every error is one line, "tsync: error: …", and the message after it starts lowercase, as
-/// git's do (issue 20.5): tsync's own messages and ArgumentParser's, which `UsageErrorText`
+/// git's do: tsync's own messages and ArgumentParser's, which `UsageErrorText`
 /// rewrites ("Unknown option '--x'" → "unknown option '--x'"). A first word with more capitals
 /// than its first letter is a name (PostgreSQL, JSON) and is spelled as it is.
 @Suite struct ErrorMessageCaseTests {

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// The real `tsync` binary against servers that misbehave on purpose (issue 9, items 6, 7, 8, 12).
+/// The real `tsync` binary against servers that misbehave on purpose: pages, answers and statuses no sync server sends.
 @Suite(.serialized) struct FaultyServerTests {
     static func record(_ id: String, at ms: Int64) -> String {
         let time = Timestamp(millisecondsSinceEpoch: 1_700_000_000_000 + ms).iso8601
@@ -48,7 +48,7 @@ import TSyncModel
         #expect(try await skipStore.ok(["query", "todo"]).split(separator: "\n").count == 2, "what came is kept")
     }
 
-    /// A server that ignores `$skip` and shuffles its order (issue 18.11): no two pages are the
+    /// A server that ignores `$skip` and shuffles its order: no two pages are the
     /// same, but after the first one none brings a record not seen before. The pull stops there
     /// (exit 1, saying so) and keeps what came; it used to read the same ten records for ever (the
     /// script ends the loop after 200 pages so that the old behaviour fails instead of hanging).
@@ -67,7 +67,7 @@ import TSyncModel
         #expect(try await store.ok(["query", "todo"]).split(separator: "\n").count == 10, "what came is kept")
     }
 
-    /// A short page without `Link` is not the end, end to end (issue 18.9): a server that caps
+    /// A short page without `Link` is not the end, end to end: a server that caps
     /// `$top` at 5 and leaves out `Link`, in front of 12 records; incremental and by offset.
     @Test(arguments: [["--query-id", "all"], []])
     func aShortPageIsNotTheEnd(flags: [String]) async throws {
@@ -90,7 +90,7 @@ import TSyncModel
     }
 
     /// `resolve` reads the server's copies; a table the server does not have answers 404. The
-    /// message names the reading, not a pull the user never asked for (issue 18.14).
+    /// message names the reading, not a pull the user never asked for.
     @Test func resolveAgainstATableThatAnswers404DoesNotSayPulling() async throws {
         let server = try ScriptedServer { method, _ in
             if method == "GET" { return .json(404, #"{"error": "table not found"}"#) }
@@ -106,7 +106,7 @@ import TSyncModel
     }
 
     /// A connection the server resets: said in words, without the networking library's
-    /// description of its system call (issue 18.14).
+    /// description of its system call.
     @Test func aConnectionResetIsSaidInWords() async throws {
         let (listener, port) = try LoopbackListener.open()
         defer { LoopbackListener.close(listener) }

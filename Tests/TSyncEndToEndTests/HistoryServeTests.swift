@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// The history of records through the real binaries (issue 37): `tsync serve --keep-history
+/// The history of records through the real binaries: `tsync serve --keep-history
 /// --keep-deleted` (flags and config keys), a store's batched push leaving one version per write,
 /// the table read as it was, the route off with `--keep-history 0`, and old tombstones removed
 /// behind the horizon a page read announces. On SQLite, and on PostgreSQL when configured.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// `tsync serve` against clients that misbehave on the wire (issue 9, server side).
+/// `tsync serve` against clients that misbehave on the wire (server side).
 @Suite(.serialized) struct HostileClientTests {
     private func port(_ server: ServeFixture) async throws -> Int {
         try #require(URLComponents(string: server.url)?.port)
@@ -263,7 +263,7 @@ extension String {
     }
 }
 
-/// SIGTERM to `tsync serve` (issue 9, graceful stop): a request in flight is finished and
+/// SIGTERM to `tsync serve` (graceful stop): a request in flight is finished and
 /// answered, new connections are refused, and the server exits 0.
 @Suite(.serialized) struct GracefulStopTests {
     @Test func aRequestInFlightIsFinishedThenTheServerExits0() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// SIGINT and SIGTERM during a push (issue 9, graceful stop): the push stops at a safe point,
+/// SIGINT and SIGTERM during a push (graceful stop): the push stops at a safe point,
 /// awaits the answers in flight, says what it did, and leaves the rest queued, none in flight.
 @Suite(.serialized) struct InterruptTests {
     /// One request per operation (`--max-batch 0`, 8 in flight) and small batches (`--max-batch 5`,

@@ -216,7 +216,7 @@ import TSyncModel
 
     /// An operation that leaves the queue because another command pushed it is reported as
     /// pushed, once, even one the watch never saw queued: it was queued and pushed by other
-    /// commands while the watch was stopped (SIGSTOP), so only the push log tells.
+    /// commands while the watch was stopped (SIGSTOP), so only the delivered operations tells.
     @Test func anOperationPushedByAnotherCommandIsReportedOnce() async throws {
         let server = try await ServeFixture()
         let (_, b) = try await Self.twoStores(server)

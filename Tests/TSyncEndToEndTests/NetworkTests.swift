@@ -2,7 +2,7 @@ import Foundation
 import TSyncModel
 import Testing
 
-/// tsync on a real network (issue 21): `tsync serve` over TLS with a certificate from a private CA
+/// tsync on a real network: `tsync serve` over TLS with a certificate from a private CA
 /// made here with `openssl`, the client's ways to trust that CA, and the words for a name that does
 /// not resolve, a refused connection and a password about to travel in clear. All on loopback; the
 /// unresolvable name is under `.invalid` (RFC 6761), which never resolves, so nothing leaves.

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// `tsync serve` for the person who runs it (issue 24): JSON logs with request ids, start-up and
+/// `tsync serve` for the person who runs it: JSON logs with request ids, start-up and
 /// shutdown lines, failed logins as warnings, `/metrics`, `/ready` and `--config`. Each test runs
 /// the real binary and reads its stderr and answers.
 @Suite(.serialized) struct OperatorServeTests {
@@ -136,7 +136,7 @@ import TSyncModel
     }
 
     /// A token sent where a path or query value stands (a table name, an id, a `$filter` value,
-    /// partly percent-encoded) never reaches the log, in either format (issue 35).
+    /// partly percent-encoded) never reaches the log, in either format.
     @Test(arguments: ["text", "json"]) func aTokenInThePathIsRedacted(format: String) async throws {
         let directory = try TemporaryDirectory()
         let server = try ServerProcess(

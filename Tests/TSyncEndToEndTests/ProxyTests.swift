@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `http_proxy`, `ALL_PROXY` and `NO_PROXY` with the real binary, the real `tsync serve` and a
-/// real forwarding proxy (`ForwardProxy`), all on 127.0.0.1 (issue 21.3). Loopback goes through
+/// real forwarding proxy (`ForwardProxy`), all on 127.0.0.1. Loopback goes through
 /// the proxy unless `NO_PROXY` lists it, as with curl. The choice per scheme and the `NO_PROXY`
 /// matcher in full are `ProxySettingsTests`. An https:// remote is a `tsync serve --tls-cert` with
 /// a CA made here (`CertificateAuthority`), reached through the proxy's `CONNECT` tunnel.

@@ -99,7 +99,7 @@ import Testing
         try await sandbox.ok(["insert", "notes", #"{"id": "n"}"#])
         try await sandbox.ok(["delete", "notes", "n"])
         // notes had its one record inserted and deleted before a push: nothing is left of it, so it
-        // is not listed (issue 13.5).
+        // is not listed.
         #expect(
             try await sandbox.ok(["tables"]) == """
                 TABLE  RECORDS  PENDING  ERRORS

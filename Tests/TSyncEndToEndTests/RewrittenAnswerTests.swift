@@ -3,7 +3,7 @@ import Testing
 import TSyncModel
 
 /// Answers that a cache, gateway or TLS-terminating proxy replays, rewrites or strips, in front of
-/// the real `tsync serve` (issue 34): none may lose, revert or skip a record while tsync exits 0.
+/// the real `tsync serve`: none may lose, revert or skip a record while tsync exits 0.
 /// A `LossyProxy` answers chosen requests in the server's place with bodies taken from the server
 /// itself, then rewritten.
 @Suite(.serialized) struct RewrittenAnswerTests {
@@ -138,7 +138,7 @@ import TSyncModel
         #expect(!ids.contains("s1") && !ids.contains("s2"), "\(ids)")
     }
 
-    /// 34.4 and issue 33: a full page whose link names another origin (a TLS-terminating proxy
+    /// A full page whose link names another origin (a TLS-terminating proxy
     /// in front of a server that writes `http://`) does not stop `pull --query-id`, which pages
     /// by checkpoint and needs no link; a pull that follows links names the scheme it refuses.
     @Test func aForeignLinkDoesNotStopAnIncrementalPull() async throws {

@@ -79,8 +79,8 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: elsewhere.path + "/.tsync"))
     }
 
-    /// A hand-edited .tsync/config.json may spell keys in any case, as git's config may (issue
-    /// 20.5): each is read as its canonical key, and the next write saves that name. Two
+    /// A hand-edited .tsync/config.json may spell keys in any case, as git's config may:
+    /// each is read as its canonical key, and the next write saves that name. Two
     /// spellings of one key are refused (exit 1, the store's file is at fault), never one winning.
     @Test func handEditedConfigKeysAreCaseInsensitive() async throws {
         let store = try await TSyncSandbox()

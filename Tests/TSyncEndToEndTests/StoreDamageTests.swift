@@ -56,7 +56,7 @@ import Testing
 
     /// Broken cell pointers in a b-tree page: SQLite's page check reports each one (its report
     /// ran to 51 lines on the terminal). The message is one line: where, what, and what to do
-    /// (issue 18.13).
+    ///.
     @Test func aDamagedStoreIsOneLine() async throws {
         let (store, database) = try await storeWithQueue()
         let checkpoint = try await ChildProcess.run("/usr/bin/sqlite3", [database, "PRAGMA wal_checkpoint(TRUNCATE)"])

@@ -109,7 +109,7 @@ import TSyncModel
         #expect(try await b.run(["push"]).status == 2)
         #expect(try JSONOutput.array(try await b.ok(["conflicts", "--json"])).count == 1)
         #expect(try await b.run(["resolve", "999", "--cancel"]).status == 65)
-        // The item names its error as well as the error id does (issue 13.4); the list shows the
+        // The item names its error as well as the error id does; the list shows the
         // id as #N and says what happened, not "HTTP 412".
         #expect(try await b.ok(["conflicts", "show", "todo/x"]) == show)
         let id = JSONOutput.int(entry["id"]) ?? 0

@@ -3,7 +3,7 @@ import Testing
 import TSyncModel
 
 /// A server, proxy or gateway that answers wrongly must never make tsync drop or revert a user's
-/// change while saying "pushed" (issue 18). The real `tsync serve` sits behind a `LossyProxy` that
+/// change while saying "pushed". The real `tsync serve` sits behind a `LossyProxy` that
 /// answers some requests in its place; what tsync cannot explain stays queued (in flight), nothing
 /// is settled or recorded as failed, and the command exits 3.
 @Suite(.serialized) struct UnverifiableAnswerTests {

@@ -3,7 +3,7 @@ import TSyncModel
 
 @testable import TSyncEngine
 
-/// Pairing a batch answer's results with the operations sent (issue 18.2, docs/DESIGN.md §4):
+/// Pairing a batch answer's results with the operations sent (docs/DESIGN.md §4):
 /// by `index` when the server names it, by position otherwise, and never when the pairing is in
 /// doubt.
 @Suite struct BatchResultsTests {

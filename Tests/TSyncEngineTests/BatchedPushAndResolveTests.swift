@@ -209,7 +209,7 @@ import TSyncQuery
         #expect(throws: TSyncError.self) { try Checkpoint.position(after: [undated], from: PullPosition(checkpoint: nil)) }
     }
 
-    /// Truncated timestamps (issue 18.10): a record again at the checkpoint's own timestamp, or a
+    /// Truncated timestamps: a record again at the checkpoint's own timestamp, or a
     /// run out of id order, is no error; a page inside the run walks it by offset, a page past it
     /// moves the checkpoint.
     @Test func aRunAtOneTimestampIsWalkedNotRefused() throws {

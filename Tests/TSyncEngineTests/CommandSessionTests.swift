@@ -8,8 +8,8 @@ import TSyncModel
 @Suite struct CommandSessionTests {
     @Test func aProgramsSessionWritesItsLogEntry() throws {
         let temporary = try TemporaryStore()
-        let session = CommandSession(store: temporary.store, log: .init(command: "import", arguments: ["a.json"]))
-        #expect(session.isLogged && session.logProblem == nil)
+        let session = CommandSession(store: temporary.store, journal: .init(command: "import", arguments: ["a.json"]))
+        #expect(session.isJournaled && session.journalProblem == nil)
         let unfinished = try #require(try temporary.store.journal(limit: 1).first)
         #expect(unfinished.command == "import" && unfinished.finishedAt == nil, "begun when the session opens: \(unfinished)")
 
@@ -18,23 +18,23 @@ import TSyncModel
         let entry = try #require(try temporary.store.journal(limit: 1).first)
         #expect(entry.arguments == ["a.json"] && entry.exitCode == 0 && entry.finishedAt != nil, "\(entry)")
         #expect(entry.counts.changed == 2 && entry.items.items == ["todo/a", "todo/b"], "\(entry)")
-        #expect(!session.isLogged, "finished once")
+        #expect(!session.isJournaled, "finished once")
     }
 
     @Test func aDroppedEntryLeavesNothingAndNoLogWritesNone() throws {
         let temporary = try TemporaryStore()
         let before = try temporary.store.journal(limit: 10).count
-        let refused = CommandSession(store: temporary.store, log: .init(command: "push", arguments: []))
+        let refused = CommandSession(store: temporary.store, journal: .init(command: "push", arguments: []))
         try refused.finish(exitCode: 64, dropped: true)
-        let unlogged = CommandSession(store: temporary.store, log: nil)
-        #expect(!unlogged.isLogged)
+        let unlogged = CommandSession(store: temporary.store, journal: nil)
+        #expect(!unlogged.isJournaled)
         try unlogged.finish(exitCode: 0)
         #expect(try temporary.store.journal(limit: 10).count == before)
     }
 
     @Test func theVerdictIsDecidedOnce() async throws {
         let temporary = try TemporaryStore()
-        let session = CommandSession(store: temporary.store, log: nil)
+        let session = CommandSession(store: temporary.store, journal: nil)
         let clean = try await session.run({ () throws(TSyncError) in 1 }, verdict: { _ throws(TSyncError) in (false, 0) })
         #expect(clean.verdict == .succeeded && clean.result == 1)
         let failed = try await session.run({ () throws(TSyncError) in 1 }, verdict: { _ throws(TSyncError) in (false, 3) })
@@ -61,7 +61,7 @@ import TSyncModel
     @Test func aPushWithoutARemoteSaysHowToSetOne() async throws {
         let temporary = try TemporaryStore()
         try temporary.store.insert("todo", ["id": "a"])
-        let session = CommandSession(store: temporary.store, log: .init(command: "push", arguments: []))
+        let session = CommandSession(store: temporary.store, journal: .init(command: "push", arguments: []))
         await #expect(throws: TSyncError(.failure, "no remote is set for this store", remedy: .setRemote)) {
             _ = try await session.push(try session.syncSession(), tables: nil, atomic: false, policies: ConflictPolicies())
         }

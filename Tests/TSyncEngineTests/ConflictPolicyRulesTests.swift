@@ -3,7 +3,7 @@ import TSyncModel
 
 @testable import TSyncEngine
 
-/// The rules under `push --on-conflict`, `--prefer`, `tsync config` and `push --check` (issue 12),
+/// The rules under `push --on-conflict`, `--prefer`, `tsync config` and `push --check`,
 /// without a server.
 @Suite("Conflict policies")
 struct ConflictPolicyRulesTests {

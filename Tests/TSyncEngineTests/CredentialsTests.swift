@@ -39,11 +39,13 @@ struct CredentialsTests {
     /// one request in flight.
     @Test func sessionConfigurationIsValidated() throws {
         let temporary = try TemporaryStore()
-        #expect(try SyncSession(store: temporary.store, tokenOverride: "").tokenOverride == nil)
-        #expect(try SyncSession(store: temporary.store, tokenOverride: "ci-secret").tokenOverride == "ci-secret")
+        #expect(try SyncSession(store: temporary.store, remote: RemoteSettings(tokenOverride: "")).tokenOverride == nil)
+        #expect(try SyncSession(store: temporary.store, remote: RemoteSettings(tokenOverride: "ci-secret")).tokenOverride == "ci-secret")
         #expect(try SyncSession(store: temporary.store).pushConcurrency == Pusher.defaultConcurrency)
         #expect(throws: TSyncError.self) { try SyncSession(store: temporary.store, pushConcurrency: 0) }
         #expect(throws: TSyncError.self) { try SyncSession(store: temporary.store, pushConcurrency: -3) }
+        #expect(throws: TSyncError.self) { try RemoteSettings(timeout: .milliseconds(500)) }
+        #expect(RemoteSettings.standard.timeout == SyncSession.defaultTimeout)
     }
 
     @Test func damagedFileSaysWhatToDo() throws {

@@ -74,7 +74,7 @@ import TSyncModel
         #expect(mode == "wal")
         #expect(
             migrations.count == 8,
-            "v1, v2 (journal), v3 (skipped copies), v4 (push log), v5 (versions pushes wrote), v6 (field order), v7 (stopped pulls), v8 (schemas)"
+            "v1, v2 (journal), v3 (skipped copies), v4 (delivered operations), v5 (versions pushes wrote), v6 (field order), v7 (stopped pulls), v8 (schemas)"
         )
     }
 

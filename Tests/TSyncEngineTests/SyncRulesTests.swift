@@ -35,7 +35,7 @@ import TSyncModel
 
     /// A 401 part-way: what the server applied is done; what was never sent goes back to pending
     /// (later edits collapse into it as usual); what was answered 401 stays in flight, since a
-    /// gateway may answer 401 after the server applied the write (issue 34.5), and the next push
+    /// gateway may answer 401 after the server applied the write, and the next push
     /// re-sends it.
     @Test(arguments: [nil, 2] as [Int?])
     func aRevokedTokenPutsBackWhatWasNeverSent(batchLimit: Int?) async throws {
@@ -60,7 +60,7 @@ import TSyncModel
     }
 
     /// A local copy without a server version (pulled before pages without one were refused) is
-    /// never updated blindly (issue 34.6): the update is not sent, and waits in the error table.
+    /// never updated blindly: the update is not sent, and waits in the error table.
     @Test(arguments: [nil, 10] as [Int?])
     func anUpdateOfACopyWithoutAVersionIsNeverSent(batchLimit: Int?) async throws {
         let temporary = try TemporaryStore()
@@ -76,7 +76,7 @@ import TSyncModel
     }
 
     /// A checkpoint never passes the later of this machine's clock and the answer's `Date`, plus a
-    /// minute (issue 34.2): a record an hour ahead of this machine, from a server whose `Date` is
+    /// minute: a record an hour ahead of this machine, from a server whose `Date` is
     /// two hours ahead, moves it; one three hours ahead is written, named in a warning, and the
     /// checkpoint stays before it.
     @Test func theCheckpointIsBoundByTheLaterOfBothClocks() async throws {
@@ -109,7 +109,7 @@ import TSyncModel
 
     /// A page that only repeats the checkpoint's run of equal timestamps (a replayed answer) is
     /// asked again before the pull walks on by `$skip`: the real answer comes, and no record is
-    /// passed over (issue 34.1).
+    /// passed over.
     @Test func aReplayedPageAtTheCheckpointIsAskedAgain() async throws {
         let remote = try ScriptedRemote()
         let writer = try TemporaryStore()
@@ -162,7 +162,7 @@ import TSyncModel
     }
 
     /// A server that caps `$top` below the page size and sends no `Link` (as the Azure servers
-    /// do): a page shorter than asked is not the end; only an empty page is (issue 18.9).
+    /// do): a page shorter than asked is not the end; only an empty page is.
     @Test(arguments: ["all", nil] as [String?])
     func aShortPageWithoutLinkIsNotTheEnd(queryID: String?) async throws {
         let writer = try TemporaryStore()
@@ -178,7 +178,7 @@ import TSyncModel
         #expect(try temporary.store.query(table: "todo").count == 23)
     }
 
-    /// A server that keeps microseconds but sends milliseconds (issue 18.10): runs of records at
+    /// A server that keeps microseconds but sends milliseconds: runs of records at
     /// one sent timestamp come in the order of the hidden digits, not of their ids, and "after (T,
     /// id)" brings the whole run at T again. The pull tolerates both, walks a run longer than a
     /// page by offset, skips nothing, ends, and the next pull still works (the query id is never
@@ -253,7 +253,7 @@ import TSyncModel
         #expect(try store.pendingOperations().isEmpty)
     }
 
-    /// A 5xx the server had in fact applied is no failure of the operation (issue 18.7): it stays in
+    /// A 5xx the server had in fact applied is no failure of the operation: it stays in
     /// flight, nothing is recorded, and a later edit queues behind it instead of merging into it.
     @Test(arguments: [nil, 10] as [Int?])
     func aServerErrorKeepsTheOperationInFlight(batchLimit: Int?) async throws {
@@ -275,7 +275,7 @@ import TSyncModel
     }
 
     /// A 404 the server does not confirm for the item (its table still has it live) is no answer
-    /// (issue 18.1): the update stays in flight, nothing is recorded as "missing", the edit stays.
+    ///: the update stays in flight, nothing is recorded as "missing", the edit stays.
     @Test(arguments: [nil, 10] as [Int?])
     func anUnconfirmedNotFoundSettlesNothing(batchLimit: Int?) async throws {
         let temporary = try TemporaryStore()

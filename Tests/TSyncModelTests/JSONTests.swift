@@ -157,7 +157,7 @@ extension JSONByteEqualityTests {
     }
 }
 
-/// Numbers are kept exactly or refused, never silently changed (issue 8.7).
+/// Numbers are kept exactly or refused, never silently changed.
 @Suite struct JSONNumberTests {
     @Test func negativeZeroSurvivesARoundTrip() throws {
         let value = try JSONParser.parse(#"{"a": -0.0, "b": 0.0, "c": -0}"#)

@@ -3,7 +3,7 @@ import Testing
 
 @testable import TSyncModel
 
-/// Properties of the JSON model and `Timestamp` over generated inputs (issue 8). Bodies record
+/// Properties of the JSON model and `Timestamp` over generated inputs. Bodies record
 /// failures with `#expect` and never throw: `propertyCheck` does not report an error thrown by a body.
 @Suite struct PropertyTests {
     /// The store and the wire keep values as the serializer writes them: parsing that text must give the

@@ -374,7 +374,7 @@ import TSyncModel
         }
     }
 
-    /// A login refused on its counts writes nothing (issue 35: each one cost two writes).
+    /// A login refused on its counts writes nothing (each one used to cost two writes).
     @Test func aRefusedLoginWritesNothing() async throws {
         var configuration = ServerConfiguration()
         configuration.authentication.maximumFailures = 3

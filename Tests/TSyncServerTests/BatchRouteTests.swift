@@ -2,7 +2,7 @@ import Testing
 import TSyncModel
 @testable import TSyncServer
 
-/// `POST /tables/$batch` (issue 10): each operation answers exactly what its single route would,
+/// `POST /tables/$batch`: each operation answers exactly what its single route would,
 /// in order, in one transaction; `"atomic": true` is all or nothing; limits answer 413. Every test
 /// runs on SQLite and on PostgreSQL when configured.
 @Suite struct BatchRouteTests {
@@ -36,7 +36,7 @@ import TSyncModel
         return "\(status) \(JSONSerializer.string(.object(fields)))"
     }
 
-    /// Each result names its operation (`index`, `id`), so a client can pair them (issue 18.2).
+    /// Each result names its operation (`index`, `id`), so a client can pair them.
     @Test func eachResultNamesItsOperation() async throws {
         try await withTestServer { http in
             _ = try await seed(http)
@@ -131,7 +131,7 @@ import TSyncModel
         }
     }
 
-    /// One `updatedAt` per transaction and table (issue 19.6): a batch's writes share it (a
+    /// One `updatedAt` per transaction and table: a batch's writes share it (a
     /// reader sees all of them or none, ties broken by id), and the next batch comes strictly
     /// later, so commit order is still (updatedAt, id) order.
     @Test func aBatchSharesOneUpdatedAtAndTheNextComesLater() async throws {
@@ -155,7 +155,7 @@ import TSyncModel
         }
     }
 
-    /// A batched push of thousands of records keeps `updatedAt` at the wall clock (issue 19.6):
+    /// A batched push of thousands of records keeps `updatedAt` at the wall clock:
     /// one millisecond a write put 5,000 writes five seconds in the future.
     @Test func thousandsOfBatchedWritesKeepUpdatedAtAtTheClock() async throws {
         try await withTestServer { http in

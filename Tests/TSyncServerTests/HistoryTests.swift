@@ -2,7 +2,7 @@ import Testing
 import TSyncModel
 @testable import TSyncServer
 
-/// The history of records (issue 37, docs/DESIGN.md §6.5): every accepted write appends its
+/// The history of records (docs/DESIGN.md §6.5): every accepted write appends its
 /// version in the write's transaction; `GET /tables/$history/{table}/{id}` lists them, and
 /// `GET /tables/$history/{table}?at=` reads the table as it was; `--keep-history` prunes and
 /// `--keep-deleted` removes old tombstones behind a horizon the page reads announce. Every test

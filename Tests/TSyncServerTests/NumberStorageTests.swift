@@ -2,7 +2,7 @@ import Testing
 import TSyncModel
 @testable import TSyncServer
 
-/// Numbers go in and come out exactly, or are refused with 400 — on both backends (issue 8.7).
+/// Numbers go in and come out exactly, or are refused with 400 — on both backends.
 @Suite struct NumberStorageTests {
     @Test func numbersAreKeptExactlyOrRefused() async throws {
         try await withTestServer { http in

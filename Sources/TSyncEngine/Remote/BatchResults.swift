@@ -4,7 +4,7 @@ import TSyncModel
 ///
 /// A result is an operation's answer only when the pairing is certain: a result attached to the
 /// wrong operation makes another writer's copy look like this operation's success, or a 412 of one
-/// item settle another (issue 18.2). tsync serve names each result's operation (`index`, its
+/// item settle another. tsync serve names each result's operation (`index`, its
 /// position in the request, and `id`); a plain answer without them is paired by position, which
 /// is checked as far as the results allow (a record must be the operation's item). Anything that
 /// does not pair one to one (a result missing, twice, out of range, or naming another item) is a
@@ -60,17 +60,5 @@ enum BatchResults {
             }
         }
         return answers
-    }
-}
-
-extension RemoteEndpoint {
-    /// An answer tsync cannot explain (issue 18): the server, or something in its place, answered
-    /// in a way no sync server does, so what it did with the writes is unknown. Like a lost answer
-    /// (docs/DESIGN.md §2.4, §7) it stops the push with exit 3 and leaves what was sent in flight:
-    /// the next push re-sends exactly that, and nothing is settled or recorded as failed.
-    package func unexplained(_ what: String, operations: Int = 1) -> TSyncError {
-        let them = operations == 1 ? "the operation stays" : "the operations stay"
-        return TSyncError(
-            .unreachable, "\(self) did not answer as a sync server does: \(what); nothing was lost, \(them) queued (push again)")
     }
 }

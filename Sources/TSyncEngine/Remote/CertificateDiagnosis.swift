@@ -7,7 +7,7 @@ import TSyncModel
 
 /// Why the server's certificate was refused: expired (or not yet valid), issued for other names,
 /// or signed by a certificate authority this machine does not trust. Each has its own remedy, and
-/// only the last is fixed by trusting a CA, so a message must tell them apart (issue 21).
+/// only the last is fixed by trusting a CA, so a message must tell them apart.
 ///
 /// BoringSSL's verdict does not reach us (the handshake error says only "CERTIFICATE_VERIFY_FAILED"),
 /// so after a refusal a second handshake to the same server (through the same proxy) hands the
@@ -84,13 +84,8 @@ enum CertificateDiagnosis {
     /// The message for a refused chain; `chain` nil when it could not be read a second time.
     static func explain(_ chain: [Presented]?, endpoint: RemoteEndpoint, hostnameOnly: Bool, now: Date) -> TSyncError {
         let host = endpoint.host
-        let outcome = "nothing was sent, nothing was lost"
         func error(_ message: String, remedy: TSyncError.Remedy? = nil) -> TSyncError {
-            var error =
-                remedy.map { TSyncError(.unreachable, message + "; " + outcome, remedy: $0) }
-                ?? TSyncError(.unreachable, message + "; " + outcome)
-            error.requestNeverSent = true
-            return error
+            Unanswered.refusedCertificate(fact: message, remedy: remedy).error
         }
         guard let chain, let leaf = chain.first else {
             if hostnameOnly {

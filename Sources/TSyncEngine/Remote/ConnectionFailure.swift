@@ -8,19 +8,14 @@ import NIOSSL
 import TSyncModel
 import TSyncTransport
 
-/// What went wrong before a server answered, in words a user can act on: the one place that reads
-/// the transport's error types (swift-nio, swift-nio-ssl, AsyncHTTPClient), so no internal type
-/// name reaches a message. A cause it does not know is said as "the connection failed".
+/// What went wrong before a server answered: the one place that reads the transport's error types
+/// (swift-nio, swift-nio-ssl, AsyncHTTPClient) into an `Unanswered`, so no internal type name
+/// reaches a message. A cause it does not know is said as "the connection failed".
 enum ConnectionFailure {
     /// The error for a failed exchange with `endpoint`.
     static func error(_ error: any Error, endpoint: RemoteEndpoint) -> TSyncError {
-        if let error = error as? NIOConnectionError {
-            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
-                return TSyncError(
-                    .unreachable,
-                    "cannot resolve host \(error.host) (no such name, or no DNS answer) for \(endpoint): check the host name of the remote URL; nothing was lost",
-                    requestNeverSent: true)
-            }
+        if let description = TransportFailure.unresolvedHost(error) {
+            return Unanswered.unresolvedHost(endpoint, description: description).error
         }
         if let hostnameOnly = refusedCertificate(error) {
             // Without the chain (`CertificateDiagnosis` reads it when it can reach the server again).
@@ -33,14 +28,10 @@ enum ConnectionFailure {
                     text.contains("WRONG_VERSION_NUMBER")
                     ? "what answered at that port does not speak TLS (a plain HTTP port?)"
                     : "the server and this client share no TLS version or cipher, or the server closed the connection"
-                return TSyncError(
-                    .unreachable, "the TLS handshake failed with \(endpoint): \(why); nothing was sent, nothing was lost",
-                    requestNeverSent: true)
+                return Unanswered.handshakeFailed(endpoint, why: why).error
             }
             if case .failedToLoadCertificate = error {
-                return TSyncError(
-                    .failure, "a CA certificate file given to trust cannot be loaded (is it PEM?); nothing was sent, nothing was lost",
-                    requestNeverSent: true)
+                return Unanswered.unloadableCAFile.error
             }
         }
         if let error = error as? NIOHTTPDecompression.DecompressionError, error == .limit {
@@ -52,14 +43,10 @@ enum ConnectionFailure {
         }
         if let what = undecodable(error) {
             // The server (or something on the way) answered: "cannot reach" would send the user
-            // looking at the network (issue 34).
-            return TSyncError(
-                .unreachable,
-                "\(endpoint) answered, but tsync cannot decode the answer: \(what); nothing was lost, what was sent stays queued")
+            // looking at the network.
+            return Unanswered.undecodable(endpoint, what: what).error
         }
-        return TSyncError(
-            .unreachable, "cannot reach the server at \(endpoint) (\(words(error))); nothing was lost, try again later",
-            requestNeverSent: RemoteClient.failedToConnect(error))
+        return Unanswered.unreachable(endpoint, cause: words(error), neverSent: RemoteClient.failedToConnect(error)).error
     }
 
     /// Why an answer that arrived cannot be read, nil when `error` is no such failure: a
@@ -90,7 +77,7 @@ enum ConnectionFailure {
     static func words(_ error: any Error) -> String {
         if let error = error as? HTTPClientError {
             switch error {
-            case .connectTimeout: return "connection timed out: nothing answered at that address"
+            case .connectTimeout: return TransportFailure.connectTimedOut
             case .remoteConnectionClosed: return "the server closed the connection"
             case .readTimeout, .deadlineExceeded: return "no answer in time"
             default: break

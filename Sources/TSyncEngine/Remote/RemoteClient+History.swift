@@ -132,7 +132,7 @@ extension RemoteClient {
 
     /// An answer of the history route that no tsync server gives: exit 3, nothing was changed.
     private func unexplainedHistory(_ what: String) -> TSyncError {
-        TSyncError(.unreachable, "\(endpoint) did not answer as a sync server does: \(what); nothing was changed")
+        Unanswered.unexplainedHistory(endpoint, what: what).error
     }
 }
 

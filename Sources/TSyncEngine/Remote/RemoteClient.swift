@@ -14,9 +14,9 @@ import TSyncModel
 ///
 /// One client owns one connection pool with keep-alive; create it with `withRemoteClient` so the
 /// pool is shut down however the command ends.
-public struct RemoteClient: Sendable {
+package struct RemoteClient: Sendable {
     /// The server this client speaks to.
-    public let endpoint: RemoteEndpoint
+    package let endpoint: RemoteEndpoint
     let token: String?
     private let http: HTTPClient
     private let timeout: TimeAmount
@@ -46,7 +46,7 @@ public struct RemoteClient: Sendable {
     }
 
     /// Runs `body` with a client whose connection pool lives exactly as long as the call.
-    public static func withRemoteClient<Result: Sendable>(
+    package static func withRemoteClient<Result: Sendable>(
         endpoint: RemoteEndpoint,
         token: String?,
         timeout: Duration = .seconds(30),
@@ -62,7 +62,7 @@ public struct RemoteClient: Sendable {
         configuration.tlsConfiguration = trust.tlsConfiguration
         // A compressed answer is bounded by what it decodes to, not by its ratio: a page of
         // records that repeat their field names compresses well over 50:1 (a proxy's gzip of a
-        // page of 1,000 similar records is 200:1), and a ratio refused it (issue 34).
+        // page of 1,000 similar records is 200:1), and a ratio refused it.
         configuration.decompression = .enabled(limit: .size(Self.maximumAnswerBytes))
         // A refused connection is an answer: fail at once (exit 3) instead of retrying until the
         // connect timeout, so an offline push returns immediately.
@@ -90,7 +90,7 @@ public struct RemoteClient: Sendable {
 
     /// `POST /.auth/login/custom`; returns the token, the user id and, from `tsync serve`, a device
     /// token to send with later logins (docs/DESIGN.md §11; other servers ignore the field).
-    public func login(username: String, password: String, deviceToken: String? = nil) async throws(TSyncError) -> (
+    package func login(username: String, password: String, deviceToken: String? = nil) async throws(TSyncError) -> (
         token: String, userID: String, deviceToken: String?
     ) {
         var body: JSONValue = ["username": .string(username), "password": .string(password)]
@@ -108,7 +108,7 @@ public struct RemoteClient: Sendable {
             }
             let userID = object["user"]?.objectValue?["userId"]?.stringValue ?? username
             // A token for another account (a proxy or cache answering another user's login)
-            // would make every later write that account's (issue 34).
+            // would make every later write that account's.
             guard userID.caseInsensitiveCompare(username) == .orderedSame else {
                 throw TSyncError(
                     .unauthorized,
@@ -128,7 +128,7 @@ public struct RemoteClient: Sendable {
     }
 
     /// `POST /.auth/logout`: revokes the token on the server.
-    public func logout() async throws(TSyncError) {
+    package func logout() async throws(TSyncError) {
         let response = try await send(.POST, endpoint.url(path: ["/.auth", "logout"]), body: nil)
         guard (200..<300).contains(response.status) || response.status == 401 else {
             throw .failure("logout failed with HTTP \(response.status): \(response.errorMessage ?? "no message")")
@@ -137,7 +137,7 @@ public struct RemoteClient: Sendable {
 
     /// `GET /.auth/me` (a tsync extension): the account the token belongs to, nil on a server
     /// without accounts. A server without the route (a plain v2 server) is a failure that says so.
-    public func whoami() async throws(TSyncError) -> String? {
+    package func whoami() async throws(TSyncError) -> String? {
         let response = try await send(.GET, endpoint.url(path: ["/.auth", "me"]), body: nil)
         guard response.status == 200, let object = response.json?.objectValue, let user = object["user"] else {
             throw .failure(
@@ -150,7 +150,7 @@ public struct RemoteClient: Sendable {
 
     /// Reads one page of a table. `next` (from a previous page's `Link`) wins over the other
     /// parameters, since it carries them already.
-    public func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
+    package func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         let response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" })
         return try page(from: response, request)
@@ -228,13 +228,12 @@ public struct RemoteClient: Sendable {
     }
 
     /// A page read that failed, in the one set of words every reader of pages shares (pulls,
-    /// settling and `push --check`: the words name the reading, not one of its callers, issue
-    /// 18.14). `notNow` (`isNotNow`: a 5xx, a cut or unreadable page) is exit 3, as the same
+    /// settling and `push --check`: the words name the reading, not one of its callers). `notNow` (`isNotNow`: a 5xx, a cut or unreadable page) is exit 3, as the same
     /// answer to a write is: nothing of the page was written and the same read may work later;
     /// otherwise (a 4xx: no such table, forbidden) it is the server's refusal, exit 1.
     private func readFailed(_ request: PageRequest, _ what: String, notNow: Bool) -> TSyncError {
         let fact = "reading table \(request.table) from \(endpoint) \(what)"
-        return notNow ? TSyncError(.unreachable, fact + "; nothing was lost, try again later") : TSyncError(.failure, fact)
+        return notNow ? Unanswered.notNow(fact: fact, neverSent: false).error : TSyncError(.failure, fact)
     }
 
     /// Whether an answer's status says "not now" rather than "no": the server failed (5xx) or
@@ -249,33 +248,33 @@ public struct RemoteClient: Sendable {
     }
 
     /// `POST /tables/{table}`.
-    public func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
+    package func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.POST, endpoint.url(path: ["tables", table]), body: .object(item))
         return try answer(response)
     }
 
     /// `PATCH /tables/{table}/{id}` with `If-Match` when a version is known.
-    public func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
+    package func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(
             .PATCH, endpoint.url(path: ["tables", table, id]), body: .object(item), ifMatch: version)
         return try answer(response)
     }
 
     /// `DELETE /tables/{table}/{id}` with `If-Match` when a version is known.
-    public func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+    package func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.DELETE, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
         return try answer(response)
     }
 
     /// `POST /tables/{table}/{id}` (no body): undeletes a soft-deleted item, with `If-Match` when a
     /// version is known.
-    public func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
+    package func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
         let response = try await send(.POST, endpoint.url(path: ["tables", table, id]), body: nil, ifMatch: version)
         return try answer(response)
     }
 
     /// `GET /tables/{table}/{id}`: the server's copy, or nil when it has none.
-    public func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
+    package func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
         try answer(try await send(.GET, endpoint.url(path: ["tables", table, id]), body: nil))
     }
 
@@ -285,7 +284,7 @@ public struct RemoteClient: Sendable {
     /// plain v2 server answers 404, an older tsync 400, either way not this shape).
     /// The first discovery of a command is also its check that the remote is a sync server at all
     /// (`ServerCheck`), before any write.
-    public func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
+    package func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
         if case .discovered(let capabilities) = try await proveServer() { return capabilities }
         // Discovery: a plain v2 server may answer an HTML 404 here (no such route), which says
         // nothing against it; only tsync's own "no such endpoint" does (a wrong path prefix).
@@ -307,7 +306,7 @@ public struct RemoteClient: Sendable {
 
     /// `POST /tables/$batch`: the operations in order, one answer each, as the single routes would
     /// answer them. `.tooLarge` when the server refuses the batch for its size (split it).
-    public func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
+    package func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
         // Each operation is serialized once: its bytes are what `encodedSize` measured.
         var body = Array(#"{"atomic":\#(atomic),"operations":["#.utf8)
         for (index, operation) in operations.enumerated() {
@@ -320,8 +319,8 @@ public struct RemoteClient: Sendable {
         guard (200..<300).contains(response.status) else {
             // A failure of the batch as a whole (a proxy that does not route it answers 404) is
             // never an operation's answer: handing it to each operation made a 404 "deleted on
-            // the server", which `--on-conflict theirs` then settled by dropping the user's work
-            // (issue 18.1). The operations stay in flight.
+            // the server", which `--on-conflict theirs` then settled by dropping the user's work.
+            // The operations stay in flight.
             throw endpoint.unexplained(
                 "it answered the batch with HTTP \(response.status) (\(response.errorMessage ?? "no sync server's error body"))",
                 operations: operations.count)
@@ -330,9 +329,7 @@ public struct RemoteClient: Sendable {
             // The server may have applied the batch; its answer is unreadable. The operations
             // stay in flight and the next push learns their fate.
             if !response.isJSON && response.hasBody { throw notASyncServer(response, instead: "the batch's results") }
-            throw TSyncError(
-                .unreachable,
-                "\(endpoint) answered the batch with HTTP \(response.status) but no readable results; nothing was lost, push again")
+            throw Unanswered.unreadableBatch(endpoint, status: response.status).error
         }
         return .answers(try BatchResults.match(results, to: operations, endpoint: endpoint))
     }
@@ -381,6 +378,18 @@ public struct RemoteClient: Sendable {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
         if method != .GET, !serverCheck.isProven { _ = try await proveServer() }
+        let request = request(method, url, body: body, ifMatch: ifMatch, authenticated: authenticated, prefer: prefer)
+        var answer = try await exchange(request, bytesSent: body?.count ?? 0)
+        // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
+        if parsesSuccess || answer.status != 200 { answer.parse() }
+        try screen(answer, method: method, url: url, authenticated: authenticated, discovering: discovering)
+        return answer
+    }
+
+    /// The request as the protocol sends it: its version, the token, `If-Match`, the body.
+    private func request(
+        _ method: HTTPMethod, _ url: String, body: [UInt8]?, ifMatch: String?, authenticated: Bool, prefer: String?
+    ) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url)
         if let prefer { request.headers.add(name: "Prefer", value: prefer) }
         request.method = method
@@ -396,6 +405,12 @@ public struct RemoteClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
+        return request
+    }
+
+    /// One exchange, its answer's body read whole (not parsed), told to the observer; a failure
+    /// before an answer is thrown in words (`failedExchange`).
+    private func exchange(_ request: HTTPClientRequest, bytesSent: Int) async throws(TSyncError) -> HTTPAnswer {
         // One deadline for the whole exchange, body included: a server that sends its headers at
         // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
         let deadline = NIODeadline.now() + timeout
@@ -406,8 +421,8 @@ public struct RemoteClient: Sendable {
         defer {
             observer?(
                 RemoteExchange(
-                    method: method.rawValue, url: url, proxy: proxy?.description, status: answered, bytesSent: body?.count ?? 0,
-                    bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
+                    method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
+                    bytesSent: bytesSent, bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
         }
         do {
             response = try await http.execute(request, deadline: deadline)
@@ -427,34 +442,36 @@ public struct RemoteClient: Sendable {
             failure.noAnswer = ConnectionFailure.undecodable(error) == nil
             throw failure
         }
-        let status = Int(response.status.code)
-        let data = Array(bytes.readableBytesView)
-        // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
-        var answer = HTTPAnswer(status: status, headers: response.headers, json: nil)
-        answer.body = data
-        if parsesSuccess || status != 200 { answer.parse() }
+        var answer = HTTPAnswer(status: Int(response.status.code), headers: response.headers, json: nil)
+        answer.body = Array(bytes.readableBytesView)
+        return answer
+    }
+
+    /// Throws for an answer that is no answer to the request, whatever was asked: "not now", a
+    /// redirect, a refused token, or a sign that no v2 route is at the URL.
+    private func screen(
+        _ answer: HTTPAnswer, method: HTTPMethod, url: String, authenticated: Bool, discovering: Bool
+    ) throws(TSyncError) {
+        let status = answer.status
         // "Not now" from the server or a gateway: like an unreachable server, nothing is recorded
         // as failed; what was sent stays in flight (a 504 may still have been applied). 429 is
-        // "not now" too (issue 18.8), and says the request was refused, so nothing was applied;
+        // "not now" too, and says the request was refused, so nothing was applied;
         // the login route words its own 429 (too many failed logins).
         if [502, 503, 504].contains(status) || (status == 429 && authenticated) {
-            let retry = RetryAfter(response.headers).map { " (\($0))" } ?? ""
+            let retry = RetryAfter(answer.headers).map { " (\($0))" } ?? ""
             // The server's own words when it gives them ("too many open connections").
             let said = answer.errorMessage.map { " (it said \(Identifiers.quoted($0)))" } ?? ""
             let why = (status == 429 ? "too many requests" : "it cannot serve now") + said
-            throw TSyncError(
-                .unreachable,
-                "the server at \(endpoint) answered HTTP \(status): \(why)\(retry); nothing was lost, try again later",
-                requestNeverSent: status == 429)
+            throw Unanswered.notNow(
+                fact: "the server at \(endpoint) answered HTTP \(status): \(why)\(retry)", neverSent: status == 429
+            ).error
         }
         // A sync server never redirects (and redirects are not followed): a captive portal or a
-        // login page of a proxy is in the way (issue 18.12).
+        // login page of a proxy is in the way.
         if (300..<400).contains(status) {
-            let target = response.headers.first(name: "Location").map { " to \($0)" } ?? ""
-            throw TSyncError(
-                .unreachable,
-                "\(endpoint) did not answer as a sync server does: it redirected \(method.rawValue) \(Self.path(of: url))\(target) (a captive portal or a proxy?); nothing was lost, the operations stay queued"
-            )
+            throw Unanswered.redirected(
+                endpoint, request: "\(method.rawValue) \(Self.path(of: url))", target: answer.headers.first(name: "Location")
+            ).error
         }
         if status == 401 && authenticated {
             throw TSyncError(
@@ -465,7 +482,6 @@ public struct RemoteClient: Sendable {
                 remedy: .logIn)
         }
         if let failure = notTheProtocol(answer, method: method, url: url, discovering: discovering) { throw failure }
-        return answer
     }
 
     /// The error for an exchange that ended without an answer tsync could read.
@@ -502,22 +518,14 @@ public struct RemoteClient: Sendable {
         var said = answer.hasBody ? ": \(Identifiers.quoted(excerpt))" : ", no body"
         // A page with 200 where the protocol's JSON belongs: something answers for every URL.
         if (200..<300).contains(answer.status) { said += "; a captive portal or a proxy?" }
-        let outcome = sentNothing ? "nothing was sent, nothing was lost" : "nothing was lost, the operations stay queued"
-        // A write answered so may have reached something: said as an answer no sync server gives.
-        let lead = sentNothing ? "" : "did not answer as a sync server does: it "
-        return TSyncError(
-            .unreachable,
-            "\(endpoint) \(lead)does not look like a tsync or Mobile Apps v2 server (it answered \(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type)\(said)); check the remote URL and its path; \(outcome)",
-            requestNeverSent: sentNothing)
+        let answered = "\(method.rawValue) \(Self.path(of: url)) with HTTP \(answer.status)\(type)\(said)"
+        return Unanswered.notASyncServer(endpoint, answered: answered, sentNothing: sentNothing).error
     }
 
     /// A success answer that no sync server gives: the request reached something else.
     private func notASyncServer(_ response: HTTPAnswer, instead what: String) -> TSyncError {
         let type = response.headers.first(name: "Content-Type") ?? "no content type"
-        return TSyncError(
-            .unreachable,
-            "\(endpoint) answered HTTP \(response.status) with \(type) that is not JSON instead of \(what): it does not look like a tsync or Mobile Apps v2 server (a captive portal or a proxy?); nothing was lost, the operations stay queued"
-        )
+        return Unanswered.notJSON(endpoint, status: response.status, contentType: type, instead: what).error
     }
 
     /// The path of a URL, for messages (the query may be long).
@@ -541,7 +549,7 @@ public struct RemoteClient: Sendable {
         } else {
             return nil
         }
-        return TSyncError(.unreachable, what + "; nothing was lost, try again later", requestNeverSent: true)
+        return Unanswered.proxyFailed(fact: what).error
     }
 
     /// The largest answer read into memory (a page of a pull, mostly).
@@ -596,7 +604,7 @@ struct HTTPAnswer {
 }
 
 /// What the server said to one write.
-public enum RemoteAnswer: Sendable, Equatable {
+package enum RemoteAnswer: Sendable, Equatable {
     /// 2xx; the server's copy of the item when it sent one (a 204 carries none).
     case accepted(status: Int, record: Record?)
     /// Any other status: the operation failed on its own; `serverRecord` is the server's copy when
@@ -605,18 +613,18 @@ public enum RemoteAnswer: Sendable, Equatable {
 }
 
 /// The server's batch route, as `GET /tables/$batch` describes it.
-public struct BatchCapabilities: Sendable, Equatable {
+package struct BatchCapabilities: Sendable, Equatable {
     /// The most operations one batch may hold.
-    public var maxOperations: Int
+    package var maxOperations: Int
     /// The most bytes one batch body may hold.
-    public var maxBytes: Int
+    package var maxBytes: Int
     /// The most bytes one item of a batch may hold.
-    public var maxItemBytes: Int
+    package var maxItemBytes: Int
     /// Whether the server applies a batch all or nothing on request (`push --atomic`).
-    public var atomic: Bool
+    package var atomic: Bool
 
     /// A server's batch limits, as `GET /tables/$batch` describes them.
-    public init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
+    package init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
         self.maxOperations = maxOperations
         self.maxBytes = maxBytes
         self.maxItemBytes = maxItemBytes
@@ -625,27 +633,27 @@ public struct BatchCapabilities: Sendable, Equatable {
 }
 
 /// One write of a batch, as the single route would take it.
-public struct BatchOperation: Sendable {
+package struct BatchOperation: Sendable {
     /// The HTTP method the operation stands for.
-    public enum Method: String, Sendable {
+    package enum Method: String, Sendable {
         case insert = "POST"
         case update = "PATCH"
         case delete = "DELETE"
     }
 
     /// Insert (POST), update (PATCH) or delete (DELETE).
-    public var method: Method
+    package var method: Method
     /// The item's table.
-    public var table: String
+    package var table: String
     /// The item's id.
-    public var id: String
+    package var id: String
     /// The item of an insert or update.
-    public var item: [String: JSONValue]?
+    package var item: [String: JSONValue]?
     /// The version for `If-Match`.
-    public var version: String?
+    package var version: String?
 
     /// One operation of a batch: `version` is the `If-Match` the server checks.
-    public init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
+    package init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
         self.method = method
         self.table = table
         self.id = id
@@ -669,7 +677,7 @@ public struct BatchOperation: Sendable {
 }
 
 /// The server's answer to a batch: an answer per operation, or the whole batch refused as too large.
-public enum BatchReply: Sendable, Equatable {
+package enum BatchReply: Sendable, Equatable {
     /// One answer per operation, in order.
     case answers([RemoteAnswer])
     /// 413: the batch holds too many operations or bytes for the server.
@@ -677,30 +685,30 @@ public enum BatchReply: Sendable, Equatable {
 }
 
 /// One GET of a table.
-public struct PageRequest: Sendable {
+package struct PageRequest: Sendable {
     /// The table to read.
-    public var table: String
+    package var table: String
     /// `$filter`, OData as the server takes it.
-    public var filter: String?
+    package var filter: String?
     /// `$orderby`.
-    public var orderBy: String?
+    package var orderBy: String?
     /// `$top`: the most records in the page.
-    public var top: Int?
+    package var top: Int?
     /// `$skip`: records passed over first.
-    public var skip: Int?
+    package var skip: Int?
     /// `__includeDeleted`: soft-deleted records too (a pull needs them to remove local copies).
-    public var includeDeleted: Bool
+    package var includeDeleted: Bool
     /// A `Link: rel=next` URL from the previous page; when set it is used as is.
-    public var nextLink: String?
+    package var nextLink: String?
     /// Ask for the number of matching records over all pages (`$inlinecount=allpages`): the
     /// answer is then `{"results": [...], "count": N}` (`Page.totalCount`).
-    public var inlineCount = false
+    package var inlineCount = false
     /// Seconds the server may hold the request while the page would be empty (`Prefer: wait=N`,
     /// the live route, docs/DESIGN.md §8.1); nil asks for no wait.
-    public var wait: Int?
+    package var wait: Int?
 
     /// A page request of `table`.
-    public init(
+    package init(
         table: String, filter: String? = nil, orderBy: String? = nil, top: Int? = nil, skip: Int? = nil,
         includeDeleted: Bool = true, nextLink: String? = nil
     ) {
@@ -726,26 +734,26 @@ public struct PageRequest: Sendable {
 }
 
 /// One page of records read from the server.
-public struct Page: Sendable {
+package struct Page: Sendable {
     /// The page's records.
-    public var records: [Record]
+    package var records: [Record]
     /// The server's `Link` to the next page, as sent: only a pull without a query id follows it,
     /// once `RemoteEndpoint.nextPage` has checked it; nil on the last.
-    public var nextLink: String?
+    package var nextLink: String?
     /// The server's count of the matching records over all pages, when it was asked and told.
-    public var totalCount: Int?
+    package var totalCount: Int?
     /// For a request with `wait`: the seconds the server says it applied (`Preference-Applied:
     /// wait=N`), nil when it said nothing, as a plain v2 server does.
-    public var waitApplied: Int?
+    package var waitApplied: Int?
     /// The answer's `Date` (the server's clock), nil when absent or not an HTTP date: it bounds
     /// the checkpoint (`Checkpoint.bound`).
-    public var serverDate: Timestamp? = nil
+    package var serverDate: Timestamp? = nil
     /// The server removed the soft-deleted records up to this `updatedAt` (`X-TSync-Deleted-Horizon`,
     /// docs/DESIGN.md §15); nil from a server that says nothing of it.
-    public var deletedHorizon: Timestamp? = nil
+    package var deletedHorizon: Timestamp? = nil
     /// The tag of the table's schema (`X-TSync-Schema`, docs/DESIGN.md §16); nil from a server
     /// that has none for it, or none at all.
-    public var schemaTag: String? = nil
+    package var schemaTag: String? = nil
 }
 
 /// `Preference-Applied: wait=N`, read.

@@ -82,7 +82,7 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// token goes nowhere else), reading the same table, with the query that was asked. Only
     /// `$skip` and `$top` may change (and `$inlinecount`, which changes no record); a link to
     /// another table, or with another `$filter`, `$orderby`, `$select` or `__includeDeleted`,
-    /// would store other records as this table's (issue 34.4). `what` names the read in messages.
+    /// would store other records as this table's. `what` names the read in messages.
     func nextPage(link: String, of request: PageRequest, what: String) throws(TSyncError) -> String {
         guard let url = resolve(link: link) else {
             let scheme = { (text: String) in text.prefix { $0 != ":" }.lowercased() }

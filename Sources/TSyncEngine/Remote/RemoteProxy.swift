@@ -16,7 +16,7 @@ public struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
     public var password: String?
 
     /// curl's default port for a proxy URL without one.
-    public static let defaultPort = 1080
+    package static let defaultPort = 1080
 
     /// A proxy at `host:port`, with credentials if it needs them.
     public init(host: String, port: Int, username: String? = nil, password: String? = nil) {
@@ -127,7 +127,7 @@ public struct ProxySettings: Sendable, Equatable {
     }
 
     /// The proxy for `endpoint`, nil to go direct.
-    public func proxy(for endpoint: RemoteEndpoint) -> RemoteProxy? {
+    package func proxy(for endpoint: RemoteEndpoint) -> RemoteProxy? {
         guard let proxy = endpoint.isHTTPS ? https : http else { return nil }
         return bypasses(host: endpoint.host) ? nil : proxy
     }

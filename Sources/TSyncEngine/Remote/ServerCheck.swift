@@ -45,7 +45,7 @@ extension RemoteClient {
     /// Makes sure the remote speaks the v2 protocol before anything is written to it: throws
     /// `.unreachable` with what it answered ("does not look like a tsync or Mobile Apps v2 server")
     /// when it does not. Only GETs are sent, so nothing can have been applied anywhere.
-    public func checkServer() async throws(TSyncError) {
+    package func checkServer() async throws(TSyncError) {
         _ = try await proveServer()
     }
 

@@ -8,7 +8,7 @@ import TSyncModel
 /// Each call answers what the server answered, or throws `.unreachable` when no answer came (the
 /// request may or may not have been applied) and `.unauthorized` when the server refused the
 /// token (nothing was applied).
-public protocol SyncRemote: Sendable {
+package protocol SyncRemote: Sendable {
     /// The server, as messages name it.
     var endpoint: RemoteEndpoint { get }
 

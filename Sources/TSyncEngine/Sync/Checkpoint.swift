@@ -46,13 +46,13 @@ extension Checkpoint: Comparable {
     /// Ties at one timestamp are tolerated out of id order, and so are records again at the
     /// checkpoint's own timestamp: a server that keeps finer timestamps than it sends (microseconds
     /// stored, milliseconds sent) orders a run of equal sent timestamps by the hidden digits and
-    /// answers "after (T, id)" with the whole run at T again (issue 18.10). Such a page moves the
+    /// answers "after (T, id)" with the whole run at T again. Such a page moves the
     /// checkpoint to its last record when it reaches past the checkpoint's timestamp; a page that
     /// stays inside the run keeps the checkpoint and walks the run by offset (`skip`), so a run
     /// longer than a page neither loops nor skips a record (docs/DESIGN.md §2.1, §8). A replayed
     /// answer looks the same, so `Puller` starts such a walk only when the server answers the same
-    /// read twice alike (issue 34.1).
-    public static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
+    /// read twice alike.
+    package static func position(after records: [Record], from position: PullPosition) throws(TSyncError) -> PullPosition {
         try self.position(after: records.map { (id: $0.id, updatedAt: $0.system.updatedAt) }, from: position)
     }
 
@@ -91,8 +91,7 @@ extension Checkpoint: Comparable {
     /// The latest `updatedAt` a saved checkpoint may take: the later of this machine's clock and
     /// the server's (the answer's `Date`), plus `skew`. A record stamped later (year 9999, or a
     /// server clock a day ahead that its `Date` does not show) would otherwise move the checkpoint
-    /// past every record written until then, and each later pull would receive nothing (issue
-    /// 34.2). Such a record is written, the checkpoint stays before it, and the pull says so
+    /// past every record written until then, and each later pull would receive nothing. Such a record is written, the checkpoint stays before it, and the pull says so
     /// (docs/DESIGN.md §2.1).
     package static func bound(now: Timestamp, serverDate: Timestamp?) -> Timestamp {
         let clock = max(now.millisecondsSinceEpoch, serverDate?.millisecondsSinceEpoch ?? now.millisecondsSinceEpoch)
@@ -124,7 +123,7 @@ extension Checkpoint: Comparable {
 
     /// The `$filter` of one page of an incremental pull: the user's filter AND-ed with "after the
     /// checkpoint" (either may be absent).
-    public static func filter(user: String?, after checkpoint: Checkpoint?) -> String? {
+    package static func filter(user: String?, after checkpoint: Checkpoint?) -> String? {
         let user = user.flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
         switch (user, checkpoint) {
         case (nil, nil): return nil
@@ -135,21 +134,21 @@ extension Checkpoint: Comparable {
     }
 
     /// The order that makes the checkpoint a position: `updatedAt, id`.
-    public static let orderBy = "updatedAt,id"
+    package static let orderBy = "updatedAt,id"
 }
 
 /// How far an incremental pull got: its checkpoint, and inside a run of records that all carry
 /// the checkpoint's timestamp but come out of id order (a server that truncates its timestamps),
 /// how many records of "after the checkpoint" were already read. Only the checkpoint is saved: a
 /// pull stopped inside such a run reads the run again, which rewrites the same records.
-public struct PullPosition: Sendable, Equatable {
+package struct PullPosition: Sendable, Equatable {
     /// The checkpoint the pull resumes from; nil from the start.
-    public var checkpoint: Checkpoint?
+    package var checkpoint: Checkpoint?
     /// Records after the checkpoint already read, passed over with `$skip` by the next page.
-    public var skip: Int
+    package var skip: Int
 
     /// A position at `checkpoint`, `skip` records past it.
-    public init(checkpoint: Checkpoint?, skip: Int = 0) {
+    package init(checkpoint: Checkpoint?, skip: Int = 0) {
         self.checkpoint = checkpoint
         self.skip = skip
     }

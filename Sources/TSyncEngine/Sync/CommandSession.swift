@@ -13,7 +13,7 @@ import TSyncModel
 public final class CommandSession: Sendable {
     /// What the log entry of a run says about it: the command's name, and its arguments and
     /// remote as they may be shown (the caller removes secrets; see `Journal`).
-    public struct LogEntry: Sendable {
+    public struct JournalEntry: Sendable {
         /// The name the log shows (`tsync log`), e.g. "push".
         public var command: String
         /// The arguments as the log keeps them: without secrets, long ones cut.
@@ -61,37 +61,37 @@ public final class CommandSession: Sendable {
     public let stopRequest: StopRequest
     /// Why the run has no log entry although one was asked for (the store could not write it);
     /// the run goes on without one.
-    public let logProblem: TSyncError?
+    public let journalProblem: TSyncError?
     private let state: Mutex<State>
 
-    /// A session on an open store; with `log`, its log entry begins now (a run killed before it
+    /// A session on an open store; with `journal`, its log entry begins now (a run killed before it
     /// ends leaves an entry without an end, never half of one).
-    public init(store: LocalStore, log: LogEntry?, stopRequest: StopRequest = StopRequest()) {
+    public init(store: LocalStore, journal: JournalEntry?, stopRequest: StopRequest = StopRequest()) {
         self.store = store
         self.stopRequest = stopRequest
         var entry: Int64?
         var problem: TSyncError?
-        if let log {
+        if let journal {
             let remote = (try? store.configuration().remote).flatMap { $0 }.map(Journal.withoutCredentials)
             do throws(TSyncError) {
-                entry = try store.beginJournalEntry(command: log.command, arguments: log.arguments, remote: remote)
+                entry = try store.beginJournalEntry(command: journal.command, arguments: journal.arguments, remote: remote)
             } catch {
                 problem = error
             }
         }
-        self.logProblem = problem
+        self.journalProblem = problem
         self.state = Mutex(State(entry: entry))
     }
 
     /// Opens the store at `location`, then begins the session as `init` does.
-    public convenience init(opening location: StoreLocation, log: LogEntry?, stopRequest: StopRequest = StopRequest())
+    public convenience init(opening location: StoreLocation, journal: JournalEntry?, stopRequest: StopRequest = StopRequest())
         throws(TSyncError)
     {
-        self.init(store: try LocalStore.open(location), log: log, stopRequest: stopRequest)
+        self.init(store: try LocalStore.open(location), journal: journal, stopRequest: stopRequest)
     }
 
     /// Whether the run has a log entry to finish.
-    package var isLogged: Bool { state.withLock { $0.entry != nil } }
+    package var isJournaled: Bool { state.withLock { $0.entry != nil } }
 
     // MARK: - What the run did
 
@@ -147,8 +147,7 @@ public final class CommandSession: Sendable {
     /// A `SyncSession` of this run: its stop request, and every push and pull it finishes goes
     /// to the log entry before `events` sees it.
     public func syncSession(
-        tokenOverride: String? = nil, timeout: Duration = SyncSession.defaultTimeout, trust: CertificateTrust = CertificateTrust(),
-        events: (@Sendable (SyncSession.Event) -> Void)? = nil
+        remote: RemoteSettings = .standard, events: (@Sendable (SyncSession.Event) -> Void)? = nil
     ) throws(TSyncError) -> SyncSession {
         let logged: @Sendable (SyncSession.Event) -> Void = { [self] event in
             switch event {
@@ -159,7 +158,7 @@ public final class CommandSession: Sendable {
             events?(event)
         }
         return try SyncSession(
-            store: store, tokenOverride: tokenOverride, stopRequest: stopRequest, timeout: timeout, trust: trust, events: logged)
+            store: store, remote: remote, stopRequest: stopRequest, events: logged)
     }
 
     /// Pushes (`SyncSession.push`); fails while the error table holds errors of the pushed tables,

@@ -25,7 +25,7 @@ public enum ConflictPolicy: String, Sendable, CaseIterable {
 
     /// The failure classes a policy settles. A rejected operation (400) or a server error (5xx) is
     /// never settled by a policy: taking either side would hide a real fault.
-    public static let settledClasses = Set(FailureClass.allCases.filter(\.isConflict))
+    package static let settledClasses = Set(FailureClass.allCases.filter(\.isConflict))
 }
 
 /// The conflict policy of each table: the command line's flag, else the table's setting

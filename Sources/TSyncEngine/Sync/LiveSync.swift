@@ -161,7 +161,7 @@ private final class LiveRun: Sendable {
 
     /// Whether the server answered last time (false until it first does), the longest wait said
     /// since (`reconnecting` is said again only when the wait grows), whether polling has been
-    /// said, and the last entry of the push log reported (`PushLog`).
+    /// said, and the last entry of the delivered operations reported (`DeliveredOperations`).
     private let state = Mutex((connected: false, saidWait: 0.0, saidPolling: false, pushLog: Int64(0)))
 
     init(
@@ -331,7 +331,7 @@ private final class LiveRun: Sendable {
 
     /// Looks at the queue every `queuePollInterval` and pushes what other commands queued; ends
     /// the watch on the stop request (after the push under way) or at the deadline. Between pushes
-    /// it reports what other commands pushed (`tsync push` in another shell), from the push log.
+    /// it reports what other commands pushed (`tsync push` in another shell), from the delivered operations.
     private func controlLoop() async -> Result<LiveEnd, TSyncError>? {
         var last: QueueMark?
         var attempt = 0
@@ -392,7 +392,7 @@ private final class LiveRun: Sendable {
         return summary
     }
 
-    /// A `pushed` event for each entry of the push log not reported yet: each operation that left
+    /// A `pushed` event for each entry of the delivered operations not reported yet: each operation that left
     /// the queue because it was pushed, whoever pushed it, once.
     private func pushedEvents() throws(TSyncError) -> [LiveEvent] {
         let entries = try store.pushes(after: state.withLock { $0.pushLog })

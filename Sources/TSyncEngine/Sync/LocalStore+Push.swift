@@ -3,23 +3,23 @@ import TSyncModel
 
 /// An item of a table, compared by the bytes of its table name and id, as SQLite compares them
 /// (Swift's `String ==` would take "é" and "e" + U+0301 for one id).
-public struct ItemKey: Hashable, Sendable {
+package struct ItemKey: Hashable, Sendable {
     let table: String
     let id: String
 
     /// The item `id` of `table`.
-    public init(table: String, id: String) {
+    package init(table: String, id: String) {
         self.table = table
         self.id = id
     }
 
     /// Equal when table and id are.
-    public static func == (a: ItemKey, b: ItemKey) -> Bool {
+    package static func == (a: ItemKey, b: ItemKey) -> Bool {
         a.table.utf8.elementsEqual(b.table.utf8) && a.id.utf8.elementsEqual(b.id.utf8)
     }
 
     /// Hashes table and id.
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         for byte in table.utf8 { hasher.combine(byte) }
         hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: the two parts cannot run together
         for byte in id.utf8 { hasher.combine(byte) }
@@ -27,25 +27,25 @@ public struct ItemKey: Hashable, Sendable {
 }
 
 /// An operation taken out of the queue by a push, with what to send.
-public struct OutgoingOperation: Sendable, Equatable {
+package struct OutgoingOperation: Sendable, Equatable {
     /// The queued operation.
-    public var operation: PendingOperation
+    package var operation: PendingOperation
     /// User fields and `id` (no server properties): the body of a POST or PATCH; for a delete, the
     /// item that was deleted.
-    public var item: [String: JSONValue]
+    package var item: [String: JSONValue]
     /// The version to send in `If-Match`: the base's (the last server copy the client saw), else
     /// the item's own; nil for an item the server has not seen.
-    public var version: String?
+    package var version: String?
     /// An update whose base is a copy the server deleted (`resolve --ours` against a server-side
     /// delete): the server copy is undeleted (`If-Match` the deleted version) before the update,
     /// since the protocol answers 404 to an update of a deleted item.
-    public var restoresDeleted = false
+    package var restoresDeleted = false
     /// Claimed while already in flight: an earlier push sent it and never learned the answer, so
     /// the server may have applied it whatever this push does.
-    public var sentBefore = false
+    package var sentBefore = false
 
     /// An operation as it will be sent.
-    public init(
+    package init(
         operation: PendingOperation, item: [String: JSONValue], version: String?, restoresDeleted: Bool = false,
         sentBefore: Bool = false
     ) {
@@ -73,7 +73,7 @@ extension LocalStore {
 
     /// How many operations push would send now (`pushableOperations(tables:).count`, counted by
     /// the database instead of decoding every item: a push of 100,000 must not hold them all).
-    public func pushableOperationCount(tables: [String]?) throws(TSyncError) -> Int {
+    package func pushableOperationCount(tables: [String]?) throws(TSyncError) -> Int {
         try read { db in
             let (clause, arguments) = Self.tableClause(tables)
             return try Int.fetchOne(
@@ -296,7 +296,7 @@ extension LocalStore {
         guard db.changesCount == accepted.count else {
             throw TSyncError.invalidInput("\(accepted.count - db.changesCount) of the completed operations are no longer queued")
         }
-        try PushLog.append(db, accepted.map { ($0.0.operation, $0.1?.system.version) })
+        try DeliveredOperations.append(db, accepted.map { ($0.0.operation, $0.1?.system.version) })
         let keys = JSONSerializer.string(
             .array(accepted.map { .array([.string($0.0.operation.table), .string($0.0.operation.itemID)]) }))
         let newerChange = Set(

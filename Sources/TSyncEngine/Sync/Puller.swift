@@ -70,14 +70,14 @@ public struct PullSummary: Sendable, Equatable {
 /// over, and a pull killed between pages resumes where it stopped; it never reads `Link`. Without a
 /// query id the pull follows `Link` when the server sends it (once checked:
 /// `RemoteEndpoint.nextPage`), else `$skip`.
-public struct Puller: Sendable {
+package struct Puller: Sendable {
     /// The store pulled into.
-    public var store: LocalStore
+    package var store: LocalStore
     /// The server pulled from.
-    public var remote: any SyncRemote
+    package var remote: any SyncRemote
 
     /// When set and stopped, the pull ends after the page it is writing.
-    public var stopRequest: StopRequest?
+    package var stopRequest: StopRequest?
     /// Sees each page once it is written, with what it changed (`PageResult.changes`), and the
     /// server's answer to a `wait` (`StoredPage.waitApplied`): `tsync watch`'s events.
     package var pageObserver: (@Sendable (_ table: String, _ result: PageResult, _ page: StoredPage) async -> Void)?
@@ -86,14 +86,14 @@ public struct Puller: Sendable {
     package var resyncObserver: (@Sendable (_ table: String, _ resync: HorizonResync) async -> Void)?
 
     /// A puller from `remote` into `store`; a `stopRequest` ends it between pages.
-    public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
+    package init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
     }
 
     /// Checks a pull request before anything is sent.
-    public static func validate(_ request: PullRequest) throws(TSyncError) {
+    package static func validate(_ request: PullRequest) throws(TSyncError) {
         try Identifiers.validateTableName(request.table)
         guard request.pageSize >= 1 else { throw .usage("the page size must be at least 1") }
         if let filter = request.filter { _ = try ODataParser.parseFilter(filter) }
@@ -101,7 +101,7 @@ public struct Puller: Sendable {
 
     /// Reads the table into the store. The push of its pending operations that a pull starts with
     /// is the caller's (`SyncSession.pull`), so that it goes the one way every push goes.
-    public func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
+    package func pull(_ request: PullRequest, progress: SyncProgress? = nil) async throws(TSyncError) -> PullSummary {
         try Self.validate(request)
         var summary = PullSummary(table: request.table, queryID: request.queryID)
         if let queryID = request.queryID {
@@ -143,7 +143,7 @@ public struct Puller: Sendable {
         var position = PullPosition(checkpoint: checkpoint)
         // The checkpoint the store keeps: `position`'s, except that it never passes the clock's
         // bound (`Checkpoint.bound`): a record stamped in the future is written, and comes again
-        // with the next pull, which says so again (issue 34.2).
+        // with the next pull, which says so again.
         var kept = checkpoint
         var first = pageRequest(at: position)
         first.inlineCount = request.wait == nil  // the total, for the progress line
@@ -182,7 +182,7 @@ public struct Puller: Sendable {
             // A walk by $skip would rest on this one answer: a page that only repeats records at
             // the checkpoint's own time is what a server with finer timestamps sends, and also
             // what a cache or proxy replaying an earlier answer sends, and walking on by $skip
-            // after a replay passes over records for good (issue 34.1). The same read is asked
+            // after a replay passes over records for good. The same read is asked
             // again, and the walk starts only when the server answers it with the same records;
             // an answer that differs is taken instead, and checked from the start.
             var asked = 1
@@ -235,7 +235,7 @@ public struct Puller: Sendable {
             }
             position = next
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
-            // the Azure servers do): only an empty page is (issue 18.9).
+            // the Azure servers do): only an empty page is.
             if !page.records.isEmpty {
                 fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead)
             }
@@ -258,7 +258,7 @@ public struct Puller: Sendable {
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
-        // same records forever, in the same order (docs/DESIGN.md §8) or shuffled (issue 18.11): a link
+        // same records forever, in the same order (docs/DESIGN.md §8) or shuffled: a link
         // followed twice, or a page that brings no record not seen before, stops the pull with an
         // error (exit 1: the server misbehaves, and what came may not be all). An id is kept as
         // an eight-byte hash, however large the pull.
@@ -269,7 +269,7 @@ public struct Puller: Sendable {
             let page = try await current.page()
             fetching = nil
             try await refreshSchema(page, table: request.table, summary: &summary)
-            // Followed only once checked: this origin, this table, the query asked (issue 34.4).
+            // Followed only once checked: this origin, this table, the query asked.
             let nextLink = try page.nextLink.map { link throws(TSyncError) in
                 try remote.endpoint.nextPage(link: link, of: asked, what: "pulling \(request.table) from \(remote.endpoint)")
             }
@@ -288,7 +288,7 @@ public struct Puller: Sendable {
             }
             skip += page.records.count
             // A page shorter than asked is not the end unless the server says so with an empty
-            // page (issue 18.9); a link is followed while it brings records.
+            // page; a link is followed while it brings records.
             if !page.records.isEmpty {
                 fetching = PageFetch(
                     remote,
@@ -319,8 +319,8 @@ public struct Puller: Sendable {
 
 extension Puller {
     /// Every record of a page must carry its version: the local copy sends it in `If-Match` when
-    /// it is changed, and a copy without one could only overwrite the server's blindly (issue
-    /// 34.6). Such a page is refused, nothing of it written (docs/DESIGN.md §8).
+    /// it is changed, and a copy without one could only overwrite the server's blindly.
+    /// Such a page is refused, nothing of it written (docs/DESIGN.md §8).
     func checkVersions(_ records: [StoredRecord], of table: String) throws(TSyncError) {
         if let record = records.first(where: { ($0.version ?? "").isEmpty }) {
             throw .failure(

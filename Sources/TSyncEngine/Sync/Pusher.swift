@@ -82,23 +82,23 @@ public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 /// batch limit and goes in as few requests as its byte limit allows; against any other v2 server
 /// a round is `roundSize` operations sent one request each, `concurrency` at a time. Distinct
 /// items per round keep every item's operations in queue order either way.
-public struct Pusher: Sendable {
+package struct Pusher: Sendable {
     /// The store pushed from.
-    public var store: LocalStore
+    package var store: LocalStore
     /// The server pushed to.
-    public var remote: any SyncRemote
+    package var remote: any SyncRemote
     /// Operations claimed per round when sending one request per operation.
     package var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
-    public let concurrency: Int
+    package let concurrency: Int
     /// Requests in flight at once when no concurrency is given.
-    public static let defaultConcurrency = 8
+    package static let defaultConcurrency = SyncSession.defaultPushConcurrency
 
     /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
-    public var stopRequest: StopRequest?
+    package var stopRequest: StopRequest?
 
     /// `concurrency` below 1 is taken as 1 (`SyncSession` refuses it with a message).
-    public init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
+    package init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
@@ -108,7 +108,7 @@ public struct Pusher: Sendable {
     /// Pushes every pushable operation of `tables` (all tables when nil).
     /// Throws `.unreachable` / `.unauthorized` when the server cannot be used; what was answered
     /// before is kept, and what was not sent goes back to pending.
-    public func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
+    package func push(tables: [String]?, progress: SyncProgress? = nil) async throws(TSyncError) -> PushSummary {
         let lock = try PushLock(store: store)
         defer { withExtendedLifetime(lock) {} }
         var summary = PushSummary()
@@ -258,7 +258,7 @@ public struct Pusher: Sendable {
             try finish(round, into: &summary)
             if failures > 0, written > 0 {
                 // All or nothing was promised, and the server wrote some: what it wrote and what
-                // it refused are recorded as it answered them, and the command says so (issue 18.5).
+                // it refused are recorded as it answered them, and the command says so.
                 throw TSyncError(
                     .failure,
                     "\(remote.endpoint) broke the promise of an atomic batch: it wrote \(written) of the operations and refused \(failures); what it wrote is recorded as pushed, the refused ones are in the error table",
@@ -285,7 +285,7 @@ public struct Pusher: Sendable {
         /// Records a failed exchange for `operations`: it stops the push, and decides whether
         /// they may have reached the server. A 401 is no proof that they did not: a gateway may
         /// answer it after the server applied the write, and the 401 may be the answer to the
-        /// read-back of a write that was applied (issue 34.5). So only a request never sent puts
+        /// read-back of a write that was applied. So only a request never sent puts
         /// its operations back to pending; the others stay in flight until an answer explains
         /// them, and after a login the next push re-sends them (docs/DESIGN.md §7).
         mutating func failed(_ error: TSyncError, for operations: some Sequence<OutgoingOperation>) {
@@ -447,7 +447,7 @@ public struct Pusher: Sendable {
                 switch try await remote.undelete(table: operation.table, id: operation.itemID, version: version) {
                 case .accepted(_, let restored):
                     // The update goes with `If-Match` the version the undelete made, never
-                    // without (issue 34.6): a server that answers without the item is asked.
+                    // without: a server that answers without the item is asked.
                     version = try await restoredVersion(restored, of: outgoing, remote: remote)
                 case let refused:
                     // Someone else undeleted (or changed) it, or a retry of ours already did: a
@@ -465,7 +465,7 @@ public struct Pusher: Sendable {
         return verdict(outgoing, try await verified(answer, of: outgoing, remote: remote))
     }
 
-    /// An update is never sent without `If-Match` (issue 34.6): it would overwrite whatever the
+    /// An update is never sent without `If-Match`: it would overwrite whatever the
     /// server holds. Every copy from a server carries its version (a pull refuses a page without
     /// one); a store that holds one from before keeps the update in the error table with this,
     /// unsent (docs/DESIGN.md §7).
@@ -480,8 +480,8 @@ public struct Pusher: Sendable {
         outgoing.operation.kind == .update && outgoing.version == nil && !outgoing.restoresDeleted
     }
 
-    /// Checks an answer against what the server can be asked, before it settles anything (issue
-    /// 18): an answer tsync cannot explain is thrown as `RemoteEndpoint.unexplained` (exit 3), and
+    /// Checks an answer against what the server can be asked, before it settles anything: an
+    /// answer tsync cannot explain is thrown as `RemoteEndpoint.unexplained` (exit 3), and
     /// its operation stays in flight, exactly as for a lost answer (docs/DESIGN.md §7).
     ///
     /// - A success to an insert or update must bring the stored record as sent (`holds`: this
@@ -515,8 +515,8 @@ public struct Pusher: Sendable {
             return .accepted(status: status, record: copy)
         case .accepted(let status, let record):
             // The answer must show the write stored: a version that did not move is a success the
-            // server did not do (issue 18.5); other fields, or the item deleted, are an earlier
-            // answer replayed or a write not done as sent (issue 34.3). Otherwise it is read back.
+            // server did not do; other fields, or the item deleted, are an earlier
+            // answer replayed or a write not done as sent. Otherwise it is read back.
             if let record, Self.holds(record, asSent: outgoing) { return answer }
             let stored = try await readBack(outgoing, remote: remote)
             let accepted =

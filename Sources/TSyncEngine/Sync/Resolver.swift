@@ -83,21 +83,21 @@ public struct ResolveReport: Sendable, Equatable {
 /// recorded with the error may be stale by now (another writer since), and settling on it would
 /// make `--theirs` keep an old copy and `--ours` meet a second conflict. Without a remote, or when
 /// it cannot be reached, the recorded copy serves.
-public struct Resolver: Sendable {
+package struct Resolver: Sendable {
     /// The store whose errors are settled.
-    public var store: LocalStore
+    package var store: LocalStore
     /// The server to read current copies from; nil: the copies recorded with the errors serve.
-    public var remote: (any SyncRemote)?
+    package var remote: (any SyncRemote)?
 
     /// A resolver of `store`'s errors against `remote`.
-    public init(store: LocalStore, remote: (any SyncRemote)?) {
+    package init(store: LocalStore, remote: (any SyncRemote)?) {
         self.store = store
         self.remote = remote
     }
 
     /// The errors a selection names. Unknown ids are an `.invalidInput` error (exit 65) and nothing
     /// is settled.
-    public func errors(_ selection: ErrorSelection) throws(TSyncError) -> [ConflictDetails] {
+    package func errors(_ selection: ErrorSelection) throws(TSyncError) -> [ConflictDetails] {
         switch selection {
         case .all:
             return try store.conflictDetails()
@@ -115,12 +115,12 @@ public struct Resolver: Sendable {
     }
 
     /// Settles the errors `selection` picks with `resolution`, no filter, no preference.
-    public func resolve(_ selection: ErrorSelection, with resolution: Resolution) async throws(TSyncError) -> ResolveReport {
+    package func resolve(_ selection: ErrorSelection, with resolution: Resolution) async throws(TSyncError) -> ResolveReport {
         try await resolve(ResolveRequest(selection, with: resolution))
     }
 
     /// Settles the errors `request` picks, each in its own transaction, and reports each.
-    public func resolve(_ request: ResolveRequest) async throws(TSyncError) -> ResolveReport {
+    package func resolve(_ request: ResolveRequest) async throws(TSyncError) -> ResolveReport {
         var report = ResolveReport()
         let selected = try errors(request.selection).filter { request.filter.admits($0) }
         let copies = request.resolution.needsTheirs ? try await serverCopies(for: selected) : [:]

@@ -6,8 +6,9 @@ import TSyncModel
 /// map exit codes.
 ///
 /// Each workflow opens one connection pool to the store's remote for its duration. What the
-/// command line takes from its environment enters here through the initialiser (`tokenOverride`
-/// for `TSYNC_TOKEN`), and what it shows comes out through `events`; nothing here prints.
+/// command line takes from its environment enters here through the initialiser, whole
+/// (`RemoteSettings`), and what it shows comes out through `events`; nothing here prints, and
+/// nothing is set after the session is made.
 public struct SyncSession: Sendable {
     /// What a running workflow reports: progress of a phase, and each push or pull as it ends.
     public enum Event: Sendable {
@@ -20,44 +21,40 @@ public struct SyncSession: Sendable {
     }
 
     /// The store whose queue is pushed and whose tables are pulled into.
-    public var store: LocalStore
-    /// A token to send instead of the saved one (the command line passes `TSYNC_TOKEN`).
-    public var tokenOverride: String?
+    public let store: LocalStore
+    /// How the remote is reached: token, timeout, trust, proxies, the exchanges' observer.
+    public let remote: RemoteSettings
     /// Stops a push at its next safe point (see `StopRequest`).
-    public var stopRequest: StopRequest?
+    public let stopRequest: StopRequest?
     /// Requests in flight at once during a push (each for a different item).
     public let pushConcurrency: Int
-    /// The deadline of one HTTP exchange, body included.
-    public let timeout: Duration
-    /// The deadline of one HTTP exchange unless the caller gives another.
-    public static let defaultTimeout = Duration.seconds(30)
     /// Sees progress and each finished push and pull (called from the workflow's tasks).
-    public var events: (@Sendable (Event) -> Void)?
-    /// Sees every HTTP exchange with the server (`tsync -v`).
-    public var exchanges: RemoteExchange.Observer?
-    /// The CAs trusted for an https remote (the command line passes `SSL_CERT_FILE`/`SSL_CERT_DIR`);
-    /// the store's `http.caFile` is added to them.
-    public var trust: CertificateTrust
-    /// The proxies to reach the remote through (the command line reads them from the environment).
-    public var proxies = ProxySettings.direct
+    public let events: (@Sendable (Event) -> Void)?
+
+    /// A token to send instead of the saved one (`remote.tokenOverride`).
+    public var tokenOverride: String? { remote.tokenOverride }
+    /// The deadline of one HTTP exchange, body included (`remote.timeout`).
+    public var timeout: Duration { remote.timeout }
+    /// The deadline of one HTTP exchange unless the caller gives another.
+    public static let defaultTimeout = RemoteSettings.defaultTimeout
+    /// Requests in flight at once during a push unless the caller gives another number.
+    public static let defaultPushConcurrency = 8
+    var exchanges: RemoteExchange.Observer? { remote.exchanges }
+    var trust: CertificateTrust { remote.trust }
+    var proxies: ProxySettings { remote.proxies }
 
     /// A session of `store`; a program that also wants the store's log entry and verdicts makes it
-    /// through `CommandSession.syncSession` instead. Usage errors for a concurrency below 1 or a
-    /// timeout under a second.
+    /// through `CommandSession.syncSession` instead. A usage error for a concurrency below 1.
     public init(
-        store: LocalStore, tokenOverride: String? = nil, stopRequest: StopRequest? = nil,
-        pushConcurrency: Int = Pusher.defaultConcurrency, timeout: Duration = defaultTimeout,
-        trust: CertificateTrust = CertificateTrust(), events: (@Sendable (Event) -> Void)? = nil
+        store: LocalStore, remote: RemoteSettings = .standard, stopRequest: StopRequest? = nil,
+        pushConcurrency: Int = defaultPushConcurrency, events: (@Sendable (Event) -> Void)? = nil
     ) throws(TSyncError) {
         guard pushConcurrency >= 1 else { throw .usage("push concurrency must be at least 1 (got \(pushConcurrency))") }
-        guard timeout >= .seconds(1) else { throw .usage("the request timeout must be at least 1 second") }
-        self.timeout = timeout
         self.store = store
-        self.tokenOverride = tokenOverride.flatMap { $0.isEmpty ? nil : $0 }
+        self.remote = remote
         self.stopRequest = stopRequest
         self.pushConcurrency = pushConcurrency
         self.events = events
-        self.trust = trust
     }
 
     /// `trust` plus the store's `http.caFile`, which must still be there: a CA file that vanished
@@ -118,7 +115,7 @@ public struct SyncSession: Sendable {
     // MARK: - Push and pull
 
     /// What `push` would send now, and what waits behind unsettled errors; sends nothing.
-    public func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
+    package func pushPreview(tables: [String]?) throws(TSyncError) -> (operations: [OutgoingOperation], summary: PushSummary) {
         try store.requireTables(tables ?? [])
         let operations = try store.pushableOperations(tables: tables)
         var summary = PushSummary()

@@ -17,7 +17,6 @@ struct ListOptions {
             guard filter.count <= configuration.maximumFilterLength else {
                 throw APIError.badRequest("$filter is longer than \(configuration.maximumFilterLength) characters")
             }
-            try FilterGuard.check(filter)
             query.filter = try ODataParser.parseFilter(filter)
         }
         if let orderBy = try parameters.single("$orderby"), !orderBy.trimmingSpaces().isEmpty {

@@ -57,7 +57,7 @@ struct WriteAnswer {
     /// Appends one entry of the batch route's `results`: `{"id", "index", "item", "status"}` or
     /// `{"error", "id", "index", "status"}` (keys in the serializer's order). `index` (the
     /// operation's position in the request) and `id` (its item's, when it named one) let a client
-    /// pair each result with its operation and refuse an answer that does not pair (issue 18.2);
+    /// pair each result with its operation and refuse an answer that does not pair;
     /// a plain client ignores them.
     func write(to output: inout [UInt8], index: Int, id: String?) {
         output.append(UInt8(ascii: "{"))

@@ -11,7 +11,7 @@ enum WriteRules {
     /// earlier or equal time, even when the wall clock stalls or steps back. Within one
     /// transaction the writes may share it: a reader sees all of them or none, and their ids
     /// order them. One step a transaction, not a write, is what keeps `updatedAt` at the wall
-    /// clock: a batch of 1,000 writes used to move it a whole second ahead (issue 19.6). Called
+    /// clock: a batch of 1,000 writes used to move it a whole second ahead. Called
     /// inside the write transaction that commits the records.
     static func nextUpdatedAt(now: Timestamp, lastAssigned: Timestamp?) -> Timestamp {
         guard let lastAssigned, lastAssigned >= now else { return now }

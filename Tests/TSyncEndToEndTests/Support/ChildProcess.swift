@@ -2,6 +2,7 @@
     import Glibc
 #endif
 import Foundation
+import Synchronization
 
 /// A child process started with `posix_spawn`, whose end is awaited without holding a thread of
 /// the cooperative pool (a thread of its own blocks in `waitpid`).
@@ -13,13 +14,15 @@ import Foundation
 /// by side), the likelier. Like `Process`, the child gets no descriptor of ours but its stdin,
 /// stdout and stderr (`posix_spawn_file_actions_addclosefrom_np`): a socket a test closes must
 /// not stay open in a server another test started meanwhile.
-final class ChildProcess: @unchecked Sendable {
+final class ChildProcess: Sendable {
     let pid: pid_t
     let executable: String
     let arguments: [String]
-    private let lock = NSLock()
-    private var waitStatus: Int32?
-    private var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
+    private struct State {
+        var waitStatus: Int32?
+        var waiters: [UUID: CheckedContinuation<Bool, Never>] = [:]
+    }
+    private let state = Mutex(State())
 
     /// Starts `executable` with `arguments` in `directory`.
     /// - Parameters:
@@ -88,27 +91,27 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     private func finish(_ status: Int32) {
-        let waiting = lock.withLock {
-            waitStatus = status
-            defer { waiters = [:] }
-            return Array(waiters.values)
+        let waiting = state.withLock { state in
+            state.waitStatus = status
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
         for waiter in waiting { waiter.resume(returning: true) }
     }
 
-    var isRunning: Bool { lock.withLock { waitStatus == nil } }
+    var isRunning: Bool { state.withLock { $0.waitStatus == nil } }
 
     /// The exit code, or 128 + the signal that ended it (as a shell says); nil while it runs.
     var status: Int32? {
-        lock.withLock { waitStatus.map { $0 & 0x7F == 0 ? ($0 >> 8) & 0xFF : 128 + ($0 & 0x7F) } }
+        state.withLock { $0.waitStatus.map { $0 & 0x7F == 0 ? ($0 >> 8) & 0xFF : 128 + ($0 & 0x7F) } }
     }
 
     /// Whether a signal ended it (false while it runs).
-    var endedBySignal: Bool { lock.withLock { waitStatus.map { $0 & 0x7F != 0 } ?? false } }
+    var endedBySignal: Bool { state.withLock { $0.waitStatus.map { $0 & 0x7F != 0 } ?? false } }
 
     /// Sends `signal` to the child (while it runs: its pid is not yet anybody else's).
     func signal(_ signal: Int32) {
-        lock.withLock { if waitStatus == nil { _ = kill(pid, signal) } }
+        state.withLock { if $0.waitStatus == nil { _ = kill(pid, signal) } }
     }
 
     /// True once the process has ended; false when `timeout` seconds passed first.
@@ -116,16 +119,16 @@ final class ChildProcess: @unchecked Sendable {
     func wait(timeout: TimeInterval = .infinity) async -> Bool {
         let id = UUID()
         return await withCheckedContinuation { continuation in
-            let ended = lock.withLock {
-                if waitStatus != nil { return true }
-                waiters[id] = continuation
+            let ended = state.withLock { state in
+                if state.waitStatus != nil { return true }
+                state.waiters[id] = continuation
                 return false
             }
             if ended { return continuation.resume(returning: true) }
             guard timeout.isFinite else { return }
             // Dispatch's global queues are not the cooperative pool; the timer holds no thread.
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
-                lock.withLock { waiters.removeValue(forKey: id) }?.resume(returning: false)
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: false)
             }
         }
     }

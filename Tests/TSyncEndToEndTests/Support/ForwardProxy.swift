@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -14,15 +15,17 @@ import Foundation
 ///
 /// With `credentials` it answers 407 to a `CONNECT` without that `Proxy-Authorization: Basic`.
 /// Blocking sockets, one thread per client connection; enough for tests.
-final class ForwardProxy: @unchecked Sendable {
+final class ForwardProxy: Sendable {
     private let listener: Int32
     private let credentials: String?
-    private let lock = NSLock()
-    private var requestCount = 0
-    private var tunnelCount = 0
-    private var refusedCount = 0
-    private var encryptedCount = 0
-    private var plainCount = 0
+    private struct Counts {
+        var requestCount = 0
+        var tunnelCount = 0
+        var refusedCount = 0
+        var encryptedCount = 0
+        var plainCount = 0
+    }
+    private let counts = Mutex(Counts())
     /// `HOST:PORT` of the proxy, for `http_proxy`.
     let address: String
 
@@ -35,15 +38,15 @@ final class ForwardProxy: @unchecked Sendable {
     }
 
     /// Requests carried to the server so far.
-    var forwarded: Int { lock.withLock { requestCount } }
+    var forwarded: Int { counts.withLock { $0.requestCount } }
     /// Tunnels opened so far.
-    var tunnels: Int { lock.withLock { tunnelCount } }
+    var tunnels: Int { counts.withLock { $0.tunnelCount } }
     /// `CONNECT`s refused for missing or wrong credentials.
-    var refused: Int { lock.withLock { refusedCount } }
+    var refused: Int { counts.withLock { $0.refusedCount } }
     /// Tunnels that carried TLS.
-    var encryptedTunnels: Int { lock.withLock { encryptedCount } }
+    var encryptedTunnels: Int { counts.withLock { $0.encryptedCount } }
     /// Requests that were not a `CONNECT` (refused with 405).
-    var plainRequests: Int { lock.withLock { plainCount } }
+    var plainRequests: Int { counts.withLock { $0.plainCount } }
 
     func close() { LoopbackListener.close(listener) }
 
@@ -65,14 +68,14 @@ final class ForwardProxy: @unchecked Sendable {
         let lines = head.split(separator: "\r\n")
         let words = lines.first?.split(separator: " ") ?? []
         guard words.count == 3, words[0] == "CONNECT" else {
-            lock.withLock { plainCount += 1 }
+            counts.withLock { $0.plainCount += 1 }
             _ = LossyProxy.writeAll(client, Array("HTTP/1.1 405 Only CONNECT\r\nContent-Length: 0\r\n\r\n".utf8))
             return
         }
         if let credentials {
             let given = lines.first { $0.lowercased().hasPrefix("proxy-authorization:") }
             guard given?.dropFirst("proxy-authorization:".count).trimmingCharacters(in: .whitespaces) == "Basic \(credentials)" else {
-                lock.withLock { refusedCount += 1 }
+                counts.withLock { $0.refusedCount += 1 }
                 _ = LossyProxy.writeAll(
                     client,
                     Array(
@@ -89,13 +92,13 @@ final class ForwardProxy: @unchecked Sendable {
             return
         }
         defer { Glibc.close(upstream) }
-        lock.withLock { tunnelCount += 1 }
+        counts.withLock { $0.tunnelCount += 1 }
         guard LossyProxy.writeAll(client, Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8)) else { return }
         if buffer.isEmpty {
             var first: UInt8 = 0
             guard recv(client, &first, 1, Int32(MSG_PEEK)) == 1 else { return }
             if first == 0x16 {  // a TLS handshake record: relay bytes both ways
-                lock.withLock { encryptedCount += 1 }
+                counts.withLock { $0.encryptedCount += 1 }
                 Self.relay(client, upstream)
                 return
             }
@@ -103,7 +106,7 @@ final class ForwardProxy: @unchecked Sendable {
         var answers: [UInt8] = []
         while let request = LossyProxy.readMessage(client, &buffer, isResponse: false) {
             guard LossyProxy.writeAll(upstream, request) else { return }
-            lock.withLock { requestCount += 1 }
+            counts.withLock { $0.requestCount += 1 }
             guard let answer = LossyProxy.readMessage(upstream, &answers, isResponse: true),
                 LossyProxy.writeAll(client, answer)
             else { return }

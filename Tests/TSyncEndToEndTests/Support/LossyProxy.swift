@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +14,7 @@ import Foundation
 ///
 /// Blocking sockets, one thread per client connection, one upstream connection per request;
 /// enough for tests, bounded by their own request counts.
-final class LossyProxy: @unchecked Sendable {
+final class LossyProxy: Sendable {
     /// `POST /tables/todo` and the like, and what becomes of the answer.
     struct Rule: Sendable {
         var method: String
@@ -30,10 +31,16 @@ final class LossyProxy: @unchecked Sendable {
 
     private let upstreamPort: UInt16
     private let listener: Int32
-    private let lock = NSLock()
-    private var rules: [(rule: Rule, remaining: Int)] = []
-    private var dropped = 0
-    private var closed = false
+    private struct State {
+        var rules: [(rule: Rule, remaining: Int)] = []
+        var dropped = 0
+        var closed = false
+        var interpositions: [(rule: Rule, remaining: Int, write: @Sendable (Int) -> String)] = []
+        var interposedCount = 0
+        var requestDelay: TimeInterval = 0
+        var forwardedCount = 0
+    }
+    private let state = Mutex(State())
     let url: String
 
     /// Listens on 127.0.0.1 (a free port) and forwards to `upstream` (`http://127.0.0.1:PORT`).
@@ -50,7 +57,7 @@ final class LossyProxy: @unchecked Sendable {
 
     /// Loses the answers to the next `count` requests that match `method` and `pathPrefix`.
     func drop(_ method: String, _ pathPrefix: String, count: Int = 1) {
-        lock.withLock { rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .drop), count)) }
+        state.withLock { s in s.rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .drop), count)) }
     }
 
     /// Answers the next `count` matching requests with `status`, `contentType` and `body` instead of
@@ -63,8 +70,8 @@ final class LossyProxy: @unchecked Sendable {
         let response = Array(
             "HTTP/1.1 \(status) Whatever\r\nContent-Type: \(contentType)\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
                 .utf8)
-        lock.withLock {
-            rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .replace(response: response, forward: forward)), count))
+        state.withLock { s in
+            s.rules.append((Rule(method: method, pathPrefix: pathPrefix, action: .replace(response: response, forward: forward)), count))
         }
     }
 
@@ -72,28 +79,24 @@ final class LossyProxy: @unchecked Sendable {
     /// match, the proxy sends the server the request `write` makes (given how many it made
     /// before), and only then forwards the client's.
     func interpose(_ method: String, _ pathPrefix: String, count: Int, write: @escaping @Sendable (Int) -> String) {
-        lock.withLock { interpositions.append((Rule(method: method, pathPrefix: pathPrefix, action: .drop), count, write)) }
+        state.withLock { s in s.interpositions.append((Rule(method: method, pathPrefix: pathPrefix, action: .drop), count, write)) }
     }
-    private var interpositions: [(rule: Rule, remaining: Int, write: @Sendable (Int) -> String)] = []
-    private var interposedCount = 0
 
     /// How many requests `interpose` sent so far.
-    var interposed: Int { lock.withLock { interposedCount } }
+    var interposed: Int { state.withLock { s in s.interposedCount } }
 
     /// How many answers were lost or replaced so far.
-    var droppedCount: Int { lock.withLock { dropped } }
+    var droppedCount: Int { state.withLock { s in s.dropped } }
 
     /// Holds every request this long before forwarding it: a slow server, so a test can act while
     /// a long push is under way.
-    func delay(_ seconds: TimeInterval) { lock.withLock { requestDelay = seconds } }
-    private var requestDelay: TimeInterval = 0
-    private var forwardedCount = 0
+    func delay(_ seconds: TimeInterval) { state.withLock { s in s.requestDelay = seconds } }
 
     /// How many requests reached the server so far.
-    var forwarded: Int { lock.withLock { forwardedCount } }
+    var forwarded: Int { state.withLock { s in s.forwardedCount } }
 
     func close() {
-        lock.withLock { closed = true }
+        state.withLock { s in s.closed = true }
         LoopbackListener.close(listener)
     }
 
@@ -123,13 +126,14 @@ final class LossyProxy: @unchecked Sendable {
         guard parts.count >= 2 else { return nil }
         let method = String(parts[0])
         let path = String(parts[1])
-        return lock.withLock {
+        return state.withLock { s in
             guard
-                let index = rules.firstIndex(where: { $0.remaining > 0 && $0.rule.method == method && path.hasPrefix($0.rule.pathPrefix) })
+                let index = s.rules.firstIndex(where: { $0.remaining > 0 && $0.rule.method == method && path.hasPrefix($0.rule.pathPrefix) }
+                )
             else { return nil }
-            rules[index].remaining -= 1
-            dropped += 1
-            return rules[index].rule.action
+            s.rules[index].remaining -= 1
+            s.dropped += 1
+            return s.rules[index].rule.action
         }
     }
 
@@ -137,15 +141,15 @@ final class LossyProxy: @unchecked Sendable {
     private func interposition(for head: String) -> String? {
         let parts = head.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2 else { return nil }
-        return lock.withLock {
+        return state.withLock { s in
             guard
-                let index = interpositions.firstIndex(where: {
+                let index = s.interpositions.firstIndex(where: {
                     $0.remaining > 0 && $0.rule.method == parts[0] && parts[1].hasPrefix($0.rule.pathPrefix)
                 })
             else { return nil }
-            interpositions[index].remaining -= 1
-            interposedCount += 1
-            return interpositions[index].write(interposedCount - 1)
+            s.interpositions[index].remaining -= 1
+            s.interposedCount += 1
+            return s.interpositions[index].write(s.interposedCount - 1)
         }
     }
 
@@ -160,10 +164,10 @@ final class LossyProxy: @unchecked Sendable {
                 guard Self.writeAll(client, response) else { return }
                 continue
             }
-            let delay = lock.withLock { requestDelay }
+            let delay = state.withLock { s in s.requestDelay }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             guard let answer = forward(request) else { return }
-            lock.withLock { forwardedCount += 1 }
+            state.withLock { s in s.forwardedCount += 1 }
             switch action {
             case .drop?: return  // the server has applied it; the client never hears
             case .replace(let response, _)?: guard Self.writeAll(client, response) else { return }

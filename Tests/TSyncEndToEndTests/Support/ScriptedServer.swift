@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -7,7 +8,7 @@ import Foundation
 /// A small HTTP server on 127.0.0.1 that answers what the test scripts: a server that ignores
 /// `$orderby` or `$skip`, loops its `Link`s, sends a body a byte at a time, or answers 503. For the
 /// client's behaviour against servers that misbehave; never a stand-in for `tsync serve`.
-final class ScriptedServer: @unchecked Sendable {
+final class ScriptedServer: Sendable {
     /// One answer: status, headers and body, and an optional pause between the body's bytes.
     struct Answer: Sendable {
         var status: Int
@@ -24,8 +25,7 @@ final class ScriptedServer: @unchecked Sendable {
 
     private let listener: Int32
     private let script: Script
-    private let lock = NSLock()
-    private var requestLog: [String] = []
+    private let requestLog = Mutex<[String]>([])
     let port: Int
     var url: String { "http://127.0.0.1:\(port)" }
 
@@ -36,7 +36,7 @@ final class ScriptedServer: @unchecked Sendable {
     }
 
     /// "METHOD target" of every request so far.
-    var requests: [String] { lock.withLock { requestLog } }
+    var requests: [String] { requestLog.withLock { $0 } }
 
     func close() { LoopbackListener.close(listener) }
 
@@ -59,7 +59,7 @@ final class ScriptedServer: @unchecked Sendable {
             guard parts.count >= 2 else { return }
             let method = String(parts[0])
             let target = String(parts[1])
-            lock.withLock { requestLog.append("\(method) \(target)") }
+            requestLog.withLock { $0.append("\(method) \(target)") }
             let answer = script(method, target)
             var text = "HTTP/1.1 \(answer.status) Scripted\r\nContent-Length: \(answer.body.count)\r\n"
             for (name, value) in answer.headers { text += "\(name): \(value)\r\n" }

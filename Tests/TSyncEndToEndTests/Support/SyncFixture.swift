@@ -95,7 +95,7 @@ final class ServeFixture: @unchecked Sendable {
 }
 
 /// A `tsync serve` process whose log goes to a file (no pipe to fill up).
-final class ServerProcess: @unchecked Sendable {
+final class ServerProcess: Sendable {
     private let process: ChildProcess
     private let logPath: String
 

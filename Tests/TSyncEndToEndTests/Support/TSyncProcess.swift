@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs the built `tsync` binary, for end-to-end tests.
@@ -174,19 +175,21 @@ final class TSyncProcess {
 /// every deadline in the process (the in-process servers' clients, the 5 s a writer waits for a
 /// busy store) would pass. A test's own processes it starts and stops itself (`TSyncProcess(…)`, a
 /// server) are not counted, so a test never waits for a slot while holding one.
-final class CommandSlots: @unchecked Sendable {
+final class CommandSlots: Sendable {
     static let shared = CommandSlots(permits: 2 * max(1, ProcessInfo.processInfo.activeProcessorCount))
 
-    private let lock = NSLock()
+    private struct State {
+        var permits: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Tests waiting for every slot (`exclusively`): served before `waiters`, so a slot that
+        /// frees up goes to them, and no new command starts while they wait.
+        var exclusives: [CheckedContinuation<Void, Never>] = []
+    }
     private let total: Int
-    private var permits: Int
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-    /// Tests waiting for every slot (`exclusively`): served before `waiters`, so a slot that
-    /// frees up goes to them, and no new command starts while they wait.
-    private var exclusives: [CheckedContinuation<Void, Never>] = []
+    private let state: Mutex<State>
 
     init(permits: Int) {
-        self.permits = permits
+        state = Mutex(State(permits: permits))
         total = permits
     }
 
@@ -196,12 +199,12 @@ final class CommandSlots: @unchecked Sendable {
     /// through `TSyncProcess.run` (it would wait for itself).
     func exclusively<T>(_ body: () async throws -> T) async rethrows -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = lock.withLock {
-                if permits == total, exclusives.isEmpty {
-                    permits = 0
+            let granted = state.withLock { s in
+                if s.permits == total, s.exclusives.isEmpty {
+                    s.permits = 0
                     return true
                 }
-                exclusives.append(continuation)
+                s.exclusives.append(continuation)
                 return false
             }
             if granted { continuation.resume() }
@@ -219,12 +222,12 @@ final class CommandSlots: @unchecked Sendable {
 
     private func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = lock.withLock {
-                if permits > 0, exclusives.isEmpty {
-                    permits -= 1
+            let granted = state.withLock { s in
+                if s.permits > 0, s.exclusives.isEmpty {
+                    s.permits -= 1
                     return true
                 }
-                waiters.append(continuation)
+                s.waiters.append(continuation)
                 return false
             }
             if granted { continuation.resume() }
@@ -232,31 +235,31 @@ final class CommandSlots: @unchecked Sendable {
     }
 
     private func release() {
-        let next: CheckedContinuation<Void, Never>? = lock.withLock {
-            if !exclusives.isEmpty {
-                permits += 1
-                guard permits == total else { return nil }
-                permits = 0
-                return exclusives.removeFirst()
+        let next: CheckedContinuation<Void, Never>? = state.withLock { s in
+            if !s.exclusives.isEmpty {
+                s.permits += 1
+                guard s.permits == total else { return nil }
+                s.permits = 0
+                return s.exclusives.removeFirst()
             }
-            if waiters.isEmpty {
-                permits += 1
+            if s.waiters.isEmpty {
+                s.permits += 1
                 return nil
             }
-            return waiters.removeFirst()
+            return s.waiters.removeFirst()
         }
         next?.resume()
     }
 
     /// The end of an exclusive run: the next exclusive one, or every slot back to the waiters.
     private func releaseAll() {
-        let next: [CheckedContinuation<Void, Never>] = lock.withLock {
-            if !exclusives.isEmpty { return [exclusives.removeFirst()] }
-            permits = total
+        let next: [CheckedContinuation<Void, Never>] = state.withLock { s in
+            if !s.exclusives.isEmpty { return [s.exclusives.removeFirst()] }
+            s.permits = total
             var resumed: [CheckedContinuation<Void, Never>] = []
-            while permits > 0, !waiters.isEmpty {
-                permits -= 1
-                resumed.append(waiters.removeFirst())
+            while s.permits > 0, !s.waiters.isEmpty {
+                s.permits -= 1
+                resumed.append(s.waiters.removeFirst())
             }
             return resumed
         }

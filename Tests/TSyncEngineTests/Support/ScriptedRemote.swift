@@ -13,7 +13,7 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
         /// The token was revoked: `.unauthorized` for this call and every later write; nothing applied.
         case revokeToken
         /// Something in the server's place answers this (to every operation of a batch); nothing
-        /// applied (issue 18).
+        /// applied.
         case answer(RemoteAnswer)
         /// The write is applied, then this is answered instead (a 500 after the commit).
         case applyThenAnswer(RemoteAnswer)

@@ -4,9 +4,9 @@ import TSyncModel
 /// The operations pushes delivered (the `pushes` table), written in the transaction that takes
 /// them off the queue, by whichever command pushed them. The queue alone cannot tell `tsync watch`
 /// what became of an operation another command pushed (it is simply gone, maybe before the watch
-/// ever saw it queued); this log does, so each is reported `pushed` exactly once
+/// ever saw it queued); this record does, so each is reported `pushed` exactly once
 /// (docs/DESIGN.md §8.1). Entries are dropped after `retention`.
-enum PushLog {
+enum DeliveredOperations {
     /// How long an entry is kept: far longer than a watch takes between two looks.
     static let retention: Int64 = 10 * 60 * 1000
 
@@ -48,16 +48,16 @@ enum PushLog {
 }
 
 extension LocalStore {
-    /// The newest entry of the push log now (0 when there is none): where a watch starts reading.
+    /// The newest entry of the delivered operations now (0 when there is none): where a watch starts reading.
     func lastPush() throws(TSyncError) -> Int64 {
         try read { db in try Int64.fetchOne(db, sql: "SELECT ifnull(max(id), 0) FROM pushes") ?? 0 }
     }
 
-    /// The entries of the push log after `id`, oldest first.
-    func pushes(after id: Int64) throws(TSyncError) -> [PushLog.Entry] {
+    /// The entries of the delivered operations after `id`, oldest first.
+    func pushes(after id: Int64) throws(TSyncError) -> [DeliveredOperations.Entry] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT id, tbl, item_id, kind, version FROM pushes WHERE id > ? ORDER BY id", arguments: [id])
-                .map { PushLog.Entry(id: $0[0], table: $0[1], itemID: $0[2], kind: $0[3], version: $0[4]) }
+                .map { DeliveredOperations.Entry(id: $0[0], table: $0[1], itemID: $0[2], kind: $0[3], version: $0[4]) }
         }
     }
 }
