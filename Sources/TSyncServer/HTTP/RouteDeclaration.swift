@@ -97,18 +97,8 @@ struct QueryParameter: Sendable {
     }
 }
 
-extension RouterGroup where Context == ServerRequestContext {
-    /// Serves `route` with `handler`.
-    @discardableResult
-    func on(
-        _ route: RouteDeclaration, use handler: @escaping @Sendable (Request, Context) async throws -> Response
-    ) -> Self {
-        on(RouterPath(stringLiteral: route.path), method: route.method, use: handler)
-    }
-}
-
-extension Router where Context == ServerRequestContext {
-    /// Serves `route` (of the root group) with `handler`.
+extension RouterMethods where Context == ServerRequestContext {
+    /// Serves `route` with `handler` (on the router or one of its groups).
     @discardableResult
     func on(
         _ route: RouteDeclaration, use handler: @escaping @Sendable (Request, Context) async throws -> Response
