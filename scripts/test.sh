@@ -18,6 +18,8 @@ swift format lint --strict --recursive --parallel Sources Tests Package.swift
 # Every section of docs/DESIGN.md a comment or document cites exists.
 scripts/check-citations.sh
 swift build --build-tests
+# schemathesis (and with it Python's jsonschema, the schema tests' second opinion), from PyPI.
+python3 -m pip install --quiet --disable-pip-version-check schemathesis
 # One run: the tests' waits for children and sockets hold no thread of the cooperative pool
 # (Tests/TSyncEndToEndTests/Support/OffThePool.swift), so the in-process servers of
 # TSyncServerTests keep theirs beside the end-to-end suites, and at most twice as many tsync
@@ -28,9 +30,13 @@ swift test --skip-build "$@"
 # scripts/soak.sh run the long ones.
 scripts/fuzz.sh 5
 bin="$(swift build --show-bin-path)/tsync"
-# schemathesis against /openapi.json, without and with accounts (scripts/schemathesis.sh).
+# schemathesis against /openapi.json (scripts/schemathesis.sh): SQLite with a table schema,
+# without and with accounts; PostgreSQL with accounts and no schema.
 scripts/schemathesis.sh "$bin" -n 25
 scripts/schemathesis.sh "$bin" -n 25 --auth
+if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
+    scripts/schemathesis.sh "$bin" -n 25 --auth --no-schema --db "$TSYNC_TEST_POSTGRES_URL"
+fi
 python3 scripts/soak.py --bin "$bin" --runs 3
 # The fault campaign: 4 runs, each of a mode picked at random (scripts/soak.sh --faults runs more).
 python3 scripts/soak.py --bin "$bin" --faults --runs 4
