@@ -50,6 +50,10 @@ public struct SyncServer: Sendable {
         router.middlewares.add(RequestLogMiddleware(metrics: metrics, inFlight: inFlight))
         router.middlewares.add(ErrorMiddleware())
         if let metrics { router.middlewares.add(MetricsErrorMiddleware(metrics: metrics)) }
+        // Shares of requests in flight (docs/DESIGN.md §10.1): by address behind a trusted proxy
+        // here, by account once the token is read.
+        let shares = ClientShares()
+        router.middlewares.add(RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares))
         router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         OperatorRoutes(storage: storage, metrics: metrics, readinessTimeoutSeconds: configuration.readinessTimeoutSeconds)
             .register(on: router)
@@ -57,6 +61,7 @@ public struct SyncServer: Sendable {
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
             .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
+            .add(middleware: RequestShareMiddleware(key: .account, limit: configuration.maximumAccountRequests, shares: shares))
         let tableRoutes = TableRoutes(storage: storage, configuration: configuration)
         // Before the table routes: `$batch` is a fixed path, never a table name.
         if configuration.maximumBatchOperations > 0 {
@@ -73,10 +78,11 @@ public struct SyncServer: Sendable {
         let tls = configuration.tls
         let scheme = tls == nil ? "http" : "https"
         let limits = ConnectionLimits(
-            maximumConnections: configuration.maximumConnections,
+            maximumConnections: configuration.maximumConnections, clientConnections: configuration.maximumClientConnections,
             headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
-            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
+            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
+            trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }))
         metrics?.openConnections.withLock { $0 = { limits.openConnections } }
         if let feed = storage.changes { metrics?.live.withLock { $0 = { (feed.waiting, feed.queries) } } }
         return Application(

@@ -62,32 +62,68 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 /// The limits, and the count of open connections they share across event loops.
 final class ConnectionLimits: Sendable {
     let maximumConnections: Int
+    /// Connections one client address (`ClientAddress.shareKey`) may hold; trusted proxies are
+    /// held to the server's limit only.
+    let clientConnections: Int
+    /// The last places, kept for addresses that hold no connection yet: an address that holds
+    /// some is refused once fewer than this are free, so a newcomer finds room even when a few
+    /// addresses have taken their whole share (docs/DESIGN.md §10.1).
+    let reserved: Int
     let headerTimeout: TimeAmount
     let bodyTimeout: TimeAmount
     let idleTimeout: TimeAmount
+    /// Trusted proxies, in `ClientAddress.canonical` form.
+    let trustedProxies: Set<String>
     /// How long a refused connection is kept, reading and dropping what the client sends, after
     /// its 503: closing at once would make the kernel answer the client's request with a reset,
     /// which can destroy the 503 before the client reads it.
     static let refusalLinger = TimeAmount.seconds(2)
     private let open = Mutex(0)
+    private let shares = ClientShares()
 
-    init(maximumConnections: Int, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60), idleTimeout: TimeAmount) {
+    init(
+        maximumConnections: Int, clientConnections: Int? = nil, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60),
+        idleTimeout: TimeAmount, trustedProxies: Set<String> = []
+    ) {
         self.maximumConnections = maximumConnections
+        self.clientConnections = clientConnections ?? maximumConnections
+        self.reserved = maximumConnections / 8
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
+        self.trustedProxies = trustedProxies
     }
 
-    /// Takes a place for a new connection; false when the server is full.
-    func acquire() -> Bool {
-        open.withLock { count in
-            guard count < maximumConnections else { return false }
+    /// Why a connection was not taken.
+    enum Refusal: Error {
+        /// The server holds its limit (or only the places kept for newcomers are left): 503.
+        case full
+        /// The client's address holds its share: 429.
+        case clientShare
+    }
+
+    /// Takes a place for a new connection from `peer`; returns the key to give back, or why not.
+    func acquire(peer: String?) -> Result<String?, Refusal> {
+        let key = peer.flatMap { trustedProxies.contains(ClientAddress.canonical($0) ?? $0) ? nil : ClientAddress.shareKey($0) }
+        return open.withLock { count in
+            guard count < maximumConnections else { return .failure(.full) }
+            if let key {
+                let holding = shares.count(key)
+                guard holding < clientConnections else { return .failure(.clientShare) }
+                guard holding == 0 || count < maximumConnections - reserved else { return .failure(.full) }
+                _ = shares.take(key, limit: clientConnections)
+            }
             count += 1
-            return true
+            return .success(key)
         }
     }
 
-    func release() { open.withLock { $0 -= 1 } }
+    func release(_ key: String?) {
+        open.withLock { count in
+            count -= 1
+            if let key { shares.give(key) }
+        }
+    }
 
     var openConnections: Int { open.withLock { $0 } }
 }
@@ -103,6 +139,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let limits: ConnectionLimits
     private var counted = false
+    /// The share key the connection counts under (nil: a trusted proxy's, or no address).
+    private var shareKey: String?
     /// Refused (over the connection limit): answered 503, input read and dropped until it closes.
     private var refused = false
     /// Waiting for the head of the next request (true between a response and the next head).
@@ -134,21 +172,27 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func admit(_ context: ChannelHandlerContext) {
-        guard !counted else { return }
-        guard limits.acquire() else {
-            let body = #"{"error":"the server has too many open connections; try again later"}"#
+        guard !counted, !refused else { return }
+        switch limits.acquire(peer: context.channel.remoteAddress?.ipAddress) {
+        case .success(let key):
+            shareKey = key
+            counted = true
+            arm(context)
+        case .failure(let refusal):
+            let (status, message) =
+                refusal == .full
+                ? ("503 Service Unavailable", "the server has too many open connections; try again later")
+                : ("429 Too Many Requests", "this address has \(limits.clientConnections) connections open, as many as the server gives one client; close some or try again later")
+            let body = #"{"error":"\#(message)"}"#
             let answer =
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
+                "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
             refused = true
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
                 loopBound.value.close(mode: .output, promise: nil)
             }
             context.eventLoop.scheduleTask(in: ConnectionLimits.refusalLinger) { loopBound.value.close(promise: nil) }
-            return
         }
-        counted = true
-        arm(context)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -158,7 +202,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         bodyDeadline = nil
         if counted {
             counted = false
-            limits.release()
+            limits.release(shareKey)
         }
         context.fireChannelInactive()
     }
