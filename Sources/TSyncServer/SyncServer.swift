@@ -43,6 +43,10 @@ public struct SyncServer: Sendable {
         storage.keepHistory(configuration.retention.keepsHistory)
     }
 
+    /// Bytes of answers one client address may leave unread before a large one is refused
+    /// (`ResponseShareMiddleware`, docs/DESIGN.md §10.1).
+    static let unreadAnswersPerClient = 32 << 20
+
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
     public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
@@ -54,6 +58,7 @@ public struct SyncServer: Sendable {
         // here, by account once the token is read.
         let shares = ClientShares()
         router.middlewares.add(RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares))
+        router.middlewares.add(ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers()))
         router.get("health") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         OperatorRoutes(storage: storage, metrics: metrics, readinessTimeoutSeconds: configuration.readinessTimeoutSeconds)
             .register(on: router)

@@ -151,6 +151,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var responding = false
     private var deadline: Scheduled<Void>?
     private var bodyDeadline: Scheduled<Void>?
+    /// Armed while the socket takes nothing more of an answer: a client that stops reading it
+    /// for the idle timeout is gone, and the answer queued for it is dropped with the connection.
+    private var writeDeadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
 
     init(limits: ConnectionLimits) {
@@ -195,7 +198,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            writeDeadline?.cancel()
+            writeDeadline = nil
+        } else if writeDeadline == nil {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            writeDeadline = context.eventLoop.scheduleTask(in: limits.idleTimeout) { loopBound.value.close(promise: nil) }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        writeDeadline?.cancel()
+        writeDeadline = nil
         deadline?.cancel()
         deadline = nil
         bodyDeadline?.cancel()
