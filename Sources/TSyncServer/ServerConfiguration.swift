@@ -66,6 +66,11 @@ public struct ServerConfiguration: Sendable {
     /// zero turns the history route off and writes no versions (docs/DESIGN.md §6.5).
     public var retention = Retention()
 
+    /// JSON values (keys included) one batch body may hold, counted before it is parsed: as many as
+    /// the largest item can hold (two bytes a value), and 64 more per operation
+    /// (docs/DESIGN.md §10.1).
+    public var maximumBatchValues: Int { maximumBodyBytes / 2 + 64 * maximumBatchOperations }
+
     /// `indexes`, each marked per-user when its table is.
     public var indexedFields: [IndexedField] {
         indexes.map { field in
