@@ -43,6 +43,11 @@ public struct SyncServer: Sendable {
         storage.keepHistory(configuration.retention.keepsHistory)
     }
 
+    /// How long a stop on SIGTERM may take before what is left is cancelled: uploads get
+    /// `ConnectionLimits.uploadGrace`, answers `flushGrace` more to reach their sockets; within
+    /// the 30 s a service manager waits (`TimeoutStopSec=30` in the README's unit).
+    static let shutdownLimit = Duration.seconds(20)
+
     /// Bytes of answers one client address may leave unread before a large one is refused
     /// (`ResponseShareMiddleware`, docs/DESIGN.md §10.1).
     static let unreadAnswersPerClient = 32 << 20
@@ -118,18 +123,20 @@ public struct SyncServer: Sendable {
         do {
             // The notice traps the signals itself (two traps of one signal do not both see it) and
             // ends on the first, which shuts the group down gracefully.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [
-                        .init(
-                            service: ShutdownNotice(logger: logger, inFlight: inFlight),
-                            successTerminationBehavior: .gracefullyShutdownGroup),
-                        .init(service: makeApplication()),
-                        .init(
-                            service: Pruner(storage: storage, retention: configuration.retention, clock: clock, logger: logger),
-                            successTerminationBehavior: .ignore),
-                    ],
-                    logger: logger))
+            var settings = ServiceGroupConfiguration(
+                services: [
+                    .init(
+                        service: ShutdownNotice(logger: logger, inFlight: inFlight),
+                        successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: makeApplication()),
+                    .init(
+                        service: Pruner(storage: storage, retention: configuration.retention, clock: clock, logger: logger),
+                        successTerminationBehavior: .ignore),
+                ],
+                logger: logger)
+            // Past it, what is still under way is cancelled (docs/DESIGN.md §10.1).
+            settings.maximumGracefulShutdownDuration = Self.shutdownLimit
+            let group = ServiceGroup(configuration: settings)
             try await group.run()
             logger.info("stopped")
         } catch let error as IOError where error.errnoCode == EADDRINUSE {

@@ -78,6 +78,12 @@ final class ConnectionLimits: Sendable {
     /// its 503: closing at once would make the kernel answer the client's request with a reset,
     /// which can destroy the 503 before the client reads it.
     static let refusalLinger = TimeAmount.seconds(2)
+    /// After SIGTERM, how long an upload still arriving may take before it is answered 503 and its
+    /// connection closed (nothing of it has been written), so it cannot hold the stop for up to
+    /// the body timeout (docs/DESIGN.md §10.1).
+    static let uploadGrace = TimeAmount.seconds(10)
+    /// How long a connection the server closes waits for its answer to reach the socket.
+    static let flushGrace = TimeAmount.seconds(5)
     private let open = Mutex(0)
     private let shares = ClientShares()
 
@@ -155,6 +161,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// for the idle timeout is gone, and the answer queued for it is dropped with the connection.
     private var writeDeadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// Writes handed on and not yet on the socket.
+    private var unflushedWrites = 0
+    /// A close asked for while writes were unflushed, done once they are (or at `flushGrace`).
+    private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
+    private var uploadCutoff: Scheduled<Void>?
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -212,6 +223,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         writeDeadline?.cancel()
         writeDeadline = nil
+        uploadCutoff?.cancel()
+        uploadCutoff = nil
         deadline?.cancel()
         deadline = nil
         bodyDeadline?.cancel()
@@ -236,7 +249,50 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
+        if event is ChannelShouldQuiesceEvent, counted, awaitingBody, !responding {
+            // Stopping while an upload arrives: it gets a while to finish, then 503 (and close).
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            uploadCutoff = context.eventLoop.scheduleTask(in: ConnectionLimits.uploadGrace) {
+                loopBound.value.answerAndClose(
+                    "503 Service Unavailable", "the server is stopping and the request body did not arrive in time; send it again",
+                    retry: true)
+            }
+        }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        unflushedWrites += 1
+        let written = promise ?? context.eventLoop.makePromise()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in loopBound.value.writeDone() }
+        context.write(data, promise: written)
+    }
+
+    /// A close from the server's side (Hummingbird closes a connection when it stops, or after
+    /// `Connection: close`) would drop what is not on the socket yet: the rest of an answer whose
+    /// transaction has committed. It waits for those writes, at most `flushGrace`; a second close
+    /// goes at once.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all, unflushedWrites > 0, deferredClose == nil else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        deferredClose = (mode, promise)
+        context.flush()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: ConnectionLimits.flushGrace) { loopBound.value.closeDeferred() }
+    }
+
+    private func writeDone() {
+        unflushedWrites -= 1
+        if unflushedWrites == 0 { closeDeferred() }
+    }
+
+    private func closeDeferred() {
+        guard let context, let (mode, promise) = deferredClose else { return }
+        deferredClose = nil
+        context.close(mode: mode, promise: promise)
     }
 
     /// The decoder delivered a request head: its time limit no longer applies, the body's starts.
@@ -260,6 +316,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         awaitingBody = false
         bodyDeadline?.cancel()
         bodyDeadline = nil
+        uploadCutoff?.cancel()
+        uploadCutoff = nil
     }
 
     func responseStarted() {
@@ -275,15 +333,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The body did not arrive in time: 408 when no answer has begun, then the connection closes.
     private func bodyTimedOut() {
         bodyDeadline = nil
+        answerAndClose("408 Request Timeout", "the request body did not arrive in time", retry: false)
+    }
+
+    /// While the body is awaited: answers `status` (when no answer has begun) and closes.
+    fileprivate func answerAndClose(_ status: String, _ message: String, retry: Bool) {
         guard let context, awaitingBody else { return }
         guard !responding else {
             context.close(promise: nil)
             return
         }
         responding = true
-        let body = #"{"error":"the request body did not arrive in time"}"#
+        let body = #"{"error":"\#(message)"}"#
         let answer =
-            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + (retry ? "Retry-After: 1\r\n" : "") + "Connection: close\r\n\r\n\(body)"
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
             loopBound.value.close(promise: nil)
