@@ -19,4 +19,45 @@ import Testing
         let within = try await HTTP.send("POST", server.url + "/tables/$batch", body: #"{"operations": [\#(operations[0])]}"#)
         #expect(within.status == 200, "\(within.status) \(within.body.prefix(200))")
     }
+
+    /// 400 records of 40 KB: a page of all of them is 16 MB.
+    private func bigTable(_ server: ServeFixture) async throws {
+        #expect(try await HTTP.send("POST", server.url + "/tables/big", body: #"{"id": "seed"}"#).status == 201)
+        try await server.sql(
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
+            INSERT INTO t_big (id, created_at, updated_at, version, deleted, owner, body)
+            SELECT 'r' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'v', 0, NULL,
+                json_object('s', replace(printf('%40000s', ''), ' ', 'x')) FROM n;
+            """)
+    }
+
+    /// Connections that ask for a 16 MB page and never read it: each kept its page in the server
+    /// (300 took it to 4.7 GB). Now the address's unread answers are bounded, and the rest 429.
+    @Test func clientsThatAskForBigPagesAndNeverReadThemAreNotBufferedWhole() async throws {
+        let server = try await ServeFixture(options: ["--idle-timeout", "60"])
+        try await bigTable(server)
+        let process = try #require(server.server)
+        let port = try #require(URLComponents(string: server.url)?.port)
+        // One page read whole first, so the memory a page costs once is in the baseline.
+        let whole = try await HTTP.send("GET", server.url + "/tables/big?$top=1000")
+        #expect(whole.status == 200 && whole.body.count > 16_000_000, "\(whole.status) \(whole.body.count)")
+        let before = try #require(process.residentBytes)
+
+        var sockets: [RawSocket] = []
+        for _ in 0..<40 {
+            let socket = try RawSocket(port: port, timeout: 10, from: "127.0.0.2", receiveBuffer: 16 << 10)
+            await socket.write("GET /tables/big?$top=1000 HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\n\r\n")
+            sockets.append(socket)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(2))
+        let after = try #require(process.residentBytes)
+        // Kept whole, 40 pages are 640 MB; bounded, the address keeps 32 MiB and one page.
+        #expect(after - before < 320 << 20, "the server grew by \((after - before) >> 20) MB")
+        #expect(process.log.contains("GET /tables/big?$top=1000 429"), "the pages past the share are refused")
+        // Another client is served meanwhile.
+        #expect(try await HTTP.send("GET", server.url + "/tables/big?$top=1").status == 200)
+        withExtendedLifetime(sockets) {}
+    }
 }

@@ -84,8 +84,9 @@ struct ResponseShareMiddleware: RouterMiddleware {
         guard let length = response.body.contentLength, length > Self.slice else { return response }
         guard let charge = unread.charge(key, bytes: length, limit: limit) else { throw refusal }
         let body = response.body
+        let channel = context.channel
         response.body = ResponseBody(contentLength: length) { writer in
-            try await body.write(SlicingWriter(parent: writer, charge: charge))
+            try await body.write(SlicingWriter(parent: writer, channel: channel, charge: charge))
         }
         return response
     }
@@ -140,16 +141,25 @@ final class UnreadAnswers: Sendable {
     }
 }
 
-/// Writes each buffer in slices of `ResponseShareMiddleware.slice`: each write waits until the
-/// connection can take it.
+/// Writes each buffer in slices of `ResponseShareMiddleware.slice`, each once the connection has
+/// taken the last: the async writer's own backpressure lets a fast producer hand on many slices
+/// before the event loop has written the first and seen the socket full.
 private struct SlicingWriter: ResponseBodyWriter {
     var parent: any ResponseBodyWriter
+    let channel: any Channel
     let charge: UnreadAnswers.Charge
 
     mutating func write(_ buffer: ByteBuffer) async throws {
         var buffer = buffer
         while let slice = buffer.readSlice(length: min(ResponseShareMiddleware.slice, buffer.readableBytes)), slice.readableBytes > 0 {
             try await parent.write(slice)
+            let channel = channel
+            try await channel.eventLoop.flatSubmit {
+                guard let handler = try? channel.pipeline.syncOperations.handler(type: ConnectionGuard.self) else {
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
+                return handler.whenWritable(channel.eventLoop)
+            }.get()
         }
     }
 

@@ -166,6 +166,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// A close asked for while writes were unflushed, done once they are (or at `flushGrace`).
     private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var uploadCutoff: Scheduled<Void>?
+    /// Waiting for the connection to take more (`whenWritable`).
+    private var writableWaiters: [EventLoopPromise<Void>] = []
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -209,8 +211,25 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    /// Succeeds once the connection takes more (at once when it does now, or when it closes):
+    /// what a writer waits for between slices of an answer, on the event loop, after the writes
+    /// it has handed on (`ResponseShareMiddleware`).
+    func whenWritable(_ eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        guard let context, context.channel.isActive, !context.channel.isWritable else { return eventLoop.makeSucceededVoidFuture() }
+        let promise = eventLoop.makePromise(of: Void.self)
+        writableWaiters.append(promise)
+        return promise.futureResult
+    }
+
+    private func wakeWriters() {
+        let waiters = writableWaiters
+        writableWaiters = []
+        for waiter in waiters { waiter.succeed() }
+    }
+
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
+            wakeWriters()
             writeDeadline?.cancel()
             writeDeadline = nil
         } else if writeDeadline == nil {
@@ -225,6 +244,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         writeDeadline = nil
         uploadCutoff?.cancel()
         uploadCutoff = nil
+        wakeWriters()
         deadline?.cancel()
         deadline = nil
         bodyDeadline?.cancel()

@@ -14,8 +14,11 @@ final class RawSocket: @unchecked Sendable {
 
     /// `from`: the local address to connect from, another loopback address (127.0.0.2) to stand
     /// for another client.
-    init(port: Int, timeout: TimeInterval = 10, from source: String? = nil) throws {
+    /// `receiveBuffer`: the kernel's receive buffer in bytes, small for a client that must not
+    /// take much of an answer it never reads.
+    init(port: Int, timeout: TimeInterval = 10, from source: String? = nil, receiveBuffer: Int32? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         if let source {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)

@@ -106,6 +106,15 @@ final class ServerProcess: @unchecked Sendable {
 
     var log: String { String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self) }
 
+    /// The server's resident memory in bytes (`VmRSS` of /proc/PID/status), nil when unreadable.
+    var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return kilobytes << 10
+    }
+
     /// `http://HOST:PORT` (or `https://`) from the "listening on" log line, within 30 s.
     func waitForAddress() async throws -> String {
         for _ in 0..<600 {
