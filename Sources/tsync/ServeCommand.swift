@@ -230,7 +230,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxClientConnections >= 1 else {
             throw ValidationError("--max-client-connections must be at least 1 (got \(maxClientConnections))")
         }
-        guard maxAccountRequests >= 1 else { throw ValidationError("--max-account-requests must be at least 1 (got \(maxAccountRequests))") }
+        guard maxAccountRequests >= 1 else {
+            throw ValidationError("--max-account-requests must be at least 1 (got \(maxAccountRequests))")
+        }
         guard headerTimeout.seconds >= 1 else { throw ValidationError("--header-timeout must be at least 1s (got \(headerTimeout))") }
         guard idleTimeout.seconds >= 1 else { throw ValidationError("--idle-timeout must be at least 1s (got \(idleTimeout))") }
         guard bodyTimeout.seconds >= 1 else { throw ValidationError("--body-timeout must be at least 1s (got \(bodyTimeout))") }

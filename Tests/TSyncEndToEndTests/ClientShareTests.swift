@@ -60,7 +60,8 @@ import TSyncModel
         for _ in 0..<2 {
             let socket = try RawSocket(port: port, timeout: 10)
             await socket.write(
-                "GET /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nX-Forwarded-For: 203.0.113.5\r\nPrefer: wait=20\r\n\r\n")
+                "GET /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nX-Forwarded-For: 203.0.113.5\r\nPrefer: wait=20\r\n\r\n"
+            )
             held.append(socket)
         }
         try await Task.sleep(for: .milliseconds(500))

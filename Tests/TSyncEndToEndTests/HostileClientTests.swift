@@ -211,7 +211,7 @@ import TSyncModel
 @Suite(.serialized) struct ConnectionLimitTests {
     @Test func idleAndSlowClientsDoNotStarveOthers() async throws {
         let server = try await ServeFixture(options: [
-            "--header-timeout", "2", "--idle-timeout", "3", "--max-connections", "600", "--max-client-connections", "600",
+            "--header-timeout", "2", "--idle-timeout", "3", "--max-connections", "700", "--max-client-connections", "700",
         ])
         let port = try #require(URLComponents(string: server.url)?.port)
         var idle: [RawSocket] = []

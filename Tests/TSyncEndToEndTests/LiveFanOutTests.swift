@@ -93,9 +93,11 @@ import TSyncModel
     }
 
     @Test func aSharedQueryNeverAnswersOneUserWithAnothersRecords() async throws {
-        let server = try await ServeFixture(authenticated: true, options: [
-            "--per-user", "notes", "--metrics", "--max-client-connections", "1024", "--max-account-requests", "1024",
-        ])
+        let server = try await ServeFixture(
+            authenticated: true,
+            options: [
+                "--per-user", "notes", "--metrics", "--max-client-connections", "1024", "--max-account-requests", "1024",
+            ])
         let add = try await TSyncProcess.run(
             ["user", "add", "bob", "--password-stdin", "--db", "sqlite:" + server.databasePath], in: server.directory.path,
             stdin: "bob password\n")

@@ -25,7 +25,9 @@ import TSyncModel
             }
         }
         // A batch of 1,000 inserts, all but its last bytes sent before the signal.
-        let operations = (0..<1000).map { #"{"method": "POST", "table": "todo", "item": {"id": "r\#($0)", "text": "\#(String(repeating: "x", count: 200))"}}"# }
+        let operations = (0..<1000).map {
+            #"{"method": "POST", "table": "todo", "item": {"id": "r\#($0)", "text": "\#(String(repeating: "x", count: 200))"}}"#
+        }
         let body = #"{"operations": [\#(operations.joined(separator: ","))]}"#
         let batch = try RawSocket(port: port, timeout: 30)
         await batch.write(

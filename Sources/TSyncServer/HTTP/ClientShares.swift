@@ -92,7 +92,7 @@ struct ResponseShareMiddleware: RouterMiddleware {
     }
 
     private var refusal: APIError {
-            var error = APIError(
+        var error = APIError(
             .tooManyRequests,
             "this address has \(limit >> 20) MiB of answers it has not read yet, as much as the server keeps for one client; read them or try again later"
         )

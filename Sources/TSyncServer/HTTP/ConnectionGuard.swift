@@ -198,7 +198,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             let (status, message) =
                 refusal == .full
                 ? ("503 Service Unavailable", "the server has too many open connections; try again later")
-                : ("429 Too Many Requests", "this address has \(limits.clientConnections) connections open, as many as the server gives one client; close some or try again later")
+                : (
+                    "429 Too Many Requests",
+                    "this address has \(limits.clientConnections) connections open, as many as the server gives one client; close some or try again later"
+                )
             let body = #"{"error":"\#(message)"}"#
             let answer =
                 "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
