@@ -20,23 +20,11 @@ import Testing
         #expect(within.status == 200, "\(within.status) \(within.body.prefix(200))")
     }
 
-    /// 400 records of 40 KB: a page of all of them is 16 MB.
-    private func bigTable(_ server: ServeFixture) async throws {
-        #expect(try await HTTP.send("POST", server.url + "/tables/big", body: #"{"id": "seed"}"#).status == 201)
-        try await server.sql(
-            """
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
-            INSERT INTO t_big (id, created_at, updated_at, version, deleted, owner, body)
-            SELECT 'r' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'v', 0, NULL,
-                json_object('s', replace(printf('%40000s', ''), ' ', 'x')) FROM n;
-            """)
-    }
-
     /// Connections that ask for a 16 MB page and never read it: each kept its page in the server
     /// (300 took it to 4.7 GB). Now the address's unread answers are bounded, and the rest 429.
     @Test func clientsThatAskForBigPagesAndNeverReadThemAreNotBufferedWhole() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "60"])
-        try await bigTable(server)
+        try await server.fill("big", count: 400, size: 40_000)  // a page of all of them is 16 MB
         let process = try #require(server.server)
         let port = try #require(URLComponents(string: server.url)?.port)
         // One page read whole first, so the memory a page costs once is in the baseline.
