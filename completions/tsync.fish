@@ -87,7 +87,7 @@ function __tsync_parse_tokens -S
         case 'log'
             __tsync_parse_subcommand 0 'C/store=' 'n=' 'json' 'no-pager' 'h/help'
         case 'serve'
-            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'schema=+' 'max-top=' 'max-batch=' 'max-connections=' 'max-watchers=' 'header-timeout=' 'idle-timeout=' 'body-timeout=' 'query-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'log-format=' 'metrics' 'keep-history=' 'keep-deleted=' 'db-share=' 'max-tables=' 'config=' 'h/help'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'index=+' 'schema=+' 'max-top=' 'max-batch=' 'max-connections=' 'max-client-connections=' 'max-account-requests=' 'max-watchers=' 'header-timeout=' 'idle-timeout=' 'body-timeout=' 'query-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'log-format=' 'metrics' 'keep-history=' 'keep-deleted=' 'db-share=' 'max-tables=' 'config=' 'h/help'
         case 'user'
             __tsync_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
@@ -420,6 +420,8 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-top' -l 'max-top' -d 'Largest page ($top) a client may ask for.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-batch' -l 'max-batch' -d 'Most operations one POST /tables/$batch may hold; 0 turns the batch route off.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-connections' -l 'max-connections' -d 'Connections open at once; one more is answered 503 and closed.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-client-connections' -l 'max-client-connections' -d 'Connections one client address may hold (IPv6 by its /64); one more is answered 429.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-account-requests' -l 'max-account-requests' -d 'Requests one account may have under way, held reads included; one more is answered 429.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" max-watchers' -l 'max-watchers' -d 'Requests the live route may hold at once; 0 turns it off.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" header-timeout' -l 'header-timeout' -d 'How long a request\'s head may take to arrive, from its first byte.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" idle-timeout' -l 'idle-timeout' -d 'How long a connection may stay open with no request under way.' -rfka ''

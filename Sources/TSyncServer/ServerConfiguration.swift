@@ -24,6 +24,12 @@ public struct ServerConfiguration: Sendable {
     public var maximumBatchBytes: Int
     /// Connections open at once (`--max-connections`); one more is answered 503 and closed.
     public var maximumConnections: Int
+    /// Connections one client address may hold (`--max-client-connections`; IPv6 by its /64), and
+    /// requests in flight from one address behind a trusted proxy; one more is answered 429.
+    public var maximumClientConnections = 64
+    /// Requests one account may have in flight, held reads included (`--max-account-requests`);
+    /// one more is answered 429.
+    public var maximumAccountRequests = 64
     /// Seconds a request's head may take to arrive, from its first byte (`--header-timeout`).
     public var headerTimeoutSeconds: Int
     /// Seconds a connection may stay open with no request under way (`--idle-timeout`).
@@ -67,6 +73,11 @@ public struct ServerConfiguration: Sendable {
     /// Each table's record type (`--schema TABLE=FILE`, docs/DESIGN.md §16), by lowercased name:
     /// writes that do not match it are refused.
     public var schemas: [String: RecordSchema] = [:]
+
+    /// JSON values (keys included) one batch body may hold, counted before it is parsed: as many as
+    /// the largest item can hold (two bytes a value), and 64 more per operation
+    /// (docs/DESIGN.md §10.1).
+    public var maximumBatchValues: Int { maximumBodyBytes / 2 + 64 * maximumBatchOperations }
 
     /// `indexes`, each marked per-user when its table is.
     public var indexedFields: [IndexedField] {
@@ -117,6 +128,9 @@ public struct ServerConfiguration: Sendable {
         guard maximumBatchOperations >= 0 else { throw .usage("the batch limit must be 0 (no batch route) or more") }
         guard maximumWatchers >= 0 else { throw .usage("the watcher limit must be 0 (no live route) or more") }
         guard maximumConnections >= 1 else { throw .usage("the connection limit must be at least 1") }
+        guard maximumClientConnections >= 1, maximumAccountRequests >= 1 else {
+            throw .usage("the per-client connection and per-account request limits must be at least 1")
+        }
         guard headerTimeoutSeconds >= 1, idleTimeoutSeconds >= 1 else {
             throw .usage("the header and idle timeouts must be at least 1 second")
         }

@@ -45,6 +45,15 @@ public struct SyncServer: Sendable {
         storage.limitTables(perAccount: configuration.maximumTablesPerAccount)
     }
 
+    /// How long a stop on SIGTERM may take before what is left is cancelled: uploads get
+    /// `ConnectionLimits.uploadGrace`, answers `flushGrace` more to reach their sockets; within
+    /// the 30 s a service manager waits (`TimeoutStopSec=30` in the README's unit).
+    static let shutdownLimit = Duration.seconds(20)
+
+    /// Bytes of answers one client address may leave unread before a large one is refused
+    /// (`ResponseShareMiddleware`, docs/DESIGN.md §10.1).
+    static let unreadAnswersPerClient = 32 << 20
+
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
     public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
@@ -52,6 +61,11 @@ public struct SyncServer: Sendable {
         router.middlewares.add(RequestLogMiddleware(metrics: metrics, inFlight: inFlight))
         router.middlewares.add(ErrorMiddleware(routes: ServedRoutes.all(configuration)))
         if let metrics { router.middlewares.add(MetricsErrorMiddleware(metrics: metrics)) }
+        // Shares of requests in flight (docs/DESIGN.md §10.1): by address behind a trusted proxy
+        // here, by account once the token is read.
+        let shares = ClientShares()
+        router.middlewares.add(RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares))
+        router.middlewares.add(ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers()))
         router.on(ServedRoutes.health) { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         let description = JSONSerializer.bytes(OpenAPIDocument.make(configuration))
         router.on(ServedRoutes.openAPI) { _, _ in JSONResponse.make(.ok, bytes: description) }
@@ -61,6 +75,7 @@ public struct SyncServer: Sendable {
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
             .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
+            .add(middleware: RequestShareMiddleware(key: .account, limit: configuration.maximumAccountRequests, shares: shares))
         let tableRoutes = TableRoutes(storage: storage, configuration: configuration)
         // Before the table routes: `$batch` is a fixed path, never a table name.
         if configuration.maximumBatchOperations > 0 {
@@ -78,10 +93,11 @@ public struct SyncServer: Sendable {
         let tls = configuration.tls
         let scheme = tls == nil ? "http" : "https"
         let limits = ConnectionLimits(
-            maximumConnections: configuration.maximumConnections,
+            maximumConnections: configuration.maximumConnections, clientConnections: configuration.maximumClientConnections,
             headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
-            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
+            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
+            trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }))
         metrics?.openConnections.withLock { $0 = { limits.openConnections } }
         if let feed = storage.changes { metrics?.live.withLock { $0 = { (feed.waiting, feed.queries) } } }
         return Application(
@@ -116,19 +132,21 @@ public struct SyncServer: Sendable {
         do {
             // The notice traps the signals itself (two traps of one signal do not both see it) and
             // ends on the first, which shuts the group down gracefully.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [
-                        .init(
-                            service: ShutdownNotice(logger: logger, inFlight: inFlight),
-                            successTerminationBehavior: .gracefullyShutdownGroup),
-                        .init(service: makeApplication()),
-                        .init(service: pruner, successTerminationBehavior: .ignore),
-                        .init(
-                            service: SchemaAudit(storage: storage, schemas: configuration.schemas, logger: logger),
-                            successTerminationBehavior: .ignore),
-                    ],
-                    logger: logger))
+            var settings = ServiceGroupConfiguration(
+                services: [
+                    .init(
+                        service: ShutdownNotice(logger: logger, inFlight: inFlight),
+                        successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: makeApplication()),
+                    .init(service: pruner, successTerminationBehavior: .ignore),
+                    .init(
+                        service: SchemaAudit(storage: storage, schemas: configuration.schemas, logger: logger),
+                        successTerminationBehavior: .ignore),
+                ],
+                logger: logger)
+            // Past it, what is still under way is cancelled (docs/DESIGN.md §10.1).
+            settings.maximumGracefulShutdownDuration = Self.shutdownLimit
+            let group = ServiceGroup(configuration: settings)
             try await group.run()
             logger.info("stopped")
         } catch let error as IOError where error.errnoCode == EADDRINUSE {

@@ -120,6 +120,18 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnections = 1024
 
     @Option(
+        name: .customLong("max-client-connections"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Connections one client address may hold (IPv6 by its /64); one more is answered 429.",
+            discussion: "Behind a --trusted-proxy, the requests under way from one forwarded address.", valueName: "n"))
+    var maxClientConnections = 64
+
+    @Option(
+        name: .customLong("max-account-requests"), parsing: .unconditional,
+        help: ArgumentHelp("Requests one account may have under way, held reads included; one more is answered 429.", valueName: "n"))
+    var maxAccountRequests = 64
+
+    @Option(
         name: .customLong("max-watchers"), parsing: .unconditional,
         help: ArgumentHelp(
             "Requests the live route may hold at once; 0 turns it off.",
@@ -251,6 +263,12 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxBatch >= 0 else { throw ValidationError("--max-batch must be 0 (no batch route) or more (got \(maxBatch))") }
         guard maxWatchers >= 0 else { throw ValidationError("--max-watchers must be 0 (no live route) or more (got \(maxWatchers))") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1 (got \(maxConnections))") }
+        guard maxClientConnections >= 1 else {
+            throw ValidationError("--max-client-connections must be at least 1 (got \(maxClientConnections))")
+        }
+        guard maxAccountRequests >= 1 else {
+            throw ValidationError("--max-account-requests must be at least 1 (got \(maxAccountRequests))")
+        }
         guard headerTimeout.seconds >= 1 else { throw ValidationError("--header-timeout must be at least 1s (got \(headerTimeout))") }
         guard idleTimeout.seconds >= 1 else { throw ValidationError("--idle-timeout must be at least 1s (got \(idleTimeout))") }
         guard bodyTimeout.seconds >= 1 else { throw ValidationError("--body-timeout must be at least 1s (got \(bodyTimeout))") }
@@ -297,6 +315,8 @@ struct ServeCommand: AsyncParsableCommand {
             queryTimeoutSeconds: queryTimeout.seconds, exposesMetrics: metrics
         )
         configuration.maximumWatchers = maxWatchers
+        configuration.maximumClientConnections = maxClientConnections
+        configuration.maximumAccountRequests = maxAccountRequests
         configuration.retention = Retention(history: keepHistory.duration, deleted: keepDeleted.duration)
         configuration.readsPerClient = dbShare
         configuration.maximumTablesPerAccount = maxTables

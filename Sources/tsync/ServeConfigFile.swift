@@ -23,6 +23,7 @@ struct ServeConfigFile {
         "idle-timeout": .duration, "body-timeout": .duration, "query-timeout": .duration, "trusted-proxy": .strings,
         "tls-cert": .string, "tls-key": .string, "token-ttl": .duration, "log-format": .string, "metrics": .flag,
         "max-watchers": .integer,
+        "max-client-connections": .integer, "max-account-requests": .integer,
         "keep-history": .duration, "keep-deleted": .duration,
         "schema": .strings,
         "db-share": .integer, "max-tables": .integer,

@@ -161,14 +161,7 @@ import TSyncModel
 
     /// Records whose filter below takes seconds: 300 of 4 KB, written straight into the database.
     private func slowTable(_ server: ServeFixture) async throws {
-        #expect(try await HTTP.send("POST", server.url + "/tables/slow", body: #"{"id": "seed"}"#).status == 201)
-        try await server.sql(
-            """
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
-            INSERT INTO t_slow (id, created_at, updated_at, version, deleted, owner, body)
-            SELECT 'r' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'v', 0, NULL,
-                json_object('s', replace(printf('%4000s', ''), ' ', 'x')) FROM n;
-            """)
+        try await server.fill("slow", count: 300, size: 4000)
     }
 
     private static let slowFilter: String = {
@@ -211,7 +204,7 @@ import TSyncModel
 @Suite(.serialized) struct ConnectionLimitTests {
     @Test func idleAndSlowClientsDoNotStarveOthers() async throws {
         let server = try await ServeFixture(options: [
-            "--header-timeout", "2", "--idle-timeout", "3", "--max-connections", "600",
+            "--header-timeout", "2", "--idle-timeout", "3", "--max-connections", "700", "--max-client-connections", "700",
         ])
         let port = try #require(URLComponents(string: server.url)?.port)
         var idle: [RawSocket] = []

@@ -70,7 +70,7 @@ import TSyncModel
     }
 
     @Test func oneWriteAnswersEveryHeldReadWithOneSharedQuery() async throws {
-        let server = try await ServeFixture(options: ["--metrics"])
+        let server = try await ServeFixture(options: ["--metrics", "--max-client-connections", "1024"])
         // No other test's command runs meanwhile: on 2 cores the whole suite's could stretch
         // holding 200 reads past the server's 25 s wait. (Nothing below runs a command.)
         try await CommandSlots.shared.exclusively { try await Self.wakeAll(server) }
@@ -132,7 +132,11 @@ import TSyncModel
     }
 
     @Test func aSharedQueryNeverAnswersOneUserWithAnothersRecords() async throws {
-        let server = try await ServeFixture(authenticated: true, options: ["--per-user", "notes", "--metrics"])
+        let server = try await ServeFixture(
+            authenticated: true,
+            options: [
+                "--per-user", "notes", "--metrics", "--max-client-connections", "1024", "--max-account-requests", "1024",
+            ])
         let add = try await TSyncProcess.run(
             ["user", "add", "bob", "--password-stdin", "--db", "sqlite:" + server.databasePath], in: server.directory.path,
             stdin: "bob password\n")

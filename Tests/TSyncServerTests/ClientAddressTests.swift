@@ -124,4 +124,27 @@ import TSyncModel
             }
         }
     }
+
+    /// Shares are counted per IPv4 address and per IPv6 /64 (docs/DESIGN.md §10.1).
+    @Test func sharesCountIPv6ByItsSlash64() {
+        #expect(ClientAddress.shareKey("2001:db8:1:2:aaaa::1") == ClientAddress.shareKey("2001:db8:1:2:ffff:1:2:3"))
+        #expect(ClientAddress.shareKey("2001:db8:1:2::1") != ClientAddress.shareKey("2001:db8:1:3::1"))
+        #expect(ClientAddress.shareKey("2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(ClientAddress.shareKey("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(ClientAddress.shareKey("192.0.2.7") == "192.0.2.7")
+    }
+
+    /// A client's unread answers: the first always goes, more only within the share, and a charge
+    /// is given back when its answer is done with.
+    @Test func unreadAnswersAreChargedWithinTheShare() {
+        let unread = UnreadAnswers()
+        var first: UnreadAnswers.Charge? = unread.charge("a", bytes: 50, limit: 30)
+        #expect(first != nil, "one answer larger than the share still goes")
+        #expect(unread.charge("a", bytes: 1, limit: 30) == nil, "past the share")
+        #expect(unread.charge("b", bytes: 10, limit: 30) != nil, "another client is not held back")
+        first = nil
+        #expect(unread.bytes("a") == 0)
+        let small = unread.charge("a", bytes: 10, limit: 30)
+        #expect(unread.charge("a", bytes: 20, limit: 30) != nil && small != nil)
+    }
 }

@@ -36,7 +36,7 @@ struct BatchRoutes: Sendable {
     }
 
     @Sendable func batch(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let body = try await request.jsonObject(limit: configuration.maximumBatchBytes)
+        let body = try await request.jsonObject(limit: configuration.maximumBatchBytes, maximumValues: configuration.maximumBatchValues)
         guard case .array(let operations)? = body["operations"] else {
             throw APIError.badRequest(#"a batch is {"operations": [...]}: the "operations" array is missing"#)
         }

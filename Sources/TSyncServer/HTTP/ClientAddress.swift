@@ -35,6 +35,20 @@ enum ClientAddress {
         guard !text.isEmpty, let address = try? SocketAddress(ipAddress: String(text), port: 0) else { return nil }
         return address.ipAddress
     }
+
+    /// The key a client's shares are counted under (docs/DESIGN.md §10.1): an IPv4 address itself
+    /// (an IPv4-mapped IPv6 address as IPv4), an IPv6 address by its /64, the block one subscriber
+    /// is usually given whole. Anything unreadable counts as itself.
+    static func shareKey(_ text: String) -> String {
+        guard let address = try? SocketAddress(ipAddress: text, port: 0) else { return text }
+        guard case .v6(let v6) = address else { return address.ipAddress ?? text }
+        let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return bytes[12...].map(String.init).joined(separator: ".")
+        }
+        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return groups.joined(separator: ":") + "::/64"
+    }
 }
 
 extension Substring {

@@ -63,32 +63,74 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 /// The limits, and the count of open connections they share across event loops.
 final class ConnectionLimits: Sendable {
     let maximumConnections: Int
+    /// Connections one client address (`ClientAddress.shareKey`) may hold; trusted proxies are
+    /// held to the server's limit only.
+    let clientConnections: Int
+    /// The last places, kept for addresses that hold no connection yet: an address that holds
+    /// some is refused once fewer than this are free, so a newcomer finds room even when a few
+    /// addresses have taken their whole share (docs/DESIGN.md §10.1).
+    let reserved: Int
     let headerTimeout: TimeAmount
     let bodyTimeout: TimeAmount
     let idleTimeout: TimeAmount
+    /// Trusted proxies, in `ClientAddress.canonical` form.
+    let trustedProxies: Set<String>
     /// How long a refused connection is kept, reading and dropping what the client sends, after
     /// its 503: closing at once would make the kernel answer the client's request with a reset,
     /// which can destroy the 503 before the client reads it.
     static let refusalLinger = TimeAmount.seconds(2)
+    /// After SIGTERM, how long an upload still arriving may take before it is answered 503 and its
+    /// connection closed (nothing of it has been written), so it cannot hold the stop for up to
+    /// the body timeout (docs/DESIGN.md §10.1).
+    static let uploadGrace = TimeAmount.seconds(10)
+    /// How long a connection the server closes waits for its answer to reach the socket.
+    static let flushGrace = TimeAmount.seconds(5)
     private let open = Mutex(0)
+    private let shares = ClientShares()
 
-    init(maximumConnections: Int, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60), idleTimeout: TimeAmount) {
+    init(
+        maximumConnections: Int, clientConnections: Int? = nil, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60),
+        idleTimeout: TimeAmount, trustedProxies: Set<String> = []
+    ) {
         self.maximumConnections = maximumConnections
+        self.clientConnections = clientConnections ?? maximumConnections
+        self.reserved = maximumConnections / 8
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
+        self.trustedProxies = trustedProxies
     }
 
-    /// Takes a place for a new connection; false when the server is full.
-    func acquire() -> Bool {
-        open.withLock { count in
-            guard count < maximumConnections else { return false }
+    /// Why a connection was not taken.
+    enum Refusal: Error {
+        /// The server holds its limit (or only the places kept for newcomers are left): 503.
+        case full
+        /// The client's address holds its share: 429.
+        case clientShare
+    }
+
+    /// Takes a place for a new connection from `peer`; returns the key to give back, or why not.
+    func acquire(peer: String?) -> Result<String?, Refusal> {
+        let key = peer.flatMap { trustedProxies.contains(ClientAddress.canonical($0) ?? $0) ? nil : ClientAddress.shareKey($0) }
+        return open.withLock { count in
+            guard count < maximumConnections else { return .failure(.full) }
+            if let key {
+                let holding = shares.count(key)
+                guard holding < clientConnections else { return .failure(.clientShare) }
+                guard holding == 0 || count < maximumConnections - reserved else { return .failure(.full) }
+                _ = shares.take(key, limit: clientConnections)
+            }
             count += 1
-            return true
+            return .success(key)
         }
     }
 
-    func release() { open.withLock { $0 -= 1 } }
+    func release(_ key: String?) {
+        open.withLock { count in
+            count -= 1
+            if let key { shares.give(key) }
+        }
+    }
 
     var openConnections: Int { open.withLock { $0 } }
 }
@@ -104,6 +146,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let limits: ConnectionLimits
     private var counted = false
+    /// The share key the connection counts under (nil: a trusted proxy's, or no address).
+    private var shareKey: String?
     /// Refused (over the connection limit): answered 503, input read and dropped until it closes.
     private var refused = false
     /// Waiting for the head of the next request (true between a response and the next head).
@@ -114,7 +158,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var responding = false
     private var deadline: Scheduled<Void>?
     private var bodyDeadline: Scheduled<Void>?
+    /// Armed while the socket takes nothing more of an answer: a client that stops reading it
+    /// for the idle timeout is gone, and the answer queued for it is dropped with the connection.
+    private var writeDeadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// Writes handed on and not yet on the socket.
+    private var unflushedWrites = 0
+    /// A close asked for while writes were unflushed, done once they are (or at `flushGrace`).
+    private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
+    private var uploadCutoff: Scheduled<Void>?
+    /// Waiting for the connection to take more (`whenWritable`).
+    private var writableWaiters: [EventLoopPromise<Void>] = []
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -135,31 +189,73 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func admit(_ context: ChannelHandlerContext) {
-        guard !counted else { return }
-        guard limits.acquire() else {
-            let body = #"{"error":"the server has too many open connections; try again later"}"#
+        guard !counted, !refused else { return }
+        switch limits.acquire(peer: context.channel.remoteAddress?.ipAddress) {
+        case .success(let key):
+            shareKey = key
+            counted = true
+            arm(context)
+        case .failure(let refusal):
+            let (status, message) =
+                refusal == .full
+                ? ("503 Service Unavailable", "the server has too many open connections; try again later")
+                : (
+                    "429 Too Many Requests",
+                    "this address has \(limits.clientConnections) connections open, as many as the server gives one client; close some or try again later"
+                )
+            let body = #"{"error":"\#(message)"}"#
             let answer =
-                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
+                "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\(body)"
             refused = true
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
                 loopBound.value.close(mode: .output, promise: nil)
             }
             context.eventLoop.scheduleTask(in: ConnectionLimits.refusalLinger) { loopBound.value.close(promise: nil) }
-            return
         }
-        counted = true
-        arm(context)
+    }
+
+    /// Succeeds once the connection takes more (at once when it does now, or when it closes):
+    /// what a writer waits for between slices of an answer, on the event loop, after the writes
+    /// it has handed on (`ResponseShareMiddleware`).
+    func whenWritable(_ eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        guard let context, context.channel.isActive, !context.channel.isWritable else { return eventLoop.makeSucceededVoidFuture() }
+        let promise = eventLoop.makePromise(of: Void.self)
+        writableWaiters.append(promise)
+        return promise.futureResult
+    }
+
+    private func wakeWriters() {
+        let waiters = writableWaiters
+        writableWaiters = []
+        for waiter in waiters { waiter.succeed() }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            wakeWriters()
+            writeDeadline?.cancel()
+            writeDeadline = nil
+        } else if writeDeadline == nil {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            writeDeadline = context.eventLoop.scheduleTask(in: limits.idleTimeout) { loopBound.value.close(promise: nil) }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        writeDeadline?.cancel()
+        writeDeadline = nil
+        uploadCutoff?.cancel()
+        uploadCutoff = nil
+        wakeWriters()
         deadline?.cancel()
         deadline = nil
         bodyDeadline?.cancel()
         bodyDeadline = nil
         if counted {
             counted = false
-            limits.release()
+            limits.release(shareKey)
         }
         context.fireChannelInactive()
     }
@@ -177,7 +273,50 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
+        if event is ChannelShouldQuiesceEvent, counted, awaitingBody, !responding {
+            // Stopping while an upload arrives: it gets a while to finish, then 503 (and close).
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            uploadCutoff = context.eventLoop.scheduleTask(in: ConnectionLimits.uploadGrace) {
+                loopBound.value.answerAndClose(
+                    "503 Service Unavailable", "the server is stopping and the request body did not arrive in time; send it again",
+                    retry: true)
+            }
+        }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        unflushedWrites += 1
+        let written = promise ?? context.eventLoop.makePromise()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in loopBound.value.writeDone() }
+        context.write(data, promise: written)
+    }
+
+    /// A close from the server's side (Hummingbird closes a connection when it stops, or after
+    /// `Connection: close`) would drop what is not on the socket yet: the rest of an answer whose
+    /// transaction has committed. It waits for those writes, at most `flushGrace`; a second close
+    /// goes at once.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all, unflushedWrites > 0, deferredClose == nil else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        deferredClose = (mode, promise)
+        context.flush()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: ConnectionLimits.flushGrace) { loopBound.value.closeDeferred() }
+    }
+
+    private func writeDone() {
+        unflushedWrites -= 1
+        if unflushedWrites == 0 { closeDeferred() }
+    }
+
+    private func closeDeferred() {
+        guard let context, let (mode, promise) = deferredClose else { return }
+        deferredClose = nil
+        context.close(mode: mode, promise: promise)
     }
 
     /// The decoder delivered a request head: its time limit no longer applies, the body's starts.
@@ -201,6 +340,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         awaitingBody = false
         bodyDeadline?.cancel()
         bodyDeadline = nil
+        uploadCutoff?.cancel()
+        uploadCutoff = nil
     }
 
     func responseStarted() {
@@ -216,15 +357,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The body did not arrive in time: 408 when no answer has begun, then the connection closes.
     private func bodyTimedOut() {
         bodyDeadline = nil
+        answerAndClose("408 Request Timeout", "the request body did not arrive in time", retry: false)
+    }
+
+    /// While the body is awaited: answers `status` (when no answer has begun) and closes.
+    fileprivate func answerAndClose(_ status: String, _ message: String, retry: Bool) {
         guard let context, awaitingBody else { return }
         guard !responding else {
             context.close(promise: nil)
             return
         }
         responding = true
-        let body = #"{"error":"the request body did not arrive in time"}"#
+        let body = #"{"error":"\#(message)"}"#
         let answer =
-            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            "HTTP/1.1 \(status)\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+            + (retry ? "Retry-After: 1\r\n" : "") + "Connection: close\r\n\r\n\(body)"
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: answer)))).whenComplete { _ in
             loopBound.value.close(promise: nil)

@@ -4,10 +4,15 @@ import TSyncModel
 
 extension Request {
     /// The body as a JSON object, within `limit` bytes: 413 over the limit, 400 (with the line and
-    /// column from `JSONParser`) when it is not JSON or not an object.
-    func jsonObject(limit: Int) async throws -> [String: JSONValue] {
+    /// column from `JSONParser`) when it is not JSON or not an object. `maximumValues`: 413 when the
+    /// body holds more JSON values (keys included) than this, counted before it is parsed: parsed,
+    /// a value costs several times its bytes (docs/DESIGN.md §10.1).
+    func jsonObject(limit: Int, maximumValues: Int? = nil) async throws -> [String: JSONValue] {
         let bytes = try await bodyBytes(limit: limit)
         guard !bytes.isEmpty else { throw APIError.badRequest("the request has no body: send a JSON object") }
+        if let maximumValues, Self.valueCount(bytes, stoppingAfter: maximumValues) > maximumValues {
+            throw APIError(.contentTooLarge, "the request holds more than \(maximumValues) JSON values (keys included): split it")
+        }
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes: bytes)
@@ -22,6 +27,34 @@ extension Request {
 }
 
 extension Request {
+    /// At least the JSON values of `bytes` (keys included) when it is JSON: one for the whole, one
+    /// more for each `{`, `[`, `,` and `:` outside strings. Counts up to `limit + 1` only.
+    static func valueCount(_ bytes: [UInt8], stoppingAfter limit: Int) -> Int {
+        var count = 1
+        var inString = false
+        var escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: ","), UInt8(ascii: ":"):
+                count += 1
+                if count > limit { return count }
+            default: break
+            }
+        }
+        return count
+    }
+
     /// How much of a body over the limit is read (and thrown away) before the 413 goes out.
     static let drainLimit = 64 << 20
 

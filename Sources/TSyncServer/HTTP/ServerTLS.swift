@@ -40,8 +40,10 @@ public struct ServerTLS: Sendable {
                 "the TLS private key \(keyPath) is not a PEM private key: give the unencrypted key file that begins with "
                     + "-----BEGIN PRIVATE KEY----- (or RSA PRIVATE KEY, EC PRIVATE KEY)")
         }
-        let configuration = TLSConfiguration.makeServerConfiguration(
+        var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = Self.minimumVersion
+        configuration.cipherSuites = Self.cipherSuites
         // Building the context checks that the key belongs to the first certificate.
         do {
             _ = try NIOSSLContext(configuration: configuration)
@@ -55,6 +57,16 @@ public struct ServerTLS: Sendable {
         self.configuration = configuration
         self.certificatePath = certificatePath
     }
+
+    /// TLS 1.0 and 1.1 are deprecated (RFC 8996); every client tsync supports speaks 1.2 or 1.3.
+    static let minimumVersion = TLSVersion.tlsv12
+
+    /// TLS 1.2's suites with forward secrecy (ECDHE key exchange) and an AEAD cipher; TLS 1.3's
+    /// suites all have both and are not configured here (docs/DESIGN.md §10.1).
+    static let cipherSuites = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ].joined(separator: ":")
 
     private static func read(_ path: String, what: String) throws(TSyncError) -> [UInt8] {
         var isDirectory: ObjCBool = false

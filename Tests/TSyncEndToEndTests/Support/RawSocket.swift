@@ -12,8 +12,25 @@ import Foundation
 final class RawSocket: @unchecked Sendable {
     private let descriptor: Int32
 
-    init(port: Int, timeout: TimeInterval = 10) throws {
+    /// `from`: the local address to connect from, another loopback address (127.0.0.2) to stand
+    /// for another client.
+    /// `receiveBuffer`: the kernel's receive buffer in bytes, small for a client that must not
+    /// take much of an answer it never reads.
+    init(port: Int, timeout: TimeInterval = 10, from source: String? = nil, receiveBuffer: Int32? = nil) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer { setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                Glibc.close(descriptor)
+                throw TSyncTestError("cannot bind to \(source)")
+            }
+        }
         var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))

@@ -92,6 +92,19 @@ final class ServeFixture: @unchecked Sendable {
             "/usr/bin/sqlite3", ["-bail", "-cmd", ".timeout 5000", databasePath, statements])
         #expect(status == 0, "sqlite3: \(errors)")
     }
+
+    /// `count` shared records `r1`… of `table` (plus `seed`, inserted through the server so the
+    /// table exists), each with one field `s` of `size` x's, written straight into the database.
+    func fill(_ table: String, count: Int, size: Int) async throws {
+        #expect(try await HTTP.send("POST", url + "/tables/\(table)", body: #"{"id": "seed"}"#).status == 201)
+        try await sql(
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count))
+            INSERT INTO t_\(table) (id, created_at, updated_at, version, deleted, owner, body)
+            SELECT 'r' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'v', 0, NULL,
+                json_object('s', replace(printf('%\(size)s', ''), ' ', 'x')) FROM n;
+            """)
+    }
 }
 
 /// A `tsync serve` process whose log goes to a file (no pipe to fill up).
@@ -105,6 +118,15 @@ final class ServerProcess: Sendable {
     }
 
     var log: String { String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self) }
+
+    /// The server's resident memory in bytes (`VmRSS` of /proc/PID/status), nil when unreadable.
+    var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return kilobytes << 10
+    }
 
     /// `http://HOST:PORT` (or `https://`) from the "listening on" log line, within 30 s.
     func waitForAddress() async throws -> String {

@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+import TSyncModel
+
+/// Issue 35: one client, by address or by account, cannot take what the others need: its share
+/// of connections and of requests in flight is bounded, and others are still served
+/// (docs/DESIGN.md §10.1). Other loopback addresses (127.0.0.2, …) stand for other clients.
+@Suite(.serialized) struct ClientShareTests {
+    private func port(_ server: ServeFixture) throws -> Int {
+        try #require(URLComponents(string: server.url)?.port)
+    }
+
+    /// Idle keep-alive connections, each after one request, as a client that sends a request a minute.
+    private func keepAlive(_ count: Int, from address: String, port: Int) async throws -> [RawSocket] {
+        var sockets: [RawSocket] = []
+        for _ in 0..<count {
+            let socket = try RawSocket(port: port, timeout: 10, from: address)
+            await socket.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = await socket.read(until: #""ok"}"#)
+            #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+            sockets.append(socket)
+        }
+        return sockets
+    }
+
+    @Test func oneAddressHoldingItsShareOfConnectionsLeavesRoomForOthers() async throws {
+        let server = try await ServeFixture(options: [
+            "--max-connections", "16", "--max-client-connections", "6", "--idle-timeout", "60", "--header-timeout", "30",
+        ])
+        let port = try port(server)
+        let first = try await keepAlive(6, from: "127.0.0.2", port: port)
+        // One more from the same address is refused, saying why.
+        let extra = try RawSocket(port: port, timeout: 10, from: "127.0.0.2")
+        await extra.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = await extra.readToEnd()
+        #expect(refused.hasPrefix("HTTP/1.1 429"), "\(refused.prefix(200))")
+        #expect(refused.contains("Retry-After: 1") && refused.contains("6 connections open"), "\(refused)")
+        // Another client is served.
+        #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
+
+        // A second address takes its share too, and a third is held back from the last places
+        // (16 / 8 = 2), which stay for addresses that hold none.
+        let second = try await keepAlive(6, from: "127.0.0.3", port: port)
+        let third = try await keepAlive(1, from: "127.0.0.4", port: port)
+        let another = try RawSocket(port: port, timeout: 10, from: "127.0.0.4")
+        await another.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        let full = await another.readToEnd()
+        #expect(full.hasPrefix("HTTP/1.1 503"), "\(full.prefix(200))")
+        let newcomer = try await keepAlive(1, from: "127.0.0.5", port: port)
+        #expect(newcomer.count == 1)
+        withExtendedLifetime((first, second, third)) {}
+    }
+
+    /// Behind a trusted proxy every connection comes from the proxy: the share is of requests in
+    /// flight per forwarded address.
+    @Test func behindATrustedProxyEachForwardedAddressHasItsShareOfRequests() async throws {
+        let server = try await ServeFixture(options: ["--trusted-proxy", "127.0.0.1", "--max-client-connections", "2"])
+        let port = try port(server)
+        var held: [RawSocket] = []
+        for _ in 0..<2 {
+            let socket = try RawSocket(port: port, timeout: 10)
+            await socket.write(
+                "GET /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nX-Forwarded-For: 203.0.113.5\r\nPrefer: wait=20\r\n\r\n"
+            )
+            held.append(socket)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let over = try await HTTP.send("GET", server.url + "/tables/todo", headers: ["X-Forwarded-For": "203.0.113.5"])
+        #expect(over.status == 429, "\(over.status) \(over.body)")
+        #expect(over.body.contains("this address has 2 requests under way"), "\(over.body)")
+        let other = try await HTTP.send("GET", server.url + "/tables/todo", headers: ["X-Forwarded-For": "203.0.113.6"])
+        #expect(other.status == 200, "\(other.status) \(other.body)")
+        // The proxy's own connections are not held to one client's share.
+        #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
+        withExtendedLifetime(held) {}
+    }
+
+    @Test func oneAccountHoldingItsShareOfHeldReadsLeavesOtherAccountsServed() async throws {
+        let server = try await ServeFixture(authenticated: true, options: ["--max-account-requests", "3"])
+        let add = try await TSyncProcess.run(
+            ["user", "add", "bob", "--password-stdin", "--db", "sqlite:" + server.databasePath], in: server.directory.path,
+            stdin: ServeFixture.password + "\n")
+        #expect(add.status == 0, "\(add.stderr)")
+        let alice = try #require(try await server.token())
+        let login = try await HTTP.send(
+            "POST", server.url + "/.auth/login/custom", body: #"{"username":"bob","password":"\#(ServeFixture.password)"}"#)
+        let bob = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
+        let port = try port(server)
+        // Alice's held reads come from several addresses: the share is the account's.
+        var held: [RawSocket] = []
+        for index in 0..<3 {
+            let socket = try RawSocket(port: port, timeout: 10, from: "127.0.0.\(index + 2)")
+            await socket.write(
+                "GET /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nX-ZUMO-AUTH: \(alice)\r\nPrefer: wait=20\r\n\r\n")
+            held.append(socket)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        let over = try await HTTP.send("GET", server.url + "/tables/todo", token: alice)
+        #expect(over.status == 429, "\(over.status) \(over.body)")
+        #expect(over.body.contains("this account has 3 requests under way"), "\(over.body)")
+        let start = ContinuousClock.now
+        let other = try await HTTP.send("GET", server.url + "/tables/todo", token: bob)
+        #expect(other.status == 200, "\(other.status) \(other.body)")
+        #expect(ContinuousClock.now - start < .seconds(5))
+        // Once alice's reads end, she is served again.
+        for socket in held { socket.close() }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await HTTP.send("GET", server.url + "/tables/todo", token: alice).status == 200)
+    }
+}
