@@ -5,7 +5,7 @@ Usage: scripts/fairness-probe.py TSYNC_BINARY [ATTACK_CONNECTIONS] [REQUESTS] [-
        (defaults 1100 and 200)
 
 Starts `TSYNC_BINARY serve --no-auth` on a free loopback port with SERVE_OPTIONS, then the attack of
-issue 35: ATTACK_CONNECTIONS connections from 127.0.0.2, each sending one request and then staying
+one client on every connection: ATTACK_CONNECTIONS connections from 127.0.0.2, each sending one request and then staying
 open (keep-alive, as a client that sends a request a minute). Meanwhile a normal client on
 127.0.0.1 sends REQUESTS reads, each on a new connection, and the probe prints how they were
 answered (status counts) and their p50 / p99 in milliseconds. To compare with a server without

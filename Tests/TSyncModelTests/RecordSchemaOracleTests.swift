@@ -85,7 +85,13 @@ struct CaseGenerator {
     mutating func schema(depth: Int, root: Bool = false) -> JSONValue {
         if !root, depth > 0, chance(10) { return .bool(chance(70)) }
         var object: [String: JSONValue] = [:]
-        let kind = root ? "object" : pick(depth >= 2 ? ["integer", "number", "string", "boolean", "null"] : ["integer", "number", "string", "boolean", "null", "object", "array", "any"])
+        let kind =
+            root
+            ? "object"
+            : pick(
+                depth >= 2
+                    ? ["integer", "number", "string", "boolean", "null"]
+                    : ["integer", "number", "string", "boolean", "null", "object", "array", "any"])
         switch kind {
         case "integer", "number":
             object["type"] = .string(kind)
@@ -154,7 +160,8 @@ struct CaseGenerator {
         case "boolean": return .bool(chance(50))
         case "null": return .null
         case "array":
-            return .array((0..<int(0...4)).map { _ in object["items"].map { value(for: $0, depth: depth + 1) } ?? anyValue(depth: depth + 1) })
+            return .array(
+                (0..<int(0...4)).map { _ in object["items"].map { value(for: $0, depth: depth + 1) } ?? anyValue(depth: depth + 1) })
         default:
             var record: [String: JSONValue] = [:]
             if case .object(let properties)? = object["properties"] {
