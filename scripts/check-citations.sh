@@ -24,12 +24,12 @@ for path in paths:
         continue
     if path.parts[0] in ("Sources", "Tests", "scripts") and path.name != "check-citations.sh":
         # A citation a comment's line break split ("(issue" / "/// 18.2)").
-        for match in re.finditer(r"\bissue[ \t]*\n[ \t]*(?:///?|#)[ \t]*[0-9]+", text):
+        for match in re.finditer(r"(?i)\bissue[ \t]*\n[ \t]*(?:///?|#)[ \t]*[0-9]+", text):
             number = text.count("\n", 0, match.start()) + 1
             problems.append(f"{path}:{number}: cites an issue, which is not in the repository: say the reason, or cite docs/DESIGN.md")
     for number, line in enumerate(text.splitlines(), 1):
         if path.parts[0] in ("Sources", "Tests", "scripts") and path.name != "check-citations.sh" \
-                and re.search(r"\bissue [0-9]+", line):
+                and re.search(r"\bissue [0-9]+", line, re.I):
             problems.append(f"{path}:{number}: cites an issue, which is not in the repository: say the reason, or cite docs/DESIGN.md")
         elif re.search(r"issue 9\.[0-9]+", line) and path.name != "check-citations.sh":
             problems.append(f"{path}:{number}: cites \"issue 9.x\", a list not in the repository: cite docs/DESIGN.md instead")

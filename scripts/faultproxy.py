@@ -33,7 +33,7 @@ MODES = {
     "truncated-us": "reads act as a server that keeps microseconds and sends milliseconds: a run of "
                     "equal updatedAt comes in a hidden order and \"after (T, id)\" brings the run at T again",
     "ignored-skip": "reads ignore $skip, shuffle their order and send no Link",
-    # Issue 34: caches, gateways and TLS-terminating proxies that replay, rewrite or strip.
+    # Caches, gateways and TLS-terminating proxies that replay, rewrite or strip.
     "replayed-page": "reads answered, one time in two, with the previous answer to a read of that table (a cache)",
     "future-updatedAt": "the last record of one page comes with updatedAt in the year 9999",
     "replayed-2xx": "writes applied, the record in a 2xx answer replaced by an earlier answer's copy of that item",

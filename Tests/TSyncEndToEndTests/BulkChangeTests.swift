@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 20.3 and 20.4: `upsert`, and `update`/`delete` of the records an OData filter matches,
+/// `upsert`, and `update`/`delete` of the records an OData filter matches,
 /// on the real binary against a real `tsync serve`.
 @Suite(.serialized) struct BulkChangeTests {
     // MARK: upsert

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 21.2: an expired certificate, one not yet valid, one from a CA this machine does not
+/// An expired certificate, one not yet valid, one from a CA this machine does not
 /// trust and one for other names each say which, with its own remedy, and never suggest plain
 /// http://. The certificates are made with `openssl ca` (fixed dates in the past or the future).
 @Suite(.serialized) struct CertificateTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 33's command-line minors, each against the real binary: -q on init/update/delete, one
+/// The command line's minor points, each against the real binary: -q on init/update/delete, one
 /// warning for a filter's absent field, `push --check` as a report on a terminal, the remote's
 /// login warning, the EXIT STATUS table's indent, `log -N`, ArgumentParser's messages in tsync's
 /// words, the man pages' form, bare `tsync`, and `purge --dry-run`'s list.

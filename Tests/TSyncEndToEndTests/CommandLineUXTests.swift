@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 13, the points after the first ones (CommandLineTests has typos, install, version): the
+/// The command line's smaller points (CommandLineTests has typos, install, version): the
 /// real binary's stdout, stderr and exit code, on a pipe and, where it matters, on a terminal.
 @Suite(.serialized) struct CommandLineUXTests {
     // MARK: 5. Unknown tables and fields

@@ -29,7 +29,7 @@ import TSyncModel
     }
 }
 
-/// Issue 19: clients that would stall the server, or make it believe them.
+/// Clients that would stall the server, or make it believe them.
 @Suite(.serialized) struct HostileRequestTests {
     private func port(_ server: ServeFixture) async throws -> Int {
         try #require(URLComponents(string: server.url)?.port)

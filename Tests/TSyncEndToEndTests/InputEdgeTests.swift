@@ -49,7 +49,7 @@ import TSyncModel
         #expect(try await store.run(["query", "t"]).status == 65, "nothing inserted, the table is still unknown")
     }
 
-    /// Issue 20: `query --csv | insert --csv` is exact for every record tsync can hold; before, the
+    /// `query --csv | insert --csv` is exact for every record tsync can hold; before, the
     /// text "null" came back as null, "true" as a boolean, "" was dropped, and objects and arrays
     /// came back as their JSON text.
     @Test func csvQueryThenInsertGivesBackEveryRecordExactly() async throws {

@@ -98,7 +98,8 @@ import TSyncModel
     /// Held reads that all ask different questions: a write runs a query only for the reads its
     /// record may answer (the filter matched in memory), not one per read.
     @Test func aWriteCostsAQueryOnlyForTheHeldReadsItMayAnswer() async throws {
-        let server = try await ServeFixture(options: ["--metrics"])
+        // 200 held reads from one address and one (anonymous) client: past the default shares.
+        let server = try await ServeFixture(options: ["--metrics", "--max-client-connections", "1024", "--max-account-requests", "1024"])
         try await CommandSlots.shared.exclusively { try await Self.distinctQuestions(server) }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 35: memory one request can make the server take (docs/DESIGN.md §10.1).
+/// Memory one request can make the server take (docs/DESIGN.md §10.1).
 @Suite(.serialized) struct MemoryBoundTests {
     /// A batch of small values is refused by their count before it is parsed (parsed, 16 MiB of
     /// tiny objects took 82 MB); each item is within the item limit, and the batch within the

@@ -437,7 +437,7 @@ import TSyncModel
             ("host = \"127.0.0.1\n", 78, "line 1: unterminated string"),
             ("port = 1 2\n", 78, "line 1: unexpected"),
             ("trusted-proxy = [\"10.0.0.1\",\n \"not an address\"]\n", 78, "line 1: trusted-proxy:"),
-            // Issue 35: nested 20,000 deep, the reader's recursion crashed serve (SIGSEGV).
+            // Nested 20,000 deep, the reader's recursion crashed serve (SIGSEGV).
             (
                 "port = 1\nindex = " + String(repeating: "[", count: 20_000) + String(repeating: "]", count: 20_000) + "\n", 78,
                 "line 2: index holds an array inside an array"

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 20.1: the pager runs in the terminal's foreground process group, as git runs it, so
+/// The pager runs in the terminal's foreground process group, as git runs it, so
 /// `less` can take the terminal, shows the first screen, quits with `q`, and tsync exits 0.
 /// Driven on a real pseudo-terminal (`PseudoTerminal`).
 @Suite(.serialized) struct PagerTests {

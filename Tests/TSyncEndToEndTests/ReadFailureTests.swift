@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 34, the reading side: what a pull, a sync and a login make of answers that caches,
+/// The reading side: what a pull, a sync and a login make of answers that caches,
 /// gateways and proxies rewrite, against the real `tsync` binary.
 @Suite(.serialized) struct ReadFailureTests {
     static func record(_ id: String, at ms: Int64, text: String? = nil) -> String {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 37, the client's side: `history`, `show`, `revert`, `restore`, the versions a push wrote
+/// The client's side: `history`, `show`, `revert`, `restore`, the versions a push wrote
 /// in `tsync log`, and the tombstone horizon resync, the real binary against the real server on
 /// SQLite and (with TSYNC_TEST_POSTGRES_URL) on PostgreSQL.
 @Suite(.serialized) struct RecordHistoryTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 21: nothing is written to a remote before it has answered as a sync server, and `login`
+/// Nothing is written to a remote before it has answered as a sync server, and `login`
 /// asks for no password before that (docs/DESIGN.md §4, "Not a sync server"). The wrong remote is
 /// a real static web server whose log tells every request that reached it; the prompts are read on
 /// a real pseudo-terminal.

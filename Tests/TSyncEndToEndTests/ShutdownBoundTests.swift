@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 35: SIGTERM with a slow upload in flight stops within the documented bound (20 s, under
+/// SIGTERM with a slow upload in flight stops within the documented bound (20 s, under
 /// the README unit's `TimeoutStopSec=30`), and an answer whose transaction committed is written
 /// whole first (docs/DESIGN.md §10.1).
 @Suite(.serialized) struct ShutdownBoundTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 21 with `serve --max-connections` over TLS: the client over the limit gets its 503 after
+/// `serve --max-connections` over TLS: the client over the limit gets its 503 after
 /// the handshake, encrypted, so it reads it and says the server is busy (docs/DESIGN.md §10.1);
 /// a plain-text 503 on a TLS connection read as "does not speak TLS".
 @Suite(.serialized) struct TLSConnectionLimitTests {

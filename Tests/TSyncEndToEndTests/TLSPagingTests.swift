@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 33's blocker: over `tsync serve --tls-cert` every next-page `Link` said `http://`, which
+/// A blocker once: over `tsync serve --tls-cert` every next-page `Link` said `http://`, which
 /// the client rightly refuses, so every read that goes past one page failed: a pull of a table
 /// larger than a page, `resolve`, `push --check` and `push --on-conflict` (they read the server's
 /// copy a page of one at a time) and the catch-up of `watch`. A `Link` carries the scheme the

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 35 under `--tls-cert`: TLS 1.2 or newer with forward-secret ciphers only, and a
+/// Under `--tls-cert`: TLS 1.2 or newer with forward-secret ciphers only, and a
 /// handshake that never comes is cut off like a request head, counted against its own address's
 /// share, while other clients are served (docs/DESIGN.md §10.1).
 @Suite(.serialized) struct TLSPolicyTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Issue 20.5: what the small commands say, on a pipe and on a real pseudo-terminal.
+/// What the small commands say, on a pipe and on a real pseudo-terminal.
 @Suite(.serialized) struct TerminalMessagesTests {
     @Test func pullQuietPrintsNothingButErrors() async throws {
         let server = try await ServeFixture()

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TSyncModel
 
-/// Issue 33: the `user` commands as an operator meets them. They read the server's `--config`
+/// The `user` commands as an operator meets them. They read the server's `--config`
 /// file (its `db`) as `serve` does and say which database they wrote to, so a token is not minted
 /// into a database nobody serves unnoticed; a token the server does not know is not called
 /// "expired"; a lockout is said in minutes and the operator can lift it; `user remove` and

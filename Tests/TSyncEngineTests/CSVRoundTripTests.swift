@@ -73,7 +73,7 @@ import TSyncModel
         }
     }
 
-    /// Issue 20: `query --csv | insert --csv` gives back every record exactly, whatever JSON its
+    /// `query --csv | insert --csv` gives back every record exactly, whatever JSON its
     /// fields hold: texts that look like numbers, booleans, null or JSON, empty texts, nested
     /// objects and arrays, 64-bit and big integers, -0.5 and -0.0, non-ASCII.
     @Test func generatedRecordsOfEveryJSONTypeComeBackExactly() throws {

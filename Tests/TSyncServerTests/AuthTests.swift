@@ -215,7 +215,7 @@ import TSyncModel
         }
     }
 
-    // MARK: - Issue 19: hostile clients
+    // MARK: - Hostile clients
 
     /// A name longer than any account's is refused before anything is written: 200 logins with
     /// 1 MB names grew the database by 400 MB.
@@ -350,7 +350,7 @@ import TSyncModel
         }
     }
 
-    /// Issue 35: one address sending guesses at made-up names filled the shared counters, after
+    /// One address sending guesses at made-up names filled the shared counters, after
     /// which every made-up name was 429 at once while a real one was 401 after its password
     /// check. Now refused guesses count nothing, and real and made-up names are counted alike.
     @Test func aMadeUpNameIsAnsweredAsARealOneEvenAfterAFlood() async throws {

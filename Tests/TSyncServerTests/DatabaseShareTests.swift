@@ -4,7 +4,7 @@ import TSyncModel
 
 @testable import TSyncServer
 
-/// Issue 35, "one client takes the database": one account's slow reads take only its share of
+/// "One client takes the database": one account's slow reads take only its share of
 /// the database (docs/DESIGN.md §10.1), and a read that stops stops in the database too.
 @Suite(.serialized) struct DatabaseShareTests {
     static let alice = ("alice", "correct horse battery staple")
@@ -87,7 +87,7 @@ import TSyncModel
     }
 }
 
-/// Issue 35: on PostgreSQL a read that stops (its client left, or its deadline passed) stops in
+/// On PostgreSQL a read that stops (its client left, or its deadline passed) stops in
 /// the database too, instead of running on for nobody (docs/DESIGN.md §10).
 @Suite(.serialized, .enabled(if: PostgresTestDatabase.isConfigured)) struct PostgresCancelTests {
     /// Statements of the slow filter running in the test's database, but the one asking.

@@ -5,7 +5,7 @@ import TSyncQuery
 
 @testable import TSyncServer
 
-/// Issue 35: concurrent single writes to one table commit together (docs/DESIGN.md §10), so that
+/// Concurrent single writes to one table commit together (docs/DESIGN.md §10), so that
 /// `updatedAt` stays at the clock however many come: one step of a millisecond per transaction
 /// put it 59 s ahead at 3,900 writes a second.
 @Suite struct GroupCommitTests {

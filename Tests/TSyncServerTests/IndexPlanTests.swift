@@ -45,7 +45,7 @@ import TSyncQuery
             let perUser = try await plan("mine", "n gt 5", scope: .owner("ann"))
             #expect(perUser.contains("USING INDEX t_mine_ix_n_") && perUser.contains("owner=?"), "the owner leads the index: \(perUser)")
 
-            // Issue 19: a per-user read of a table without indexed fields walks the owner's records only.
+            // A per-user read of a table without indexed fields walks the owner's records only.
             let ownRecords = try await plan("ours", "x gt 5", scope: .owner("ann"))
             #expect(ownRecords.contains("USING INDEX t_ours_by_owner (owner=?)") && !ownRecords.contains("SCAN t_ours"), "\(ownRecords)")
 

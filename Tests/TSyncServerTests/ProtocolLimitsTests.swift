@@ -127,7 +127,7 @@ import TSyncModel
         }
     }
 
-    // MARK: - Issue 19
+    // MARK: - Hostile requests
 
     @Test func orderByIsLimitedToFiveFields() async throws {
         try await withTestServer { http in

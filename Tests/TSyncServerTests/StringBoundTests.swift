@@ -3,7 +3,7 @@ import TSyncModel
 
 @testable import TSyncServer
 
-/// Issue 35: a filter that builds huge strings is refused on PostgreSQL as on SQLite, before the
+/// A filter that builds huge strings is refused on PostgreSQL as on SQLite, before the
 /// string is built (docs/DESIGN.md §10.1): one such filter took PostgreSQL from 1 GB to 5.8 GB.
 @Suite struct StringBoundTests {
     @Test func stringsAFilterBuildsAreBoundedOnBothBackends() async throws {

@@ -3,7 +3,7 @@ import TSyncModel
 
 @testable import TSyncServer
 
-/// Issue 35: one account made 6,000 tables in two minutes. An account may create
+/// One account made 6,000 tables in two minutes. An account may create
 /// `--max-tables` tables (docs/DESIGN.md §10.1); past them its writes that would create one are
 /// refused with 403 naming the limit, and nothing else changes, for it or for other accounts.
 @Suite struct TableLimitTests {
@@ -48,7 +48,7 @@ import TSyncModel
     }
 }
 
-/// Issue 35: a restart took 16 s after one account made 6,000 tables. Start-up looks at the
+/// A restart took 16 s after one account made 6,000 tables. Start-up looks at the
 /// schema once, not once per table (docs/DESIGN.md §10.1).
 @Suite struct StartUpTests {
     @Test func declaringIndexesDoesNotGrowWithTheTables() async throws {

@@ -132,7 +132,7 @@ struct PostgresInstancesTests {
         }
     }
 
-    /// Issue 10: writers sending batches (`POST /tables/$batch`, inserts and updates on two tables)
+    /// Writers sending batches (`POST /tables/$batch`, inserts and updates on two tables)
     /// to both instances at once, a reader pulling incrementally while they write: a pull never
     /// passes a batch still to commit (docs/DESIGN.md §10), so the reader ends equal to the server.
     @Test func incrementalReaderMissesNothingUnderBatchesOnTwoInstances() async throws {
