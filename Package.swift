@@ -127,6 +127,11 @@ let package = Package(
         ),
         // Runs the built `tsync` binary against a real `tsync serve` on loopback.
         .testTarget(name: "TSyncEndToEndTests", dependencies: ["tsync", "TSyncModel"]),
+        // Imports the libraries plainly, as a program outside the package does: only what is public.
+        .testTarget(
+            name: "TSyncLibraryTests",
+            dependencies: ["TSyncEngine", "TSyncServer", "TSyncModel", .product(name: "Hummingbird", package: "hummingbird")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
