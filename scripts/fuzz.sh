@@ -4,14 +4,14 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default: 60 s; every target)
 #
 # Targets: json (JSONParser, serializer round trip), filter ($filter/$orderby/$select parsers and
-# both SQL renderers; the SQLite SQL is also run on a real table), querystring (the server's query-string decoding and FilterGuard).
+# both SQL renderers; the SQLite SQL is also run on a real table), querystring (the server's query-string decoding, then the filter parser).
 # Each run starts from the seeds in fuzz/seeds/TARGET, copied into a corpus under a temporary
 # directory, and prints its executions and crashes. A crashing input is kept in
 # .build/fuzz/crashes/ (reproduce it with `.build/fuzz/TARGET FILE`); the script then exits 1.
 #
 # SwiftPM does not build with -sanitize=fuzzer, so the library sources are compiled here with
 # swiftc: TSyncModel and TSyncQuery as static libraries with coverage and AddressSanitizer, and
-# the server's QueryString.swift and FilterGuard.swift straight into their target, with a stand-in
+# the server's QueryString.swift straight into its target, with a stand-in
 # for the HTTP error type (fuzz/stubs). The build is redone when a source is newer than it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +66,7 @@ for target in "${targets[@]}"; do
         filter) sources=(fuzz/FilterFuzz.swift fuzz/CSQLite/module.modulemap) ;;
         querystring)
             sources=(fuzz/QueryStringFuzz.swift fuzz/stubs/APIError.swift
-                Sources/TSyncServer/HTTP/QueryString.swift Sources/TSyncServer/HTTP/FilterGuard.swift) ;;
+                Sources/TSyncServer/HTTP/QueryString.swift) ;;
         *) echo "unknown fuzz target '$target' (json, filter, querystring)" >&2; exit 64 ;;
     esac
     if stale "$build/$target" "${sources[@]}" "${libraries[@]}"; then
