@@ -69,4 +69,46 @@ import TSyncModel
         #expect(try await store.run(["schema", "todo"]).status == 1)
         try await store.ok(["insert", "todo", #"{"id": "free", "anything": [1]}"#])
     }
+
+    /// The store's check and the server's agree, record for record: the same verdict, and the
+    /// same paths in the same order.
+    @Test func theLocalCheckGivesTheServersVerdict() async throws {
+        let directory = try TemporaryDirectory()
+        let schema = try directory.write("todo.schema.json", SchemaServeTests.todoSchema)
+        let server = try ServerProcess(
+            arguments: [
+                "serve", "--db", "sqlite:" + directory.path + "/server.db", "--port", "0", "--no-auth", "--schema", "todo=\(schema)",
+            ],
+            log: directory.path)
+        defer { server.stop() }
+        let url = try await server.waitForAddress()
+        let store = try await TSyncSandbox(remote: url)
+        try await store.ok(["pull", "todo", "--query-id", "all"])
+        let records = [
+            #"{"title": "a"}"#, #"{"title": ""}"#, #"{}"#, #"{"title": "a", "done": 1}"#, #"{"title": 1, "done": "x", "extra": null}"#,
+            #"{"title": "a", "due": "2026-02-29"}"#, #"{"title": "a", "due": "2024-02-29"}"#, #"{"title": "a", "due": 20240229}"#,
+            #"{"title": "é", "done": false, "due": "2026-12-31"}"#, #"{"title": null}"#, #"{"title": ["a"]}"#,
+        ]
+        var refused = 0
+        for (index, body) in records.enumerated() {
+            let id = "r\(index)"
+            let item = String(body.dropLast()) + (body == "{}" ? "" : ", ") + #""id": "\#(id)"}"#
+            let answer = try await HTTP.send("POST", url + "/tables/todo", body: item)
+            let local = try await store.run(["insert", "todo", item])
+            #expect(
+                (answer.status == 201) == (local.status == 0), "\(item): server \(answer.status), store \(local.status) \(local.stderr)")
+            guard answer.status == 400 else { continue }
+            refused += 1
+            #expect(local.status == 65)
+            guard case .array(let violations)? = try JSONOutput.object(answer.body)["violations"] else { continue }
+            let paths = violations.compactMap { item -> String? in
+                guard let path = item.objectValue?["path"]?.stringValue, let reason = item.objectValue?["reason"]?.stringValue else {
+                    return nil
+                }
+                return "\(path): \(reason)"
+            }
+            #expect(local.stderr.contains(paths.joined(separator: "; ")), "\(item): \(paths) vs \(local.stderr)")
+        }
+        #expect(refused >= 6 && refused < records.count, "\(refused) refused")
+    }
 }
