@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
         // Already in the graph through Hummingbird; named for the server's own shutdown notice.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        // `swift package generate-documentation`: the DocC catalog rendered in the test command.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .target(name: "TSyncModel"),

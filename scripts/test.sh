@@ -18,6 +18,10 @@ swift format lint --strict --recursive --parallel Sources Tests Package.swift
 # Every section of docs/DESIGN.md a comment or document cites exists.
 scripts/check-citations.sh
 swift build --build-tests
+# The engine's DocC catalog renders without a warning (swift-docc-plugin; a broken symbol link fails).
+docs=$(mktemp -d)
+swift package --disable-sandbox generate-documentation --target TSyncEngine --warnings-as-errors --output-path "$docs" >/dev/null
+rm -rf "$docs"
 # schemathesis (and with it Python's jsonschema, the schema tests' second opinion), from PyPI.
 python3 -m pip install --quiet --disable-pip-version-check schemathesis
 # One run: the tests' waits for children and sockets hold no thread of the cooperative pool
