@@ -35,12 +35,7 @@ done
 (( threads % 2 == 0 )) || { echo "-t must be even, so that two instances get the same share" >&2; exit 64; }
 
 scripts/install-deps.sh --with-postgres --with-bench
-if [ -n "${TSYNC_BIN:-}" ]; then
-    bin=$TSYNC_BIN   # a tsync built elsewhere, e.g. an older one to compare with
-else
-    swift build -c release --product tsync >&2
-    bin="$(swift build -c release --show-bin-path)/tsync"
-fi
+. scripts/lib/release-bin.sh
 lua="$PWD/scripts/bench/spread.lua"
 
 . scripts/postgres.sh

@@ -31,12 +31,7 @@ while getopts "n:r:b:" option; do
     esac
 done
 
-if [ -n "${TSYNC_BIN:-}" ]; then
-    bin=$TSYNC_BIN
-else
-    swift build -c release --product tsync >&2
-    bin="$(swift build -c release --show-bin-path)/tsync"
-fi
+. scripts/lib/release-bin.sh
 
 . scripts/postgres.sh
 work=$(mktemp -d /tmp/tsync-bench-history.XXXXXX)

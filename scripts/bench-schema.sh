@@ -16,12 +16,7 @@ while getopts "n:r:" option; do
         *) echo "usage: $0 [-n RECORDS] [-r ROUNDS]" >&2; exit 64 ;;
     esac
 done
-if [ -n "${TSYNC_BIN:-}" ]; then
-    bin=$TSYNC_BIN
-else
-    swift build -c release --product tsync >&2
-    bin="$(swift build -c release --show-bin-path)/tsync"
-fi
+. scripts/lib/release-bin.sh
 . scripts/lib/serve.sh
 work=$(mktemp -d)
 trap 'serve_stop_all; rm -rf "$work"' EXIT
