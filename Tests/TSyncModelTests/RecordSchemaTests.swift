@@ -155,6 +155,21 @@ import Testing
         }
     }
 
+    /// A record failing in many places names the first ones and says that more fail: what a
+    /// refusal costs, and its answer's size, stay bounded whatever the record.
+    @Test func manyFailuresAreNamedUpToTheBound() throws {
+        let schema = try schema(
+            #"{"properties": {"a": {"items": {"type": "string"}}, "b": {"anyOf": [{"items": {"type": "string"}}, {"items": {"type": "null"}}]}}}"#
+        )
+        let found = schema.violations(of: [
+            "a": .array(Array(repeating: 1, count: 10_000)), "b": .array(Array(repeating: 1, count: 10_000)),
+        ])
+        #expect(found.count == RecordSchema.maximumViolations + 1)
+        #expect(found.dropLast().allSatisfy { $0.reason == "expected string, got integer" })
+        #expect(found.last == SchemaViolation(path: "$", reason: "fails in more places: only the first 100 are named"))
+        #expect(schema.violations(of: ["a": .array(Array(repeating: 1, count: 100))]).count == 100, "exactly the bound: no more to say")
+    }
+
     @Test func annotationsAreAllowedAndChangeNothing() throws {
         let text =
             #"{"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "t", "description": "d", "properties": {"a": {"default": 1, "examples": [1], "deprecated": true}}}"#

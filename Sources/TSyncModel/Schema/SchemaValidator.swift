@@ -1,29 +1,44 @@
-/// Checks a value against a compiled schema and collects every violation, with its path.
+/// Checks a value against a compiled schema and collects its violations, with their paths, up to
+/// `limit`: past it the walk stops (`more` says that it did), so a record of a million failing
+/// values costs neither a million strings nor an answer a thousand times its size.
 struct SchemaValidator {
     let references: [String: SchemaNode]
+    let limit: Int
     private(set) var violations: [SchemaViolation] = []
+    /// Whether the walk stopped at `limit` with more of the value left to check.
+    private(set) var more = false
     /// How deep `$ref`s and nested values may go: a schema that refers to itself without
     /// consuming the value (`{"$ref": "#"}`) must end.
     static let maximumDepth = 128
     private var depth = 0
 
-    init(references: [String: SchemaNode]) {
+    init(references: [String: SchemaNode], limit: Int) {
         self.references = references
+        self.limit = limit
     }
 
-    /// Whether `value` passes `node`, without collecting why not (for `anyOf`, `oneOf`, `not`).
+    /// Whether `value` passes `node`, without collecting why not (for `anyOf`, `oneOf`, `not`):
+    /// the first violation answers it.
     private func passes(_ value: JSONValue, _ node: SchemaNode, at path: JSONPath) -> Bool {
-        var probe = SchemaValidator(references: references)
+        var probe = SchemaValidator(references: references, limit: 1)
         probe.depth = depth
         probe.check(value, against: node, at: path)
         return probe.violations.isEmpty
     }
 
     private mutating func fail(_ path: JSONPath, _ reason: String) {
+        guard violations.count < limit else {
+            more = true
+            return
+        }
         violations.append(SchemaViolation(path: path.description, reason: reason))
     }
 
     mutating func check(_ value: JSONValue, against node: SchemaNode, at path: JSONPath) {
+        guard violations.count < limit else {
+            more = true
+            return
+        }
         switch node {
         case .always(true): return
         case .always(false): return fail(path, "is not allowed here")
