@@ -32,6 +32,8 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     private let batchLimit: Int?
     /// When set, `readPage` answers with it instead of the stored records.
     var scriptedPage: (@Sendable (PageRequest) -> Page)?
+    /// What `GET /tables/$schema/{table}` answers (`tableSchema`); nil: nothing a schema.
+    var scriptedSchema: JSONValue?
 
     /// - Parameter batchLimit: the batch route's operation limit; nil for a server without one.
     init(batchLimit: Int? = nil) throws {
@@ -48,6 +50,8 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     var log: [(kind: OperationKind, id: String)] { lock.withLock { applied } }
 
     // MARK: - SyncRemote
+
+    func tableSchema(table: String) async throws(TSyncError) -> JSONValue? { scriptedSchema }
 
     func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
         if let scriptedPage { return scriptedPage(request) }
