@@ -12,7 +12,7 @@ part-way. Then the job is finished and checked against an independent model of w
 - the pulling store ends equal to the server, records and versions;
 - the killed insert is all or nothing.
 
-With --faults a run is a fault run instead (issues 18 and 34): a misbehaving proxy
+With --faults a run is a fault run instead: a misbehaving proxy
 (scripts/faultproxy.py) sits between tsync and the real `tsync serve` and answers wrongly in one mode
 picked at random per run (or the ones --mode names): a whole-batch 404, bare 404s to writes, shuffled
 batch results, 200 with an empty or HTML body, another id's record, a 5xx after applying, 429/503

@@ -7,21 +7,21 @@ import TSyncModel
 /// While the sample is not full, an item met again (pushed again after its conflict was settled,
 /// pulled after it was pushed) counts once; once it is full, where remembering every id would cost
 /// what the sample saves, `count` counts each time an item is met, and nothing else is done.
-public struct ItemSample: Sendable, Equatable {
+package struct ItemSample: Sendable, Equatable {
     /// At most `limit` distinct items as `table/id`, in the order they were first met.
-    public private(set) var items: [String] = []
+    package private(set) var items: [String] = []
     private var sampled = Set<String>()
     /// The items met, the sampled ones included.
-    public private(set) var count = 0
+    package private(set) var count = 0
 
     /// How many items a sample keeps by name: enough to recognise a command's work, small enough for every entry.
-    public static let limit = 300
+    package static let limit = 300
 
     /// An empty sample.
-    public init() {}
+    package init() {}
 
     /// Counts one item met, and keeps its name while the sample is not full.
-    public mutating func add(table: String, id: String) {
+    package mutating func add(table: String, id: String) {
         guard items.count < Self.limit else {
             count += 1
             return
@@ -30,13 +30,13 @@ public struct ItemSample: Sendable, Equatable {
     }
 
     /// Counts items of one table met, keeping their names while the sample is not full.
-    public mutating func add(table: String, ids: some Collection<String>) {
+    package mutating func add(table: String, ids: some Collection<String>) {
         add(table: table, ids: ids, of: ids.count)
     }
 
     /// Counts `total` items of one table met, of which `ids` are the first (at least as many as
     /// the sample keeps, or all of them): a command that does not hold every id.
-    public mutating func add(table: String, ids: some Collection<String>, of total: Int) {
+    package mutating func add(table: String, ids: some Collection<String>, of total: Int) {
         var rest = total
         for id in ids {
             guard items.count < Self.limit else { break }
@@ -47,7 +47,7 @@ public struct ItemSample: Sendable, Equatable {
     }
 
     /// Adds what another sample met (a later step of the same command).
-    public mutating func add(_ other: ItemSample) {
+    package mutating func add(_ other: ItemSample) {
         for item in other.items {
             if items.count < Self.limit { add(item: item) } else { count += 1 }
         }

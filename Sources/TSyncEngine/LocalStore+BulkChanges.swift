@@ -60,7 +60,7 @@ extension LocalStore {
     /// a body equal byte for byte to the stored one is unchanged without decoding either, and the
     /// new ids go in as `insert` puts them, many rows a statement. Only a record whose body
     /// differs goes the general way (decode, merge, compare). Ids given twice go the general way.
-    public func upsert(table: String, records: NewRecords) throws(TSyncError) -> UpsertResult {
+    package func upsert(table: String, records: NewRecords) throws(TSyncError) -> UpsertResult {
         switch records.form {
         case .objects(let objects): return try upsert(table: table, objects: objects, fieldOrder: records.fieldOrder)
         case .prepared(let prepared):

@@ -32,7 +32,7 @@ extension LocalStore {
     }
 
     /// Inserts new records as `insert(table:objects:)` does, read from `records` (`NewRecords`).
-    public func insert(table: String, records: NewRecords) throws(TSyncError) -> [String] {
+    package func insert(table: String, records: NewRecords) throws(TSyncError) -> [String] {
         switch records.form {
         case .objects(let objects): return try insert(table: table, objects: objects, fieldOrder: records.fieldOrder)
         case .prepared(let prepared):

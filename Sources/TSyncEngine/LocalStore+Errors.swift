@@ -88,7 +88,7 @@ extension LocalStore {
     /// §7). The server may have applied the write, so the error says so; its sent item is kept.
     /// Returns the errors recorded; none in flight is bad input.
     @discardableResult
-    public func park(table: String, id: String) throws(TSyncError) -> [OperationError] {
+    package func park(table: String, id: String) throws(TSyncError) -> [OperationError] {
         try Identifiers.validateTableName(table)
         try Identifiers.validateRecordID(id)
         // Under the push lock: an operation a running push is sending is not parked under it.
@@ -133,7 +133,7 @@ extension LocalStore {
     }
 
     /// The errors of some operations (those still in the table), in queue order.
-    package func operationErrors(operations seqs: [Int64]) throws(TSyncError) -> [OperationError] {
+    public func operationErrors(operations seqs: [Int64]) throws(TSyncError) -> [OperationError] {
         guard !seqs.isEmpty else { return [] }
         return try read { db in
             try StoreRows.errors(
@@ -143,7 +143,7 @@ extension LocalStore {
     }
 
     /// One error by its id, or nil.
-    package func operationError(id: Int64) throws(TSyncError) -> OperationError? {
+    public func operationError(id: Int64) throws(TSyncError) -> OperationError? {
         try read { db in try StoreRows.errors(db, where: "id = ?", [id]).first }
     }
 

@@ -3,15 +3,15 @@ import TSyncModel
 import TSyncQuery
 
 /// What `purge` removed.
-public struct PurgeResult: Sendable, Equatable {
+package struct PurgeResult: Sendable, Equatable {
     /// Local records removed.
-    public var records = 0
+    package var records = 0
     /// The ids of the purged records (`records` of them), in no particular order: for the log.
-    public var ids: [String] = []
+    package var ids: [String] = []
     /// Operations dropped by a forced purge.
-    public var operations = 0
+    package var operations = 0
     /// Saved queries (checkpoints) of the table that were dropped.
-    public var queries = 0
+    package var queries = 0
 }
 
 extension LocalStore {
@@ -26,7 +26,7 @@ extension LocalStore {
     /// the server, instead of the next pull downloading the whole table again. With `dryRun` the transaction is rolled back: the result is what the
     /// purge would drop, and nothing changes.
     @discardableResult
-    public func purge(
+    package func purge(
         table: String, filter: String? = nil, force: Bool = false, forgetQueries: Bool = false, dryRun: Bool = false
     ) throws(TSyncError)
         -> PurgeResult

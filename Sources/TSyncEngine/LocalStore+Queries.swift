@@ -2,24 +2,24 @@ import GRDB
 import TSyncModel
 
 /// A pull query saved under an id (the seeds' MS_TableConfig delta token).
-public struct SavedQuery: Sendable, Equatable {
+package struct SavedQuery: Sendable, Equatable {
     /// The table the query pulls.
-    public var table: String
+    package var table: String
     /// The query's id (`pull --query-id`), which names its checkpoint.
-    public var queryID: String
+    package var queryID: String
     /// The OData filter of the pull, as given.
-    public var filter: String?
+    package var filter: String?
     /// Where the last pull of this query stopped; nil before the first or after `--reset`.
-    public var checkpoint: Checkpoint?
+    package var checkpoint: Checkpoint?
     /// When this query was last pulled; nil when never.
-    public var lastPullAt: Timestamp?
+    package var lastPullAt: Timestamp?
     /// When a pull of this query stopped part way (SIGINT/SIGTERM between pages), with more to
     /// come: the checkpoint is where it stopped, and the next pull goes on from there. Nil when
     /// the last pull wrote its pages to the end (a page written clears it).
-    public var stoppedAt: Timestamp?
+    package var stoppedAt: Timestamp?
 
     /// A saved query as stored.
-    public init(
+    package init(
         table: String, queryID: String, filter: String?, checkpoint: Checkpoint? = nil, lastPullAt: Timestamp? = nil,
         stoppedAt: Timestamp? = nil
     ) {
@@ -34,14 +34,14 @@ public struct SavedQuery: Sendable, Equatable {
 
 extension LocalStore {
     /// The saved query `queryID` of `table`; nil when none is saved.
-    public func savedQuery(table: String, queryID: String) throws(TSyncError) -> SavedQuery? {
+    package func savedQuery(table: String, queryID: String) throws(TSyncError) -> SavedQuery? {
         try read { db in
             try StoreRows.savedQueries(db, where: "tbl = ? AND query_id = ?", [table, queryID]).first
         }
     }
 
     /// Every saved query, by table then id.
-    public func savedQueries() throws(TSyncError) -> [SavedQuery] {
+    package func savedQueries() throws(TSyncError) -> [SavedQuery] {
         try read { db in try StoreRows.savedQueries(db) }
     }
 

@@ -39,7 +39,7 @@ extension LocalStore {
     }
 
     /// The local record; an unknown table or id is an error that says which.
-    public func requireRecord(table: String, id: String) throws(TSyncError) -> TSyncModel.Record {
+    package func requireRecord(table: String, id: String) throws(TSyncError) -> TSyncModel.Record {
         try Identifiers.validateTableName(table)
         try Identifiers.validateRecordID(id)
         return try read { db in
@@ -64,7 +64,7 @@ extension LocalStore {
 
     /// Of `names`, the user fields no local record of `table` has: what `query` warns about (a
     /// typo in a field name otherwise just matches nothing). System properties always exist.
-    public func fieldsNoRecordHas(table: String, names: [String]) throws(TSyncError) -> [String] {
+    package func fieldsNoRecordHas(table: String, names: [String]) throws(TSyncError) -> [String] {
         let candidates = names.filter { !SystemProperties.names.contains($0) && Identifiers.isSimpleName($0) }
         guard !candidates.isEmpty else { return [] }
         return try read { db in

@@ -25,7 +25,7 @@ extension LocalStore {
     }
 
     /// The schema the server announced for `table` (`tsync schema TABLE`), nil when it announced none.
-    public func schema(of table: String) throws(TSyncError) -> RecordSchema? {
+    package func schema(of table: String) throws(TSyncError) -> RecordSchema? {
         let text = try read { db in try String.fetchOne(db, sql: "SELECT document FROM schemas WHERE tbl = ?", arguments: [table]) }
         guard let text else { return nil }
         do {

@@ -5,33 +5,33 @@ import TSyncModel
 /// earliest `updatedAt` the server gave them, which is the moment just after which the table
 /// changed (`restore --before-push`). Like `ItemSample`, a push of 100,000 operations keeps a
 /// few hundred names, not 100,000.
-public struct PushedVersions: Sendable, Equatable {
+package struct PushedVersions: Sendable, Equatable {
     /// One version written.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// The record's table.
-        public var table: String
+        package var table: String
         /// The record's id.
-        public var id: String
+        package var id: String
         /// The version the server gave the write; nil when its answer had none.
-        public var version: String?
+        package var version: String?
         /// The operation pushed: insert, update or delete.
-        public var operation: String
+        package var operation: String
         /// The record's `updatedAt` after the write; nil when the answer had none.
-        public var updatedAt: Timestamp?
+        package var updatedAt: Timestamp?
     }
 
     /// The first versions written, at most `limit`, in the order the server accepted them.
-    public private(set) var sample: [Entry] = []
+    package private(set) var sample: [Entry] = []
     /// The versions written in all.
-    public private(set) var count = 0
+    package private(set) var count = 0
     /// By table, the earliest `updatedAt` of the versions written.
-    public private(set) var earliest: [String: Timestamp] = [:]
+    package private(set) var earliest: [String: Timestamp] = [:]
 
     /// How many versions an entry keeps by name.
-    public static let limit = 300
+    package static let limit = 300
 
     /// Nothing written yet.
-    public init() {}
+    package init() {}
 
     /// One operation the server accepted, with its copy of the record when it sent one.
     mutating func add(_ operation: PendingOperation, _ record: Record?) {
@@ -59,7 +59,7 @@ public struct PushedVersions: Sendable, Equatable {
     }
 
     /// As the journal keeps it and `log --json` prints it (`versions`).
-    public var json: JSONValue {
+    package var json: JSONValue {
         [
             "count": .int(Int64(count)),
             "sample": .array(

@@ -6,12 +6,12 @@ import TSyncModel
 /// System properties in input are not user fields. `id` names the record; `createdAt`,
 /// `updatedAt`, `version` and `deleted` belong to the server and are IGNORED in JSON input, so the
 /// output of `tsync get`/`query` can be edited and fed back.
-public enum RecordInput {
+package enum RecordInput {
     /// System properties other than `id`.
     static let serverProperties: Set<String> = ["createdAt", "updatedAt", "version", "deleted"]
 
     /// The records of an input stream (a JSON array or NDJSON), each of which must be an object.
-    public static func objects(from bytes: [UInt8]) throws(TSyncError) -> [[String: JSONValue]] {
+    package static func objects(from bytes: [UInt8]) throws(TSyncError) -> [[String: JSONValue]] {
         let values = try JSONParser.parseStream(bytes: bytes)
         var objects: [[String: JSONValue]] = []
         objects.reserveCapacity(values.count)
@@ -25,7 +25,7 @@ public enum RecordInput {
     }
 
     /// One object given as a command-line argument.
-    public static func object(from text: String) throws(TSyncError) -> [String: JSONValue] {
+    package static func object(from text: String) throws(TSyncError) -> [String: JSONValue] {
         let value = try JSONParser.parse(text)
         guard let object = value.objectValue else {
             throw .invalidInput(
@@ -76,7 +76,7 @@ enum StoredJSON {
 /// input people pipe, is read straight into the store's form (ids and body text) without a
 /// `JSONValue` per record; anything the fast readers are not sure of is read the general way
 /// (`RecordInput.objects`, `CSVRecords.objects`), which decides and words every error.
-public struct NewRecords: Sendable {
+package struct NewRecords: Sendable {
     enum Form: Sendable {
         case objects([[String: JSONValue]])
         /// Validated, server properties dropped, ids generated where missing.
@@ -88,7 +88,7 @@ public struct NewRecords: Sendable {
 
     /// Records given as objects (`insert(table:objects:)`'s rules apply), their fields in
     /// `fieldOrder` as the user gave them (`FieldOrder.names(json:)` reads it from JSON).
-    public init(objects: [[String: JSONValue]], fieldOrder: [String] = []) {
+    package init(objects: [[String: JSONValue]], fieldOrder: [String] = []) {
         form = .objects(objects)
         self.fieldOrder = fieldOrder
     }
@@ -98,7 +98,7 @@ public struct NewRecords: Sendable {
         self.fieldOrder = fieldOrder
     }
 
-    public var isEmpty: Bool {
+    package var isEmpty: Bool {
         switch form {
         case .objects(let objects): objects.isEmpty
         case .prepared(let prepared): prepared.isEmpty
@@ -107,7 +107,7 @@ public struct NewRecords: Sendable {
 
     /// The records of a JSON array or NDJSON stream. `requiringIDs` (upsert's): a record without
     /// an id is left to the general way, which says so, rather than given a new one.
-    public static func json(_ bytes: [UInt8], requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
+    package static func json(_ bytes: [UInt8], requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
         let fieldOrder = FieldOrder.names(json: bytes)
         if let prepared = NewRecordsDecoder.decode(bytes, requiringIDs: requiringIDs) {
             return NewRecords(prepared: prepared, fieldOrder: fieldOrder)
@@ -116,14 +116,14 @@ public struct NewRecords: Sendable {
     }
 
     /// The records of CSV text (`CSVRecords`' rules); `requiringIDs` as for `json`.
-    public static func csv(_ text: String, requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
+    package static func csv(_ text: String, requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
         try csv(Array(text.utf8), requiringIDs: requiringIDs)
     }
 
     /// The records of CSV bytes, read by the reader a streamed `insert` uses (`StreamedRecords`:
     /// from the bytes, no text or cell per cell) where it takes the whole input; else the
     /// general way (`CSVRecords.objects`), which decides and words every error.
-    public static func csv(_ bytes: [UInt8], requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
+    package static func csv(_ bytes: [UInt8], requiringIDs: Bool = false) throws(TSyncError) -> NewRecords {
         var stream = StreamedRecords(WholeInput(bytes), format: .csv, requiringIDs: requiringIDs)
         var prepared: [(id: String, body: String)] = []
         // No field order: no header was read (an empty input), which is the general way's to word.

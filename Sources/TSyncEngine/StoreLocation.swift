@@ -18,21 +18,21 @@ public struct StoreLocation: Sendable, Equatable {
     public let directory: String
 
     /// The store in `directory` (the `.tsync` directory itself).
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
     /// The directory that holds `.tsync/` (the "working tree").
-    public var root: String { (directory as NSString).deletingLastPathComponent }
+    package var root: String { (directory as NSString).deletingLastPathComponent }
     /// The SQLite database of the store.
     public var databasePath: String { (directory as NSString).appendingPathComponent(Self.databaseFileName) }
     /// The store's `config.json`.
-    public var configurationPath: String {
+    package var configurationPath: String {
         (directory as NSString).appendingPathComponent(Self.configurationFileName)
     }
 
     /// A file the store may keep next to its database (e.g. a saved token), by name.
-    public func file(named name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+    package func file(named name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
     static let notAStore = "not a tsync store"
 
@@ -86,7 +86,7 @@ public struct StoreLocation: Sendable, Equatable {
     }
 
     /// `path` made absolute against `workingDirectory`, with `.` and `..` resolved.
-    public static func absolute(_ path: String, from workingDirectory: String) -> String {
+    package static func absolute(_ path: String, from workingDirectory: String) -> String {
         if path.hasPrefix("/") { return standardized(path) }
         return standardized((workingDirectory as NSString).appendingPathComponent(path))
     }

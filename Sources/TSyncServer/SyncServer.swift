@@ -126,7 +126,7 @@ public struct SyncServer: Sendable {
         for line in configuration.summary { logger.info("\(line)") }
         for line in try await storage.declareIndexes(configuration.indexedFields) { logger.info("\(line)") }
         // Before listening: a read of the table as it was must not miss a record that only lacks
-        // its first version yet (records written while history was off, DESIGN §15).
+        // its first version yet (records written while history was off, DESIGN §6.5).
         let pruner = Pruner(storage: storage, retention: configuration.retention, clock: clock, logger: logger)
         try await pruner.runOnce(seed: true)
         do {

@@ -163,7 +163,7 @@ import TSyncModel
         #expect(try await store.run(["pull", "other"]).status == 3)
     }
 
-    /// A record without an id is the server's fault, not the user's: exit 1, not 65 (docs/DESIGN.md §7).
+    /// A record without an id is the server's fault, not the user's: exit 1, not 65 (docs/DESIGN.md §3).
     @Test func aServerRecordWithoutAnIdIsTheServersFault() async throws {
         let server = try ScriptedServer { _, _ in .json(200, #"[{"text": "no id here"}]"#) }
         let store = try await TSyncSandbox(remote: server.url)
@@ -173,7 +173,7 @@ import TSyncModel
     }
 
     /// A page larger than tsync reads into memory (256 MiB): retrying cannot help, so it is exit 1
-    /// with what to do, not exit 3 "cannot reach the server" (docs/DESIGN.md §7).
+    /// with what to do, not exit 3 "cannot reach the server" (docs/DESIGN.md §3).
     @Test func aPageTooLargeSaysToAskForSmallerPages() async throws {
         let huge = [UInt8](repeating: UInt8(ascii: " "), count: (256 << 20) + 4096)
         let server = try ScriptedServer { _, _ in ScriptedServer.Answer(status: 200, body: huge) }
@@ -183,7 +183,7 @@ import TSyncModel
         #expect(pull.stderr.contains("larger than 256 MiB") && pull.stderr.contains("--page-size"), "\(pull.stderr)")
     }
 
-    /// https to a port that speaks http: a message that says so, not the TLS library's (docs/DESIGN.md §7).
+    /// https to a port that speaks http: a message that says so, not the TLS library's (docs/DESIGN.md §3).
     @Test func httpsToAnHTTPPortSaysSo() async throws {
         let server = try await ServeFixture()
         let https = server.url.replacingOccurrences(of: "http://", with: "https://")

@@ -3,11 +3,11 @@ import TSyncModel
 
 /// What `GET /tables/$history` says of the server's record history (a tsync extension,
 /// docs/DESIGN.md §4, §15): how long it keeps older versions and soft-deleted records.
-public struct HistoryCapabilities: Sendable, Equatable {
+package struct HistoryCapabilities: Sendable, Equatable {
     /// Seconds an older version of a record is kept (a record's current version is never pruned).
-    public var keepSeconds: Int
+    package var keepSeconds: Int
     /// Seconds a soft-deleted record is kept before the server removes it.
-    public var keepDeletedSeconds: Int?
+    package var keepDeletedSeconds: Int?
 }
 
 /// One version of a record as the server's history keeps it (`GET /tables/$history/{table}/{id}`).
@@ -39,7 +39,7 @@ struct RecordVersionPage {
 extension RemoteClient {
     /// `GET /tables/$history`: the history route's description, nil when the server has none (a
     /// plain v2 server's 404, tsync serve with no history kept: anything but that shape).
-    public func historyCapabilities() async throws(TSyncError) -> HistoryCapabilities? {
+    package func historyCapabilities() async throws(TSyncError) -> HistoryCapabilities? {
         let response = try await send(.GET, endpoint.url(path: ["tables", "/$history"]), body: nil, discovering: true)
         guard response.status == 200, let object = response.json?.objectValue, case .int(let keep)? = object["keepSeconds"], keep >= 0
         else { return nil }
@@ -147,7 +147,7 @@ extension RemoteClient {
 
     /// `GET /tables/$schema/{table}`: the table's schema document, nil for any answer that is
     /// not one (a 404, a plain v2 server, a proxy's page).
-    public func tableSchema(table: String) async throws(TSyncError) -> JSONValue? {
+    package func tableSchema(table: String) async throws(TSyncError) -> JSONValue? {
         let response = try await send(.GET, endpoint.url(path: ["tables", "/$schema", table]), body: nil, discovering: true)
         guard response.status == 200, let object = response.json?.objectValue, let schema = object["schema"] else { return nil }
         return schema

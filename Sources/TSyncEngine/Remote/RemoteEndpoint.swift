@@ -3,12 +3,12 @@ import NIOHTTP1
 import TSyncModel
 
 /// A server's base URL, checked once so that every request URL built from it is well formed.
-public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
+package struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
     /// Scheme, host, port and any path prefix, without a trailing slash.
-    public let base: String
+    package let base: String
 
     /// Parses a server URL, `http://HOST[:PORT][/PATH]` or `https://…`; anything else is a usage error.
-    public init(_ text: String) throws(TSyncError) {
+    package init(_ text: String) throws(TSyncError) {
         var trimmed = text
         while trimmed.hasSuffix("/") { trimmed.removeLast() }
         let lower = trimmed.lowercased()
@@ -25,11 +25,11 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The base URL (`base`), as messages name the server.
-    public var description: String { base }
+    package var description: String { base }
 
     /// Whether what is sent travels unencrypted over a network: plain `http://` to a host that is
     /// not this machine (`localhost`, 127.0.0.0/8, `::1`).
-    public var sendsInClear: Bool {
+    package var sendsInClear: Bool {
         guard base.lowercased().hasPrefix("http://") else { return false }
         var name = host.lowercased()
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
@@ -47,10 +47,10 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether the remote is spoken to over TLS.
-    public var isHTTPS: Bool { base.lowercased().hasPrefix("https://") }
+    package var isHTTPS: Bool { base.lowercased().hasPrefix("https://") }
 
     /// The host name or address (an IPv6 address in brackets), without port or user.
-    public var host: String {
+    package var host: String {
         var authority = origin.drop(while: { $0 != "/" }).dropFirst(2)
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") { return String(authority[...close]) }
@@ -58,7 +58,7 @@ public struct RemoteEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The port: the one in the URL, else the scheme's (443, 80).
-    public var port: Int {
+    package var port: Int {
         var authority = origin.drop(while: { $0 != "/" }).dropFirst(2)
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") { authority = authority[authority.index(after: close)...] }

@@ -5,21 +5,21 @@ import TSyncModel
 /// through it to the server, for `https://` and `http://` remotes alike (that is how
 /// AsyncHTTPClient speaks to a proxy), and sends `Proxy-Authorization: Basic` when the proxy URL
 /// carries a user name.
-public struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
+package struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
     /// The proxy's host.
-    public var host: String
+    package var host: String
     /// The proxy's port.
-    public var port: Int
+    package var port: Int
     /// The user for the proxy's Basic authentication, if it asks for one.
-    public var username: String?
+    package var username: String?
     /// The password for it.
-    public var password: String?
+    package var password: String?
 
     /// curl's default port for a proxy URL without one.
     package static let defaultPort = 1080
 
     /// A proxy at `host:port`, with credentials if it needs them.
-    public init(host: String, port: Int, username: String? = nil, password: String? = nil) {
+    package init(host: String, port: Int, username: String? = nil, password: String? = nil) {
         self.host = host
         self.port = port
         self.username = username
@@ -30,7 +30,7 @@ public struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
     /// is 1080, user and password percent-decoded). Other schemes (https, socks) are refused, not
     /// ignored: the user asked for a proxy and would otherwise go direct unawares. The message
     /// never repeats a password.
-    public init(url text: String) throws(TSyncError) {
+    package init(url text: String) throws(TSyncError) {
         var rest = Substring(text.trimmingCharacters(in: .whitespaces))
         if let range = rest.range(of: "://") {
             let scheme = rest[..<range.lowerBound].lowercased()
@@ -76,7 +76,7 @@ public struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `HOST:PORT`, never the credentials.
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// Which proxy, if any, requests to a remote go through: one proxy per scheme of the remote, and
@@ -84,17 +84,17 @@ public struct RemoteProxy: Sendable, Equatable, CustomStringConvertible {
 /// process environment; the library reads none itself (§5).
 public struct ProxySettings: Sendable, Equatable {
     /// For `http://` remotes.
-    public var http: RemoteProxy?
+    package var http: RemoteProxy?
     /// For `https://` remotes.
-    public var https: RemoteProxy?
+    package var https: RemoteProxy?
     /// `NO_PROXY` entries, lowercased, without leading and trailing dots.
-    public var bypass: [String]
+    package var bypass: [String]
 
     /// No proxy at all.
     public static let direct = ProxySettings(http: nil, https: nil, noProxy: nil)
 
     /// The proxies to use for `http` and `https` URLs, and the hosts reached directly (`no_proxy`).
-    public init(http: RemoteProxy?, https: RemoteProxy?, noProxy: String?) {
+    package init(http: RemoteProxy?, https: RemoteProxy?, noProxy: String?) {
         self.http = http
         self.https = https
         bypass = Self.entries(noProxy ?? "")

@@ -29,7 +29,7 @@ package protocol SyncRemote: Sendable {
 }
 
 extension SyncRemote {
-    public func tableSchema(table: String) async throws(TSyncError) -> JSONValue? { nil }
+    package func tableSchema(table: String) async throws(TSyncError) -> JSONValue? { nil }
 }
 
 extension RemoteClient: SyncRemote {}

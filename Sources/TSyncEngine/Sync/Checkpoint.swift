@@ -4,14 +4,14 @@ import TSyncQuery
 
 /// How far an incremental pull got: the last record seen, by (updatedAt, id) (docs/DESIGN.md §2.1). The
 /// next pull asks for `updatedAt gt T or (updatedAt eq T and id gt I)` ordered by `updatedAt, id`.
-public struct Checkpoint: Sendable, Equatable {
+package struct Checkpoint: Sendable, Equatable {
     /// The `updatedAt` of the last record pulled.
-    public var updatedAt: Timestamp
+    package var updatedAt: Timestamp
     /// Its id: records with the same `updatedAt` are ordered by id.
-    public var id: String
+    package var id: String
 
     /// The checkpoint after the record `id` of `updatedAt`.
-    public init(updatedAt: Timestamp, id: String) {
+    package init(updatedAt: Timestamp, id: String) {
         self.updatedAt = updatedAt
         self.id = id
     }
@@ -27,13 +27,13 @@ extension Checkpoint: Comparable {
     /// Ids compare by their UTF-8 bytes, as the server orders them (SQLite's BINARY, PostgreSQL's
     /// "C" collation); Swift's own `String <` neither follows byte order nor tells "é" from
     /// "e" + U+0301.
-    public static func < (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
+    package static func < (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
         if lhs.updatedAt != rhs.updatedAt { return lhs.updatedAt < rhs.updatedAt }
         return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
     }
 
     /// Equal when both the time and the id are.
-    public static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
+    package static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
         lhs.updatedAt == rhs.updatedAt && lhs.id.utf8.elementsEqual(rhs.id.utf8)
     }
 

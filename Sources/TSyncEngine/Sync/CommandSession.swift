@@ -96,7 +96,7 @@ public final class CommandSession: Sendable {
     // MARK: - What the run did
 
     /// A push of this run, for its log entry (a `syncSession` records its own).
-    public func record(push summary: PushSummary) {
+    package func record(push summary: PushSummary) {
         state.withLock { state in
             state.counts.add(summary)
             state.items.add(summary.items)
@@ -105,7 +105,7 @@ public final class CommandSession: Sendable {
     }
 
     /// A pull of this run (with the push before it), for its log entry.
-    public func record(pull summary: PullSummary) {
+    package func record(pull summary: PullSummary) {
         state.withLock { state in
             state.counts.add(summary.push)
             state.items.add(summary.push.items)
@@ -116,7 +116,7 @@ public final class CommandSession: Sendable {
     }
 
     /// Errors this run settled (or tried to) one way, for its log entry.
-    public func record(resolve report: ResolveReport, as resolution: Resolution) {
+    package func record(resolve report: ResolveReport, as resolution: Resolution) {
         state.withLock { state in
             for entry in report.entries {
                 state.items.add(table: entry.details.error.table, id: entry.details.error.itemID)
@@ -135,7 +135,7 @@ public final class CommandSession: Sendable {
 
     /// Records `count` items of `table` changed, of which `firstIDs` are the first (at least
     /// `ItemSample.limit` of them, or all): a streamed insert does not hold every id.
-    public func record(changed table: String, count: Int, firstIDs: [String]) {
+    package func record(changed table: String, count: Int, firstIDs: [String]) {
         state.withLock { state in
             state.counts.changed += count
             state.items.add(table: table, ids: firstIDs, of: count)
@@ -247,7 +247,7 @@ public final class CommandSession: Sendable {
 
 extension Journal {
     /// A URL without its user:password part; any other text as it is.
-    public static func withoutCredentials(_ text: String) -> String {
+    package static func withoutCredentials(_ text: String) -> String {
         guard let components = URLComponents(string: text), components.scheme != nil,
             components.user != nil || components.password != nil
         else { return text }

@@ -57,7 +57,7 @@ public struct ConflictPolicies: Sendable, Equatable {
     }
 
     /// The policy for `table`: the flag, else `table.NAME.onConflict`, else `push.onConflict`, else `fail`.
-    public func policy(for table: String) -> ConflictPolicy {
+    package func policy(for table: String) -> ConflictPolicy {
         onConflict ?? settings.tables[table]?.onConflict ?? settings.onConflict ?? .fail
     }
 
@@ -68,7 +68,7 @@ public struct ConflictPolicies: Sendable, Equatable {
     }
 
     /// The side a merge prefers for `table`, looked up as `policy(for:)` is.
-    public func preference(for table: String) -> ThreeWayMerge.Side? {
+    package func preference(for table: String) -> ThreeWayMerge.Side? {
         prefer ?? settings.tables[table]?.prefer ?? settings.prefer
     }
 }

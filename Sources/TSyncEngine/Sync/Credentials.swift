@@ -7,16 +7,16 @@ import TSyncModel
 /// so pointing the store at another remote (`tsync remote URL`) cannot leak it. A token given to
 /// `SyncSession` (`TSYNC_TOKEN` on the command line) overrides the file, for CI where the token
 /// comes from a secret store.
-public struct Credentials: Sendable, Equatable {
+package struct Credentials: Sendable, Equatable {
     /// The remote the token was issued by: it is sent to no other.
-    public var remote: String
+    package var remote: String
     /// The user logged in.
-    public var user: String
+    package var user: String
     /// The session token sent as `X-ZUMO-AUTH`.
-    public var token: String
+    package var token: String
 
     /// Credentials of `user` at `remote`.
-    public init(remote: String, user: String, token: String) {
+    package init(remote: String, user: String, token: String) {
         self.remote = remote
         self.user = user
         self.token = token
@@ -32,7 +32,7 @@ public struct Credentials: Sendable, Equatable {
     }
 
     /// The credentials saved in `storeDirectory`; nil when nobody is logged in.
-    public static func load(storeDirectory: String) throws(TSyncError) -> Credentials? {
+    package static func load(storeDirectory: String) throws(TSyncError) -> Credentials? {
         let path = filePath(storeDirectory)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -50,14 +50,14 @@ public struct Credentials: Sendable, Equatable {
     /// Writes the file through a temporary file created with mode 0600 and renamed into place, so
     /// the token is never readable by others, not even for a moment, and a crash leaves either the
     /// old file or the new one.
-    public func save(storeDirectory: String) throws(TSyncError) {
+    package func save(storeDirectory: String) throws(TSyncError) {
         let object: JSONValue = ["remote": .string(remote), "user": .string(user), "token": .string(token)]
         try Self.writePrivately(JSONSerializer.bytes(object) + [0x0A], path: Self.filePath(storeDirectory))
     }
 
     /// The device token `tsync serve` gave at the last login to `remote` (docs/DESIGN.md §11), in
     /// the file `device`: it outlives `logout`, since it only says this store logged in before.
-    public static func deviceToken(storeDirectory: String, remote: RemoteEndpoint) -> String? {
+    package static func deviceToken(storeDirectory: String, remote: RemoteEndpoint) -> String? {
         let path = (storeDirectory as NSString).appendingPathComponent(deviceFileName)
         guard let data = FileManager.default.contents(atPath: path),
             let object = try? JSONParser.parse(bytes: Array(data)).objectValue, object["remote"]?.stringValue == remote.base
@@ -98,7 +98,7 @@ public struct Credentials: Sendable, Equatable {
 
     /// Removes the saved token; true when there was one.
     @discardableResult
-    public static func remove(storeDirectory: String) throws(TSyncError) -> Bool {
+    package static func remove(storeDirectory: String) throws(TSyncError) -> Bool {
         let path = filePath(storeDirectory)
         guard FileManager.default.fileExists(atPath: path) else { return false }
         guard unlink(path) == 0 else {

@@ -4,23 +4,23 @@ import GRDB
 import TSyncModel
 
 /// What `tsync watch` asks for (docs/DESIGN.md §8.1).
-public struct LiveOptions: Sendable {
+package struct LiveOptions: Sendable {
     /// The tables whose saved queries are watched; empty: every saved query.
-    public var tables: [String]
+    package var tables: [String]
     /// How often a server without the live route is asked again.
-    public var interval: Duration
+    package var interval: Duration
     /// When to end (nil: never, until stopped).
-    public var timeout: Duration?
+    package var timeout: Duration?
     /// The conflict policies of every push (as `push --on-conflict`).
-    public var policies: ConflictPolicies
+    package var policies: ConflictPolicies
 
     /// How often the queue is looked at for operations other commands queued.
-    public static let queuePollInterval = Duration.milliseconds(100)
+    package static let queuePollInterval = Duration.milliseconds(100)
     /// The longest wait asked of the server (its own cap is 25 s), less when the HTTP timeout is short.
-    public static let maximumWaitSeconds = 20
-    public static let defaultInterval = Duration.seconds(5)
+    package static let maximumWaitSeconds = 20
+    package static let defaultInterval = Duration.seconds(5)
 
-    public init(
+    package init(
         tables: [String] = [], interval: Duration = defaultInterval, timeout: Duration? = nil,
         policies: ConflictPolicies = ConflictPolicies()
     ) {
@@ -33,8 +33,8 @@ public struct LiveOptions: Sendable {
 
 /// One thing `tsync watch` reports (`--json`: one NDJSON object each, docs/DESIGN.md §3). The
 /// fields are an interface: they are only ever added to.
-public struct LiveEvent: Sendable, Equatable {
-    public enum Kind: String, Sendable {
+package struct LiveEvent: Sendable, Equatable {
+    package enum Kind: String, Sendable {
         /// A record the server sent was written to the working copy.
         case pulled
         /// A record the server deleted was removed from the working copy.
@@ -60,28 +60,28 @@ public struct LiveEvent: Sendable, Equatable {
         case resynced
     }
 
-    public var kind: Kind
-    public var table: String?
-    public var id: String?
-    public var at: Timestamp
+    package var kind: Kind
+    package var table: String?
+    package var id: String?
+    package var at: Timestamp
     /// `pulled`, `deleted`: the saved query that brought it.
-    public var queryID: String?
+    package var queryID: String?
     /// `pulled`, `deleted`, `pushed`: the server's version of the record, when known.
-    public var version: String?
+    package var version: String?
     /// `pushed`, `conflict`: insert, update or delete.
-    public var operation: String?
+    package var operation: String?
     /// `settled`: ours, theirs or merge.
-    public var policy: String?
+    package var policy: String?
     /// `conflict`, `reconnecting`: why, in words.
-    public var message: String?
+    package var message: String?
     /// `reconnecting`: seconds until the next try.
-    public var retryIn: Double?
+    package var retryIn: Double?
     /// `polling`: seconds between reads.
-    public var interval: Double?
+    package var interval: Double?
     /// `resynced`: the horizon, the records dropped and those kept for their pending changes.
-    public var resync: HorizonResync?
+    package var resync: HorizonResync?
 
-    public init(_ kind: Kind, table: String? = nil, id: String? = nil, at: Timestamp = Timestamp.now()) {
+    package init(_ kind: Kind, table: String? = nil, id: String? = nil, at: Timestamp = Timestamp.now()) {
         self.kind = kind
         self.table = table
         self.id = id
@@ -90,7 +90,7 @@ public struct LiveEvent: Sendable, Equatable {
 }
 
 /// How a watch ended.
-public enum LiveEnd: Sendable, Equatable {
+package enum LiveEnd: Sendable, Equatable {
     /// `--timeout` passed.
     case timedOut
     /// The `StopRequest` was set (SIGINT, SIGTERM): the step under way was finished.
@@ -120,7 +120,7 @@ extension SyncSession {
     /// only with a written page), and a push whenever another command queues an operation.
     /// `onEvents` gets each batch of changes (a page's, a push's) as it is written. Nothing is
     /// held between steps: other commands on the store never wait for the watch.
-    public func watch(_ options: LiveOptions, onEvents: @escaping @Sendable ([LiveEvent]) async -> Void) async throws(TSyncError)
+    package func watch(_ options: LiveOptions, onEvents: @escaping @Sendable ([LiveEvent]) async -> Void) async throws(TSyncError)
         -> LiveEnd
     {
         try store.requireTables(options.tables)

@@ -6,7 +6,7 @@ import TSyncModel
 extension LocalStore {
     /// The last server copy of an item with a pending change; nil for a new item or an item
     /// without pending changes.
-    public func base(table: String, id: String) throws(TSyncError) -> TSyncModel.Record? {
+    package func base(table: String, id: String) throws(TSyncError) -> TSyncModel.Record? {
         try read { db in
             try StoreRows.fetchBase(db, table: table, id: id).map { object throws in try TSyncModel.Record(wire: object) }
         }

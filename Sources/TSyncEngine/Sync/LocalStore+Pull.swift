@@ -15,12 +15,12 @@ package struct PageResult: Sendable, Equatable {
 }
 
 /// One record of a page that changed the working copy (`tsync watch` prints each).
-public struct PulledChange: Sendable, Equatable {
-    public enum Kind: String, Sendable { case upserted, removed }
-    public var id: String
-    public var kind: Kind
+package struct PulledChange: Sendable, Equatable {
+    package enum Kind: String, Sendable { case upserted, removed }
+    package var id: String
+    package var kind: Kind
     /// The server's version of the record.
-    public var version: String?
+    package var version: String?
 }
 
 /// What a pull did to the local table, summed over its pages.

@@ -5,16 +5,16 @@ import TSyncQuery
 /// What an incremental pull did when the server had removed deleted records past the query's
 /// checkpoint (docs/DESIGN.md §15): the deletes it would never have seen are found by reading
 /// which records the server has now.
-public struct HorizonResync: Sendable, Equatable {
+package struct HorizonResync: Sendable, Equatable {
     /// The server removed the soft-deleted records up to this `updatedAt`.
-    public var horizon: Timestamp
+    package var horizon: Timestamp
     /// The ids of the local records dropped: the server no longer has them, and nothing of theirs
     /// was queued.
-    public var droppedIDs: [String]
+    package var droppedIDs: [String]
     /// Local records the server no longer has that were kept for their pending changes.
-    public var kept: Int
+    package var kept: Int
 
-    public var dropped: Int { droppedIDs.count }
+    package var dropped: Int { droppedIDs.count }
 }
 
 extension Puller {

@@ -46,9 +46,9 @@ public struct PullSummary: Sendable, Equatable {
     /// What stopped that push when the pull went on without it (`SyncSession.pull`).
     public var pushFailure: TSyncError?
     /// The records received.
-    public var items = ItemSample()
+    package var items = ItemSample()
     /// The checkpoint after the pull (query ids only).
-    public var checkpoint: Checkpoint?
+    package var checkpoint: Checkpoint?
     /// The pull stopped early on a `StopRequest`, after a whole page: what it wrote is kept, and
     /// with a query id the same pull resumes from the checkpoint.
     public var interrupted = false
@@ -57,7 +57,7 @@ public struct PullSummary: Sendable, Equatable {
     public var warnings: [String] = []
     /// Set when the server had removed deleted records past the query's checkpoint, and what
     /// the pull did about it (`resyncPastHorizon`, docs/DESIGN.md §15).
-    public var horizonResync: HorizonResync?
+    package var horizonResync: HorizonResync?
     /// Whether the table's schema was looked at (once a pull: `refreshSchema`).
     var schemaSeen = false
 }

@@ -1,9 +1,9 @@
 import TSyncModel
 
 /// What `push --check` predicts for one queued operation.
-public struct PushPrediction: Sendable, Equatable {
+package struct PushPrediction: Sendable, Equatable {
     /// What the server would answer the operation.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The server would take it (or already holds what it asks for).
         case succeeds
         /// The server would refuse it, for this reason.
@@ -14,30 +14,30 @@ public struct PushPrediction: Sendable, Equatable {
     }
 
     /// The queued operation judged.
-    public var operation: PendingOperation
+    package var operation: PendingOperation
     /// What the push would do with it.
-    public var outcome: Outcome
+    package var outcome: Outcome
     /// The conflict policy that would settle the failure (or the failure this operation waits
     /// behind) within the same push, as `push --on-conflict` or the store's settings say; nil
     /// when none would, and for an operation that succeeds.
-    public var settledBy: ConflictPolicy?
+    package var settledBy: ConflictPolicy?
     /// The server's copy now (nil when it has none); a deleted copy has `deleted` set.
-    public var server: TSyncModel.Record?
+    package var server: TSyncModel.Record?
     /// User fields our change touched, against the base (the last server copy this store saw).
-    public var changedByUs: [String]
+    package var changedByUs: [String]
     /// User fields the server's copy changed since that base.
-    public var changedByThem: [String]
+    package var changedByThem: [String]
 
     /// Whether this is the failing operation of its item (a failure predicted now, or an error
     /// already in the table) and `settledBy` settles it: what `push --json` counts in `settled`.
-    public var wouldBeSettled: Bool {
+    package var wouldBeSettled: Bool {
         guard settledBy != nil else { return false }
         if case .fails = outcome { return true }
         return operation.error != nil
     }
 
     /// Whether the push would leave this operation failed or waiting.
-    public var wouldFail: Bool { outcome != .succeeds && settledBy == nil }
+    package var wouldFail: Bool { outcome != .succeeds && settledBy == nil }
 }
 
 /// Predicts, without writing anything anywhere, what a push would do with each queued operation

@@ -28,13 +28,13 @@ public struct PushSummary: Sendable, Equatable {
     /// HTTP requests the push made (the batch route's discovery included).
     public var requests = 0
     /// The items of the operations answered (pushed or failed).
-    public var items = ItemSample()
+    package var items = ItemSample()
     /// The versions the accepted operations wrote, for the log (docs/DESIGN.md §15).
-    public var written = PushedVersions()
+    package var written = PushedVersions()
     /// The operations that failed, to tell which of them a policy settled later.
     var failedOperations: [Int64] = []
     /// The conflicts a policy settled, one by one (`tsync watch` reports each).
-    public var settledItems: [SettledItem] = []
+    package var settledItems: [SettledItem] = []
 
     /// Nothing pushed yet.
     public init() {}
@@ -63,16 +63,16 @@ public struct PushSummary: Sendable, Equatable {
 }
 
 /// A conflict a policy settled within a push (docs/DESIGN.md §9.1).
-public struct SettledItem: Sendable, Equatable {
-    public var table: String
-    public var id: String
-    public var policy: ConflictPolicy
+package struct SettledItem: Sendable, Equatable {
+    package var table: String
+    package var id: String
+    package var policy: ConflictPolicy
     /// The error it settled.
-    public var errorID: Int64
+    package var errorID: Int64
 }
 
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).
-public typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
+package typealias SyncProgress = @Sendable (_ done: Int, _ total: Int?) -> Void
 
 /// Sends pending operations in queue order (docs/DESIGN.md §7).
 ///

@@ -52,20 +52,20 @@ extension LocalStore {
     /// Settles one error in one transaction. `theirs` is the server's copy (from the error, or read
     /// again by the caller); it is ignored by `cancel` and `discard`. `prefer` settles the fields a
     /// merge cannot (`--prefer`).
-    public func settle(
+    package func settle(
         errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side? = nil
     ) throws(TSyncError) -> ResolutionOutcome {
         try settle(errorID: errorID, with: resolution, theirs: theirs, prefer: prefer, dryRun: false).outcome
     }
 
     /// What is queued for an item now, and its local record.
-    package func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
+    public func itemState(table: String, id: String) throws(TSyncError) -> ItemAfterResolution {
         try read { db in try ItemRows(table: table, id: id).after(db) }
     }
 
     /// `settle(errorID:with:theirs:prefer:)`, and what it left of the item. With `dryRun` the transaction is rolled back: the
     /// answer is exactly what settling would do, and nothing changes.
-    public func settle(
+    package func settle(
         errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side?, dryRun: Bool
     ) throws(TSyncError) -> (outcome: ResolutionOutcome, after: ItemAfterResolution) {
         try write { db in

@@ -32,7 +32,7 @@ public struct SyncSession: Sendable {
     public let events: (@Sendable (Event) -> Void)?
 
     /// A token to send instead of the saved one (`remote.tokenOverride`).
-    public var tokenOverride: String? { remote.tokenOverride }
+    package var tokenOverride: String? { remote.tokenOverride }
     /// The deadline of one HTTP exchange, body included (`remote.timeout`).
     public var timeout: Duration { remote.timeout }
     /// The deadline of one HTTP exchange unless the caller gives another.
@@ -74,7 +74,7 @@ public struct SyncSession: Sendable {
     // MARK: - The remote
 
     /// The server the store syncs with.
-    public func endpoint() throws(TSyncError) -> RemoteEndpoint {
+    package func endpoint() throws(TSyncError) -> RemoteEndpoint {
         guard let remote = try store.configuration().remote else {
             throw TSyncError(.failure, "no remote is set for this store", remedy: .setRemote)
         }
@@ -82,7 +82,7 @@ public struct SyncSession: Sendable {
     }
 
     /// Whether the store has a remote at all.
-    public func hasRemote() throws(TSyncError) -> Bool { try store.configuration().remote != nil }
+    package func hasRemote() throws(TSyncError) -> Bool { try store.configuration().remote != nil }
 
     /// Runs `body` with a client for the store's remote, carrying the override or the token saved
     /// for that very remote.
@@ -193,7 +193,7 @@ public struct SyncSession: Sendable {
     /// What `push --check` predicts for every queued operation of `tables`, under the conflict
     /// `policies` the push would apply: GET requests only, nothing is written on the server or in
     /// the store.
-    public func check(tables: [String]?, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
+    package func check(tables: [String]?, policies: ConflictPolicies = ConflictPolicies()) async throws(TSyncError)
         -> [PushPrediction]
     {
         try store.requireTables(tables ?? [])

@@ -11,19 +11,19 @@ import TSyncModel
 /// A side that is `nil` has no record (deleted locally, or absent / deleted on the server).
 public enum ThreeWayMerge {
     /// One field both sides changed differently. `nil` values mean "absent on that side".
-    public struct FieldConflict: Sendable, Equatable {
+    package struct FieldConflict: Sendable, Equatable {
         /// The field both sides changed.
-        public var field: String
+        package var field: String
         /// Its value in the base; nil when absent.
-        public var base: JSONValue?
+        package var base: JSONValue?
         /// Its value here.
-        public var ours: JSONValue?
+        package var ours: JSONValue?
         /// Its value on the server.
-        public var theirs: JSONValue?
+        package var theirs: JSONValue?
     }
 
     /// The merged fields, or the fields that conflict.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The merged user fields (possibly equal to one side).
         case merged([String: JSONValue])
         /// Both sides deleted the record: nothing is left to keep.
@@ -41,7 +41,7 @@ public enum ThreeWayMerge {
     /// `prefer` settles what would otherwise be a conflict: a field both sides changed takes that
     /// side's value, and when one side deleted the record the other changed, that side's choice
     /// stands (its deletion, or its record).
-    public static func merge(
+    package static func merge(
         base: [String: JSONValue]?, ours: [String: JSONValue]?, theirs: [String: JSONValue]?, prefer: Side? = nil
     ) -> Outcome {
         switch (ours, theirs) {
@@ -99,7 +99,7 @@ public enum ThreeWayMerge {
 
     /// User-field names whose values differ between two records (either side may be missing):
     /// what `conflicts` shows as "the fields that differ".
-    public static func differingFields(_ a: [String: JSONValue]?, _ b: [String: JSONValue]?) -> [String] {
+    package static func differingFields(_ a: [String: JSONValue]?, _ b: [String: JSONValue]?) -> [String] {
         let a = a ?? [:]
         let b = b ?? [:]
         return Set(a.keys).union(b.keys).subtracting(SystemProperties.names).filter { !same(a[$0], b[$0]) }.sorted()
