@@ -17,11 +17,6 @@ public struct StoreLocation: Sendable, Equatable {
     /// The `.tsync` directory itself.
     public let directory: String
 
-    /// The store in `directory` (the `.tsync` directory itself).
-    package init(directory: String) {
-        self.directory = directory
-    }
-
     /// The directory that holds `.tsync/` (the "working tree").
     package var root: String { (directory as NSString).deletingLastPathComponent }
     /// The SQLite database of the store.

@@ -622,14 +622,6 @@ package struct BatchCapabilities: Sendable, Equatable {
     package var maxItemBytes: Int
     /// Whether the server applies a batch all or nothing on request (`push --atomic`).
     package var atomic: Bool
-
-    /// A server's batch limits, as `GET /tables/$batch` describes them.
-    package init(maxOperations: Int, maxBytes: Int, maxItemBytes: Int, atomic: Bool) {
-        self.maxOperations = maxOperations
-        self.maxBytes = maxBytes
-        self.maxItemBytes = maxItemBytes
-        self.atomic = atomic
-    }
 }
 
 /// One write of a batch, as the single route would take it.
@@ -651,15 +643,6 @@ package struct BatchOperation: Sendable {
     package var item: [String: JSONValue]?
     /// The version for `If-Match`.
     package var version: String?
-
-    /// One operation of a batch: `version` is the `If-Match` the server checks.
-    package init(method: Method, table: String, id: String, item: [String: JSONValue]?, version: String?) {
-        self.method = method
-        self.table = table
-        self.id = id
-        self.item = item
-        self.version = version
-    }
 
     var json: JSONValue {
         var object: [String: JSONValue] = ["method": .string(method.rawValue), "table": .string(table)]

@@ -9,12 +9,6 @@ package struct Checkpoint: Sendable, Equatable {
     package var updatedAt: Timestamp
     /// Its id: records with the same `updatedAt` are ordered by id.
     package var id: String
-
-    /// The checkpoint after the record `id` of `updatedAt`.
-    package init(updatedAt: Timestamp, id: String) {
-        self.updatedAt = updatedAt
-        self.id = id
-    }
 }
 
 /// The checkpoint of an incremental pull as a position in the server's `updatedAt, id` order.

@@ -15,13 +15,6 @@ package struct Credentials: Sendable, Equatable {
     /// The session token sent as `X-ZUMO-AUTH`.
     package var token: String
 
-    /// Credentials of `user` at `remote`.
-    package init(remote: String, user: String, token: String) {
-        self.remote = remote
-        self.user = user
-        self.token = token
-    }
-
     /// The credentials file's name in the store directory (mode 0600).
     package static let fileName = "credentials"
 

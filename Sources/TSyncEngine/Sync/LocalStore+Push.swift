@@ -7,12 +7,6 @@ package struct ItemKey: Hashable, Sendable {
     let table: String
     let id: String
 
-    /// The item `id` of `table`.
-    package init(table: String, id: String) {
-        self.table = table
-        self.id = id
-    }
-
     /// Equal when table and id are.
     package static func == (a: ItemKey, b: ItemKey) -> Bool {
         a.table.utf8.elementsEqual(b.table.utf8) && a.id.utf8.elementsEqual(b.id.utf8)

@@ -61,11 +61,6 @@ public struct SchemaViolation: Sendable, Equatable, CustomStringConvertible {
     public var path: String
     public var reason: String
 
-    public init(path: String, reason: String) {
-        self.path = path
-        self.reason = reason
-    }
-
     public var description: String { "\(path): \(reason)" }
 
     /// The violations as one line each, at most `limit` of them, and how many more there were.
