@@ -92,9 +92,9 @@ start=$(date +%s.%N)
 "$bin" -C "$work/reader" pull items --query-id bench -q
 pull_seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 serve_stop_all
-items "$small" | awk '{ id = substr($0, 8, 12); gsub(/"/, "\"\"", $0); printf "%s,\"%s\"\n", id, $0 }' >"$work/items.csv"
+items "$small" | awk '{ id = substr($0, 8, 12); printf "%s\t%s\n", id, $0 }' >"$work/items.tsv"
 start=$(date +%s.%N)
-sqlite3 "$work/import.db" "CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);" ".mode csv" ".import $work/items.csv records"
+sqlite3 "$work/import.db" "CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);" ".mode tabs" ".import $work/items.tsv records"
 import_seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 echo "pull: ${pull_seconds}s; sqlite3 .import: ${import_seconds}s"
 
