@@ -6,7 +6,8 @@ import PackageDescription
 //   TSyncQuery   OData $filter/$orderby/$select parsing and SQL rendering (SQLite, PostgreSQL)
 //   TSyncEngine  the client: local store, operation queue, push/pull, conflicts, HTTP client
 //   TSyncServer  the server: Mobile Apps v2 routes, storage backends, accounts
-//   tsync        the command line: one file per command, formatting, exit codes
+//   TSyncCLI     the command line: one file per command, formatting, exit codes
+//   tsync        the executable: runs TSyncCLI's root command
 let package = Package(
     name: "tsync",
     platforms: [.macOS(.v15)],
@@ -86,8 +87,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(
-            name: "tsync",
+        .target(
+            name: "TSyncCLI",
             dependencies: [
                 "TSyncModel",
                 "TSyncQuery",
@@ -97,6 +98,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(name: "tsync", dependencies: ["TSyncCLI"]),
         // The benchmark baseline of scripts/bench-sync.sh (the SDKs' way to pull), not part of tsync.
         .executableTarget(name: "tsync-pull-baseline", dependencies: ["TSyncEngine", "TSyncModel"]),
         // PropertyBased for the generated-input tests of the JSON model and timestamps.
@@ -127,6 +129,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // The command line's pure parts in-process: the config file reader, formats, messages.
+        .testTarget(name: "TSyncCLITests", dependencies: ["TSyncCLI", "TSyncModel", "TSyncEngine"]),
         // Runs the built `tsync` binary against a real `tsync serve` on loopback.
         .testTarget(name: "TSyncEndToEndTests", dependencies: ["tsync", "TSyncModel"]),
         // Imports the libraries plainly, as a program outside the package does: only what is public.
