@@ -33,6 +33,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         // `swift package generate-documentation`: the DocC catalog rendered in the test command.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The server's series go through swift-metrics (a program embedding it picks the backend);
+        // swift-prometheus renders `/metrics` from a registry of the server's own.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         .target(name: "TSyncModel"),
@@ -85,6 +89,8 @@ let package = Package(
                 // The live route answers its held requests at once when the server shuts down.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(
@@ -136,7 +142,10 @@ let package = Package(
         // Imports the libraries plainly, as a program outside the package does: only what is public.
         .testTarget(
             name: "TSyncLibraryTests",
-            dependencies: ["TSyncEngine", "TSyncServer", "TSyncModel", .product(name: "Hummingbird", package: "hummingbird")]
+            dependencies: [
+                "TSyncEngine", "TSyncServer", "TSyncModel", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
