@@ -6,7 +6,8 @@ import PackageDescription
 //   TSyncQuery   OData $filter/$orderby/$select parsing and SQL rendering (SQLite, PostgreSQL)
 //   TSyncEngine  the client: local store, operation queue, push/pull, conflicts, HTTP client
 //   TSyncServer  the server: Mobile Apps v2 routes, storage backends, accounts
-//   tsync        the command line: one file per command, formatting, exit codes
+//   TSyncCLI     the command line: one file per command, formatting, exit codes
+//   tsync        the executable: runs TSyncCLI's root command
 let package = Package(
     name: "tsync",
     platforms: [.macOS(.v15)],
@@ -32,6 +33,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         // `swift package generate-documentation`: the DocC catalog rendered in the test command.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The server's series go through swift-metrics (a program embedding it picks the backend);
+        // swift-prometheus renders `/metrics` from a registry of the server's own.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.1.0"),
     ],
     targets: [
         .target(name: "TSyncModel"),
@@ -84,10 +89,12 @@ let package = Package(
                 // The live route answers its held requests at once when the server shuts down.
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
-        .executableTarget(
-            name: "tsync",
+        .target(
+            name: "TSyncCLI",
             dependencies: [
                 "TSyncModel",
                 "TSyncQuery",
@@ -97,6 +104,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(name: "tsync", dependencies: ["TSyncCLI"]),
         // The benchmark baseline of scripts/bench-sync.sh (the SDKs' way to pull), not part of tsync.
         .executableTarget(name: "tsync-pull-baseline", dependencies: ["TSyncEngine", "TSyncModel"]),
         // PropertyBased for the generated-input tests of the JSON model and timestamps.
@@ -127,12 +135,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // The command line's pure parts in-process: the config file reader, formats, messages.
+        .testTarget(name: "TSyncCLITests", dependencies: ["TSyncCLI", "TSyncModel", "TSyncEngine"]),
         // Runs the built `tsync` binary against a real `tsync serve` on loopback.
         .testTarget(name: "TSyncEndToEndTests", dependencies: ["tsync", "TSyncModel"]),
         // Imports the libraries plainly, as a program outside the package does: only what is public.
         .testTarget(
             name: "TSyncLibraryTests",
-            dependencies: ["TSyncEngine", "TSyncServer", "TSyncModel", .product(name: "Hummingbird", package: "hummingbird")]
+            dependencies: [
+                "TSyncEngine", "TSyncServer", "TSyncModel", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import CoreMetrics
 import TSyncModel
 
 /// What `tsync serve` was asked for. `validate()` refuses combinations that would be unsafe or
@@ -58,8 +59,15 @@ public struct ServerConfiguration: Sendable {
     public var maximumWatchers = 10_000
     /// Serve HTTPS with this certificate and key (`--tls-cert`, `--tls-key`); nil is plain HTTP.
     public var tls: ServerTLS?
-    /// Count requests, records and failures and answer `GET /metrics` (`--metrics`).
+    /// Count requests, records and failures and answer `GET /metrics` (`--metrics`), from a
+    /// Prometheus registry of this server's own.
     public var exposesMetrics = false
+    /// Where a program that embeds the server wants its series (`tsync_http_requests_total` and
+    /// the others of docs/DESIGN.md §4): a swift-metrics factory of its own (its Prometheus
+    /// registry's `PrometheusMetricsFactory`, StatsD, OpenTelemetry…), with the same names and
+    /// labels as `/metrics`. nil: nowhere but `/metrics`, when `exposesMetrics`. The server never
+    /// uses `MetricsSystem.factory` and never bootstraps it, so servers in one process keep apart.
+    public var metricsFactory: (any MetricsFactory)?
     /// Reads of the database one account (or anonymous client address) may run at once
     /// (`--db-share`, docs/DESIGN.md §10.1); its further reads wait for its own.
     public var readsPerClient = ReadShares.defaultPerClient

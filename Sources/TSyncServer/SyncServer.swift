@@ -21,7 +21,7 @@ public struct SyncServer: Sendable {
     let storage: any ServerStorage
     let authenticator: Authenticator
     let logger: Logger
-    /// Counts for `GET /metrics`, when `configuration.exposesMetrics`.
+    /// The series, when `configuration.exposesMetrics` or a `metricsFactory` is given.
     let metrics: ServerMetrics?
     let inFlight = InFlightRequests()
     /// The wall clock, for the history's oldest readable time and its pruning.
@@ -33,7 +33,9 @@ public struct SyncServer: Sendable {
     ) throws(TSyncError) {
         try configuration.validate()
         self.configuration = configuration
-        let metrics = configuration.exposesMetrics ? ServerMetrics() : nil
+        let metrics =
+            configuration.exposesMetrics || configuration.metricsFactory != nil
+            ? ServerMetrics(backend: configuration.metricsFactory, exposes: configuration.exposesMetrics) : nil
         let storage = metrics.map { MeteredStorage(base: storage, metrics: $0) } ?? storage
         self.metrics = metrics
         self.storage = storage
@@ -76,7 +78,7 @@ public struct SyncServer: Sendable {
             .add(middleware: APIVersionMiddleware())
             .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
             .add(middleware: RequestShareMiddleware(key: .account, limit: configuration.maximumAccountRequests, shares: shares))
-        let tableRoutes = TableRoutes(storage: storage, configuration: configuration)
+        let tableRoutes = TableRoutes(storage: storage, configuration: configuration, metrics: metrics)
         // Before the table routes: `$batch` is a fixed path, never a table name.
         if configuration.maximumBatchOperations > 0 {
             BatchRoutes(storage: storage, configuration: configuration, tables: tableRoutes).register(on: tables)
@@ -97,9 +99,8 @@ public struct SyncServer: Sendable {
             headerTimeout: .seconds(Int64(configuration.headerTimeoutSeconds)),
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
-            trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }))
-        metrics?.openConnections.withLock { $0 = { limits.openConnections } }
-        if let feed = storage.changes { metrics?.live.withLock { $0 = { (feed.waiting, feed.queries) } } }
+            trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }),
+            openConnections: metrics?.openConnections)
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in

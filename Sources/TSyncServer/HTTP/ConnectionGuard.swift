@@ -1,3 +1,4 @@
+import CoreMetrics
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -87,11 +88,14 @@ final class ConnectionLimits: Sendable {
     static let flushGrace = TimeAmount.seconds(5)
     private let open = Mutex(0)
     private let shares = ClientShares()
+    /// The `tsync_open_connections` series, set as the count moves.
+    private let openConnectionsSeries: Meter?
 
     init(
         maximumConnections: Int, clientConnections: Int? = nil, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60),
-        idleTimeout: TimeAmount, trustedProxies: Set<String> = []
+        idleTimeout: TimeAmount, trustedProxies: Set<String> = [], openConnections: Meter? = nil
     ) {
+        self.openConnectionsSeries = openConnections
         self.maximumConnections = maximumConnections
         self.clientConnections = clientConnections ?? maximumConnections
         self.reserved = maximumConnections / 8
@@ -121,6 +125,7 @@ final class ConnectionLimits: Sendable {
                 _ = shares.take(key, limit: clientConnections)
             }
             count += 1
+            openConnectionsSeries?.set(count)
             return .success(key)
         }
     }
@@ -128,6 +133,7 @@ final class ConnectionLimits: Sendable {
     func release(_ key: String?) {
         open.withLock { count in
             count -= 1
+            openConnectionsSeries?.set(count)
             if let key { shares.give(key) }
         }
     }

@@ -11,7 +11,7 @@ struct OperatorRoutes: Sendable {
 
     func register(on router: Router<ServerRequestContext>) {
         router.on(ServedRoutes.ready, use: ready)
-        if metrics != nil { router.on(ServedRoutes.metrics, use: exposition) }
+        if metrics?.exposes == true { router.on(ServedRoutes.metrics, use: exposition) }
     }
 
     /// 200 when the database answers a trivial read within the readiness timeout, 503 otherwise.

@@ -8,6 +8,8 @@ import TSyncQuery
 struct TableRoutes: Sendable {
     let storage: any ServerStorage
     let configuration: ServerConfiguration
+    /// Counts the live route's held reads and queries.
+    var metrics: ServerMetrics? = nil
 
     func register(on group: RouterGroup<ServerRequestContext>) {
         group.on(ServedRoutes.list(configuration), use: list)
@@ -56,7 +58,7 @@ struct TableRoutes: Sendable {
                 scope: scope,
                 parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] })
             let interest = LiveInterest(scope: scope, includeDeleted: query.includeDeleted, filter: query.filter)
-            let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers).page(
+            let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers, metrics: metrics).page(
                 table: table, question, interest, seconds: seconds, channel: context.channel, { try await read(nil) })
             page = held
             headers[.preferenceApplied] = "wait=\(granted)"

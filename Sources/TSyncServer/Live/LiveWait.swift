@@ -33,6 +33,8 @@ struct LiveWait: Sendable {
     let feed: ChangeFeed
     /// Requests held at once (`--max-watchers`).
     let limit: Int
+    /// Counts the reads held now and the queries run for them.
+    var metrics: ServerMetrics? = nil
 
     /// Runs `query` at once; when its page is empty and a wait was granted, again after each
     /// commit to `table` that may answer `interest` (`ChangeFeed.committed`), until it is not empty or the wait is over. Returns the page and the
@@ -45,13 +47,22 @@ struct LiveWait: Sendable {
     ) async throws -> (PageBody, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
         guard granted > 0, feed.admit(limit: limit, table: table) else { return (try await query(), 0) }
-        defer { feed.release(table: table) }
+        metrics?.liveWaiting.increment()
+        defer {
+            feed.release(table: table)
+            metrics?.liveWaiting.decrement()
+        }
+        // Counted where it runs: a query shared by many held reads runs, and counts, once.
+        let counted: @Sendable () async throws -> PageBody = { [metrics] in
+            metrics?.recordLiveQuery()
+            return try await query()
+        }
         let deadline = ContinuousClock.now + .seconds(granted)
         let shutdown = ShutdownFlag()
         while true {
             // Taken before the query: a commit while it runs wakes the wait below at once.
             let generation = feed.generation(table)
-            let page = try await feed.answer(table: table, question, generation: generation, query)
+            let page = try await feed.answer(table: table, question, generation: generation, counted)
             if page.count > 0 || ContinuousClock.now >= deadline || shutdown.isSet || channel?.isActive == false
                 || Task.isCancelled
             {

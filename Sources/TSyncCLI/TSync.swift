@@ -4,7 +4,6 @@ import TSyncModel
 
 /// The `tsync` command: parses, runs one subcommand, and turns any error into a message on
 /// stderr and the exit code of `ExitStatus`.
-@main
 struct TSync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tsync",
@@ -164,4 +163,10 @@ struct TSync: AsyncParsableCommand {
             exit(withError: ExitCode(code.rawValue))
         }
     }
+}
+
+/// What the `tsync` executable runs, and all it runs: the commands are this library's, so their
+/// parts can be tested in-process.
+package enum CommandLineTool {
+    package static func main() async { await TSync.main() }
 }

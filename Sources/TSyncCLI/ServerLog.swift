@@ -24,7 +24,7 @@ struct ServerLog: LogHandler {
     }
 
     func log(event: LogEvent) {
-        guard event.level >= .warning || event.source == "TSyncServer" || event.source == "tsync" else { return }
+        guard event.level >= .warning || event.source == "TSyncServer" || event.source == "TSyncCLI" else { return }
         let message = event.message.description
         // A request line (one per request): its fields are written only in JSON, straight from
         // the line, with no metadata to merge or sort.

@@ -1,0 +1,3 @@
+import TSyncCLI
+
+await CommandLineTool.main()
