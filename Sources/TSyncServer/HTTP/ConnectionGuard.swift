@@ -86,6 +86,7 @@ final class ConnectionLimits: Sendable {
     /// How long a connection the server closes waits for its answer to reach the socket.
     static let flushGrace = TimeAmount.seconds(5)
     private let open = Mutex(0)
+    private let refused = Mutex((full: 0, clientShare: 0))
     private let shares = ClientShares()
 
     init(
@@ -112,7 +113,7 @@ final class ConnectionLimits: Sendable {
     /// Takes a place for a new connection from `peer`; returns the key to give back, or why not.
     func acquire(peer: String?) -> Result<String?, Refusal> {
         let key = peer.flatMap { trustedProxies.contains(ClientAddress.canonical($0) ?? $0) ? nil : ClientAddress.shareKey($0) }
-        return open.withLock { count in
+        let result = open.withLock { count -> Result<String?, Refusal> in
             guard count < maximumConnections else { return .failure(.full) }
             if let key {
                 let holding = shares.count(key)
@@ -123,7 +124,16 @@ final class ConnectionLimits: Sendable {
             count += 1
             return .success(key)
         }
+        if case .failure(let refusal) = result {
+            refused.withLock { refused in
+                if refusal == .full { refused.full += 1 } else { refused.clientShare += 1 }
+            }
+        }
+        return result
     }
+
+    /// Connections refused so far, for `/metrics`.
+    var refusals: (full: Int, clientShare: Int) { refused.withLock { $0 } }
 
     func release(_ key: String?) {
         open.withLock { count in

@@ -51,6 +51,24 @@ public final class ServerMetrics: Sendable {
         var loginFailures = 0
         var loginsThrottled = 0
         var queryTimeouts = 0
+        var shareRefusals: [ShareRefusal: Int] = [:]
+    }
+
+    /// A request or connection refused because its client held its share, or the server its
+    /// limit (docs/DESIGN.md §10.1): the label of `tsync_share_refusals_total`.
+    enum ShareRefusal: String, CaseIterable, Sendable {
+        /// Over `--max-connections`: 503.
+        case connections
+        /// Over `--max-client-connections` from one address: 429.
+        case clientConnections = "client_connections"
+        /// Over one address's requests in flight behind a trusted proxy: 429.
+        case clientRequests = "client_requests"
+        /// Over `--max-account-requests`: 429.
+        case accountRequests = "account_requests"
+        /// Over the answers one address has not read: 429.
+        case unreadAnswers = "unread_answers"
+
+        var status: Int { self == .connections ? 503 : 429 }
     }
 
     private let state = Mutex(State())
@@ -84,6 +102,9 @@ public final class ServerMetrics: Sendable {
     func recordLoginFailure() { state.withLock { $0.loginFailures += 1 } }
     func recordLoginThrottled() { state.withLock { $0.loginsThrottled += 1 } }
     func recordQueryTimeout() { state.withLock { $0.queryTimeouts += 1 } }
+    func recordShareRefusal(_ kind: ShareRefusal) { state.withLock { $0.shareRefusals[kind, default: 0] += 1 } }
+    /// Read when `/metrics` is asked for: the connections refused so far (`ConnectionLimits`).
+    let connectionRefusals = Mutex<(@Sendable () -> (full: Int, clientShare: Int))?>(nil)
 
     /// The exposition, series sorted so two scrapes compare line by line.
     public func exposition() -> String {
@@ -117,6 +138,16 @@ public final class ServerMetrics: Sendable {
         out += Self.single(
             "tsync_login_throttled_total", "Logins refused because of too many failures (429).", type: "counter", state.loginsThrottled)
         out += Self.single("tsync_query_timeouts_total", "Reads stopped by the query timeout (503).", type: "counter", state.queryTimeouts)
+        var refusals = state.shareRefusals
+        if let connections = connectionRefusals.withLock({ $0?() }) {
+            refusals[.connections, default: 0] += connections.full
+            refusals[.clientConnections, default: 0] += connections.clientShare
+        }
+        out += "# HELP tsync_share_refusals_total Connections and requests refused for a share: a client's, or the server's limit.\n"
+        out += "# TYPE tsync_share_refusals_total counter\n"
+        for kind in ShareRefusal.allCases {
+            out += "tsync_share_refusals_total{share=\"\(kind.rawValue)\",status=\"\(kind.status)\"} \(refusals[kind, default: 0])\n"
+        }
         let live = self.live.withLock { $0?() } ?? (waiting: 0, queries: 0)
         out += Self.single("tsync_live_waiting", "Live reads held now (Prefer: wait).", type: "gauge", live.waiting)
         out += Self.single(
