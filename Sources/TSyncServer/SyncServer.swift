@@ -66,8 +66,9 @@ public struct SyncServer: Sendable {
         // Shares of requests in flight (docs/DESIGN.md §10.1): by address behind a trusted proxy
         // here, by account once the token is read.
         let shares = ClientShares()
-        router.middlewares.add(RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares))
-        router.middlewares.add(ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers()))
+        router.middlewares.add(
+            RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares, metrics: metrics))
+        router.middlewares.add(ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers(), metrics: metrics))
         router.on(ServedRoutes.health) { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         let description = JSONSerializer.bytes(OpenAPIDocument.make(configuration))
         router.on(ServedRoutes.openAPI) { _, _ in JSONResponse.make(.ok, bytes: description) }
@@ -77,7 +78,9 @@ public struct SyncServer: Sendable {
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
             .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
-            .add(middleware: RequestShareMiddleware(key: .account, limit: configuration.maximumAccountRequests, shares: shares))
+            .add(
+                middleware: RequestShareMiddleware(
+                    key: .account, limit: configuration.maximumAccountRequests, shares: shares, metrics: metrics))
         let tableRoutes = TableRoutes(storage: storage, configuration: configuration, metrics: metrics)
         // Before the table routes: `$batch` is a fixed path, never a table name.
         if configuration.maximumBatchOperations > 0 {
@@ -100,7 +103,7 @@ public struct SyncServer: Sendable {
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
             trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }),
-            openConnections: metrics?.openConnections)
+            metrics: metrics)
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in

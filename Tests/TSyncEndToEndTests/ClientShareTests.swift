@@ -25,7 +25,7 @@ import TSyncModel
 
     @Test func oneAddressHoldingItsShareOfConnectionsLeavesRoomForOthers() async throws {
         let server = try await ServeFixture(options: [
-            "--max-connections", "16", "--max-client-connections", "6", "--idle-timeout", "60", "--header-timeout", "30",
+            "--max-connections", "16", "--max-client-connections", "6", "--idle-timeout", "60", "--header-timeout", "30", "--metrics",
         ])
         let port = try port(server)
         let first = try await keepAlive(6, from: "127.0.0.2", port: port)
@@ -64,7 +64,22 @@ import TSyncModel
         #expect(third.count < 6)
         let newcomer = try await keepAlive(1, from: "127.0.0.5", port: port)
         #expect(newcomer.count == 1)
-        withExtendedLifetime((first, second, third)) {}
+        // /metrics counts both refusals by share (asked once the places are given back).
+        for socket in first + second + third + newcomer { socket.close() }
+        let metrics = try await Self.metrics(server)
+        #expect(metrics.contains(#"tsync_share_refusals_total{share="client_connections",status="429"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"tsync_share_refusals_total{share="connections",status="503"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"tsync_share_refusals_total{share="account_requests",status="429"} 0"#), "\(metrics)")
+    }
+
+    /// `/metrics` once a request is answered 200 (the server may still be giving back places).
+    private static func metrics(_ server: ServeFixture) async throws -> String {
+        for _ in 0..<100 {
+            let answer = try await HTTP.send("GET", server.url + "/metrics")
+            if answer.status == 200 { return answer.body }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw TSyncError.failure("/metrics was not answered 200")
     }
 
     /// Behind a trusted proxy every connection comes from the proxy: the share is of requests in
@@ -92,7 +107,7 @@ import TSyncModel
     }
 
     @Test func oneAccountHoldingItsShareOfHeldReadsLeavesOtherAccountsServed() async throws {
-        let server = try await ServeFixture(authenticated: true, options: ["--max-account-requests", "3"])
+        let server = try await ServeFixture(authenticated: true, options: ["--max-account-requests", "3", "--metrics"])
         let add = try await TSyncProcess.run(
             ["user", "add", "bob", "--password-stdin", "--db", "sqlite:" + server.databasePath], in: server.directory.path,
             stdin: ServeFixture.password + "\n")
@@ -114,6 +129,8 @@ import TSyncModel
         let over = try await HTTP.send("GET", server.url + "/tables/todo", token: alice)
         #expect(over.status == 429, "\(over.status) \(over.body)")
         #expect(over.body.contains("this account has 3 requests under way"), "\(over.body)")
+        #expect(
+            try await Self.metrics(server).contains(#"tsync_share_refusals_total{share="account_requests",status="429"} 1"#))
         let start = ContinuousClock.now
         let other = try await HTTP.send("GET", server.url + "/tables/todo", token: bob)
         #expect(other.status == 200, "\(other.status) \(other.body)")

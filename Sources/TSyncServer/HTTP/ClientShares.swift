@@ -40,6 +40,7 @@ struct RequestShareMiddleware: RouterMiddleware {
     let key: Key
     let limit: Int
     let shares: ClientShares
+    let metrics: ServerMetrics?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let name: String?
@@ -49,6 +50,7 @@ struct RequestShareMiddleware: RouterMiddleware {
         }
         guard let name else { return try await next(request, context) }
         guard shares.take(name, limit: limit) else {
+            metrics?.recordShareRefusal(key == .account ? .accountRequests : .clientRequests)
             let who = key == .account ? "this account" : "this address"
             var error = APIError(
                 .tooManyRequests, "\(who) has \(limit) requests under way, as many as the server gives one client; try again later")
@@ -75,14 +77,15 @@ struct ResponseShareMiddleware: RouterMiddleware {
 
     let limit: Int
     let unread: UnreadAnswers
+    let metrics: ServerMetrics?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let key = "client " + ClientAddress.shareKey(context.clientAddress ?? "")
         // Past its share already: refused before any work.
-        guard unread.bytes(key) < limit else { throw refusal }
+        guard unread.bytes(key) < limit else { throw refused() }
         var response = try await next(request, context)
         guard let length = response.body.contentLength, length > Self.slice else { return response }
-        guard let charge = unread.charge(key, bytes: length, limit: limit) else { throw refusal }
+        guard let charge = unread.charge(key, bytes: length, limit: limit) else { throw refused() }
         let body = response.body
         let channel = context.channel
         response.body = ResponseBody(contentLength: length) { writer in
@@ -91,7 +94,8 @@ struct ResponseShareMiddleware: RouterMiddleware {
         return response
     }
 
-    private var refusal: APIError {
+    private func refused() -> APIError {
+        metrics?.recordShareRefusal(.unreadAnswers)
         var error = APIError(
             .tooManyRequests,
             "this address has \(limit >> 20) MiB of answers it has not read yet, as much as the server keeps for one client; read them or try again later"

@@ -88,14 +88,14 @@ final class ConnectionLimits: Sendable {
     static let flushGrace = TimeAmount.seconds(5)
     private let open = Mutex(0)
     private let shares = ClientShares()
-    /// The `tsync_open_connections` series, set as the count moves.
-    private let openConnectionsSeries: Meter?
+    /// `tsync_open_connections`, set as the count moves, and the refusals counted.
+    private let metrics: ServerMetrics?
 
     init(
         maximumConnections: Int, clientConnections: Int? = nil, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60),
-        idleTimeout: TimeAmount, trustedProxies: Set<String> = [], openConnections: Meter? = nil
+        idleTimeout: TimeAmount, trustedProxies: Set<String> = [], metrics: ServerMetrics? = nil
     ) {
-        self.openConnectionsSeries = openConnections
+        self.metrics = metrics
         self.maximumConnections = maximumConnections
         self.clientConnections = clientConnections ?? maximumConnections
         self.reserved = maximumConnections / 8
@@ -116,7 +116,7 @@ final class ConnectionLimits: Sendable {
     /// Takes a place for a new connection from `peer`; returns the key to give back, or why not.
     func acquire(peer: String?) -> Result<String?, Refusal> {
         let key = peer.flatMap { trustedProxies.contains(ClientAddress.canonical($0) ?? $0) ? nil : ClientAddress.shareKey($0) }
-        return open.withLock { count in
+        let result = open.withLock { count -> Result<String?, Refusal> in
             guard count < maximumConnections else { return .failure(.full) }
             if let key {
                 let holding = shares.count(key)
@@ -125,15 +125,19 @@ final class ConnectionLimits: Sendable {
                 _ = shares.take(key, limit: clientConnections)
             }
             count += 1
-            openConnectionsSeries?.set(count)
+            metrics?.openConnections.set(count)
             return .success(key)
         }
+        if case .failure(let refusal) = result {
+            metrics?.recordShareRefusal(refusal == .full ? .connections : .clientConnections)
+        }
+        return result
     }
 
     func release(_ key: String?) {
         open.withLock { count in
             count -= 1
-            openConnectionsSeries?.set(count)
+            metrics?.openConnections.set(count)
             if let key { shares.give(key) }
         }
     }

@@ -28,6 +28,7 @@ public final class ServerMetrics: Sendable {
         (Names.loginFailures, "Logins refused for a wrong name or password."),
         (Names.loginsThrottled, "Logins refused because of too many failures (429)."),
         (Names.queryTimeouts, "Reads stopped by the query timeout (503)."),
+        (Names.shareRefusals, "Connections and requests refused for a share: a client's, or the server's limit."),
         (Names.liveWaiting, "Live reads held now (Prefer: wait)."),
         (Names.liveQueries, "Queries run for live reads (one per question and commit, shared by the reads that ask it)."),
     ]
@@ -46,6 +47,7 @@ public final class ServerMetrics: Sendable {
         static let queryTimeouts = "tsync_query_timeouts_total"
         static let liveWaiting = "tsync_live_waiting"
         static let liveQueries = "tsync_live_queries_total"
+        static let shareRefusals = "tsync_share_refusals_total"
     }
 
     /// Upper bounds of the request duration histogram.
@@ -73,6 +75,23 @@ public final class ServerMetrics: Sendable {
         var durations: [RouteKey: CoreMetrics.Timer] = [:]
     }
 
+    /// A request or connection refused because its client held its share, or the server its
+    /// limit (docs/DESIGN.md §10.1): the label of `tsync_share_refusals_total`.
+    enum ShareRefusal: String, CaseIterable, Sendable {
+        /// Over `--max-connections`: 503.
+        case connections
+        /// Over `--max-client-connections` from one address: 429.
+        case clientConnections = "client_connections"
+        /// Over one address's requests in flight behind a trusted proxy: 429.
+        case clientRequests = "client_requests"
+        /// Over `--max-account-requests`: 429.
+        case accountRequests = "account_requests"
+        /// Over the answers one address has not read: 429.
+        case unreadAnswers = "unread_answers"
+
+        var status: Int { self == .connections ? 503 : 429 }
+    }
+
     /// Where the series go.
     private let factory: any MetricsFactory
     /// The registry `/metrics` renders; nil when the series go only to a program's own backend.
@@ -88,6 +107,8 @@ public final class ServerMetrics: Sendable {
     private let loginsThrottled: CoreMetrics.Counter
     private let queryTimeouts: CoreMetrics.Counter
     private let liveQueries: CoreMetrics.Counter
+    /// `tsync_share_refusals_total`, one counter per kind, all made at start (shown at 0).
+    private let shareRefusals: [ShareRefusal: CoreMetrics.Counter]
     /// Client connections open now (`ConnectionLimits` moves it).
     let openConnections: Meter
     /// Live reads held now (`LiveWait` moves it).
@@ -124,6 +145,13 @@ public final class ServerMetrics: Sendable {
         queryTimeouts = counter(Names.queryTimeouts)
         liveWaiting = Meter(label: Names.liveWaiting, factory: factory)
         liveQueries = counter(Names.liveQueries)
+        shareRefusals = Dictionary(
+            uniqueKeysWithValues: ShareRefusal.allCases.map { kind in
+                let refusals = CoreMetrics.Counter(
+                    label: Names.shareRefusals, dimensions: [("share", kind.rawValue), ("status", String(kind.status))], factory: factory)
+                refusals.increment(by: 0)
+                return (kind, refusals)
+            })
         // Made now, so that `/metrics` shows them at 0 from the start.
         openConnections.set(0)
         liveWaiting.set(0)
@@ -161,6 +189,7 @@ public final class ServerMetrics: Sendable {
     func recordLoginThrottled() { loginsThrottled.increment() }
     func recordQueryTimeout() { queryTimeouts.increment() }
     func recordLiveQuery() { liveQueries.increment() }
+    func recordShareRefusal(_ kind: ShareRefusal) { shareRefusals[kind]?.increment() }
 
     /// The exposition of the server's own registry ("" when it has none): the series in the
     /// order of `series`, each with its help, the label sets of a series sorted (so two scrapes

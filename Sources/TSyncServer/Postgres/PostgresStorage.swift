@@ -41,6 +41,8 @@ public final class PostgresStorage: ServerStorage {
     let historyOn = Atomic(true)
     /// The tables known registered, and the limit of an account's (`TableRegistry`).
     let tables = TableRegistry()
+    /// Single writes waiting for their table's group (`commitGroups`).
+    let groups = WriteGroups()
     /// The tables' deleted horizons as last read (`deletedHorizon`).
     let horizons = Mutex<(read: ContinuousClock.Instant?, values: [String: Timestamp])>((nil, [:]))
 
@@ -221,9 +223,92 @@ public final class PostgresStorage: ServerStorage {
     // MARK: - Writes
 
     public func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
-        let tables = Self.idsByTable(writes)
         // Before any floor is registered: a held read that parks after it may have stopped below them (docs/DESIGN.md §8.1).
         let ticket = changes?.ticket()
+        // A request of one write joins its table's group (one write fails or succeeds alone, so
+        // `atomic` changes nothing), unless it may create a table under a limit: the group's
+        // transaction registers a table as its first insert's account's, and refuses it to all.
+        if writes.count == 1, case let key = PostgresSchema.tableKey(writes[0].table),
+            tables.limit.load(ordering: .relaxed) == 0 || tables.isKnown(key)
+        {
+            return try await withCheckedThrowingContinuation { continuation in
+                let request = WriteGroups.Request(write: writes[0], ticket: ticket, answer: continuation)
+                if groups.join(request, key: key) { Task { await self.commitGroups(key) } }
+            }
+        }
+        return try await writeAlone(writes, atomic: atomic, ticket: ticket)
+    }
+
+    /// Commits the single writes waiting for table `key`, a group at a time, until none wait
+    /// (group commit, docs/DESIGN.md §10): one transaction, and one `updatedAt`, for all the
+    /// requests that came while the last group committed.
+    private func commitGroups(_ key: String) async {
+        while true {
+            // The table's time is one millisecond past this instance's last when the clock has
+            // not passed it yet: waiting for the clock instead (a millisecond or two, while more
+            // requests join) keeps `updatedAt` at the wall clock however many writes come. A
+            // clock that stepped back (5 ms or more behind) is not waited for.
+            if let last = groups.last(key), case let ahead = last - clock().millisecondsSinceEpoch, ahead >= 0,
+                ahead < Self.clockWaitMilliseconds
+            {
+                try? await Task.sleep(for: .milliseconds(ahead + 1))
+            }
+            let requests = groups.take(key, maximum: Self.maximumGroupWrites)
+            if requests.isEmpty { return }
+            await commit(requests, key: key)
+        }
+    }
+
+    /// The most single writes one group commits together.
+    static let maximumGroupWrites = 2000
+    /// How far ahead of the clock a table's time may be for the next group to wait for the clock.
+    static let clockWaitMilliseconds: Int64 = 5
+
+    /// One group: a request alone as before (an insert in one call, `SingleInsert`), several as
+    /// one batch that is not atomic, each answered with its own write's outcome. When a statement
+    /// of the batch fails (a value the database refuses, a timeout), each request runs again
+    /// alone, so one request's failure is its own.
+    private func commit(_ requests: [WriteGroups.Request], key: String) async {
+        let writes = requests.map(\.write)
+        let ticket = requests.compactMap(\.ticket).min()
+        var answers: [Result<[WriteOutcome], any Error>]
+        do {
+            let outcomes = try await writeAlone(writes, atomic: false, ticket: ticket)
+            answers = outcomes.map { .success([$0]) }
+        } catch  where requests.count > 1 && Self.rolledBack(error) {
+            answers = await withTaskGroup(of: (Int, Result<[WriteOutcome], any Error>).self) { group in
+                for (index, request) in requests.enumerated() {
+                    group.addTask {
+                        do {
+                            return (index, .success(try await self.writeAlone([request.write], atomic: false, ticket: request.ticket)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                }
+                var answers = [Result<[WriteOutcome], any Error>](repeating: .success([]), count: requests.count)
+                for await (index, answer) in group { answers[index] = answer }
+                return answers
+            }
+        } catch {
+            answers = [.failure(error)]
+        }
+        let stamps = answers.compactMap { try? $0.get() }.joined().compactMap(\.stamp)
+        if let newest = stamps.max() { groups.gave(key, newest.millisecondsSinceEpoch) }
+        for (request, answer) in zip(requests, answers) { request.answer.resume(with: answer) }
+    }
+
+    /// Whether a write transaction's error came from a statement, which PostgreSQL rolled back:
+    /// not a lost connection, after which its `COMMIT` may have taken effect.
+    private static func rolledBack(_ error: any Error) -> Bool {
+        if error is PostgresServerError || error is QueryTimedOut { return true }
+        return (error as? TSyncError)?.kind == .invalidInput
+    }
+
+    /// Writes `writes` in one transaction (one call for a lone insert), running it again after
+    /// a unique violation or a deadlock.
+    private func writeAlone(_ writes: [RecordWrite], atomic: Bool, ticket: UInt64?) async throws -> [WriteOutcome] {
+        let tables = Self.idsByTable(writes)
         var attempt = 0
         while true {
             attempt += 1

@@ -102,6 +102,58 @@ struct PostgresParallelWritesTests {
         }
     }
 
+    /// Single writes from many clients at once through two instances commit in groups
+    /// (docs/DESIGN.md §10), while a reader pulls in a loop from either: every record is pulled
+    /// exactly once, and no write's `updatedAt` is a second past the clock when it is answered.
+    @Test func groupedSingleWritesOnTwoInstancesArePulledOnceAtTheClock() async throws {
+        try await PostgresTestDatabase.withFreshDatabase { url in
+            try await PostgresStorage.withStorage(url: url, maximumConnections: 6, logger: quietLogger) { first in
+                try await PostgresStorage.withStorage(url: url, maximumConnections: 6, logger: quietLogger) { second in
+                    let storages = [first, second]
+                    let writing = SharedFlag()
+                    let (writers, steps) = (64, 40)
+                    let leads = Task {
+                        defer { writing.clear() }
+                        return try await withThrowingTaskGroup(of: Int64.self) { group in
+                            for writer in 0..<writers {
+                                let storage = storages[writer % 2]
+                                group.addTask {
+                                    var lead = Int64.min
+                                    for step in 0..<steps {
+                                        let write = RecordWrite(
+                                            table: "burst", action: .insert(Record(id: "w\(writer)-\(step)", fields: [:])), scope: .shared)
+                                        let outcome = try await storage.write([write], atomic: false)
+                                        let answered = Timestamp.now().millisecondsSinceEpoch
+                                        guard case .inserted(let record)? = outcome.first, let stamp = record.system.updatedAt else {
+                                            Issue.record("w\(writer)-\(step): \(outcome)")
+                                            continue
+                                        }
+                                        lead = max(lead, stamp.millisecondsSinceEpoch - answered)
+                                    }
+                                    return lead
+                                }
+                            }
+                            return try await group.reduce(into: [Int64]()) { $0.append($1) }
+                        }
+                    }
+                    var reader = StorageReader(table: "burst")
+                    var pulls = 0
+                    while writing.isSet {
+                        try await reader.pull(storages[pulls % 2])
+                        pulls += 1
+                    }
+                    let lead = try #require(try await leads.value.max())
+                    try await reader.pull(second)
+                    #expect(reader.pulled.count == writers * steps)
+                    #expect(reader.pulled.values.allSatisfy { $0 == 1 }, "no record pulled twice")
+                    #expect(pulls > 1)
+                    #expect(lead < 1000, "an updatedAt was \(lead) ms past the clock when answered")
+                    #expect(first.groups.count == 0 && second.groups.count == 0, "no group outlives its writes")
+                }
+            }
+        }
+    }
+
     /// A write that does not commit registered a floor all the same, and a held read may have
     /// stopped below it: it wakes the table's held reads as a commit does.
     @Test func aWriteThatDoesNotCommitWakesHeldReads() async throws {
