@@ -19,6 +19,9 @@ import Testing
         metrics.recordLoginFailure()
         metrics.recordLoginThrottled()
         metrics.recordQueryTimeout()
+        metrics.recordShareRefusal(.accountRequests)
+        metrics.recordShareRefusal(.connections)
+        metrics.recordShareRefusal(.connections)
         let expected = """
             # HELP tsync_http_requests_total Requests answered, by method, route template and status.
             # TYPE tsync_http_requests_total counter
@@ -112,6 +115,13 @@ import Testing
             # HELP tsync_query_timeouts_total Reads stopped by the query timeout (503).
             # TYPE tsync_query_timeouts_total counter
             tsync_query_timeouts_total 1
+            # HELP tsync_share_refusals_total Connections and requests refused for a share: a client's, or the server's limit.
+            # TYPE tsync_share_refusals_total counter
+            tsync_share_refusals_total{share="account_requests",status="429"} 1
+            tsync_share_refusals_total{share="client_connections",status="429"} 0
+            tsync_share_refusals_total{share="client_requests",status="429"} 0
+            tsync_share_refusals_total{share="connections",status="503"} 2
+            tsync_share_refusals_total{share="unread_answers",status="429"} 0
             # HELP tsync_live_waiting Live reads held now (Prefer: wait).
             # TYPE tsync_live_waiting gauge
             tsync_live_waiting 0
