@@ -74,7 +74,11 @@ public struct SyncServer: Sendable {
 
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
-            .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
+            .add(
+                middleware: AuthMiddleware(
+                    authenticator: authenticator, required: configuration.requiresAuthentication,
+                    admitsAnonymous: configuration.rules.admitsAnonymous)
+            )
             .add(middleware: RequestShareMiddleware(key: .account, limit: configuration.maximumAccountRequests, shares: shares))
         let tableRoutes = TableRoutes(storage: storage, configuration: configuration)
         // Before the table routes: `$batch` is a fixed path, never a table name.
