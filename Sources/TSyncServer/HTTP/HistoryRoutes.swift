@@ -43,9 +43,8 @@ struct HistoryRoutes: Sendable {
     @Sendable func versions(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try checkKept()
         let (table, id) = try tables.tableAndID(context)
-        // A record the caller may not read now has no history for it: 404, as a read answers.
-        guard try await tables.readable(table: table, id: id, context) != nil else { throw APIError.notFound(table: table, id: id) }
-        let view = try tables.readView(table, context)
+        // A table closed to the caller has no history for it: 404, as a read of a record answers.
+        guard let view = try tables.readableView(table, context) else { throw APIError.notFound(table: table, id: id) }
         let scope = view.scope
         let parameters = try QueryString(request.uri.query)
         let query = try ListOptions(parameters, configuration: configuration).query
@@ -61,7 +60,7 @@ struct HistoryRoutes: Sendable {
         // group the caller is not in is not the caller's to read.
         let readable = try versions.filter { version in try view.group == nil || view.admits(version.item.record()) }
         // A record nobody may see here has no history here either, as a read answers it.
-        if versions.isEmpty, skip == 0 { throw APIError.notFound(table: table, id: id) }
+        if readable.isEmpty, skip == 0 { throw APIError.notFound(table: table, id: id) }
         var body = Array(#"{"results":["#.utf8)
         for (index, version) in readable.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }

@@ -130,15 +130,7 @@ struct TableRoutes: Sendable {
     /// The record, soft-deleted or not, when the caller may read it; nil when it is missing or
     /// may not be read, alike, so that nothing says whether it exists. A 401 stays a 401.
     func readable(table: String, id: String, _ context: ServerRequestContext) async throws -> Record? {
-        let caller = context.caller
-        let rules = rules
-        let view: ReadView
-        switch Result(catching: { () throws(APIError) -> ReadView in try rules.readView(table, caller) }) {
-        case .success(let readable): view = readable
-        case .failure(let error):
-            if error.status == .forbidden { return nil }
-            throw error
-        }
+        guard let view = try readableView(table, context) else { return nil }
         let storage = storage
         let record = try await QueryDeadline.run(
             seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient,
@@ -201,6 +193,19 @@ struct TableRoutes: Sendable {
         let id = try QueryString.decodePathSegment(Substring(context.parameters.get("id") ?? ""))
         try Identifiers.validateRecordID(id)
         return (try tableName(context), id)
+    }
+
+    /// `readView`, nil when the table is closed to the caller (a 403 there): the routes that
+    /// read one record answer that 404, as for any record the caller may not read.
+    func readableView(_ table: String, _ context: ServerRequestContext) throws(APIError) -> ReadView? {
+        let caller = context.caller
+        let rules = rules
+        switch Result(catching: { () throws(APIError) -> ReadView in try rules.readView(table, caller) }) {
+        case .success(let view): return view
+        case .failure(let error):
+            if error.status == .forbidden { return nil }
+            throw error
+        }
     }
 
     /// What the caller may read of `table` (`AccessRules.readView`): every route that reads asks here.
