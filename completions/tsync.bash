@@ -913,7 +913,7 @@ _tsync_resolve() {
         return
         ;;
     '--class')
-        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''schema'$'\n''server-error'
+        __tsync_add_completions -W 'version-conflict'$'\n''already-exists'$'\n''missing'$'\n''rejected'$'\n''forbidden'$'\n''schema'$'\n''server-error'
         return
         ;;
     '--kind')
@@ -981,7 +981,7 @@ _tsync_log() {
 _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --metrics -h --help)
-    repeating_options=(--per-user --index --schema --trusted-proxy)
+    repeating_options=(--per-user --access --index --schema --trusted-proxy)
     non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-client-connections --max-account-requests --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --keep-history --keep-deleted --db-share --max-tables --config)
     __tsync_offer_flags_options 0
 
@@ -997,6 +997,9 @@ _tsync_serve() {
         return
         ;;
     '--per-user')
+        return
+        ;;
+    '--access')
         return
         ;;
     '--index')
@@ -1081,13 +1084,13 @@ _tsync_user() {
     unset 'unparsed_words[0]'
     unparsed_words=("${unparsed_words[@]}")
     case "${subcommand}" in
-    add|remove|list|passwd|unlock|token)
+    add|remove|list|passwd|unlock|token|role|group)
         # Offer subcommand argument completions
         "_tsync_user_${subcommand}"
         ;;
     *)
         # Offer subcommand completions
-        COMPREPLY+=($(compgen -W 'add remove list passwd unlock token' -- "${cur}"))
+        COMPREPLY+=($(compgen -W 'add remove list passwd unlock token role group' -- "${cur}"))
         ;;
     esac
 }
@@ -1095,12 +1098,18 @@ _tsync_user() {
 _tsync_user_add() {
     repeating_flags=()
     non_repeating_flags=(--password-stdin -h --help)
-    repeating_options=()
+    repeating_options=(--role --group)
     non_repeating_options=(--db --config)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
+    '--role')
+        return
+        ;;
+    '--group')
+        return
+        ;;
     '--db')
         return
         ;;
@@ -1189,14 +1198,67 @@ _tsync_user_unlock() {
 
 _tsync_user_token() {
     repeating_flags=()
-    non_repeating_flags=(-h --help)
-    repeating_options=()
+    non_repeating_flags=(--read-only -h --help)
+    repeating_options=(--table)
     non_repeating_options=(--ttl --db --config)
     __tsync_offer_flags_options 1
 
     # Offer option value completions
     case "${prev}" in
     '--ttl')
+        return
+        ;;
+    '--table')
+        return
+        ;;
+    '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
+        return
+        ;;
+    esac
+}
+
+_tsync_user_role() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--add --remove)
+    non_repeating_options=(--db --config)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--add')
+        return
+        ;;
+    '--remove')
+        return
+        ;;
+    '--db')
+        return
+        ;;
+    '--config')
+        __tsync_add_completions -o plusdirs -fX '!*.@(toml)'
+        return
+        ;;
+    esac
+}
+
+_tsync_user_group() {
+    repeating_flags=()
+    non_repeating_flags=(-h --help)
+    repeating_options=(--add --remove)
+    non_repeating_options=(--db --config)
+    __tsync_offer_flags_options 1
+
+    # Offer option value completions
+    case "${prev}" in
+    '--add')
+        return
+        ;;
+    '--remove')
         return
         ;;
     '--db')

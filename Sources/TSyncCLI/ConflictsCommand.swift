@@ -14,7 +14,8 @@ struct ConflictsCommand: ParsableCommand {
             --json prints [{"id", "seq", "table", "itemId", "kind", "status", "class", "message", \
             "createdAt", "base", "ours", "theirs", "sent", "changedByUs", "changedByThem", \
             "differing"}]: "class" is version-conflict (412, or 409 on update), already-exists (409 \
-            on insert), missing (404), rejected (other 4xx), schema (400: the record does not match \
+            on insert), missing (404), forbidden (403: the server's rules refuse this account the \
+            change), rejected (other 4xx), schema (400: the record does not match \
             its table's schema) or server-error (5xx); "base" (the last \
             server copy seen), "ours" (the local record now), "theirs" (the server's copy) and \
             "sent" are wire objects or null; the last three are lists of user field names. \

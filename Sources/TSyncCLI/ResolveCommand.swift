@@ -29,7 +29,7 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
             the one recorded with the error may be stale by now; without a remote, or when it \
             cannot be reached, the recorded copy is used. Each error is settled on its own.
 
-            --class CLASS (version-conflict, already-exists, missing, rejected, schema, server-error) and \
+            --class CLASS (version-conflict, already-exists, missing, forbidden, rejected, schema, server-error) and \
             --kind KIND (insert, update, delete) pick errors by what failed; each is repeatable, \
             and alone they select among all errors (like --all). --dry-run prints what each error \
             would become and changes nothing: "#ID<TAB>TABLE/ID<TAB>WHAT", WHAT being "push KIND" \

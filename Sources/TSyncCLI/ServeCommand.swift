@@ -75,6 +75,24 @@ struct ServeCommand: AsyncParsableCommand {
     var perUser: [String] = []
 
     @Option(
+        name: .customLong("access"),
+        help: ArgumentHelp(
+            "Who may read and change a table, TABLE:OP=RULE[,OP=RULE]... (repeatable).",
+            discussion: """
+                OP is read, insert, update, delete, or write (the three writes); RULE is anyone (no \
+                token needed), authenticated (the default), role:ROLE, owner (the account that \
+                inserted the record; --per-user T is read=owner,write=owner), group:FIELD (members \
+                of the group the record's FIELD names; an insert needs membership of it), or nobody. \
+                A record the caller may not read is 404 whether or not it exists; one it may read \
+                but not change is 403, naming the rule. Roles and groups: `tsync user role`, \
+                `tsync user group`; a group field is indexed.
+                """,
+            valueName: "rule"
+        )
+    )
+    var access: [String] = []
+
+    @Option(
         name: .customLong("index"),
         help: ArgumentHelp(
             "Keep an index on a user field of a table, TABLE.FIELD (repeatable).",
@@ -295,6 +313,18 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ValidationError("--index \(text): \(error.message)")
             }
         }
+        for text in access {
+            do {
+                _ = try AccessRules.parse(text)
+            } catch {
+                throw ValidationError("--access \(text): \(error.message)")
+            }
+        }
+        do {
+            try configuration.rules.validate()
+        } catch {
+            throw ValidationError("--access: \(error.message)")
+        }
         if noAuth, !perUser.isEmpty {
             throw ValidationError("--per-user needs accounts to know whose records are whose: it cannot be combined with --no-auth")
         }
@@ -320,6 +350,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.retention = Retention(history: keepHistory.duration, deleted: keepDeleted.duration)
         configuration.readsPerClient = dbShare
         configuration.maximumTablesPerAccount = maxTables
+        for text in access { try? configuration.access.add(parsing: text) }
         return configuration
     }
 

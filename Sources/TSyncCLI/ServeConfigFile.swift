@@ -26,7 +26,7 @@ struct ServeConfigFile {
         "max-client-connections": .integer, "max-account-requests": .integer,
         "keep-history": .duration, "keep-deleted": .duration,
         "schema": .strings,
-        "db-share": .integer, "max-tables": .integer,
+        "db-share": .integer, "max-tables": .integer, "access": .strings,
     ]
 
     enum Value: Equatable {

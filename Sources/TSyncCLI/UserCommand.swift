@@ -3,7 +3,7 @@ import Foundation
 import TSyncModel
 import TSyncServer
 
-/// `tsync user add|remove|list|passwd|unlock|token`: accounts of the server database.
+/// `tsync user add|remove|list|passwd|unlock|token|role|group`: accounts of the server database.
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
@@ -23,7 +23,10 @@ struct UserCommand: AsyncParsableCommand {
               tsync user list --config /etc/tsync/serve.toml
               tsync user passwd alice --db postgres://tsync@127.0.0.1/tsync
             """,
-        subcommands: [Add.self, Remove.self, List.self, Passwd.self, Unlock.self, UserTokenCommand.self]
+        subcommands: [
+            Add.self, Remove.self, List.self, Passwd.self, Unlock.self, UserTokenCommand.self, UserRoleCommand.self,
+            UserGroupCommand.self,
+        ]
     )
 
     struct Add: AsyncParsableCommand {
@@ -32,10 +35,17 @@ struct UserCommand: AsyncParsableCommand {
             discussion: """
                 EXAMPLES
                   printf '%s\\n' "$PASSWORD" | tsync user add alice --password-stdin --db sqlite:server.db
+                  tsync user add bob --role admin --group team-a --group team-b --db sqlite:server.db
                 """)
 
         @Argument(help: "Account name (letters, digits, '.', '_', '-', '@').")
         var name: String
+
+        @Option(help: ArgumentHelp("A role of the account, for role:ROLE table rules (repeatable).", valueName: "role"))
+        var role: [String] = []
+
+        @Option(help: ArgumentHelp("A group of the account, for group:FIELD table rules (repeatable).", valueName: "group"))
+        var group: [String] = []
 
         @OptionGroup var newPassword: NewPassword
 
@@ -43,11 +53,14 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try AccountRules.validateName(name)
+            for role in role { try AccessRules.validateLabel(role, kind: "role") }
+            for group in group { try AccessRules.validateLabel(group, kind: "group") }
+            let (roles, groups) = (role, group)
             let password = try newPassword.read()
             // Refused before the database is opened: a refusal creates no database.
             try AccountRules.validatePassword(password)
             let written = try await database.withAccounts(creating: true) { accounts in
-                try await accounts.add(name: name, password: password)
+                try await accounts.add(name: name, password: password, roles: roles, groups: groups)
             }
             Console.note("created account \(name) in \(written.database)")
         }
@@ -111,8 +124,9 @@ struct UserCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the accounts, one name per line.",
             discussion: """
-                --json prints [{"name", "createdAt"}] instead (createdAt in ISO 8601, UTC); fields \
-                are only ever added to.
+                An account with roles or groups has them after its name and a tab, as role:ROLE \
+                and group:GROUP words. --json prints [{"name", "createdAt", "roles", "groups"}] \
+                instead (createdAt in ISO 8601, UTC); fields are only ever added to.
 
                 EXAMPLES
                   tsync user list --db sqlite:server.db
@@ -121,20 +135,27 @@ struct UserCommand: AsyncParsableCommand {
 
         @OptionGroup var database: AccountDatabase
 
-        @Flag(help: "Print a JSON array of {\"name\", \"createdAt\"}.")
+        @Flag(help: "Print a JSON array of {\"name\", \"createdAt\", \"roles\", \"groups\"}.")
         var json = false
 
         func run() async throws {
             let accounts = try await database.withAccounts { accounts in try await accounts.list() }.result
             if json {
                 let objects = accounts.map { account -> JSONValue in
-                    ["name": .string(account.name), "createdAt": .string(account.createdAt.iso8601)]
+                    [
+                        "name": .string(account.name), "createdAt": .string(account.createdAt.iso8601),
+                        "roles": .array(account.roles.map(JSONValue.string)), "groups": .array(account.groups.map(JSONValue.string)),
+                    ]
                 }
                 Console.write(JSONReports.line(.array(objects)))
                 return
             }
             if accounts.isEmpty, Console.stdoutIsTerminal { Console.note("no accounts: `tsync user add NAME` adds one") }
-            Console.write(accounts.map { $0.name + "\n" }.joined())
+            Console.write(
+                accounts.map { account in
+                    let labels = account.roles.map { "role:" + $0 } + account.groups.map { "group:" + $0 }
+                    return account.name + (labels.isEmpty ? "" : "\t" + labels.joined(separator: " ")) + "\n"
+                }.joined())
         }
     }
 

@@ -9,6 +9,7 @@ extension ServerConfiguration {
             lines.append("auth: none (--no-auth): anyone who reaches \(host) may read and change every table")
         }
         lines.append("per-user tables: " + (perUserTables.isEmpty ? "none" : perUserTables.sorted().joined(separator: ", ")))
+        if !access.tables.isEmpty { lines.append("access rules: " + rules.summary.joined(separator: "; ")) }
         lines.append("indexes: " + (indexes.isEmpty ? "none" : indexes.map(\.description).joined(separator: ", ")))
         if !schemas.isEmpty { lines.append("schemas: " + schemas.keys.sorted().joined(separator: ", ")) }
         lines.append(

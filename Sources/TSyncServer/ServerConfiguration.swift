@@ -81,17 +81,36 @@ public struct ServerConfiguration: Sendable {
     /// Each table's record type (`--schema TABLE=FILE`, docs/DESIGN.md §16), by lowercased name:
     /// writes that do not match it are refused.
     public var schemas: [String: RecordSchema] = [:]
+    /// Table rules (`--access`, docs/DESIGN.md §11.1); `--per-user` and `--no-auth` set the
+    /// defaults of the tables and operations they do not name (`rules`).
+    public var access = AccessRules()
+
+    /// The rules in force: `access`, over the defaults `--per-user` and `--no-auth` give.
+    public var rules: AccessRules {
+        var rules = access
+        rules.perUserTables = perUserTables
+        rules.requiresAuthentication = requiresAuthentication
+        return rules
+    }
 
     /// JSON values (keys included) one batch body may hold, counted before it is parsed: as many as
     /// the largest item can hold (two bytes a value), and 64 more per operation
     /// (docs/DESIGN.md §10.1).
     public var maximumBatchValues: Int { maximumBodyBytes / 2 + 64 * maximumBatchOperations }
 
-    /// `indexes`, each marked per-user when its table is.
+    /// `indexes`, each marked per-user when its table's records are read by their owner; and
+    /// the field of each `group:FIELD` read rule, so that a group's page reads an index.
     public var indexedFields: [IndexedField] {
-        indexes.map { field in
+        let rules = rules
+        var fields = indexes
+        for (table, operations) in rules.tables.sorted(by: { $0.key < $1.key }) {
+            guard case .group(let name)? = operations[.read], var field = try? IndexedField(table: table, field: name) else { continue }
+            field.grouped = true
+            fields.append(field)
+        }
+        return fields.map { field in
             var field = field
-            field.perUser = isPerUser(field.table)
+            field.perUser = rules.rule(field.table, .read) == .owner
             return field
         }
     }
@@ -152,6 +171,7 @@ public struct ServerConfiguration: Sendable {
         guard maximumTablesPerAccount >= 0 else { throw .usage("the table limit of an account must be 0 (none) or more") }
         guard maximumOrderByFields >= 2 else { throw .usage("the $orderby limit must be at least 2 (updatedAt and id)") }
         for table in perUserTables { try Identifiers.validateTableName(table) }
+        try rules.validate()
         if let proxy = invalidTrustedProxy {
             throw .usage(
                 "trusted proxy \(proxy) is not an IP address: give the proxy's exact IPv4 or IPv6 address, e.g. 10.0.0.5 or fd00::5")

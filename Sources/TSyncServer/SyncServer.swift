@@ -77,7 +77,11 @@ public struct SyncServer: Sendable {
 
         let tables = router.group("tables")
             .add(middleware: APIVersionMiddleware())
-            .add(middleware: AuthMiddleware(authenticator: authenticator, required: configuration.requiresAuthentication))
+            .add(
+                middleware: AuthMiddleware(
+                    authenticator: authenticator, required: configuration.requiresAuthentication,
+                    admitsAnonymous: configuration.rules.admitsAnonymous)
+            )
             .add(
                 middleware: RequestShareMiddleware(
                     key: .account, limit: configuration.maximumAccountRequests, shares: shares, metrics: metrics))

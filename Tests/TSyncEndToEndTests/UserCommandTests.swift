@@ -56,7 +56,9 @@ import TSyncModel
         let store = try await TSyncSandbox(remote: url)
         let whoami = try await store.run(["whoami", "--json"], environment: ["TSYNC_TOKEN": token])
         #expect(whoami.status == 0, "\(whoami)")
-        #expect(try JSONOutput.object(whoami.stdout) == ["user": "alice", "remote": .string(url)], "\(whoami.stdout)")
+        let identity = try JSONOutput.object(whoami.stdout)
+        #expect(identity["user"] == "alice" && identity["remote"] == .string(url), "\(whoami.stdout)")
+        #expect(identity["roles"] == [] && identity["groups"] == [], "fields are only added to: \(whoami.stdout)")
         let unknown = try await store.run(["whoami"], environment: ["TSYNC_TOKEN": strayToken])
         #expect(unknown.status == 4, "\(unknown)")
         #expect(

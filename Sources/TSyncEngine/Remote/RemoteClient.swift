@@ -138,12 +138,18 @@ package struct RemoteClient: Sendable {
     /// `GET /.auth/me` (a tsync extension): the account the token belongs to, nil on a server
     /// without accounts. A server without the route (a plain v2 server) is a failure that says so.
     package func whoami() async throws(TSyncError) -> String? {
+        try await identity().user
+    }
+
+    /// `GET /.auth/me` in full: the account, and (from servers with table rules) its roles,
+    /// groups and the token's scope.
+    package func identity() async throws(TSyncError) -> RemoteIdentity {
         let response = try await send(.GET, endpoint.url(path: ["/.auth", "me"]), body: nil)
         guard response.status == 200, let object = response.json?.objectValue, let user = object["user"] else {
             throw .failure(
                 "\(endpoint) answered HTTP \(response.status) to GET /.auth/me: it does not tell whose a token is (not a tsync server?)")
         }
-        return user.objectValue?["userId"]?.stringValue
+        return RemoteIdentity(user.objectValue)
     }
 
     // MARK: - Tables

@@ -80,6 +80,9 @@ public enum FailureClass: String, Sendable, Equatable, CaseIterable {
     case missing
     /// 400/422 and other 4xx: the server refused the item itself.
     case rejected
+    /// 403: the server's table rules (or the token's scope) do not let this account make the
+    /// change. Pushing it again changes nothing until the rules or the account do.
+    case forbidden
     /// 400 for a record that does not match its table's schema (docs/DESIGN.md §16): the message
     /// names every failing field's path.
     case schema
@@ -93,6 +96,7 @@ public enum FailureClass: String, Sendable, Equatable, CaseIterable {
         case (.insert, 409): self = .alreadyExists
         case (_, 409), (_, 412): self = .versionConflict
         case (_, 404), (_, 410): self = .missing
+        case (_, 403): self = .forbidden
         case (_, 500...): self = .serverError
         default: self = .rejected
         }

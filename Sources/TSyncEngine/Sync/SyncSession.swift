@@ -373,6 +373,11 @@ public struct SyncSession: Sendable {
         try await withRemote { remote throws(TSyncError) in try await remote.whoami() }
     }
 
+    /// `whoami` with what the server says of the account's roles and groups and the token's scope.
+    public func identity() async throws(TSyncError) -> RemoteIdentity {
+        try await withRemote { remote throws(TSyncError) in try await remote.identity() }
+    }
+
     /// What `logout` did: the remote the token was for, and why it could not be revoked there.
     public struct LogoutResult: Sendable, Equatable {
         /// The remote the token was for.

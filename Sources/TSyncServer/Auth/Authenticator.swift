@@ -182,6 +182,12 @@ public struct Authenticator: Sendable {
         return try await storage.accountName(forTokenHash: Self.tokenHash(token), now: clock())
     }
 
+    /// Who a presented token speaks for (`Caller`), or nil when it is unknown, revoked or expired.
+    public func caller(forToken token: String) async throws -> Caller? {
+        guard !token.isEmpty, token.utf8.count <= 512 else { return nil }
+        return try await storage.caller(forTokenHash: Self.tokenHash(token), now: clock())
+    }
+
     public func logout(token: String) async throws {
         try await storage.revokeToken(hash: Self.tokenHash(token))
     }

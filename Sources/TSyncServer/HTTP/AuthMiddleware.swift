@@ -6,14 +6,21 @@ struct AuthMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let authenticator: Authenticator
     let required: Bool
+    /// Some table rule is `anyone`: a request without a token goes on, anonymous, and the rules
+    /// decide (a request with a token that is not valid is still 401).
+    var admitsAnonymous = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard required else { return try await next(request, context) }
-        guard let token = Self.token(in: request), let name = try await authenticator.accountName(forToken: token) else {
+        guard let token = Self.token(in: request) else {
+            if admitsAnonymous { return try await next(request, context) }
             throw APIError.unauthorized
         }
+        guard let caller = try await authenticator.caller(forToken: token) else { throw APIError.unauthorized }
+        guard let name = caller.account else { throw APIError.unauthorized }
         var context = context
         context.accountName = name
+        context.caller = caller
         context.requestUser.withLock { $0 = name }
         return try await next(request, context)
     }

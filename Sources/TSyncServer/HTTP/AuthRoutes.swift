@@ -13,12 +13,27 @@ struct AuthRoutes: Sendable {
         group.on(ServedRoutes.me, use: me)
     }
 
-    /// Whose the presented token is (`tsync whoami`, a tsync extension): `{"user": {"userId"}}`; a
+    /// Whose the presented token is (`tsync whoami`, a tsync extension): `{"user": {"userId",
+    /// "roles", "groups", "token": {"readOnly", "tables"}}}` ("tables" null for every table); a
     /// missing or invalid token is 401, except on a server without accounts, which answers
     /// `{"user": null}` (anyone may use it).
     @Sendable func me(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        if let token = AuthMiddleware.token(in: request), let name = try await authenticator.accountName(forToken: token) {
-            return JSONResponse.make(.ok, ["user": ["userId": .string(name)]])
+        if let token = AuthMiddleware.token(in: request), let caller = try await authenticator.caller(forToken: token),
+            let name = caller.account
+        {
+            let scope = caller.token ?? TokenScope()
+            return JSONResponse.make(
+                .ok,
+                [
+                    "user": [
+                        "userId": .string(name), "roles": .array(caller.roles.sorted().map(JSONValue.string)),
+                        "groups": .array(caller.groups.sorted().map(JSONValue.string)),
+                        "token": [
+                            "readOnly": .bool(scope.readOnly),
+                            "tables": scope.tables.map { .array($0.sorted().map(JSONValue.string)) } ?? .null,
+                        ],
+                    ]
+                ])
         }
         guard configuration.requiresAuthentication else { return JSONResponse.make(.ok, ["user": .null]) }
         throw APIError.unauthorized

@@ -115,9 +115,6 @@ struct BatchRoutes: Sendable {
             item = value
         case let other?: throw APIError.badRequest(#""item" must be a JSON object, not \#(other.kindName)"#)
         }
-        let ifMatch = object["ifMatch"]?.stringValue
-        return try WriteRequest(
-            method: method, table: table, id: id, body: item, ifMatch: ifMatch, scope: try tables.scope(table, context),
-            user: context.accountName, schema: configuration.schema(of: table))
+        return try tables.writeRequest(method, table: table, id: id, body: item, ifMatch: object["ifMatch"]?.stringValue, context)
     }
 }

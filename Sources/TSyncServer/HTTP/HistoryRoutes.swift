@@ -43,7 +43,9 @@ struct HistoryRoutes: Sendable {
     @Sendable func versions(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try checkKept()
         let (table, id) = try tables.tableAndID(context)
-        let scope = try tables.scope(table, context)
+        // A table closed to the caller has no history for it: 404, as a read of a record answers.
+        guard let view = try tables.readableView(table, context) else { throw APIError.notFound(table: table, id: id) }
+        let scope = view.scope
         let parameters = try QueryString(request.uri.query)
         let query = try ListOptions(parameters, configuration: configuration).query
         let top = query.top ?? configuration.defaultPageSize
@@ -54,10 +56,13 @@ struct HistoryRoutes: Sendable {
         ) {
             try await storage.versions(table: table, id: id, scope: scope, top: top, skip: skip)
         }
+        // Of its versions, those the caller's view takes: one from when the record was in a
+        // group the caller is not in is not the caller's to read.
+        let readable = try versions.filter { version in try view.group == nil || view.admits(version.item.record()) }
         // A record nobody may see here has no history here either, as a read answers it.
-        if versions.isEmpty, skip == 0 { throw APIError.notFound(table: table, id: id) }
+        if readable.isEmpty, skip == 0 { throw APIError.notFound(table: table, id: id) }
         var body = Array(#"{"results":["#.utf8)
-        for (index, version) in versions.enumerated() {
+        for (index, version) in readable.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
             body.append(contentsOf: #"{"version":"#.utf8)
             JSONSerializer.write(.string(version.version), to: &body)
@@ -82,7 +87,8 @@ struct HistoryRoutes: Sendable {
     @Sendable func tableAt(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try checkKept()
         let table = try tables.tableName(context)
-        let scope = try tables.scope(table, context)
+        let view = try tables.readView(table, context)
+        let scope = view.scope
         let parameters = try QueryString(request.uri.query)
         guard let text = try parameters.single("at"), !text.trimmingSpaces().isEmpty else {
             throw APIError.badRequest("at is missing: give the time to read the table at, e.g. at=2026-01-31T12:00:00.000Z")
@@ -95,7 +101,7 @@ struct HistoryRoutes: Sendable {
             throw APIError.badRequest(
                 "at \(time.iso8601) is older than the history this server keeps: the oldest time available is \(oldest.iso8601)")
         }
-        let query = try ListOptions(parameters, configuration: configuration).query
+        let query = view.narrowing(try ListOptions(parameters, configuration: configuration).query)
         let storage = storage
         let page = try await QueryDeadline.run(
             seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient

@@ -16,7 +16,7 @@ struct SchemaRoutes: Sendable {
 
     @Sendable func schema(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let table = try tables.tableName(context)
-        _ = try tables.scope(table, context)
+        _ = try tables.readView(table, context)
         guard let schema = configuration.schema(of: table) else {
             throw APIError(.notFound, "table \(Identifiers.quoted(table)) has no schema on this server")
         }

@@ -7,6 +7,9 @@ struct ServerRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// Set by `AuthMiddleware` when a valid token came with the request.
     var accountName: String?
+    /// Who asks, as the table rules see it (`AccessRules`): the account, its roles and groups,
+    /// and the token's scope. Set by `AuthMiddleware`.
+    var caller = Caller.anonymous
     /// The account the request acted as, for its log line: set where the account becomes known
     /// (`AuthMiddleware`, a login) and read by `RequestLogMiddleware` after the answer, outside.
     let requestUser = RequestUser()

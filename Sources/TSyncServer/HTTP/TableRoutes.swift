@@ -9,7 +9,16 @@ struct TableRoutes: Sendable {
     let storage: any ServerStorage
     let configuration: ServerConfiguration
     /// Counts the live route's held reads and queries.
-    var metrics: ServerMetrics? = nil
+    let metrics: ServerMetrics?
+    /// The table rules in force (`ServerConfiguration.rules`), worked out once.
+    let rules: AccessRules
+
+    init(storage: any ServerStorage, configuration: ServerConfiguration, metrics: ServerMetrics? = nil) {
+        self.storage = storage
+        self.configuration = configuration
+        self.metrics = metrics
+        rules = configuration.rules
+    }
 
     func register(on group: RouterGroup<ServerRequestContext>) {
         group.on(ServedRoutes.list(configuration), use: list)
@@ -37,10 +46,13 @@ struct TableRoutes: Sendable {
         let table = try tableName(context)
         let parameters = try QueryString(request.uri.query)
         let options = try ListOptions(parameters, configuration: configuration)
-        let scope = try scope(table, context)
+        // The rules' view: a group's records only, by a filter ANDed with the client's, so the
+        // page, its count and a held read's answer see nothing outside it.
+        let view = try readView(table, context)
+        let scope = view.scope
         let storage = storage
         let timeout = configuration.queryTimeoutSeconds
-        let query = options.query
+        let query = view.narrowing(options.query)
         let client = context.readClient
         // The page as sent, worked out under the query deadline; `channel` nil for a held read,
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
@@ -56,7 +68,8 @@ struct TableRoutes: Sendable {
         if let seconds = LiveWait.requested(request.headers[.prefer]), let feed = storage.changes, configuration.maximumWatchers > 0 {
             let question = LiveQuestion(
                 scope: scope,
-                parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] })
+                parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] }
+                    + view.key)
             let interest = LiveInterest(scope: scope, includeDeleted: query.includeDeleted, filter: query.filter)
             let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers, metrics: metrics).page(
                 table: table, question, interest, seconds: seconds, channel: context.channel, { try await read(nil) })
@@ -111,15 +124,21 @@ struct TableRoutes: Sendable {
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let (table, id) = try tableAndID(context)
-        let scope = try scope(table, context)
-        let storage = storage
-        guard
-            let record = try await QueryDeadline.run(
-                seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient,
-                { try await storage.record(table: table, id: id, scope: scope) }),
-            !record.system.deleted
-        else { throw APIError.notFound(table: table, id: id) }
+        guard let record = try await readable(table: table, id: id, context), !record.system.deleted else {
+            throw APIError.notFound(table: table, id: id)
+        }
         return JSONResponse.item(.ok, record)
+    }
+
+    /// The record, soft-deleted or not, when the caller may read it; nil when it is missing or
+    /// may not be read, alike, so that nothing says whether it exists. A 401 stays a 401.
+    func readable(table: String, id: String, _ context: ServerRequestContext) async throws -> Record? {
+        guard let view = try readableView(table, context) else { return nil }
+        let storage = storage
+        let record = try await QueryDeadline.run(
+            seconds: configuration.queryTimeoutSeconds, channel: context.channel, client: context.readClient,
+            { try await storage.record(table: table, id: id, scope: view.scope) })
+        return record.flatMap { view.admits($0) ? $0 : nil }
     }
 
     // MARK: - Writes
@@ -136,7 +155,7 @@ struct TableRoutes: Sendable {
         // `If-None-Match: *` asks for the write only where there is no item (RFC 9110 §13.1.2),
         // which an update can never have: an item that is there answers 412 with it.
         if request.headers[.ifNoneMatch]?.trimmingCharacters(in: .whitespaces) == "*",
-            let current = try await storage.record(table: table, id: id, scope: try scope(table, context)), !current.system.deleted
+            let current = try await readable(table: table, id: id, context), !current.system.deleted
         {
             throw APIError(.preconditionFailed, "If-None-Match: * and the item exists", item: current)
         }
@@ -159,9 +178,7 @@ struct TableRoutes: Sendable {
         _ method: WriteRequest.Method, table: String, id: String?, body: [String: JSONValue]?, _ request: Request,
         _ context: ServerRequestContext
     ) async throws -> Response {
-        let write = try WriteRequest(
-            method: method, table: table, id: id, body: body, ifMatch: request.headers[.ifMatch], scope: try scope(table, context),
-            user: context.accountName, schema: configuration.schema(of: table))
+        let write = try writeRequest(method, table: table, id: id, body: body, ifMatch: request.headers[.ifMatch], context)
         let outcomes = try await storage.write([write.write], atomic: false)
         guard let outcome = outcomes.first else { throw APIError(.internalServerError, "the storage gave no answer") }
         return try WriteAnswer(outcome, for: write).response()
@@ -181,10 +198,51 @@ struct TableRoutes: Sendable {
         return (try tableName(context), id)
     }
 
-    func scope(_ table: String, _ context: ServerRequestContext) throws(APIError) -> OwnerScope {
-        guard configuration.isPerUser(table) else { return .shared }
-        guard let account = context.accountName else { throw APIError.unauthorized }
-        return .owner(account)
+    /// `readView`, nil when the table is closed to the caller (a 403 there): the routes that
+    /// read one record answer that 404, as for any record the caller may not read.
+    func readableView(_ table: String, _ context: ServerRequestContext) throws(APIError) -> ReadView? {
+        let caller = context.caller
+        let rules = rules
+        switch Result(catching: { () throws(APIError) -> ReadView in try rules.readView(table, caller) }) {
+        case .success(let view): return view
+        case .failure(let error):
+            if error.status == .forbidden { return nil }
+            throw error
+        }
+    }
+
+    /// What the caller may read of `table` (`AccessRules.readView`): every route that reads asks here.
+    func readView(_ table: String, _ context: ServerRequestContext) throws(APIError) -> ReadView {
+        try rules.readView(table, context.caller)
+    }
+
+    /// A write as the protocol states it, with what the table rules require of it
+    /// (`AccessRules.writeAccess`): the single routes and the batch route build theirs here.
+    func writeRequest(
+        _ method: WriteRequest.Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?,
+        _ context: ServerRequestContext
+    ) throws(APIError) -> WriteRequest {
+        let operation: AccessOperation
+        switch (method, id) {
+        case (.post, nil): operation = .insert
+        case (.delete, _): operation = .delete
+        default: operation = .update
+        }
+        do {
+            try Identifiers.validateTableName(table)
+        } catch {
+            throw APIError.badRequest(error.message)
+        }
+        let (scope, access) = try rules.writeAccess(table, operation, context.caller)
+        var request = try WriteRequest(
+            method: method, table: table, id: id, body: body, ifMatch: ifMatch, scope: scope, user: context.accountName,
+            schema: configuration.schema(of: table))
+        request.write.access = access
+        // An insert the rules refuse is refused here, before the storage would create its table.
+        if case .insert(let record) = request.write.action, let message = access.refusal(current: nil, owner: nil, next: record) {
+            throw APIError(.forbidden, message)
+        }
+        return request
     }
 
     /// The same request with `$skip` advanced, as an absolute URL for `Link: <…>; rel=next`: with

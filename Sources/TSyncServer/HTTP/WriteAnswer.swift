@@ -25,7 +25,7 @@ struct WriteAnswer {
         case .invalid(let violations):
             self.init(.badRequest, message: APIError.schemaMessage(table: write.table, violations))
             self.violations = violations
-        case .overTableLimit(let message): self.init(.forbidden, message: message)
+        case .overTableLimit(let message), .forbidden(let message): self.init(.forbidden, message: message)
         case .notApplied:
             self.init(
                 HTTPResponse.Status(code: 424, reasonPhrase: "Failed Dependency"),

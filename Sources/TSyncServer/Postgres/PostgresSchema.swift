@@ -165,6 +165,22 @@ enum PostgresSchema {
                 """,
             ]
         ),
+        PostgresMigration(
+            version: 9, name: "roles and groups of accounts, scoped tokens",
+            statements: [
+                // docs/DESIGN.md §11.1: read with the token on every request, so a change applies
+                // to every instance's next request.
+                """
+                CREATE TABLE tsync_account_labels (
+                    account_name text NOT NULL,
+                    kind text NOT NULL,
+                    label text COLLATE "C" NOT NULL,
+                    PRIMARY KEY (account_name, kind, label)
+                )
+                """,
+                "ALTER TABLE tsync_tokens ADD COLUMN scope text NOT NULL DEFAULT ''",
+            ]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.

@@ -40,8 +40,42 @@ extension PostgresStorage {
             var forget = PostgresStatement("DELETE FROM tsync_known_clients WHERE account_name = ")
             forget.append(forget.bind(name))
             try await transaction.execute(forget)
+            var labels = PostgresStatement("DELETE FROM tsync_account_labels WHERE account_name = ")
+            labels.append(labels.bind(name))
+            try await transaction.execute(labels)
             return .commit(true)
         }
+    }
+
+    public func changeLabels(name: String, kind: AccountLabel, add: [String], remove: [String]) async throws -> Bool {
+        try await database.transaction { transaction in
+            var exists = PostgresStatement("SELECT name FROM tsync_accounts WHERE name = ")
+            exists.append(exists.bind(name))
+            guard try await !transaction.rows(exists).isEmpty else { return .rollback(false) }
+            for label in remove {
+                var delete = PostgresStatement("DELETE FROM tsync_account_labels WHERE account_name = ")
+                delete.append(delete.bind(name) + " AND kind = " + delete.bind(kind.rawValue) + " AND label = " + delete.bind(label))
+                try await transaction.execute(delete)
+            }
+            for label in add {
+                var insert = PostgresStatement("INSERT INTO tsync_account_labels (account_name, kind, label) VALUES (")
+                insert.append(
+                    [insert.bind(name), insert.bind(kind.rawValue), insert.bind(label)].joined(separator: ", ") + ") ON CONFLICT DO NOTHING"
+                )
+                try await transaction.execute(insert)
+            }
+            return .commit(true)
+        }
+    }
+
+    public func labels() async throws -> [String: [AccountLabel: [String]]] {
+        var labels: [String: [AccountLabel: [String]]] = [:]
+        for row in try await database.rows(PostgresStatement("SELECT account_name, kind, label FROM tsync_account_labels ORDER BY label")) {
+            let (name, kindName, label) = try row.decode((String, String, String).self)
+            guard let kind = AccountLabel(rawValue: kindName) else { continue }
+            labels[name, default: [:]][kind, default: []].append(label)
+        }
+        return labels
     }
 
     public func account(name: String) async throws -> Account? {
@@ -74,6 +108,23 @@ extension PostgresStorage {
         insert.append(
             [insert.bind(hash), insert.bind(accountName), insert.bind(expiresAt.millisecondsSinceEpoch)].joined(separator: ", ") + ")")
         try await database.rows(insert)
+    }
+
+    public func storeToken(hash: String, accountName: String, expiresAt: Timestamp, scope: String) async throws {
+        var insert = PostgresStatement("INSERT INTO tsync_tokens (token_hash, account_name, expires_at, scope) VALUES (")
+        insert.append(
+            [insert.bind(hash), insert.bind(accountName), insert.bind(expiresAt.millisecondsSinceEpoch), insert.bind(scope)].joined(
+                separator: ", ") + ")")
+        try await database.rows(insert)
+    }
+
+    public func caller(forTokenHash hash: String, now: Timestamp) async throws -> Caller? {
+        var select = PostgresStatement(
+            "SELECT t.account_name, t.scope, l.kind, l.label FROM tsync_tokens AS t "
+                + "LEFT JOIN tsync_account_labels AS l ON l.account_name = t.account_name WHERE t.token_hash = ")
+        select.append(select.bind(hash) + " AND t.expires_at > " + select.bind(now.millisecondsSinceEpoch))
+        let rows = try await database.rows(select).map { try $0.decode((String, String, String?, String?).self) }
+        return Caller(rows: rows)
     }
 
     public func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String? {

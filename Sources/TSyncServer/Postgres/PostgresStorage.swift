@@ -199,18 +199,22 @@ public final class PostgresStorage: ServerStorage {
             var declared: Set<String> = []
             for field in fields {
                 let schema = PostgresSchema.querySchema
-                let expressions = [
-                    (field.postgresIndexName, "(\(schema.indexExpression(field.field)) COLLATE \"C\")"),
-                    (field.postgresIndexName + "_n", "(\(schema.numberIndexExpression(field.field) ?? ""))"),
-                    (field.postgresIndexName + "_o", try SQLRenderer(schema: schema).sortIndexColumns(field.field)),
-                ]
+                let text = "(\(schema.indexExpression(field.field)) COLLATE \"C\")"
+                let expressions =
+                    field.grouped
+                    ? [(field.postgresIndexName + "_g", text + ", updated_at")]
+                    : [
+                        (field.postgresIndexName, text),
+                        (field.postgresIndexName + "_n", "(\(schema.numberIndexExpression(field.field) ?? ""))"),
+                        (field.postgresIndexName + "_o", try SQLRenderer(schema: schema).sortIndexColumns(field.field)),
+                    ]
                 for (name, expression) in expressions {
                     let columns = field.perUser ? "table_name, owner, \(expression), id" : "table_name, \(expression), id"
                     try await transaction.execute(PostgresStatement("CREATE INDEX IF NOT EXISTS \"\(name)\" ON tsync_records (\(columns))"))
                     declared.insert(name)
                 }
                 lines.append(
-                    "index \(field): \(present.contains(field.postgresIndexName) ? "in place" : "created")\(field.perUser ? " (per user)" : "")"
+                    "index \(field): \(present.contains(expressions[0].0) ? "in place" : "created")\(field.perUser ? " (per user)" : "")"
                 )
             }
             for name in present.subtracting(declared).sorted() {
@@ -370,7 +374,7 @@ public final class PostgresStorage: ServerStorage {
                 stored.system.updatedAt = stamp
                 return .inserted(stored)
             case .found(let current, let owner):
-                switch write.step(current: current, visible: Self.isVisible(owner, write.scope), updatedAt: { now }) {
+                switch write.step(current: current, visible: Self.isVisible(owner, write.scope), owner: owner, updatedAt: { now }) {
                 case .answer(let outcome): return outcome
                 case .store: throw TSyncError.failure("an insert found its id taken and still had something to store")
                 }
@@ -433,7 +437,9 @@ public final class PostgresStorage: ServerStorage {
                 }
                 let current = found[key]?[Array(write.id.utf8)]
                 let stamp = stamps[key] ?? now
-                let step = write.step(current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false) {
+                let step = write.step(
+                    current: current?.record, visible: current.map { Self.isVisible($0.owner, write.scope) } ?? false, owner: current?.owner
+                ) {
                     stamp
                 }
                 switch step {

@@ -14,6 +14,10 @@ public struct IndexedField: Sendable, Hashable, CustomStringConvertible {
     /// The table is per-user: the index leads with the owner, so one user's page costs the same
     /// however many records the others have.
     public var perUser = false
+    /// The field is a `group:FIELD` read rule's (docs/DESIGN.md §11.1): the index is on the field,
+    /// then `updatedAt` and `id`, so that a group's pull walks its own records in page order
+    /// however many the other groups have.
+    public var grouped = false
 
     public init(table: String, field: String) throws(TSyncError) {
         try Identifiers.validateTableName(table)
@@ -34,7 +38,7 @@ public struct IndexedField: Sendable, Hashable, CustomStringConvertible {
         try self.init(table: String(text[..<dot]), field: String(text[text.index(after: dot)...]))
     }
 
-    public var description: String { "\(table).\(field)" }
+    public var description: String { "\(table).\(field)" + (grouped ? " (group rule)" : "") }
 
     /// A renderer for a table whose indexed fields are `fields`: `renderer` itself when there are
     /// none, so unindexed tables share one.
@@ -48,13 +52,13 @@ public struct IndexedField: Sendable, Hashable, CustomStringConvertible {
     /// The index's name: `prefix`, the field, and a hash of its exact spelling, since SQL names
     /// ignore case and field names do not (`Price` and `price` are two fields).
     func indexName(_ prefix: String) -> String {
-        "\(prefix)_ix_\(field.lowercased())_\(Self.hash(field))"
+        "\(prefix)_ix_\(field.lowercased())_\(Self.hash(field))" + (grouped ? "_g" : "")
     }
 
     /// PostgreSQL's name, unique in the one `tsync_records` table and within its 63 bytes (with
     /// the `_n` of the number index).
     var postgresIndexName: String {
-        "tsync_ix_\(Self.hash(description))_\(String("\(table)_\(field.lowercased())".prefix(43)))"
+        "tsync_ix_\(Self.hash("\(table).\(field)"))_\(String("\(table)_\(field.lowercased())".prefix(43)))"
     }
 
     /// FNV-1a of the bytes, as 8 hex digits.

@@ -73,6 +73,14 @@ struct MeteredStorage: ServerStorage {
     func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String? {
         try await base.accountName(forTokenHash: hash, now: now)
     }
+    func storeToken(hash: String, accountName: String, expiresAt: Timestamp, scope: String) async throws {
+        try await base.storeToken(hash: hash, accountName: accountName, expiresAt: expiresAt, scope: scope)
+    }
+    func caller(forTokenHash hash: String, now: Timestamp) async throws -> Caller? { try await base.caller(forTokenHash: hash, now: now) }
+    func changeLabels(name: String, kind: AccountLabel, add: [String], remove: [String]) async throws -> Bool {
+        try await base.changeLabels(name: name, kind: kind, add: add, remove: remove)
+    }
+    func labels() async throws -> [String: [AccountLabel: [String]]] { try await base.labels() }
     func revokeToken(hash: String) async throws { try await base.revokeToken(hash: hash) }
     func purgeExpiredTokens(now: Timestamp) async throws { try await base.purgeExpiredTokens(now: now) }
 

@@ -20,6 +20,8 @@ public struct RecordWrite: Sendable {
     /// The table's schema (`--schema`, docs/DESIGN.md §16): an insert or update whose stored
     /// record would not match it is answered `.invalid` and writes nothing.
     public var schema: RecordSchema?
+    /// What the table rules require of the record it meets (docs/DESIGN.md §11.1).
+    public var access = WriteAccess()
 
     public init(table: String, action: Action, scope: OwnerScope, user: String? = nil, schema: RecordSchema? = nil) {
         self.table = table
@@ -73,6 +75,9 @@ public enum WriteOutcome: Sendable, Equatable {
     /// The write would create a table its account may not (`--max-tables`): the message says
     /// why (docs/DESIGN.md §10.1).
     case overTableLimit(String)
+    /// A table rule refuses the caller this change of a record it may read: the message names
+    /// the rule (docs/DESIGN.md §11.1).
+    case forbidden(String)
 
     /// Whether the write was done (an undelete of a live record counts: nothing to do).
     public var succeeded: Bool {
@@ -128,11 +133,16 @@ extension RecordWrite {
         case answer(WriteOutcome)
     }
 
-    /// What to do, given the current record and whether the caller may see it, and the `updatedAt`
-    /// a write would get (asked for only when something is written).
-    func step(current: Record?, visible: Bool, updatedAt: () throws -> Timestamp) rethrows -> Step {
+    /// What to do, given the current record, whether the caller may see it (its owner scope) and
+    /// its owner, and the `updatedAt` a write would get (asked for only when something is
+    /// written). The table rules (`access`) are checked here, so both backends apply them alike:
+    /// a record the caller may not read is 404, one it may read but not change 403.
+    func step(current: Record?, visible: Bool, owner: String? = nil, updatedAt: () throws -> Timestamp) rethrows -> Step {
+        let visible = visible && (current.map(access.reads) ?? false)
         switch action {
         case .insert(let record):
+            // Refused on the rules before anything about the id is said: no existence leak.
+            if let message = access.refusal(current: nil, owner: nil, next: record) { return .answer(.forbidden(message)) }
             // A record that cannot be stored is refused first: the same answer whether or not
             // the id is taken, on both backends (PostgreSQL's one-trip insert looks only after).
             if let refused = refusal(of: record.fields) { return refused }
@@ -140,12 +150,19 @@ extension RecordWrite {
             return .store(WriteRules.inserted(record, at: try updatedAt()), isNew: true)
         case .modify(_, let change, let expected):
             guard let current, visible else { return .answer(.notFound) }
+            var next: Record?
+            if case .update(let fields) = change { next = Record(id: current.id, fields: current.fields.merging(fields) { _, new in new }) }
+            if !current.system.deleted || change == .undelete,
+                let message = access.refusal(current: current, owner: owner, next: next)
+            {
+                return .answer(.forbidden(message))
+            }
             switch WriteRules.plan(change, on: current, expected: expected) {
             case .notFound: return .answer(.notFound)
             case .versionMismatch: return .answer(.versionMismatch(current))
             case .unchanged: return .answer(.modified(current))
             case .write:
-                if case .update(let fields) = change, let refused = refusal(of: current.fields.merging(fields) { _, new in new }) {
+                if let next, let refused = refusal(of: next.fields) {
                     return refused
                 }
                 return .store(WriteRules.apply(change, to: current, updatedAt: try updatedAt()), isNew: false)

@@ -100,6 +100,20 @@ enum SQLiteSchema {
                 try createOwnerIndex(db, sqlName: sqlName)
             }
         }
+        migrator.registerMigration("v5: roles and groups of accounts, scoped tokens") { db in
+            // docs/DESIGN.md §11.1: read with the token on every request, so a change applies to
+            // every instance's next request.
+            try db.execute(
+                sql: """
+                    CREATE TABLE tsync_account_labels (
+                        account_name TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        label TEXT NOT NULL,
+                        PRIMARY KEY (account_name, kind, label)
+                    );
+                    ALTER TABLE tsync_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+                    """)
+        }
         return migrator
     }()
 
@@ -141,7 +155,7 @@ enum SQLiteSchema {
     /// per-user table, on the owner first.
     static func createIndex(_ db: Database, sqlName: String, _ field: IndexedField) throws {
         let expression = querySchema.indexExpression(field.field)
-        let columns = field.perUser ? "owner, \(expression), id" : "\(expression), id"
+        let columns = field.perUser ? "owner, \(expression), id" : field.grouped ? "\(expression), updated_at, id" : "\(expression), id"
         try db.execute(sql: "CREATE INDEX IF NOT EXISTS \"\(field.indexName(sqlName))\" ON \"\(sqlName)\"(\(columns))")
     }
 

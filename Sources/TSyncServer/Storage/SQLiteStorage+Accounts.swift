@@ -34,7 +34,36 @@ extension SQLiteStorage {
             guard db.changesCount > 0 else { return false }
             try db.execute(sql: "DELETE FROM tsync_tokens WHERE account_name = ?", arguments: [name])
             try db.execute(sql: "DELETE FROM tsync_known_clients WHERE account_name = ?", arguments: [name])
+            try db.execute(sql: "DELETE FROM tsync_account_labels WHERE account_name = ?", arguments: [name])
             return true
+        }
+    }
+
+    public func changeLabels(name: String, kind: AccountLabel, add: [String], remove: [String]) async throws -> Bool {
+        try await pool.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM tsync_accounts WHERE name = ?", arguments: [name]) == true else { return false }
+            for label in remove {
+                try db.execute(
+                    sql: "DELETE FROM tsync_account_labels WHERE account_name = ? AND kind = ? AND label = ?",
+                    arguments: [name, kind.rawValue, label])
+            }
+            for label in add {
+                try db.execute(
+                    sql: "INSERT INTO tsync_account_labels (account_name, kind, label) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    arguments: [name, kind.rawValue, label])
+            }
+            return true
+        }
+    }
+
+    public func labels() async throws -> [String: [AccountLabel: [String]]] {
+        try await pool.read { db in
+            var labels: [String: [AccountLabel: [String]]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT account_name, kind, label FROM tsync_account_labels ORDER BY label") {
+                guard let kind = AccountLabel(rawValue: row[1]) else { continue }
+                labels[row[0], default: [:]][kind, default: []].append(row[2])
+            }
+            return labels
         }
     }
 
@@ -74,6 +103,30 @@ extension SQLiteStorage {
                 arguments: [hash, accountName, expiresAt.millisecondsSinceEpoch]
             )
         }
+    }
+
+    public func storeToken(hash: String, accountName: String, expiresAt: Timestamp, scope: String) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO tsync_tokens (token_hash, account_name, expires_at, scope) VALUES (?, ?, ?, ?)",
+                arguments: [hash, accountName, expiresAt.millisecondsSinceEpoch, scope]
+            )
+        }
+    }
+
+    public func caller(forTokenHash hash: String, now: Timestamp) async throws -> Caller? {
+        let rows = try await pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT t.account_name, t.scope, l.kind, l.label FROM tsync_tokens AS t
+                    LEFT JOIN tsync_account_labels AS l ON l.account_name = t.account_name
+                    WHERE t.token_hash = ? AND t.expires_at > ?
+                    """,
+                arguments: [hash, now.millisecondsSinceEpoch]
+            ).map { row -> (String, String, String?, String?) in (row[0], row[1], row[2], row[3]) }
+        }
+        return Caller(rows: rows)
     }
 
     public func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String? {

@@ -370,8 +370,9 @@ public final class SQLiteStorage: ServerStorage {
             return .inserted(stored)
         }
         let found = try Self.fetchRecord(db, sqlName: sqlName, id: write.id, scope: .shared)
-        let step = try write.step(current: found?.record, visible: found.map { Self.isVisible(owner: $0.owner, in: write.scope) } ?? false)
-        {
+        let step = try write.step(
+            current: found?.record, visible: found.map { Self.isVisible(owner: $0.owner, in: write.scope) } ?? false, owner: found?.owner
+        ) {
             try clocks.next(db, clockKey: SQLiteSchema.clockKey(write.table))
         }
         switch step {

@@ -89,6 +89,18 @@ public protocol ServerStorage: Sendable {
     // MARK: Tokens (only hashes are ever stored)
 
     func storeToken(hash: String, accountName: String, expiresAt: Timestamp) async throws
+    /// A token narrower than its account (`TokenScope.stored`; "" for the whole account's).
+    func storeToken(hash: String, accountName: String, expiresAt: Timestamp, scope: String) async throws
+    /// Who a live token speaks for: its account with the account's roles and groups as they are
+    /// now, and the token's scope; nil when unknown, revoked or expired at `now`. One read per
+    /// request, so that a change of roles or groups applies to every instance's next request
+    /// (docs/DESIGN.md §11.1).
+    func caller(forTokenHash hash: String, now: Timestamp) async throws -> Caller?
+    /// Adds and removes roles or groups of the account spelled exactly `name`; false when there
+    /// is no such account.
+    func changeLabels(name: String, kind: AccountLabel, add: [String], remove: [String]) async throws -> Bool
+    /// Every account's roles and groups, by account name.
+    func labels() async throws -> [String: [AccountLabel: [String]]]
     /// The account a live token belongs to; nil when unknown, revoked or expired at `now`.
     func accountName(forTokenHash hash: String, now: Timestamp) async throws -> String?
     func revokeToken(hash: String) async throws
@@ -387,10 +399,18 @@ public struct LoginAttempts: Sendable, Equatable {
     }
 }
 
+/// What an account carries for the table rules (`AccessRule.role`, `AccessRule.group`).
+public enum AccountLabel: String, Sendable, Hashable, CaseIterable {
+    case role, group
+}
+
 public struct Account: Sendable, Hashable {
     public var name: String
     public var passwordHash: String
     public var createdAt: Timestamp
+    /// Filled by `AccountManager.list`; empty elsewhere.
+    public var roles: [String] = []
+    public var groups: [String] = []
 
     public init(name: String, passwordHash: String, createdAt: Timestamp) {
         self.name = name

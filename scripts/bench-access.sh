@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Table rules' cost, a benchmark, not a test (SQLite server on loopback):
+#   1. a batched push and a cold pull of COUNT records by an account, against a table with a
+#      group rule (--access items:read=group:team,write=group:team) and against the same table
+#      shared; each pair alternated ROUNDS times, medians compared (aim: grouped/shared >= 0.9 as
+#      a rate, i.e. the grouped time at most 1/0.9 of the shared one);
+#   2. a group's page of 50 (the first page of a pull, and one from the middle) read from tables of
+#      SIZES records over ten groups, the reader in one of them: p50 of 100 requests each (aim:
+#      flat, p50 at the largest at most 2x the smallest).
+# Usage: scripts/bench-access.sh   (COUNT=100000, SIZES="10000 100000 1000000", ROUNDS=3;
+# TSYNC_BIN=path skips the build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${COUNT:-100000}
+read -r -a sizes <<<"${SIZES:-10000 100000 1000000}"
+rounds=${ROUNDS:-3}
+
+. scripts/lib/release-bin.sh
+. scripts/lib/serve.sh
+work=$(mktemp -d /tmp/tsync-bench-access.XXXXXX)
+cleanup() {
+    serve_stop_all
+    rm -rf "$work"
+}
+trap cleanup EXIT
+. scripts/lib/measure.sh
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.0001; printf "%.2f", a / b }'; }
+password="bench access password"
+rule="items:read=group:team,write=group:team"
+
+items() {
+    awk -v count="$1" 'BEGIN {
+        for (i = 0; i < count; i++)
+            printf "{\"id\":\"item-%07d\",\"team\":\"g0\",\"text\":\"record number %d\",\"priority\":%d}\n", i, i, i % 1000
+    }'
+}
+
+# server NAME [ARGS...]: a server on its own database with the account alice in group g0; sets URL.
+server() {
+    local name=$1
+    shift
+    "$bin" user add alice --group g0 --password-stdin --db "sqlite:$work/$name.db" <<<"$password" 2>/dev/null
+    serve_start "$bin" "$work/$name.log" --db "sqlite:$work/$name.db" --max-tables 0 "$@"
+    URL=$SERVE_URL
+}
+# store DIR URL: a store logged in as alice.
+store() {
+    "$bin" init "$1" --remote "$2" >/dev/null
+    "$bin" -C "$1" login --user alice --password-stdin <<<"$password" >/dev/null 2>&1
+}
+
+echo "tsync table rules: group rule vs shared table ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
+echo "== push and pull of $count records, $rounds rounds alternated"
+items "$count" >"$work/items.ndjson"
+push_shared=() push_group=() pull_shared=() pull_group=()
+for round in $(seq 1 "$rounds"); do
+    for kind in shared group; do
+        if [ "$kind" = group ]; then server "$kind-$round" --access "$rule"; else server "$kind-$round"; fi
+        store "$work/w-$kind-$round" "$URL"
+        "$bin" -C "$work/w-$kind-$round" insert items -q <"$work/items.ndjson"
+        measure "$bin" -C "$work/w-$kind-$round" push -q
+        eval "push_$kind+=(\"$seconds\")"
+        store "$work/r-$kind-$round" "$URL"
+        measure "$bin" -C "$work/r-$kind-$round" pull items --query-id clone -q
+        eval "pull_$kind+=(\"$seconds\")"
+        pulled=$(sqlite3 "$work/r-$kind-$round/.tsync/store.sqlite" "SELECT count(*) FROM records")
+        [ "$pulled" = "$count" ] || { echo "the $kind pull holds $pulled records, not $count" >&2; exit 1; }
+        serve_stop_all
+        rm -rf "$work/w-$kind-$round" "$work/r-$kind-$round" "$work/$kind-$round.db"*
+    done
+done
+ps=$(median "${push_shared[@]}") pg=$(median "${push_group[@]}") ls=$(median "${pull_shared[@]}") lg=$(median "${pull_group[@]}")
+echo "push: shared ${ps}s (${push_shared[*]}), group rule ${pg}s (${push_group[*]}); rate ratio $(ratio "$ps" "$pg") (aim >= 0.9)"
+echo "pull: shared ${ls}s (${pull_shared[*]}), group rule ${lg}s (${pull_group[*]}); rate ratio $(ratio "$ls" "$lg") (aim >= 0.9)"
+
+echo "== a group's page of 50, p50 of 100 requests (ten groups, the reader in one)"
+first_p50=() middle_p50=()
+for size in "${sizes[@]}"; do
+    server "page-$size" --access "$rule"
+    token=$(curl -sf -H 'ZUMO-API-VERSION: 2.0.0' -H 'Content-Type: application/json' \
+        -d "{\"username\":\"alice\",\"password\":\"$password\"}" "$URL/.auth/login/custom" | jq -r .authenticationToken)
+    curl -sf -o /dev/null -H 'ZUMO-API-VERSION: 2.0.0' -H "X-ZUMO-AUTH: $token" -H 'Content-Type: application/json' \
+        -d '{"id":"seed","team":"g0"}' "$URL/tables/items"
+    # The records straight into the server's table, as its writes store them: times one
+    # millisecond apart, groups in turn.
+    sqlite3 "$work/page-$size.db" "
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $size - 1)
+        INSERT INTO t_items (id, created_at, updated_at, version, deleted, owner, body)
+        SELECT printf('item-%08d', i), t, t, printf('%016x', i), 0, NULL,
+               '{\"team\":\"g' || (i % 10) || '\",\"text\":\"record number ' || i || '\",\"priority\":' || (i % 1000) || '}'
+        FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch') AS t FROM n);"
+    middle=$(sqlite3 "$work/page-$size.db" "SELECT updated_at FROM t_items WHERE id = printf('item-%08d', $size / 2 - ($size / 2) % 10)")
+    filter=$(jq -rn --arg t "$middle" '"updatedAt gt datetimeoffset'"'"'\($t)'"'"'" | @uri')
+    for page in first middle; do
+        query='$orderby=updatedAt,id&$top=50&__includeDeleted=true'
+        [ "$page" = middle ] && query="$query&\$filter=$filter"
+        times=()
+        for _ in $(seq 1 100); do
+            times+=("$(curl -sf -o "$work/page.json" -w '%{time_total}' -H 'ZUMO-API-VERSION: 2.0.0' -H "X-ZUMO-AUTH: $token" "$URL/tables/items?$query")")
+        done
+        got=$(jq 'length' "$work/page.json")
+        [ "$got" = 50 ] || { echo "a $page page of $size holds $got records" >&2; exit 1; }
+        [ "$(jq '[.[] | select(.team != "g0")] | length' "$work/page.json")" = 0 ] || { echo "another group's record in the page" >&2; exit 1; }
+        p50=$(median "${times[@]}")
+        eval "${page}_p50+=(\"$p50\")"
+        echo "$size records: $page page p50 ${p50}s"
+    done
+    serve_stop_all
+    rm -f "$work/page-$size.db"*
+done
+echo "first page: p50 ratio largest/smallest $(ratio "${first_p50[-1]}" "${first_p50[0]}") (aim <= 2)"
+echo "middle page: p50 ratio largest/smallest $(ratio "${middle_p50[-1]}" "${middle_p50[0]}") (aim <= 2)"
