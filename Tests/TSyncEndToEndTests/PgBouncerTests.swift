@@ -25,7 +25,7 @@ struct PgBouncerTests {
                 let refused = try await TSyncProcess.run(["serve", "--db", pooled, "--no-auth", "--port", "0"], in: directory.path)
                 #expect(refused.status == 1, "\(refused)")
                 #expect(refused.stderr.contains("--listen-db"), "\(refused.stderr)")
-                #expect(ContinuousClock.now - start < .seconds(20))
+                #expect(ContinuousClock.now - start < .seconds(40), "not silent for a minute")
                 listen = ["--listen-db", direct]
             }
 
