@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tsync needs to build and test, when they are missing.
 # Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench]
-# (jq: the README's CI job script, which a test runs.)
+# (jq: the README's CI job script, which a test runs; with PostgreSQL comes pgbouncer, which a
+# test puts in front of it.)
 set -euo pipefail
 packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3 openssl)
 for arg in "$@"; do
     case "$arg" in
-        --with-postgres) packages+=(postgresql) ;;
+        --with-postgres) packages+=(postgresql pgbouncer) ;;
         --with-jq) packages+=(jq) ;;
         --with-bench) packages+=(wrk time) ;;
         *) echo "usage: $0 [--with-postgres] [--with-jq] [--with-bench]" >&2; exit 64 ;;

@@ -27,6 +27,13 @@ final class ProgressLine: Sendable {
         enabled = !quiet && isatty(STDERR_FILENO) == 1
     }
 
+    /// `handle` when the line is shown, else nil: a pull with no line to draw asks the server for
+    /// no total (`$inlinecount`), which costs it a count of every record the pull may read.
+    var events: (@Sendable (SyncSession.Event) -> Void)? {
+        guard enabled else { return nil }
+        return { @Sendable [self] event in handle(event) }
+    }
+
     /// A `SyncProgress` that draws "VERB done/total" (or "VERB done" when the total is unknown).
     func reporter(_ verb: String) -> SyncProgress? {
         guard enabled else { return nil }

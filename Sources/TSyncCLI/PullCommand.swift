@@ -79,7 +79,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         Interrupts.forward(to: session.stopRequest)
         let outcome = try await progress.finishing {
             try await session.pull(
-                RemoteAccess.session(session, verbose: output.verbose, events: progress.handle), request, policies: policies)
+                RemoteAccess.session(session, verbose: output.verbose, events: progress.events), request, policies: policies)
         }
         if let summary = outcome.result, output.json { Console.write(JSONReports.line(SyncReports.pull(summary))) }
         if case .interrupted = outcome.verdict {

@@ -33,10 +33,16 @@ struct ServeCommand: AsyncParsableCommand {
             with `Preference-Applied: wait=N`; `tsync watch` uses it. --max-watchers bounds the \
             requests held at once.
 
+            A SQLite file takes one server: a second `tsync serve` on it exits 1, saying to use \
+            PostgreSQL for several instances (`tsync user` commands work beside the server). On \
+            PostgreSQL behind a transaction pooler (PgBouncer), see --listen-db.
+
             For the person who runs it: --log-format json writes one JSON object per line (request \
             lines with method, path, status, durationMs, bytes, user, client, requestId and route, \
             the route template as /metrics counts it; the id also goes back as X-Request-Id). GET /health answers while the process runs; GET /ready \
-            answers 200 when the database answers and 503 when it does not; with --metrics, \
+            answers 200 when the database answers and takes writes, and 503 with the reason when \
+            it does not (a read-only replica, a full disk), on a connection of its own, so that it \
+            answers under load too; with --metrics, \
             GET /metrics answers counters in the Prometheus text format. --config FILE reads \
             settings from a TOML file whose keys are the long flag names (port = 8080, \
             no-auth = true, index = ["todo.n"]); flags on the command line win. An unknown key or a \
@@ -57,6 +63,21 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(parsing: .unconditional, help: "Port to listen on; 0 picks a free one.")
     var port = 8080
+
+    @Option(
+        name: .customLong("listen-db"),
+        help: ArgumentHelp(
+            "PostgreSQL only: where to LISTEN for other instances' writes, when --db goes through a transaction pooler.",
+            discussion: """
+                The live route wakes this instance's held reads when another instance writes, through \
+                PostgreSQL's LISTEN/NOTIFY on one connection that stays open. A transaction pooler \
+                (PgBouncer with pool_mode = transaction) cannot keep it: serve checks at start-up \
+                that it hears its own NOTIFY, and exits 1 saying so when it does not. Give here a URL \
+                of the same database that reaches PostgreSQL itself (or a session-mode pool); \
+                everything else still goes through --db.
+                """,
+            valueName: "url"))
+    var listenDB: String?
 
     @Flag(name: .customLong("no-auth"), help: "Serve without accounts (only on a loopback address unless --insecure).")
     var noAuth = false
@@ -390,8 +411,11 @@ struct ServeCommand: AsyncParsableCommand {
         try configuration.validate()
         let location = try database.location()
         let created = location.sqliteFileToCreate
-        try await location.withStorage(logger: Logger(label: "tsync.storage"), queryTimeoutSeconds: configuration.queryTimeoutSeconds) {
-            storage in
+        let listenLocation = try listenDB.map { try DatabaseLocation(parsing: $0, environment: ProcessInfo.processInfo.environment) }
+        try await location.withStorage(
+            logger: Logger(label: "tsync.storage"), queryTimeoutSeconds: configuration.queryTimeoutSeconds, serving: true,
+            listenAt: listenLocation
+        ) { storage in
             // Said once the database is open: a server that cannot reach it never claims to serve it.
             logger.info("tsync \(TSync.currentVersion) serving \(location.logDescription)")
             if let created { logger.info("created database at \(created)") }

@@ -18,7 +18,7 @@ struct ServeConfigFile {
 
     /// Every key and the kind of value it takes: serve's options, but `config` itself.
     static let keys: [String: Kind] = [
-        "db": .string, "host": .string, "port": .integer, "no-auth": .flag, "insecure": .flag, "per-user": .strings,
+        "db": .string, "listen-db": .string, "host": .string, "port": .integer, "no-auth": .flag, "insecure": .flag, "per-user": .strings,
         "index": .strings, "max-top": .integer, "max-batch": .integer, "max-connections": .integer, "header-timeout": .duration,
         "idle-timeout": .duration, "body-timeout": .duration, "query-timeout": .duration, "trusted-proxy": .strings,
         "tls-cert": .string, "tls-key": .string, "token-ttl": .duration, "log-format": .string, "metrics": .flag,

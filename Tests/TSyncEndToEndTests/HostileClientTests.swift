@@ -179,6 +179,18 @@ import TSyncModel
         #expect(ContinuousClock.now - start < .seconds(20), "stopped at the deadline, not at the query's end")
     }
 
+    /// Past the deadline, the answer says what the client can change among what it sent.
+    @Test func aTimeoutAdvisesOnlyWhatTheRequestSent() async throws {
+        let server = try await ServeFixture(options: ["--query-timeout", "1"])
+        try await slowTable(server)
+        let filtered = try await HTTP.send("GET", server.url + "/tables/slow?$filter=" + Self.slowFilter)
+        #expect(filtered.status == 503)
+        #expect(filtered.body.contains("and was stopped: narrow the $filter or ask for smaller pages"), "\(filtered.body)")
+        let counted = try await HTTP.send("GET", server.url + "/tables/slow?$inlinecount=allpages&$filter=" + Self.slowFilter)
+        #expect(counted.status == 503)
+        #expect(counted.body.contains("narrow the $filter, leave out $inlinecount or ask for smaller pages"), "\(counted.body)")
+    }
+
     /// A client that leaves while its query runs: the work stops (the log shows 499 at once, not
     /// after the query would have finished).
     @Test func workForAClientThatLeftStops() async throws {

@@ -378,7 +378,12 @@ import TSyncModel
                 admin,
                 "ALTER DATABASE \(name) ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'"
             )
-            let down = try await HTTP.send("GET", base + "/ready")
+            // A look is reused for a second (`ReadinessCheck`): asked again until it is new.
+            var down = try await HTTP.send("GET", base + "/ready")
+            for _ in 0..<25 where down.status == 200 {
+                try await Task.sleep(for: .milliseconds(200))
+                down = try await HTTP.send("GET", base + "/ready")
+            }
             #expect(down.status == 503, "\(down.body)")
             #expect(try await HTTP.send("GET", base + "/health").status == 200)
             try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")

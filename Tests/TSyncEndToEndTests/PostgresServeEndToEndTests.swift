@@ -58,6 +58,50 @@ struct PostgresServeEndToEndTests {
         }
     }
 
+    /// A database that takes no writes (a hot standby answers the same SQLSTATE 25006): `serve`'s
+    /// log and `tsync user` say what it is and what to do, with PostgreSQL's own words, and the
+    /// log never shows the values the write carried.
+    @Test func aReadOnlyDatabaseIsSaidInWordsAnOperatorCanActOn() async throws {
+        let directory = try TemporaryDirectory()
+        try await PostgresFixture.withFreshDatabase { db in
+            let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"], log: directory.path)
+            defer { server.stop() }
+            let url = try await server.waitForAddress()
+            #expect(try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"a","text":"fine"}"#).status == 201)
+
+            let admin = try #require(PostgresFixture.adminURL)
+            let name = String(db.split(separator: "/").last ?? "")
+            try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) SET default_transaction_read_only = on")
+            // The pool's sessions began before; new ones begin read-only.
+            try await PostgresFixture.psql(
+                admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()")
+            let deadline = ContinuousClock.now + .seconds(15)
+            var refused = false
+            while !refused, ContinuousClock.now < deadline {
+                let write = try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"b","text":"s3cr3t-value"}"#)
+                refused = write.status == 500 && server.log.contains("SQLSTATE 25006")
+                if !refused { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(refused, "\(server.log)")
+            #expect(server.log.contains("in a read-only transaction"), "PostgreSQL's words: \(server.log)")
+            #expect(server.log.contains("point --db at the primary"), "\(server.log)")
+            #expect(!server.log.contains("Generic description"), "\(server.log)")
+            #expect(!server.log.contains("s3cr3t-value"), "the write's values stay out of the log")
+
+            let add = try await TSyncProcess.run(
+                ["user", "add", "carol", "--password-stdin", "--db", db], in: directory.path, stdin: "carol password\n")
+            #expect(add.status == 1, "\(add)")
+            #expect(add.stderr.contains("read-only replica"), "\(add.stderr)")
+            #expect(add.stderr.contains("point --db at the primary"), "\(add.stderr)")
+            #expect(!add.stderr.contains("Generic description"), "\(add.stderr)")
+            // A server started on it refuses at once, in the same words.
+            let another = try await TSyncProcess.run(["serve", "--db", db, "--port", "0", "--no-auth"], in: directory.path)
+            #expect(another.status == 1, "\(another)")
+            #expect(another.stderr.contains("point --db at the primary"), "\(another.stderr)")
+            try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) RESET default_transaction_read_only")
+        }
+    }
+
     @Test func anUnreachableDatabaseIsAClearFailure() async throws {
         let directory = try TemporaryDirectory()
         let refused = try await TSyncProcess.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"], in: directory.path)

@@ -158,7 +158,7 @@ public final class CommandSession: Sendable {
             events?(event)
         }
         return try SyncSession(
-            store: store, remote: remote, stopRequest: stopRequest, events: logged)
+            store: store, remote: remote, stopRequest: stopRequest, events: logged, reportsProgress: events != nil)
     }
 
     /// Pushes (`SyncSession.push`); fails while the error table holds errors of the pushed tables,

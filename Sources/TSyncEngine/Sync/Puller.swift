@@ -146,7 +146,9 @@ package struct Puller: Sendable {
         // with the next pull, which says so again.
         var kept = checkpoint
         var first = pageRequest(at: position)
-        first.inlineCount = request.wait == nil  // the total, for the progress line
+        // The total, for the progress line; none without one (a count of a large table can take
+        // the server longer than the page, and the pull does not need it).
+        first.inlineCount = request.wait == nil && progress != nil
         // A plain pull asks for the next page as soon as a page arrives, at the position its last
         // record gives, guessed from the bytes (`StoredPageDecoder.lastPosition`) while the page
         // is read; the guess is used only when the page, once read, gives the same position.
@@ -253,7 +255,7 @@ package struct Puller: Sendable {
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
         var skip = 0
         var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
-        first.inlineCount = true  // the total, for the progress line
+        first.inlineCount = progress != nil  // the total, for the progress line
         var fetching: PageFetch? = PageFetch(remote, first)
         var total: Int?
         defer { fetching?.cancel() }

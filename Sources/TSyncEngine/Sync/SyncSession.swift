@@ -30,6 +30,9 @@ public struct SyncSession: Sendable {
     public let pushConcurrency: Int
     /// Sees progress and each finished push and pull (called from the workflow's tasks).
     public let events: (@Sendable (Event) -> Void)?
+    /// Whether `events` shows progress: a pull reports none otherwise, and asks the server for no
+    /// total (`$inlinecount`), which on a large table costs it more than the pages.
+    public let reportsProgress: Bool
 
     /// A token to send instead of the saved one (`remote.tokenOverride`).
     package var tokenOverride: String? { remote.tokenOverride }
@@ -47,7 +50,7 @@ public struct SyncSession: Sendable {
     /// through `CommandSession.syncSession` instead. A usage error for a concurrency below 1.
     public init(
         store: LocalStore, remote: RemoteSettings = .standard, stopRequest: StopRequest? = nil,
-        pushConcurrency: Int = defaultPushConcurrency, events: (@Sendable (Event) -> Void)? = nil
+        pushConcurrency: Int = defaultPushConcurrency, events: (@Sendable (Event) -> Void)? = nil, reportsProgress: Bool = true
     ) throws(TSyncError) {
         guard pushConcurrency >= 1 else { throw .usage("push concurrency must be at least 1 (got \(pushConcurrency))") }
         self.store = store
@@ -55,6 +58,7 @@ public struct SyncSession: Sendable {
         self.stopRequest = stopRequest
         self.pushConcurrency = pushConcurrency
         self.events = events
+        self.reportsProgress = reportsProgress
     }
 
     /// `trust` plus the store's `http.caFile`, which must still be there: a CA file that vanished
@@ -108,7 +112,7 @@ public struct SyncSession: Sendable {
     }
 
     private func reporter(_ phase: String) -> SyncProgress? {
-        guard let events else { return nil }
+        guard let events, reportsProgress else { return nil }
         return { done, total in events(.progress(phase: phase, done: done, total: total)) }
     }
 

@@ -14,12 +14,17 @@ struct OperatorRoutes: Sendable {
         if metrics?.exposes == true { router.on(ServedRoutes.metrics, use: exposition) }
     }
 
-    /// 200 when the database answers a trivial read within the readiness timeout, 503 otherwise.
-    /// The reason goes to the log, not to the (anonymous) client.
+    /// 200 when the database answers within the readiness timeout and takes writes, 503
+    /// otherwise. The client learns which of the two failed; the details (the database's words
+    /// and address) go to the log, not to the (anonymous) client.
     @Sendable func ready(_ request: Request, context: ServerRequestContext) async throws -> Response {
         do {
             try await QueryDeadline.run(seconds: readinessTimeoutSeconds, channel: nil) { [storage] in try await storage.checkReady() }
             return JSONResponse.make(.ok, ["status": "ready"])
+        } catch let error as DatabaseTakesNoWrites {
+            context.logger.warning("not ready: \(error.detail)")
+            return JSONResponse.make(
+                .serviceUnavailable, ["status": "unavailable", "error": .string("writes would fail: \(error.reason)")])
         } catch {
             let reason =
                 (error as? TSyncError)?.message ?? (error as? QueryTimedOut).map { _ in

@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// A read's database work, bounded (docs/DESIGN.md §10): it stops when it takes longer than the
 /// query timeout, and when the client it is for has gone. Stopping is cancellation: GRDB
@@ -17,14 +18,19 @@ enum QueryDeadline {
         try await ReadShares.$client.withValue(client) { try await run(seconds: seconds, channel: channel, work) }
     }
 
+    /// Told by the storage when the work has a connection of the database (`reached`): a
+    /// deadline that passes before says the database was busy, not the query slow.
+    @TaskLocal static var wait: DatabaseWait?
+
     private static func run<T: Sendable>(
         seconds: Int, channel: (any Channel)?, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await work() }
+        let wait = DatabaseWait()
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await $wait.withValue(wait) { try await work() } }
             group.addTask {
                 try await Task.sleep(for: .seconds(seconds))
-                throw QueryTimedOut(seconds: seconds)
+                throw QueryTimedOut(seconds: seconds, waitedForDatabase: !wait.isOver)
             }
             if let channel {
                 group.addTask {
@@ -56,14 +62,33 @@ extension ServerRequestContext {
     }
 }
 
-/// A query ran past the query timeout and was stopped: 503, with a message that says so.
+/// Whether a request's work has reached the database (`QueryDeadline.wait`).
+final class DatabaseWait: Sendable {
+    private let over = Atomic(false)
+
+    /// The work has its connection (PostgreSQL) or reader (SQLite) and runs.
+    func reached() { over.store(true, ordering: .relaxed) }
+
+    var isOver: Bool { over.load(ordering: .relaxed) }
+}
+
+/// A query ran past the query timeout and was stopped: 503, with a message that says so and
+/// what the client can change, among what it sent.
 struct QueryTimedOut: Error, CustomStringConvertible {
     /// The limit, when known.
     var seconds: Int?
+    /// The deadline passed while the work still waited for the database (every connection was
+    /// busy): the query itself was not slow.
+    var waitedForDatabase = false
+    /// What the client can ask for instead, e.g. "narrow the $filter or ask for smaller pages".
+    var advice: String?
 
     var message: String {
         let limit = seconds.map { " (\($0) s)" } ?? ""
-        return "the query took longer than the server allows\(limit) and was stopped: narrow the $filter or ask for smaller pages"
+        if waitedForDatabase {
+            return "the server's database was busy: no connection came free within the query timeout\(limit); try again later"
+        }
+        return "the query took longer than the server allows\(limit) and was stopped" + (advice.map { ": " + $0 } ?? "")
     }
 
     var description: String { message }

@@ -57,10 +57,19 @@ struct TableRoutes: Sendable {
         // The page as sent, worked out under the query deadline; `channel` nil for a held read,
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
         let read: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
-            let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
-                try await storage.query(table: table, query, scope: scope)
+            do {
+                let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
+                    try await storage.query(table: table, query, scope: scope)
+                }
+                return try Self.body(page, query)
+            } catch var error as QueryTimedOut {
+                // Only what the request asked for: a pull that sent no $filter is not told to narrow one.
+                var advice = query.filter == nil ? [] : ["narrow the $filter"]
+                if query.includeTotalCount { advice.append("leave out $inlinecount") }
+                advice.append("ask for smaller pages")
+                error.advice = advice.dropLast().joined(separator: ", ") + (advice.count > 1 ? " or " : "") + (advice.last ?? "")
+                throw error
             }
-            return try Self.body(page, query)
         }
         var headers: HTTPFields = [:]
         let page: PageBody

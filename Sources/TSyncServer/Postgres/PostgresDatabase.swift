@@ -17,9 +17,17 @@ final class PostgresDatabase: Sendable {
     let statementTimeoutSeconds: Int?
     /// The pool's connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
     let shares: ReadShares
-    /// Each connection's server process (`pg_backend_pid()`), by the pool's connection id: what
-    /// `pg_cancel_backend` names to stop its statement.
-    private let backends = Mutex<[Int: Int32]>([:])
+    /// What each transaction sets for itself (`set_config(…, true)`, as `SET LOCAL`); nil for
+    /// nothing. Not startup parameters: a pooler such as PgBouncer refuses them or drops them, and
+    /// in transaction pooling a setting of the session would stay with whichever server connection
+    /// ran it, for another client.
+    private let settings: PostgresStatement?
+    /// Begins each statement's text (`/*tsync 1f3a-17*/`), unique to one use of a connection: how a
+    /// cancel finds the statement in `pg_stat_activity` whichever server process runs it.
+    private let tagPrefix = "/*tsync " + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-"
+    private let uses = Atomic<UInt64>(0)
+    /// `GET /ready`'s looks (`checkReady`).
+    let readiness = ReadinessCheck()
 
     private init(url: PostgresURL, client: PostgresClient, logger: Logger, statementTimeoutSeconds: Int?, maximumConnections: Int) {
         self.url = url
@@ -27,6 +35,18 @@ final class PostgresDatabase: Sendable {
         self.logger = logger
         self.statementTimeoutSeconds = statementTimeoutSeconds
         shares = ReadShares(connections: maximumConnections)
+        if let statementTimeoutSeconds {
+            // Stops a query the server would otherwise finish for nobody (docs/DESIGN.md §10).
+            // A transaction left open between its statements (an instance stalled mid-write)
+            // holds its write floor, and pull-shaped reads stop below it until it ends
+            // (docs/DESIGN.md §10): PostgreSQL ends it after the same time.
+            var settings = PostgresStatement("SELECT set_config('statement_timeout', ")
+            let milliseconds = settings.bind("\(statementTimeoutSeconds * 1000)")
+            settings.append("\(milliseconds), true), set_config('idle_in_transaction_session_timeout', \(milliseconds), true)")
+            self.settings = settings
+        } else {
+            settings = nil
+        }
     }
 
     /// Connects, creates or upgrades the schema (`migrations`, normally `PostgresSchema.migrations`;
@@ -37,19 +57,7 @@ final class PostgresDatabase: Sendable {
         statementTimeoutSeconds: Int? = nil, logger: Logger = Logger(label: "tsync.postgres"),
         _ body: @Sendable (PostgresDatabase) async throws -> Result
     ) async throws -> Result {
-        var configuration = url.clientConfiguration(maximumConnections: maximumConnections)
-        // Statements outside `transaction` (`SingleInsert`'s call) need each statement to see what
-        // committed before it started (docs/DESIGN.md §10), whatever the database's default.
-        configuration.options.additionalStartupParameters.append(("default_transaction_isolation", "read committed"))
-        if let statementTimeoutSeconds {
-            // Stops a query the server would otherwise finish for nobody (docs/DESIGN.md §10).
-            configuration.options.additionalStartupParameters.append(("statement_timeout", "\(statementTimeoutSeconds * 1000)"))
-            // A transaction left open between its statements (an instance stalled mid-write)
-            // holds its write floor, and pull-shaped reads stop below it until it ends
-            // (docs/DESIGN.md §10): PostgreSQL ends it after the same time.
-            configuration.options.additionalStartupParameters.append(
-                ("idle_in_transaction_session_timeout", "\(statementTimeoutSeconds * 1000)"))
-        }
+        let configuration = url.clientConfiguration(maximumConnections: maximumConnections)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let database = PostgresDatabase(
             url: url, client: client, logger: logger, statementTimeoutSeconds: statementTimeoutSeconds,
@@ -65,31 +73,42 @@ final class PostgresDatabase: Sendable {
 
     // MARK: - Statements
 
-    /// Runs one statement outside any explicit transaction and returns its rows.
+    /// Runs one statement in a transaction of its own and returns its rows.
     @discardableResult
     func rows(_ statement: PostgresStatement) async throws -> [PostgresRow] {
         do {
-            return try await withConnection { connection in try await connection.query(statement.query, logger: logger).collect() }
+            return try await withConnection { transaction in try await transaction.alone(statement.query) }
         } catch {
             throw translated(error)
         }
     }
 
-    /// Runs a prepared statement outside any explicit transaction (prepared on each connection
-    /// when first run there) and gives its rows to `body`, on the connection's time.
+    /// Runs `statement` in no transaction, for what PostgreSQL refuses in one (`CREATE DATABASE`,
+    /// `VACUUM`): without the transaction's settings (`rows`).
+    func untransacted(_ statement: PostgresStatement) async throws {
+        do {
+            try await withConnection { transaction in try await transaction.execute(statement) }
+        } catch {
+            throw translated(error)
+        }
+    }
+
+    /// Runs `statement` (a PL/pgSQL function's call) in a transaction of its own and gives its rows
+    /// to `body`, on the connection's time. The statement is not prepared on the server: a named
+    /// statement would stay with one server connection, which a transaction pooler gives to
+    /// another client after each transaction.
     func call<Statement: PostgresPreparedStatement, Result: Sendable>(
         _ statement: Statement, _ body: ([Statement.Row]) throws -> Result
     ) async throws -> Result {
         do {
-            return try await withConnection { connection in
+            return try await withConnection { transaction in
                 do {
-                    var rows: [Statement.Row] = []
-                    for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                    return try body(rows)
+                    let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
+                    return try body(try await transaction.alone(query).map(statement.decodeRow))
                 } catch {
-                    // As in `transaction`: a look at the writers (`tsync_pull_page`) that failed
-                    // between taking their lock and letting it go must not leave it with the connection.
-                    _ = try? await connection.query(PostgresStatement("SELECT pg_advisory_unlock_all()").query, logger: logger).collect()
+                    // A look at the writers (`tsync_pull_page`) that failed between taking their
+                    // lock and letting it go must not leave it with the server connection.
+                    _ = try? await transaction.rows(PostgresStatement("SELECT pg_advisory_unlock_all()"))
                     throw error
                 }
             }
@@ -109,12 +128,8 @@ final class PostgresDatabase: Sendable {
         readOnly: Bool = false, _ body: (PostgresTransaction) async throws -> PostgresTransaction.Outcome<Result>
     ) async throws -> Result {
         do {
-            return try await withConnection { connection in
-                let transaction = PostgresTransaction(connection: connection, logger: logger)
-                // Whatever the database's default: the write floors and pull caps (docs/DESIGN.md
-                // §10) need each statement to see what committed before it started.
-                let begin = PostgresStatement("BEGIN ISOLATION LEVEL READ COMMITTED")
-                if readOnly { transaction.send(begin) } else { try await transaction.execute(begin) }
+            return try await withConnection { transaction in
+                try await transaction.begin(waiting: !readOnly)
                 let outcome: PostgresTransaction.Outcome<Result>
                 do {
                     outcome = try await body(transaction)
@@ -150,23 +165,29 @@ final class PostgresDatabase: Sendable {
     /// A connection of the pool for `body`, in a share of the current client's (`ReadShares`).
     /// When the task is cancelled (its client left, or its deadline passed: `QueryDeadline`)
     /// while `body` runs, the statement is cancelled in the database as well (PostgresNIO only
-    /// stops waiting for it), and the connection goes back to the pool only once the cancel was
-    /// sent, so that it cannot reach the connection's next statement.
-    private func withConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    /// stops waiting for it). The cancel names the statement by its tag, not by a server process:
+    /// behind a transaction pooler the process that ran one statement may run another client's
+    /// next, and a statement that has ended by the time the cancel comes is not cancelled.
+    private func withConnection<Result: Sendable>(_ body: (PostgresTransaction) async throws -> Result) async throws -> Result {
         try await shares.run {
             try await client.withConnection { connection in
-                let process = try await backendProcess(connection)
+                QueryDeadline.wait?.reached()
+                let tag = tagPrefix + String(uses.add(1, ordering: .relaxed).newValue, radix: 16) + "*/ "
+                let transaction = PostgresTransaction(connection: connection, logger: logger, tag: tag, settings: settings)
                 let cancel = Mutex<(done: Bool, sent: Task<Void, Never>?)>((false, nil))
                 let result: Swift.Result<Result, any Error>
                 do {
                     result = .success(
                         try await withTaskCancellationHandler {
-                            try await body(connection)
+                            try await body(transaction)
                         } onCancel: {
                             cancel.withLock { state in
                                 guard !state.done, state.sent == nil else { return }
                                 state.sent = Task { [client, logger] in
-                                    let statement = PostgresStatement("SELECT pg_cancel_backend(\(process))")
+                                    var statement = PostgresStatement("SELECT pg_cancel_backend(pid) FROM pg_stat_activity ")
+                                    statement.append("WHERE state = 'active' AND pid <> pg_backend_pid() ")
+                                    statement.append(
+                                        "AND left(query, \(statement.bind(Int64(tag.utf8.count)))::integer) = \(statement.bind(tag))")
                                     _ = try? await client.query(statement.query, logger: logger).collect()
                                 }
                             }
@@ -184,19 +205,6 @@ final class PostgresDatabase: Sendable {
         }
     }
 
-    /// The server process of `connection`, asked once per connection.
-    private func backendProcess(_ connection: PostgresConnection) async throws -> Int32 {
-        if let known = backends.withLock({ $0[connection.id] }) { return known }
-        let rows = try await connection.query(PostgresStatement("SELECT pg_backend_pid()").query, logger: logger).collect()
-        let process = try rows.first?.decode(Int32.self) ?? 0
-        backends.withLock { known in
-            // Connections the pool closed leave their ids behind: forget them now and then.
-            if known.count > 1000 { known = [:] }
-            known[connection.id] = process
-        }
-        return process
-    }
-
     /// Opens and closes one connection outside the pool, so that a wrong host, password or
     /// database name fails at once with PostgreSQL's reason; the pool would only retry and log.
     private func waitUntilReachable() async throws {
@@ -212,7 +220,12 @@ final class PostgresDatabase: Sendable {
     /// Makes a PostgresNIO error into one an operator can act on. Messages carry the server's
     /// wording but never the SQL text or a bound value.
     func translated(_ error: any Error) -> any Error {
-        if error is TSyncError || error is CancellationError { return error }
+        if error is TSyncError || error is CancellationError || error is PostgresServerError || error is QueryTimedOut { return error }
+        if let error = error as? PostgresDecodingError {
+            // Its description is PostgresNIO's generic one; its data is a record's: neither is said.
+            return TSyncError.failure(
+                "PostgreSQL at \(url): column \(error.columnName) (\(error.postgresType)) cannot be read as \(error.targetType)")
+        }
         guard let error = error as? PSQLError else {
             return TSyncError.failure("PostgreSQL at \(url): \(error)")
         }
@@ -221,6 +234,10 @@ final class PostgresDatabase: Sendable {
             switch sqlState {
             case "57014":  // query_canceled: statement_timeout
                 return QueryTimedOut(seconds: statementTimeoutSeconds)
+            case "25006":  // read_only_sql_transaction
+                return TSyncError.failure(
+                    "PostgreSQL at \(url) takes no writes: \(message) (SQLSTATE 25006): this is a read-only replica (hot standby), "
+                        + "or the database is read-only (default_transaction_read_only): point --db at the primary")
             case "3D000":
                 return TSyncError.failure("PostgreSQL at \(url): \(message): create it first (createdb \(url.database))")
             case _ where sqlState.hasPrefix("28"):
@@ -269,7 +286,7 @@ struct PostgresServerError: Error, CustomStringConvertible {
     var isProgramLimit: Bool { sqlState.hasPrefix("54") }
 }
 
-/// One connection inside `BEGIN … COMMIT`. Only `PostgresDatabase.transaction` makes one.
+/// One connection inside `BEGIN … COMMIT`. Only `PostgresDatabase` makes one.
 struct PostgresTransaction {
     enum Outcome<Value: Sendable> {
         case commit(Value)
@@ -279,10 +296,14 @@ struct PostgresTransaction {
 
     fileprivate let connection: PostgresConnection
     fileprivate let logger: Logger
+    /// Begins the text of every statement sent (`PostgresDatabase.withConnection`).
+    fileprivate let tag: String
+    /// What the transaction sets after `BEGIN` (`PostgresDatabase.settings`).
+    fileprivate let settings: PostgresStatement?
 
     @discardableResult
     func rows(_ statement: PostgresStatement) async throws -> [PostgresRow] {
-        try await connection.query(statement.query, logger: logger).collect()
+        try await connection.query(tagged(statement.query), logger: logger).collect()
     }
 
     func execute(_ statement: PostgresStatement) async throws {
@@ -291,6 +312,33 @@ struct PostgresTransaction {
 
     /// Queues `statement` on the connection without waiting for it (its outcome is not looked at).
     func send(_ statement: PostgresStatement) {
-        let _: EventLoopFuture<PostgresQueryResult> = connection.query(statement.query, logger: logger)
+        let _: EventLoopFuture<PostgresQueryResult> = connection.query(tagged(statement.query), logger: logger)
+    }
+
+    /// `BEGIN`, whatever the database's default isolation: the write floors and pull caps
+    /// (docs/DESIGN.md §10) need each statement to see what committed before it started. Then the
+    /// settings, queued: should they fail, the transaction's next statement fails.
+    fileprivate func begin(waiting: Bool) async throws {
+        let begin = PostgresStatement("BEGIN ISOLATION LEVEL READ COMMITTED")
+        if waiting { try await execute(begin) } else { send(begin) }
+        if let settings { send(settings) }
+    }
+
+    /// `query` in a transaction of its own, sent with its `BEGIN` and `COMMIT` in one go: one
+    /// round trip, as a statement in autocommit, with the transaction's isolation and settings.
+    /// When `query` fails, the `COMMIT` ends the failed transaction (PostgreSQL rolls it back).
+    fileprivate func alone(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await begin(waiting: false)
+        let result: EventLoopFuture<PostgresQueryResult> = connection.query(tagged(query), logger: logger)
+        let commit: EventLoopFuture<PostgresQueryResult> = connection.query(tagged(PostgresStatement("COMMIT").query), logger: logger)
+        let rows = try await result.get().rows
+        _ = try await commit.get()
+        return rows
+    }
+
+    private func tagged(_ query: PostgresQuery) -> PostgresQuery {
+        var query = query
+        query.sql = tag + query.sql
+        return query
     }
 }

@@ -60,10 +60,16 @@ public final class PostgresStorage: ServerStorage {
 
     /// Connects to `url`, creates or upgrades the schema, and runs `body` with the storage; the
     /// connections close when `body` returns or throws.
-    /// - Parameter clock: the wall clock `updatedAt` is taken from; tests may pass their own.
+    /// - Parameters:
+    ///   - clock: the wall clock `updatedAt` is taken from; tests may pass their own.
+    ///   - listens: whether other instances' commits are listened for (`PostgresChangeListener`),
+    ///     not for a short-lived command; `body` starts once the listener heard itself.
+    ///   - listenURL: where, when not at `url`: another way to the same database, past a
+    ///     transaction pooler (`--listen-db`).
     public static func withStorage<Result: Sendable>(
         url: PostgresURL, maximumConnections: Int = 20, clock: @escaping @Sendable () -> Timestamp = Timestamp.now,
-        logger: Logger = Logger(label: "tsync.postgres"), statementTimeoutSeconds: Int? = nil,
+        logger: Logger = Logger(label: "tsync.postgres"), statementTimeoutSeconds: Int? = nil, listens: Bool = true,
+        listenURL: PostgresURL? = nil,
         _ body: @Sendable (PostgresStorage) async throws -> Result
     ) async throws -> Result {
         try await PostgresDatabase.withDatabase(
@@ -71,10 +77,18 @@ public final class PostgresStorage: ServerStorage {
         ) { database in
             let storage = PostgresStorage(database: database, clock: clock)
             return try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await PostgresChangeListener(storage: storage, logger: logger).run() }
                 defer {
                     group.cancelAll()
                     storage.readAhead.cancelAll()
+                }
+                if listens {
+                    let (reports, report) = AsyncStream.makeStream(of: Swift.Result<Void, any Error>.self)
+                    let listener = PostgresChangeListener(storage: storage, url: listenURL ?? url, logger: logger)
+                    group.addTask { await listener.run { report.yield($0) } }
+                    for await started in reports {
+                        report.finish()
+                        try started.get()
+                    }
                 }
                 return try await body(storage)
             }
@@ -759,9 +773,9 @@ extension PostgresStorage {
     public func shareReads(perClient: Int) { database.shares.setPerClient(perClient) }
     public func limitTables(perAccount: Int) { tables.limit.store(perAccount, ordering: .relaxed) }
 
-    /// Ready when the database answers `SELECT 1` (through the pool, as requests are served).
+    /// Ready when the database answers, on a connection of its own, and takes writes.
     public func checkReady() async throws {
-        _ = try await database.rows(PostgresStatement("SELECT 1"))
+        try await database.checkReady()
     }
 }
 

@@ -143,7 +143,9 @@ enum PullPage {
         $$
         """#
 
-    /// The call, prepared once per connection: no parse and, after a few calls, no plan.
+    /// The call, its text and values (`PostgresDatabase.call` sends it unnamed: a pooler in
+    /// transaction mode gives each transaction another server connection, where a statement
+    /// prepared by name would be missing, or there already).
     struct Call: PostgresPreparedStatement {
         static let name = "tsync_pull_page"
         static let sql = "SELECT page FROM tsync_pull_page($1, $2, $3, $4, $5, $6, $7, $8)"

@@ -38,21 +38,34 @@ public enum DatabaseLocation: Sendable, Equatable {
     ///
     /// `queryTimeoutSeconds` bounds every statement on PostgreSQL (`statement_timeout`); SQLite's
     /// reads are stopped by the server's deadline instead (`QueryDeadline`).
+    ///
+    /// `serving` is for `tsync serve`, which stays: on PostgreSQL it listens for other instances'
+    /// writes (at `listenAt`, `--listen-db`, when given), and it is refused a SQLite file another
+    /// server holds. The short-lived `tsync user` commands do neither.
     public func withStorage<Result: Sendable>(
         mustExist: Bool = false, logger: Logger = Logger(label: "tsync.storage"), queryTimeoutSeconds: Int? = nil,
-        _ body: @Sendable (any ServerStorage) async throws -> Result
+        serving: Bool = false, listenAt: DatabaseLocation? = nil, _ body: @Sendable (any ServerStorage) async throws -> Result
     ) async throws -> Result {
+        var listenURL: PostgresURL?
+        switch (self, listenAt) {
+        case (_, nil): break
+        case (.postgres, .postgres(let url)?): listenURL = url
+        case (.sqlite, _?): throw TSyncError.usage("--listen-db is for a PostgreSQL --db: SQLite's server wakes its own watchers")
+        case (.postgres, .sqlite?): throw TSyncError.usage("--listen-db must be a postgres:// URL of the --db database")
+        }
         switch self {
         case .sqlite(let path):
             if mustExist, !FileManager.default.fileExists(atPath: path) {
                 throw TSyncError(.invalidInput, "no server database at \(Identifiers.quoted(path))", remedy: .checkDatabaseLocation)
             }
+            let lock = serving ? try SQLiteServeLock(path: path) : nil
+            defer { withExtendedLifetime(lock) {} }
             let storage = try SQLiteStorage(path: path)
             return try await storage.withCheckpoints { try await body(storage) }
         case .postgres(let url):
-            return try await PostgresStorage.withStorage(url: url, logger: logger, statementTimeoutSeconds: queryTimeoutSeconds) {
-                storage in try await body(storage)
-            }
+            return try await PostgresStorage.withStorage(
+                url: url, logger: logger, statementTimeoutSeconds: queryTimeoutSeconds, listens: serving, listenURL: listenURL
+            ) { storage in try await body(storage) }
         }
     }
 }

@@ -117,6 +117,24 @@ enum SQLiteSchema {
         return migrator
     }()
 
+    /// Applies the migrations `pool` lacks. Two processes that open a new file at once (two
+    /// `tsync user add`, or one and a server) both find it without migrations, and GRDB's
+    /// migrator looks at what is applied before its transactions, so the second one's step fails
+    /// on what the first one created ("table … already exists"). A step that fails after another
+    /// process applied more steps is tried again from what is now applied.
+    static func migrate(_ pool: DatabasePool) throws {
+        var applied = try pool.read { db in try migrator.appliedIdentifiers(db) }
+        while true {
+            do {
+                return try migrator.migrate(pool)
+            } catch {
+                let now = try pool.read { db in try migrator.appliedIdentifiers(db) }
+                guard now.isStrictSuperset(of: applied) else { throw error }
+                applied = now
+            }
+        }
+    }
+
     /// The SQL name of a sync table; `table` is already validated, so it is a safe identifier.
     static func recordTableName(_ table: String) -> String { "t_" + table.lowercased() }
 

@@ -67,7 +67,7 @@ public final class SQLiteStorage: ServerStorage {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             openedFile = SQLiteFileIdentity(path: path)
-            try SQLiteSchema.migrator.migrate(pool)
+            try SQLiteSchema.migrate(pool)
         } catch let error as DatabaseError {
             throw TSyncError.failure(
                 "cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
@@ -93,7 +93,14 @@ public final class SQLiteStorage: ServerStorage {
 
     /// A read of records for a client: in one of its shares of the readers (`ReadShares`).
     func clientRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await shares.run { try await pool.read(body) }
+        // Taken here: GRDB runs `body` on a queue of its own, where task-locals are not set.
+        let wait = QueryDeadline.wait
+        return try await shares.run {
+            try await pool.read { db in
+                wait?.reached()
+                return try body(db)
+            }
+        }
     }
 
     public func record(table: String, id: String, scope: OwnerScope) async throws -> TSyncModel.Record? {

@@ -67,7 +67,7 @@ enum PostgresTestDatabase {
     /// Runs one statement as it is, outside any migration.
     static func execute(_ sql: String, on url: PostgresURL) async throws {
         try await PostgresDatabase.withDatabase(url: url, maximumConnections: 1, migrations: nil, logger: quietLogger) { database in
-            try await database.rows(PostgresStatement(sql))
+            try await database.untransacted(PostgresStatement(sql))
         }
     }
 }
