@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tsync needs to build and test, when they are missing.
-# Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench]
-# (jq: the README's CI job script, which a test runs.)
+# Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench] [--with-netlab]
+# (jq: the README's CI job script, which a test runs; iproute2: the network campaign's namespaces.)
 set -euo pipefail
 packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3 openssl)
 for arg in "$@"; do
@@ -9,7 +9,8 @@ for arg in "$@"; do
         --with-postgres) packages+=(postgresql) ;;
         --with-jq) packages+=(jq) ;;
         --with-bench) packages+=(wrk time) ;;
-        *) echo "usage: $0 [--with-postgres] [--with-jq] [--with-bench]" >&2; exit 64 ;;
+        --with-netlab) packages+=(iproute2) ;;
+        *) echo "usage: $0 [--with-postgres] [--with-jq] [--with-bench] [--with-netlab]" >&2; exit 64 ;;
     esac
 done
 missing=()
