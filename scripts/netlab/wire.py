@@ -20,6 +20,9 @@ stdin and answers each with one JSON line:
     {"cmd": "profile", "link": K|"*", "dir": "up"|"down"|"both", "delay": MS, "jitter": MS,
      "loss": P, "reorder": P, "duplicate": P, "rate": KBIT}      (up: client to server)
     {"cmd": "partition", "link": K, "dir": "up"|"down"|"both", "seconds": S}
+    {"cmd": "cut", "link": K, "match": TEXT, "seconds": S}   the next client packet holding TEXT
+                        (e.g. "POST /tables") goes through, and the way back is cut for S seconds
+                        from then: the server gets the request, the client never its answer
     {"cmd": "heal"}     every link clean, partitions over
     {"cmd": "stats"}    counters per link and direction
 It ends when stdin closes (the devices go with it).
@@ -83,6 +86,7 @@ class Direction:
     def __init__(self):
         self.clean()
         self.partitioned_until = 0.0
+        self.cut = None  # (bytes to match, seconds): cut the other direction after a matching packet
         self.next_free = 0.0
         self.counts = {"packets": 0, "delivered": 0, "lost": 0, "partitioned": 0, "duplicated": 0, "reordered": 0}
 
@@ -155,10 +159,14 @@ class Wire:
             for direction in self.directions(message["link"], message.get("dir", "both")):
                 direction.partitioned_until = now + float(message["seconds"])
             return {"ok": True}
+        if kind == "cut":
+            self.links[int(message["link"])]["up"].cut = (message["match"].encode(), float(message["seconds"]))
+            return {"ok": True}
         if kind == "heal":
             for direction in self.directions("*", "both"):
                 direction.clean()
                 direction.partitioned_until = 0.0
+                direction.cut = None
             return {"ok": True}
         if kind == "stats":
             return {"ok": True, "links": {str(k): {name: d.counts for name, d in pair.items()}
@@ -176,6 +184,9 @@ class Wire:
             return  # client to client: not part of the lab
         link = source or index
         direction = self.links[link]["up" if source else "down"]
+        if direction.cut and direction.cut[0] in data:
+            self.links[link]["down"].partitioned_until = now + direction.cut[1]
+            direction.cut = None
         for at in direction.delays(self.rng, now, len(data)):
             self.sequence += 1
             heapq.heappush(self.heap, (at, self.sequence, fd, data, direction))
