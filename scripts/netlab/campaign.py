@@ -57,6 +57,7 @@ COMMAND_DEADLINE = 120  # seconds a network command may take before it counts as
 LOCAL_DEADLINE = 60  # for a local edit
 EXCHANGE_TIMEOUT = "10"  # TSYNC_TIMEOUT: seconds one HTTP exchange may take
 CLONE_NEWNET = 0x40000000
+SETTLED = object()  # a watch's last event for a record was "settled", which names no version
 
 
 class Failure(Exception):
@@ -507,7 +508,7 @@ class Run:
         self.failures = []
         self.faults = {"partitions": 0, "partition_seconds": 0.0, "one_way": 0}
         self.counters = {}
-        self.watch_outcome = {"dead": 0, "late": 0, "missing": 0}
+        self.watch_outcome = {"dead": 0, "late": 0, "missing": 0, "settled": 0}
 
     # -- the users' edits, mirrored in the model ---------------------------------------------
 
@@ -758,6 +759,10 @@ class Run:
                         state.pop(event["id"], None)
                     elif event["event"] in ("pulled", "pushed"):
                         state[event["id"]] = event.get("version")
+                    elif event["event"] == "settled":
+                        # A settled event names no version: a merge that gave the server's copy
+                        # leaves the store at a version no event names (until the next change).
+                        state[event["id"]] = SETTLED
             watch["events"] = len(events)
             for name in ("reconnecting", "resynced", "conflict", "settled"):
                 self.counters["watch " + name] = self.counters.get("watch " + name, 0) + sum(
@@ -766,6 +771,11 @@ class Run:
             for error in stuck_errors.get(watch["k"], []):  # an item held by its error is not pulled
                 state.pop(error.get("itemId"), None)
                 expected.pop(error.get("itemId"), None)
+            unnamed = [rid for rid, version in state.items() if version is SETTLED]
+            self.watch_outcome["settled"] += len(unnamed)
+            for rid in unnamed:
+                del state[rid]
+                expected.pop(rid, None)
             if state != expected:
                 wrong = sorted(rid for rid in set(state) | set(expected) if state.get(rid) != expected.get(rid))
                 # Late: the server's version was in an event, but a later event named another
@@ -788,7 +798,7 @@ class Run:
                           if user_fields(on_server[rid]) != self.model[rid])
         self.outcome = {"lost": len(lost), "ghost": len(ghost), "reverted": len(reverted), "errors": self.stuck_errors,
                         "watch dead": self.watch_outcome["dead"], "events late": self.watch_outcome["late"],
-                        "events missing": self.watch_outcome["missing"]}
+                        "events missing": self.watch_outcome["missing"], "settled last": self.watch_outcome["settled"]}
         if lost or ghost or reverted:
             detail = "; ".join(f"{rid}: server {user_fields(on_server[rid])} model {self.model[rid]}" for rid in reverted[:4])
             problems.append(f"server differs from the model: lost {lost[:5]} ({len(lost)}), ghost/duplicated "
@@ -851,7 +861,7 @@ def main():
     passed = failed = 0
     started = time.time()
     totals = {"lost": 0, "ghost": 0, "reverted": 0, "errors": 0, "watch dead": 0, "events late": 0,
-              "events missing": 0, "partitions": 0, "one_way": 0, "partition_seconds": 0.0}
+              "events missing": 0, "settled last": 0, "partitions": 0, "one_way": 0, "partition_seconds": 0.0}
     counters = {}
     try:
         try:
@@ -922,7 +932,8 @@ def main():
     print(f"outcomes: lost {totals['lost']}, duplicated or ghost {totals['ghost']}, reverted {totals['reverted']}, "
           f"errors left for a person {totals['errors']}, stuck commands {len(campaign.tally.stuck)}; "
           f"watches dead {totals['watch dead']}, records whose last watch event is late {totals['events late']} "
-          f"or missing {totals['events missing']}; "
+          f"or missing {totals['events missing']} (and {totals['settled last']} whose last event is a settled "
+          f"one, which names no version); "
           f"{time.time() - started:.0f} s")
     print(f"netlab: {passed} passed, {failed} failed")
     if failed == 0:
