@@ -627,7 +627,9 @@ class Run:
                                        stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env)
             watches.append({"k": k, "process": process, "start": start, "out": out.name, "err": err.name})
 
-        # The network turns bad: each link its own profile, both directions.
+        # The network turns bad: each link its own profile, both directions. The wire counts
+        # across runs: this run's counts are the difference.
+        before = self.lab.control(cmd="stats")["links"]
         profiles = {}
         for k in range(1, clients + 1):
             profiles[k] = draw_profile(rng)
@@ -657,7 +659,7 @@ class Run:
         stats = self.lab.control(cmd="stats")["links"]
         self.lab.control(cmd="heal")
         for key in ("packets", "lost", "partitioned", "duplicated", "reordered"):
-            self.counters[key] = sum(d[key] for pair in stats.values() for d in pair.values())
+            self.counters[key] = sum(d[key] - before[k][name][key] for k, pair in stats.items() for name, d in pair.items())
         self.finish(servers, work, watch_stores, watches)
 
     def wait_for(self, what, condition, seconds):
