@@ -4,7 +4,7 @@
 # fuzzers and of the kill -9 campaign.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh --with-postgres --with-jq
+scripts/install-deps.sh --with-postgres --with-jq --with-netlab
 . scripts/postgres.sh
 trap pg_stop EXIT
 if pg_start; then
@@ -47,3 +47,8 @@ python3 scripts/soak.py --bin "$bin" --faults --runs 4
 if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
     python3 scripts/soak.py --bin "$bin" --db "$TSYNC_TEST_POSTGRES_URL" --runs 2
 fi
+# The network campaign, short: namespaces joined by a slow, lossy, partitioned link, one run on
+# one SQLite instance and one on two PostgreSQL instances (scripts/netlab.sh runs the long one).
+# Where namespaces are not allowed (not root, a container without them) it says so and exits 77.
+scripts/netlab.sh --bin "$bin" --short --runs 1 || [ $? -eq 77 ]
+scripts/netlab.sh --bin "$bin" --short --runs 1 --two-instances || [ $? -eq 77 ]
