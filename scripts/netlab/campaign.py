@@ -28,7 +28,9 @@ store syncs until clean) and the run is checked:
 - no command outlived its deadline, and no exit other than 0, 2, 3.
 
 Usage: campaign.py --bin TSYNC [--runs N] [--seed S] [--two-instances] [--short] [--clients N]
-                   [--seconds LIMIT] [-v]
+                   [--link auto|tun|netem] [--seconds LIMIT] [-v]
+The links are tc netem on veth pairs where the kernel has sch_netem (--link auto), else the wire;
+--link tun forces the wire.
 Prints one line per run and ends with "N passed, M failed" (exit 1 if any failed; exit 77 with one
 line when the machine allows no namespaces). A failing run's seed reproduces its parameters:
 campaign.py --bin TSYNC --runs 1 --seed SEED [--two-instances].
