@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tsync needs to build and test, when they are missing.
-# Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench]
+# Usage: scripts/install-deps.sh [--with-postgres] [--with-jq] [--with-bench] [--with-netlab]
 # (jq: the README's CI job script, which a test runs; with PostgreSQL comes pgbouncer, which a
-# test puts in front of it.)
+# test puts in front of it; iproute2: the network campaign's namespaces.)
 set -euo pipefail
 packages=(libsqlite3-dev libargon2-dev pkg-config sqlite3 openssl)
 for arg in "$@"; do
@@ -10,7 +10,8 @@ for arg in "$@"; do
         --with-postgres) packages+=(postgresql pgbouncer) ;;
         --with-jq) packages+=(jq) ;;
         --with-bench) packages+=(wrk time) ;;
-        *) echo "usage: $0 [--with-postgres] [--with-jq] [--with-bench]" >&2; exit 64 ;;
+        --with-netlab) packages+=(iproute2) ;;
+        *) echo "usage: $0 [--with-postgres] [--with-jq] [--with-bench] [--with-netlab]" >&2; exit 64 ;;
     esac
 done
 missing=()

@@ -4,7 +4,7 @@
 # fuzzers and of the kill -9 campaign.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh --with-postgres --with-jq
+scripts/install-deps.sh --with-postgres --with-jq --with-netlab
 . scripts/postgres.sh
 trap pg_stop EXIT
 if pg_start; then
@@ -47,3 +47,6 @@ python3 scripts/soak.py --bin "$bin" --faults --runs 4
 if [ -n "${TSYNC_TEST_POSTGRES_URL:-}" ]; then
     python3 scripts/soak.py --bin "$bin" --db "$TSYNC_TEST_POSTGRES_URL" --runs 2
 fi
+# The network campaign (scripts/netlab.sh) is not run here yet: it finds a merge refused after a
+# lost answer, late watch events and a stale watch store in about a third of its runs; its short
+# form joins this script when they are fixed (docs/PERFORMANCE.md, "Network campaign").
