@@ -22,6 +22,31 @@ import TSyncModel
         if batched { proxy.drop("POST", "/tables/$batch") } else { proxy.drop(method, path) }
     }
 
+    /// A lost answer, another writer's change of another field, then a local change of the same
+    /// field and a merge: the server holding exactly what the lost write sent is that write having
+    /// arrived, so the merge keeps both writers' fields instead of refusing (found by the network
+    /// campaign, scripts/netlab/lost-answer.py).
+    @Test(arguments: [true, false])
+    func aMergeAfterALostAnswerCountsOurArrivedWriteAsOurs(batched: Bool) async throws {
+        let (server, proxy, a) = try await setUp(batched)
+        let b = try await TSyncSandbox(remote: server.url)
+        try await a.ok(["insert", "todo", #"{"id": "x", "a": 0, "b": 0}"#])
+        try await a.ok(["push"])
+        try await b.ok(["pull", "todo"])
+        try await a.ok(["update", "todo", "x", "--set", "a=1"])
+        loseNextAnswer(proxy, batched: batched, "PATCH", "/tables/todo/x")
+        let lost = try await a.run(["push"])
+        #expect(lost.status == 3, "\(lost)")
+        try await b.ok(["update", "todo", "x", "--set", "b=1"])
+        try await b.ok(["push", "--on-conflict", "merge"])
+        try await a.ok(["update", "todo", "x", "--set", "a=2"])
+        let merged = try await a.run(["push", "--on-conflict", "merge", "--json"])
+        #expect(merged.status == 0, "\(merged)")
+        let record = try await server.record("todo", "x")
+        #expect(record?["a"] == 2 && record?["b"] == 1, "\(String(describing: record))")
+        #expect(try JSONOutput.array(try await a.ok(["conflicts", "--json"])).isEmpty)
+    }
+
     @Test(arguments: [true, false])
     func lostInsertAnswerThenLocalEditPushesWithoutConflict(batched: Bool) async throws {
         let (server, proxy, store) = try await setUp(batched)

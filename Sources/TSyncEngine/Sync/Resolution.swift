@@ -178,12 +178,25 @@ extension LocalStore {
         }
     }
 
+    /// The base a merge compares with. Where the server holds exactly what the refused operation
+    /// sent for a field, that value is ours having arrived (an answer lost on its way back, then
+    /// another writer's change to other fields: §2.4), not their change: the field's base is what
+    /// was sent, so a later local change of it merges instead of clashing with our own write.
+    static func mergeBase(_ details: ConflictDetails, theirs: TSyncModel.Record?) -> [String: JSONValue]? {
+        guard var base = details.base?.fields, details.error.kind != .delete, let sent = details.error.sentItem,
+            let theirs = theirs?.fields, let sentFields = try? TSyncModel.Record(wire: sent, generateID: { "" }).fields
+        else { return details.base?.fields }
+        for (field, value) in sentFields where theirs[field] == value { base[field] = value }
+        return base
+    }
+
     static func merge(
         _ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, prefer: ThreeWayMerge.Side?
     ) throws -> ResolutionOutcome {
         let oursFields = details.error.kind == .delete ? nil : details.ours?.fields
         let theirsRecord = theirs.live
-        switch ThreeWayMerge.merge(base: details.base?.fields, ours: oursFields, theirs: theirsRecord?.fields, prefer: prefer) {
+        let base = mergeBase(details, theirs: theirsRecord)
+        switch ThreeWayMerge.merge(base: base, ours: oursFields, theirs: theirsRecord?.fields, prefer: prefer) {
         case .merged(let fields):
             // Only a preference for ours merges against a deleted server copy: the item is created again.
             if let theirsRecord, ThreeWayMerge.sameFields(fields, theirsRecord.fields) {
