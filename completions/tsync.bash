@@ -982,7 +982,7 @@ _tsync_serve() {
     repeating_flags=()
     non_repeating_flags=(--no-auth --insecure --metrics -h --help)
     repeating_options=(--per-user --access --index --schema --trusted-proxy)
-    non_repeating_options=(--db --host --port --max-top --max-batch --max-connections --max-client-connections --max-account-requests --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --keep-history --keep-deleted --db-share --max-tables --config)
+    non_repeating_options=(--db --host --port --listen-db --max-top --max-batch --max-connections --max-client-connections --max-account-requests --max-watchers --header-timeout --idle-timeout --body-timeout --query-timeout --tls-cert --tls-key --token-ttl --log-format --keep-history --keep-deleted --db-share --max-tables --config)
     __tsync_offer_flags_options 0
 
     # Offer option value completions
@@ -994,6 +994,9 @@ _tsync_serve() {
         return
         ;;
     '--port')
+        return
+        ;;
+    '--listen-db')
         return
         ;;
     '--per-user')

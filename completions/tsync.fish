@@ -87,7 +87,7 @@ function __tsync_parse_tokens -S
         case 'log'
             __tsync_parse_subcommand 0 'C/store=' 'n=' 'json' 'no-pager' 'h/help'
         case 'serve'
-            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'no-auth' 'insecure' 'per-user=+' 'access=+' 'index=+' 'schema=+' 'max-top=' 'max-batch=' 'max-connections=' 'max-client-connections=' 'max-account-requests=' 'max-watchers=' 'header-timeout=' 'idle-timeout=' 'body-timeout=' 'query-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'log-format=' 'metrics' 'keep-history=' 'keep-deleted=' 'db-share=' 'max-tables=' 'config=' 'h/help'
+            __tsync_parse_subcommand 0 'db=' 'host=' 'port=' 'listen-db=' 'no-auth' 'insecure' 'per-user=+' 'access=+' 'index=+' 'schema=+' 'max-top=' 'max-batch=' 'max-connections=' 'max-client-connections=' 'max-account-requests=' 'max-watchers=' 'header-timeout=' 'idle-timeout=' 'body-timeout=' 'query-timeout=' 'trusted-proxy=+' 'tls-cert=' 'tls-key=' 'token-ttl=' 'log-format=' 'metrics' 'keep-history=' 'keep-deleted=' 'db-share=' 'max-tables=' 'config=' 'h/help'
         case 'user'
             __tsync_parse_subcommand 0 'h/help'
             switch $unparsed_tokens[1]
@@ -416,6 +416,7 @@ complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "t
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" db' -l 'db' -d 'Server database: sqlite:PATH or postgres://USER@HOST[:PORT]/DB (default: sqlite:tsync-server.db).' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" host' -l 'host' -d 'Address to listen on.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" port' -l 'port' -d 'Port to listen on; 0 picks a free one.' -rfka ''
+complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" listen-db' -l 'listen-db' -d 'PostgreSQL only: where to LISTEN for other instances\' writes, when --db goes through a transaction pooler.' -rfka ''
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" no-auth' -l 'no-auth' -d 'Serve without accounts (only on a loopback address unless --insecure).'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve" insecure' -l 'insecure' -d 'Allow --no-auth on an address other than loopback.'
 complete -c 'tsync' -n '__tsync_should_offer_completions_for_flags_or_options "tsync serve"' -l 'per-user' -d 'A table whose records only the user who inserted them sees (repeatable).' -rfka ''
