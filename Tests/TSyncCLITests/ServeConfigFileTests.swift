@@ -56,7 +56,7 @@ import TSyncModel
     }
 
     @Test(arguments: [
-        ("port = 0\ncolour = \"blue\"\n", #"line 2: unknown key "colour"; the keys are serve's long flag names: body-timeout,"#),
+        ("port = 0\ncolour = \"blue\"\n", #"line 2: unknown key "colour"; the keys are serve's long flag names: access, body-timeout,"#),
         // The near key, as a mistyped command or table is answered.
         ("log_format = \"json\"\n", #"line 1: unknown key "log_format"; did you mean 'log-format'?"#),
         ("port = \"eighty\"\n", "line 1: port takes an integer, not a string"),
