@@ -252,7 +252,10 @@ import TSyncModel
         #expect(try await complete("tsync config log.m", in: store.path) == ["log.maxEntries"])
         let topics = try await complete("tsync help ", in: store.path)
         #expect(topics.contains("push") && topics.contains("user") && topics.contains("config"), "\(topics)")
-        #expect(try await complete("tsync help user ", in: store.path) == ["add", "group", "list", "passwd", "remove", "role", "token", "unlock"])
+        #expect(
+            try await complete("tsync help user ", in: store.path) == [
+                "add", "group", "list", "passwd", "remove", "role", "token", "unlock",
+            ])
         #expect(try await complete("tsync help conflicts s", in: store.path) == ["show"])
         #expect(try await complete("tsync help version ", in: store.path).isEmpty)
         let zsh = try await store.run(

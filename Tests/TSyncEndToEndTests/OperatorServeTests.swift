@@ -431,7 +431,10 @@ import TSyncModel
     @Test func badConfigFilesExit78NamingLineAndKey() async throws {
         let directory = try TemporaryDirectory()
         let cases: [(text: String, status: Int32, words: String)] = [
-            ("port = 0\ncolour = \"blue\"\n", 78, #"line 2: unknown key "colour"; the keys are serve's long flag names: access, body-timeout,"#),
+            (
+                "port = 0\ncolour = \"blue\"\n", 78,
+                #"line 2: unknown key "colour"; the keys are serve's long flag names: access, body-timeout,"#
+            ),
             ("max-top = 0\n", 78, "line 1: max-top: --max-top must be at least 1 (got 0)"),
         ]
         for (index, item) in cases.enumerated() {
