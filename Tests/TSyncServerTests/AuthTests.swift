@@ -47,6 +47,9 @@ import TSyncModel
             let unknown = try await http.post("/.auth/login/custom", ["username": "mallory", "password": "whatever1"])
             #expect(unknown.status == 401)
             #expect(unknown.error == wrong.error, "the same answer, so names cannot be probed")
+            // A name no database can hold (PostgreSQL's text refuses U+0000) is a made-up name too.
+            let unstorable = try await http.post("/.auth/login/custom", ["username": "ali\u{0}ce", "password": "whatever1"])
+            #expect(unstorable.status == 401 && unstorable.error == wrong.error, "\(unstorable.status)")
             #expect(try await http.post("/.auth/login/custom", ["username": "alice"]).status == 400)
             #expect(try await http.post("/.auth/login/custom", ["username": "alice", "password": 5]).status == 400)
         }

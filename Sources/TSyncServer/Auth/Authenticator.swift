@@ -81,7 +81,10 @@ public struct Authenticator: Sendable {
     {
         try AccountRules.checkLoginSizes(username: username, password: password)
         let now = clock()
-        let account = try await storage.account(name: username)
+        // No account can be named with U+0000 (PostgreSQL's text cannot hold it, and asking
+        // fails): such a name is a made-up one, looked up nowhere.
+        let storable = !username.utf8.contains(0)
+        let account = storable ? try await storage.account(name: username) : nil
         let canonical = AccountRules.canonicalName(account?.name ?? username)
         let addressKey = clientAddress.map { Self.addressKeyPrefix + Self.throttlingAddress($0) }
         var knownKey: String?
@@ -89,7 +92,7 @@ public struct Authenticator: Sendable {
             let known = try await storage.knownClient(key: Self.deviceKey(deviceToken), now: now)
             if let account, known == account.name { knownKey = Self.deviceKey(deviceToken) }
         }
-        if knownKey == nil, let addressKey {
+        if knownKey == nil, storable, let addressKey {
             let known = try await storage.knownClient(key: "known:" + canonical + " " + addressKey, now: now)
             if let account, known == account.name { knownKey = "known:" + canonical + " " + addressKey }
         }
