@@ -27,6 +27,10 @@ final class ProgressLine: Sendable {
         enabled = !quiet && isatty(STDERR_FILENO) == 1
     }
 
+    /// Whether the line is drawn: a workflow that reports to something else (`sync`'s summaries)
+    /// still asks for no progress, and so for no count, when nothing would show it.
+    var isShown: Bool { enabled }
+
     /// `handle` when the line is shown, else nil: a pull with no line to draw asks the server for
     /// no total (`$inlinecount`), which costs it a count of every record the pull may read.
     var events: (@Sendable (SyncSession.Event) -> Void)? {

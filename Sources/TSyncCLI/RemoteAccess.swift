@@ -34,9 +34,11 @@ enum RemoteAccess {
     /// The `SyncSession` of the command's session, made whole from the environment; what it does
     /// goes to the command's `tsync log` entry (`CommandSession.syncSession`).
     static func session(
-        _ command: CommandSession, verbose: Bool = false, events: (@Sendable (SyncSession.Event) -> Void)? = nil
+        _ command: CommandSession, verbose: Bool = false, reportsProgress: Bool? = nil,
+        events: (@Sendable (SyncSession.Event) -> Void)? = nil
     ) throws(TSyncError) -> SyncSession {
-        try command.syncSession(remote: settings(ProcessInfo.processInfo.environment, verbose: verbose), events: events)
+        try command.syncSession(
+            remote: settings(ProcessInfo.processInfo.environment, verbose: verbose), events: events, reportsProgress: reportsProgress)
     }
 
     /// How the environment says to reach the remote: `TSYNC_TOKEN`, `TSYNC_TIMEOUT`, the CAs, the

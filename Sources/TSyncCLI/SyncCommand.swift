@@ -42,7 +42,7 @@ struct SyncCommand: AsyncParsableCommand, JournaledCommand {
         let progress = ProgressLine(quiet: output.quiet)
         let quiet = output.quiet
         Interrupts.forward(to: session.stopRequest)
-        let sync = try RemoteAccess.session(session, verbose: output.verbose) { event in
+        let sync = try RemoteAccess.session(session, verbose: output.verbose, reportsProgress: progress.isShown) { event in
             progress.handle(event)
             if case .pulled(let pull) = event { pull.warnings.forEach(Console.warning) }
             guard !quiet else { return }

@@ -145,9 +145,11 @@ public final class CommandSession: Sendable {
     // MARK: - The workflows
 
     /// A `SyncSession` of this run: its stop request, and every push and pull it finishes goes
-    /// to the log entry before `events` sees it.
+    /// to the log entry before `events` sees it. `reportsProgress` (by default: whether there are
+    /// `events`) says whether they show progress, which costs a pull a count on the server.
     public func syncSession(
-        remote: RemoteSettings = .standard, events: (@Sendable (SyncSession.Event) -> Void)? = nil
+        remote: RemoteSettings = .standard, events: (@Sendable (SyncSession.Event) -> Void)? = nil,
+        reportsProgress: Bool? = nil
     ) throws(TSyncError) -> SyncSession {
         let logged: @Sendable (SyncSession.Event) -> Void = { [self] event in
             switch event {
@@ -158,7 +160,7 @@ public final class CommandSession: Sendable {
             events?(event)
         }
         return try SyncSession(
-            store: store, remote: remote, stopRequest: stopRequest, events: logged, reportsProgress: events != nil)
+            store: store, remote: remote, stopRequest: stopRequest, events: logged, reportsProgress: reportsProgress ?? (events != nil))
     }
 
     /// Pushes (`SyncSession.push`); fails while the error table holds errors of the pushed tables,
