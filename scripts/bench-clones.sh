@@ -76,7 +76,8 @@ echo "loaded $count records in $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN 
 rm -rf "$work/loader" "$work/rows.ndjson"
 
 for c in $(seq 1 "$clones"); do "$bin" init "$work/c$c" --remote "$url" >/dev/null 2>&1; done
-before=$(for u in "${urls[@]}"; do curl -sf "$u/metrics"; done)
+metrics() { for u in "${urls[@]}"; do curl -sf "$u/metrics" || echo "bench-clones: $u did not answer /metrics" >&2; done; }
+before=$(metrics)
 start=$(date +%s.%N)
 pids=()
 for c in $(seq 1 "$clones"); do
@@ -90,7 +91,10 @@ for c in $(seq 1 "$clones"); do
 done
 wait "${pids[@]}"
 wall=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
-after=$(for u in "${urls[@]}"; do curl -sf "$u/metrics"; done)
+after=$(metrics)
+for i in "${!SERVE_PIDS[@]}"; do
+    kill -0 "${SERVE_PIDS[$i]}" 2>/dev/null || { echo "instance $((i + 1)) is gone; its log ends:"; tail -n 5 "$work/serve-$((i + 1)).log"; }
+done
 
 ok=0
 for c in $(seq 1 "$clones"); do
