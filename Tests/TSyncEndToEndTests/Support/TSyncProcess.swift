@@ -123,6 +123,13 @@ final class TSyncProcess {
         String(decoding: FileManager.default.contents(atPath: outputPath("stderr")) ?? Data(), as: UTF8.self)
     }
 
+    /// Whether stderr comes to contain `text` within `timeout` (false at once when the process
+    /// ends without writing it): a wait for what the command says, not for a time.
+    @discardableResult
+    func waitFor(stderr text: String, timeout: Duration = .seconds(10)) async throws -> Bool {
+        try await eventually(timeout: timeout) { stderrSoFar.contains(text) || !isRunning } && stderrSoFar.contains(text)
+    }
+
     /// Waits for the process and collects its output; its status is the exit code, or 128 + the
     /// signal that ended it. After `timeout` seconds it is sent SIGTERM, and SIGKILL 5 s later,
     /// and the test fails.
