@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -197,12 +198,12 @@ import TSyncModel
 }
 
 /// A counter a script closure can share across the server's threads.
-final class ScriptedCounter: @unchecked Sendable {  // `lock` guards `count`
-    private let lock = NSLock()
-    private var count = 0
+final class ScriptedCounter: Sendable {
+    private let count = Mutex(0)
     func next() -> Int {
-        lock.withLock {
-            count += 1; return count
+        count.withLock {
+            $0 += 1
+            return $0
         }
     }
 }
