@@ -29,7 +29,7 @@ struct PgBouncerTests {
                 listen = ["--listen-db", direct]
             }
 
-            let options = ["--db", pooled, "--no-auth", "--port", "0", "--query-timeout", "1"] + listen
+            let options = ["--db", pooled, "--no-auth", "--port", "0", "--query-timeout", "1", "--metrics"] + listen
             let first = try ServerProcess(arguments: ["serve"] + options, log: directory.path)
             defer { first.stop() }
             let second = try ServerProcess(arguments: ["serve"] + options, log: directory.path)
@@ -59,7 +59,7 @@ struct PgBouncerTests {
             let held = Task {
                 try await HTTP.send("GET", b + "/tables/rows?$filter=id%20eq%20'late'", headers: ["Prefer": "wait=20"])
             }
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await eventually { try await HTTP.metric("tsync_live_waiting", at: b) == 1 }, "the read is held")
             let wrote = ContinuousClock.now
             #expect(try await HTTP.send("POST", a + "/tables/rows", body: #"{"id":"late","n":99}"#).status == 201)
             let woken = try await held.value
@@ -153,14 +153,13 @@ final class PgBouncer: Sendable {
         for path in [users, ini] { chmod(path, 0o644) }
         process = try ChildProcess(executable, (getuid() == 0 ? ["-u", "nobody"] : []) + [ini], stdout: logPath, stderr: logPath)
         // Ready once it accepts connections.
-        for _ in 0..<100 {
-            if let socket = try? RawSocket(port: port, timeout: 1) {
-                socket.close()
-                return
-            }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(50))
+        let (port, process) = (self.port, self.process)
+        let ready = try await eventually(timeout: .seconds(10)) {
+            guard let socket = try? RawSocket(port: port, timeout: 1) else { return !process.isRunning }
+            socket.close()
+            return true
         }
+        if ready, process.isRunning { return }
         let log = String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
         throw TSyncError.failure("pgbouncer did not start; its log:\n\(log)")
     }

@@ -25,7 +25,11 @@ import Testing
         // connection.
         let (held, busy) = try await CommandSlots.shared.holding {
             let held = try RawSocket(port: port, timeout: 10)
-            try await Task.sleep(for: .milliseconds(300))
+            // The server has counted it once another client over TLS is turned away.
+            let full = try await eventually {
+                try await ChildProcess.curl(port: port, "/health", authority: authority.certificate).status == "503"
+            }
+            #expect(full, "the held connection takes the only place")
             return (held, try await TSyncProcess(["push"], in: sandbox.path, environment: environment).wait())
         }
         #expect(busy.status == 3, "\(busy)")
@@ -36,7 +40,9 @@ import Testing
 
         // Once the held connection goes, there is room again.
         held.close()
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(
+            try await eventually { try await ChildProcess.curl(port: port, "/health", authority: authority.certificate).status == "200" },
+            "room again once the held connection goes")
         let push = try await sandbox.run(["push"], environment: environment)
         #expect(push.status == 0, "once the place is free: \(push)")
     }
