@@ -158,6 +158,19 @@ final class TSyncProcess {
         }
     }
 
+    /// Runs `tsync arguments...` to the end, as `run` does, and says how long the process took:
+    /// from its start, after its wait for a slot (`CommandSlots`), which under the whole suite
+    /// can be longer than any bound a test puts on the command itself.
+    static func runTimed(
+        _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]
+    ) async throws -> (result: TSyncResult, took: Duration) {
+        try await CommandSlots.shared.holding {
+            let start = ContinuousClock.now
+            let result = try await TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment).wait()
+            return (result, ContinuousClock.now - start)
+        }
+    }
+
     /// Runs `tsync arguments...` with stdin, stdout and stderr on a pseudo-terminal (through
     /// util-linux `script`), as a person at a terminal would; nil when `script` is not installed.
     /// The terminal's output (stdout and stderr mixed) is in `stdout`.
