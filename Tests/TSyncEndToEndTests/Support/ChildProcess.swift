@@ -150,13 +150,13 @@ final class ChildProcess: Sendable {
     /// `curl` for a request over TLS to a `tsync serve` on `port`, trusting `authority` (a
     /// CA certificate file): the HTTP status ("000" when no answer came) and the body. For a test
     /// that must see the server's answer through TLS (a 503 sent after the handshake).
-    static func curl(port: Int, _ path: String, authority: String) async throws -> (status: String, body: String) {
+    static func curl(port: Int, _ path: String, authority: String) async throws -> (status: String, body: String, error: String) {
         let output = try TemporaryDirectory()
         let body = (output.path as NSString).appendingPathComponent("body")
         let result = try await Self.output(
             "/usr/bin/curl",
-            ["-s", "--max-time", "15", "--cacert", authority, "-o", body, "-w", "%{http_code}", "https://localhost:\(port)\(path)"])
-        return (result.stdout, String(decoding: FileManager.default.contents(atPath: body) ?? Data(), as: UTF8.self))
+            ["-sS", "--max-time", "15", "--cacert", authority, "-o", body, "-w", "%{http_code}", "https://localhost:\(port)\(path)"])
+        return (result.stdout, String(decoding: FileManager.default.contents(atPath: body) ?? Data(), as: UTF8.self), result.stderr)
     }
 
     /// Runs `executable` to its end; its status and what it wrote to stderr.
