@@ -74,18 +74,29 @@ import TSyncModel
 
     /// `/metrics` once a request is answered 200 (the server may still be giving back places).
     private static func metrics(_ server: ServeFixture) async throws -> String {
-        for _ in 0..<100 {
-            let answer = try await HTTP.send("GET", server.url + "/metrics")
-            if answer.status == 200 { return answer.body }
-            try await Task.sleep(for: .milliseconds(100))
+        let answer = try await eventually(every: .milliseconds(100)) {
+            try await HTTP.send("GET", server.url + "/metrics")
+        } until: {
+            $0.status == 200
         }
-        throw TSyncError.failure("/metrics was not answered 200")
+        guard answer.status == 200 else { throw TSyncError.failure("/metrics was not answered 200") }
+        return answer.body
+    }
+
+    /// Waits until the server holds `count` reads (`tsync_live_waiting`; needs `--metrics`).
+    private static func waitUntilHeld(_ server: ServeFixture, _ count: Int) async throws {
+        let held = try await eventually {
+            try await server.metric("tsync_live_waiting")
+        } until: {
+            $0 == count
+        }
+        #expect(held == count, "the server holds \(count) reads (it says \(held.map(String.init) ?? "nothing"))")
     }
 
     /// Behind a trusted proxy every connection comes from the proxy: the share is of requests in
     /// flight per forwarded address.
     @Test func behindATrustedProxyEachForwardedAddressHasItsShareOfRequests() async throws {
-        let server = try await ServeFixture(options: ["--trusted-proxy", "127.0.0.1", "--max-client-connections", "2"])
+        let server = try await ServeFixture(options: ["--trusted-proxy", "127.0.0.1", "--max-client-connections", "2", "--metrics"])
         let port = try port(server)
         var held: [RawSocket] = []
         for _ in 0..<2 {
@@ -95,7 +106,7 @@ import TSyncModel
             )
             held.append(socket)
         }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Self.waitUntilHeld(server, 2)
         let over = try await HTTP.send("GET", server.url + "/tables/todo", headers: ["X-Forwarded-For": "203.0.113.5"])
         #expect(over.status == 429, "\(over.status) \(over.body)")
         #expect(over.body.contains("this address has 2 requests under way"), "\(over.body)")
@@ -125,7 +136,7 @@ import TSyncModel
                 "GET /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nX-ZUMO-AUTH: \(alice)\r\nPrefer: wait=20\r\n\r\n")
             held.append(socket)
         }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Self.waitUntilHeld(server, 3)
         let over = try await HTTP.send("GET", server.url + "/tables/todo", token: alice)
         #expect(over.status == 429, "\(over.status) \(over.body)")
         #expect(over.body.contains("this account has 3 requests under way"), "\(over.body)")
@@ -137,7 +148,6 @@ import TSyncModel
         #expect(ContinuousClock.now - start < .seconds(5))
         // Once alice's reads end, she is served again.
         for socket in held { socket.close() }
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(try await HTTP.send("GET", server.url + "/tables/todo", token: alice).status == 200)
+        #expect(try await eventually { try await HTTP.send("GET", server.url + "/tables/todo", token: alice).status == 200 })
     }
 }

@@ -533,7 +533,7 @@ import TSyncModel
         try await store.ok(["insert", "todo"], stdin: (0..<300).map { #"{"id": "r\#($0)"}"# }.joined(separator: "\n"))
         proxy.delay(0.1)
         let push = try TSyncProcess(["push", "--json"], in: store.path)
-        for _ in 0..<400 where proxy.forwarded < 6 { try await Task.sleep(for: .milliseconds(25)) }
+        try await eventually(timeout: .seconds(10)) { proxy.forwarded >= 6 }
         #expect(push.isRunning)
         push.signal(SIGKILL)
         _ = await push.wait(timeout: 30)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -137,11 +138,10 @@ import TSyncModel
             ScriptedServer.Answer(status: 200, body: Array("[\(Self.record("a", at: 1))]".utf8), dripEvery: 1)
         }
         let store = try await TSyncSandbox(remote: server.url)
-        let started = Date()
-        let pull = try await TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
+        let (pull, took) = try await TSyncProcess.runTimed(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
         #expect(pull.status == 3, "\(pull)")
         #expect(pull.stderr.contains("no answer in time"), "\(pull.stderr)")
-        #expect(Date().timeIntervalSince(started) < 60, "bounded by the deadline, not by the body")
+        #expect(took < .seconds(60), "bounded by the deadline, not by the body")
         let bad = try await TSyncProcess.run(["pull", "todo"], in: store.path, environment: ["TSYNC_TIMEOUT": "soon"])
         #expect(bad.status == 64 && bad.stderr.contains("TSYNC_TIMEOUT"), "\(bad)")
     }
@@ -197,12 +197,12 @@ import TSyncModel
 }
 
 /// A counter a script closure can share across the server's threads.
-final class ScriptedCounter: @unchecked Sendable {  // `lock` guards `count`
-    private let lock = NSLock()
-    private var count = 0
+final class ScriptedCounter: Sendable {
+    private let count = Mutex(0)
     func next() -> Int {
-        lock.withLock {
-            count += 1; return count
+        count.withLock {
+            $0 += 1
+            return $0
         }
     }
 }

@@ -7,16 +7,7 @@ import TSyncModel
 /// the table read as it was, the route off with `--keep-history 0`, and old tombstones removed
 /// behind the horizon a page read announces. On SQLite, and on PostgreSQL when configured.
 @Suite(.serialized) struct HistoryServeTests {
-    static var databases: [String] { PostgresFixture.adminURL == nil ? ["sqlite"] : ["sqlite", "postgres"] }
-
-    /// Runs `body` with a `--db` of `kind`, fresh.
-    private func withDatabase(_ kind: String, in directory: TemporaryDirectory, _ body: (String) async throws -> Void) async throws {
-        if kind == "sqlite" {
-            try await body("sqlite:" + directory.path + "/server.db")
-        } else {
-            try await PostgresFixture.withFreshDatabase(body)
-        }
-    }
+    static var databases: [ServerBackend] { ServerBackend.available }
 
     /// The results of a history answer.
     private func results(_ reply: HTTP.Reply) throws -> [[String: JSONValue]] {
@@ -26,9 +17,9 @@ import TSyncModel
         return items.compactMap(\.objectValue)
     }
 
-    @Test(arguments: databases) func aPushLeavesOneVersionPerWrite(_ kind: String) async throws {
+    @Test(arguments: databases) func aPushLeavesOneVersionPerWrite(_ kind: ServerBackend) async throws {
         let directory = try TemporaryDirectory()
-        try await withDatabase(kind, in: directory) { db in
+        try await kind.withDatabase(in: directory) { db in
             let server = try ServerProcess(
                 arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--keep-history", "12h", "--keep-deleted", "0"],
                 log: directory.path)
@@ -44,8 +35,9 @@ import TSyncModel
             let store = try await TSyncSandbox(remote: base)
             try await store.ok(["insert", "todo"], stdin: #"{"id":"a","n":1}"# + "\n" + #"{"id":"b","n":2}"# + "\n")
             try await store.ok(["push"])
+            for id in ["a", "b"] { try await waitForTheClock(toPass: try #require(try await serverUpdatedAt(base, "todo", id))) }
             let before = Timestamp.now().iso8601
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitForTheClock(toPass: try #require(Timestamp(iso8601: before)))
             try await store.ok(["update", "todo", "a", "--set", "n=10"])
             try await store.ok(["delete", "todo", "b"])
             try await store.ok(["push"])
@@ -68,9 +60,9 @@ import TSyncModel
         }
     }
 
-    @Test(arguments: databases) func keepHistoryZeroTurnsTheRouteOff(_ kind: String) async throws {
+    @Test(arguments: databases) func keepHistoryZeroTurnsTheRouteOff(_ kind: ServerBackend) async throws {
         let directory = try TemporaryDirectory()
-        try await withDatabase(kind, in: directory) { db in
+        try await kind.withDatabase(in: directory) { db in
             let config = try directory.write("serve.toml", "keep-history = 0\nkeep-deleted = \"30d\"\n")
             let server = try ServerProcess(
                 arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--config", config], log: directory.path)
@@ -92,9 +84,9 @@ import TSyncModel
 
     /// Records written while the history was off get their first version before the server
     /// listens: the table read as it is now, at once, holds every one of them.
-    @Test(arguments: databases) func recordsFromBeforeTheHistoryAreSeededBeforeListening(_ kind: String) async throws {
+    @Test(arguments: databases) func recordsFromBeforeTheHistoryAreSeededBeforeListening(_ kind: ServerBackend) async throws {
         let directory = try TemporaryDirectory()
-        try await withDatabase(kind, in: directory) { db in
+        try await kind.withDatabase(in: directory) { db in
             let off = try ServerProcess(
                 arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--keep-history", "0"], log: directory.path)
             defer { off.stop() }
@@ -133,11 +125,11 @@ import TSyncModel
         let deleted = try await HTTP.send("DELETE", base + "/tables/todo/a")
         let horizon = try JSONParser.parse(deleted.body).objectValue?["updatedAt"]?.stringValue
         #expect(try await HTTP.send("GET", base + "/tables/todo").headers["X-TSync-Deleted-Horizon"] == nil)
-        var page = HTTP.Reply(status: 0, body: "")
-        for _ in 0..<100 {
-            page = try await HTTP.send("GET", base + "/tables/todo?__includeDeleted=true")
-            if page.headers["X-TSync-Deleted-Horizon"] != nil { break }
-            try await Task.sleep(for: .milliseconds(100))
+        // Pruned every second: the tombstone goes 2 s after the delete.
+        let page = try await eventually(timeout: .seconds(10), every: .milliseconds(100)) {
+            try await HTTP.send("GET", base + "/tables/todo?__includeDeleted=true")
+        } until: {
+            $0.headers["X-TSync-Deleted-Horizon"] != nil
         }
         #expect(page.headers["X-TSync-Deleted-Horizon"] == horizon)
         guard case .array(let records) = try JSONParser.parse(page.body) else { throw TSyncError.failure(page.body) }

@@ -43,6 +43,8 @@ import TSyncModel
         await socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
         let start = ContinuousClock.now
         for _ in 0..<5 {
+            // Time passing is the case under test: a byte every half second keeps the idle
+            // timeout from ever firing, so only the body timeout can end it.
             try await Task.sleep(for: .milliseconds(500))
             await socket.write(" ")
         }
@@ -106,11 +108,14 @@ import TSyncModel
         let overflowAnswer = await overflow.readToEnd()
         #expect(overflowAnswer.hasPrefix("HTTP/1.1 400"), "\(overflowAnswer.prefix(200))")
         let abandoned = try await RawSocket(port: try port(server), timeout: 5)
-        await abandoned.write(head + "Content-Length: 100\r\n\r\n{\"id\":")
-        try await Task.sleep(for: .milliseconds(300))  // the client gives up part-way: the case under test
+        // The client gives up part-way through its body (the case under test), once the server
+        // has the head: it says so with its `100 Continue`.
+        await abandoned.write(head + "Expect: 100-continue\r\nContent-Length: 100\r\n\r\n")
+        #expect(await abandoned.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100"))
+        await abandoned.write("{\"id\":")
         abandoned.close()
         // The server logs the request once it has seen the client go.
-        try await waitUntil { (server.server?.log ?? "").contains("POST /tables/todo 499") }
+        try await eventually(timeout: .seconds(10)) { (server.server?.log ?? "").contains("POST /tables/todo 499") }
         let log = server.server?.log ?? ""
         #expect(!log.contains(" 500 "), "\(log)")
         #expect(log.contains("POST /tables/todo 499"), "\(log)")
@@ -198,14 +203,11 @@ import TSyncModel
         try await slowTable(server)
         let socket = try await RawSocket(port: try port(server), timeout: 10)
         await socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
+        // Time passing is the case under test: the query (seconds long) is under way when the
+        // client leaves. Nothing outside the server shows a query running.
         try await Task.sleep(for: .milliseconds(500))
         socket.close()
-        let closed = ContinuousClock.now
-        var logged = false
-        while !logged, ContinuousClock.now - closed < .seconds(3) {
-            try await Task.sleep(for: .milliseconds(100))
-            logged = server.server?.log.contains("/tables/slow?$filter") == true
-        }
+        let logged = try await eventually(timeout: .seconds(3)) { server.server?.log.contains("/tables/slow?$filter") == true }
         #expect(logged, "the request ended soon after the client left")
         #expect(server.server?.log.contains(" 499 ") == true, "\(server.server?.log ?? "")")
     }
@@ -219,11 +221,14 @@ import TSyncModel
             "--header-timeout", "2", "--idle-timeout", "3", "--max-connections", "700", "--max-client-connections", "700",
         ])
         let port = try #require(URLComponents(string: server.url)?.port)
+        // Each socket waits up to 30 s for what it waits for (a connect the server is slow to
+        // take, the server closing it): generous for a loaded machine, and no wait is longer than
+        // it needs to be.
         var idle: [RawSocket] = []
-        for _ in 0..<500 { idle.append(try RawSocket(port: port, timeout: 10)) }
+        for _ in 0..<500 { idle.append(try await RawSocket.opened(port: port, timeout: 30)) }
         var slow: [RawSocket] = []
         for _ in 0..<50 {
-            let socket = try RawSocket(port: port, timeout: 10)
+            let socket = try await RawSocket.opened(port: port, timeout: 30)
             await socket.write("G")
             slow.append(socket)
         }
@@ -232,11 +237,11 @@ import TSyncModel
             for socket in slow { await socket.write("ET /hea"[step..<(step + 1)]) }
             let reply = try await HTTP.send("GET", server.url + "/health")
             #expect(reply.status == 200, "answered while 550 connections are held")
+            // Time passing is the case under test: a client that sends a byte a second.
             try await Task.sleep(for: .seconds(1))
         }
-        // The header timeout (2 s from the first byte) has closed the slow ones; the idle timeout
-        // (3 s) the idle ones.
-        try await Task.sleep(for: .seconds(2))
+        // The header timeout (2 s from the first byte) closes the slow ones; the idle timeout
+        // (3 s) the idle ones: each read below waits for its socket's end of file.
         var closed = (slow: 0, idle: 0)
         for socket in slow where await socket.isClosedByPeer() { closed.slow += 1 }
         for socket in idle.prefix(50) where await socket.isClosedByPeer() { closed.idle += 1 }
@@ -247,18 +252,24 @@ import TSyncModel
     @Test func oneConnectionTooManyIsAnswered503() async throws {
         let server = try await ServeFixture(options: ["--max-connections", "20"])
         let port = try #require(URLComponents(string: server.url)?.port)
-        let held = try (0..<20).map { _ in try RawSocket(port: port, timeout: 10) }
-        try await Task.sleep(for: .milliseconds(300))
-        let extra = try RawSocket(port: port, timeout: 10)
-        await extra.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-        let answer = await extra.readToEnd()
+        var held: [RawSocket] = []
+        for _ in 0..<20 { held.append(try await RawSocket.opened(port: port, timeout: 10)) }
+        // One more is refused once the server has counted the twenty (it takes each on an event
+        // loop of its own, so a newcomer asked at once could come first); one taken before that
+        // is answered and closed, and the next asks again.
+        let answer = try await eventually {
+            let extra = try await RawSocket.opened(port: port, timeout: 10)
+            await extra.write("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return await extra.readToEnd()
+        } until: {
+            $0.hasPrefix("HTTP/1.1 503")
+        }
         #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer.prefix(120))")
         #expect(answer.contains("too many open connections"))
         withExtendedLifetime(held) {}
         // Once they go, there is room again.
         for socket in held { socket.close() }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
+        #expect(try await eventually { try await HTTP.send("GET", server.url + "/health").status == 200 })
     }
 }
 
@@ -278,18 +289,22 @@ extension String {
         let base = try await server.waitForAddress()
         let port = try #require(URLComponents(string: base)?.port)
 
-        // Half a request: head and part of the body; the rest comes after SIGTERM.
+        // Half a request: head and part of the body; the rest comes after SIGTERM. The head is
+        // under way once the server answers its `Expect: 100-continue`.
         let body = #"{"id": "late", "text": "sent across a shutdown"}"#
         let socket = try RawSocket(port: port, timeout: 10)
         await socket.write(
-            "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+            "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n")
+        #expect(await socket.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100"))
         await socket.write(String(body.prefix(10)))
-        try await Task.sleep(for: .milliseconds(300))
         let stopping = Task { try await server.terminate(signal: SIGTERM, timeout: .seconds(20)) }
-        try await Task.sleep(for: .milliseconds(500))
-        // New connections are no longer taken.
-        let newcomer = try? await HTTP.send("GET", base + "/health")
-        #expect(newcomer == nil || newcomer?.status != 200, "a new request is refused while stopping")
+        // New connections are no longer taken, while the request in flight still is.
+        let refused = try await eventually(timeout: .seconds(15)) {
+            let newcomer = try? await HTTP.send("GET", base + "/health")
+            return newcomer == nil || newcomer?.status != 200
+        }
+        #expect(refused, "a new request is refused while stopping")
         await socket.write(String(body.dropFirst(10)))
         let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 201"), "the request in flight was finished: \(answer.prefix(200))")
@@ -297,11 +312,4 @@ extension String {
         let log = server.log
         #expect(log.contains("POST /tables/todo 201"), "\(log)")
     }
-}
-
-/// Waits until `condition` holds, looking every 50 ms, for at most `limit` (then the test's own
-/// expectation says what was missing): a wait on the condition, not a sleep that guesses its time.
-private func waitUntil(_ limit: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
 }

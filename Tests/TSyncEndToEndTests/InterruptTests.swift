@@ -17,9 +17,9 @@ import TSyncModel
         proxy.delay(0.1)  // 400 operations, 8 at a time: 5 s at least
 
         let push = try TSyncProcess(["push", "--json"], in: store.path)
-        // A `Task.sleep` wakes in time now that no test support blocks a cooperative thread (it
-        // once woke seconds late, after the push had finished: see `OffThePool`).
-        for _ in 0..<400 where proxy.forwarded < 6 { try await Task.sleep(for: .milliseconds(25)) }
+        // The wait wakes in time now that no test support blocks a cooperative thread (it once
+        // woke seconds late, after the push had finished: see `OffThePool`).
+        try await eventually(timeout: .seconds(10)) { proxy.forwarded >= 6 }
         #expect(push.isRunning, "the push is still running when it is signalled")
         #expect(proxy.forwarded >= 6, "the push is under way")
         let signals = push.signalDispositions
@@ -57,13 +57,13 @@ import TSyncModel
     /// and the operation stays in flight ("sent, not yet confirmed"), to be sent again.
     @Test func aSignalWhileTheServerHangsStillExitsWithItsCode() async throws {
         let hung = try ScriptedServer { method, _ in
-            if method == "POST" { Thread.sleep(forTimeInterval: 20) }
+            if method == "POST" { Thread.sleep(forTimeInterval: 20) }  // the hung server under test
             return .json(404, #"{"error": "no batch route"}"#)
         }
         let store = try await TSyncSandbox(remote: hung.url)
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
         let push = try TSyncProcess(["push"], in: store.path, environment: ["TSYNC_TIMEOUT": "2"])
-        for _ in 0..<400 where !hung.requests.contains(where: { $0.hasPrefix("POST") }) { try await Task.sleep(for: .milliseconds(25)) }
+        try await eventually(timeout: .seconds(10)) { hung.requests.contains { $0.hasPrefix("POST") } }
         #expect(push.isRunning)
         push.signal(SIGINT)
         let result = await push.wait(timeout: 30)
@@ -83,7 +83,7 @@ import TSyncModel
         let reader = try await TSyncSandbox(remote: proxy.url)
         proxy.delay(0.1)  // about ten pages a second: 3 s at least
         let pull = try TSyncProcess(["pull", "todo", "--query-id", "all", "--page-size", "10", "--json"], in: reader.path)
-        for _ in 0..<400 where proxy.forwarded < 4 { try await Task.sleep(for: .milliseconds(25)) }
+        try await eventually(timeout: .seconds(10)) { proxy.forwarded >= 4 }
         #expect(pull.isRunning, "the pull is still running when it is signalled")
         pull.signal(SIGINT)
         let result = await pull.wait(timeout: 60)

@@ -27,13 +27,12 @@ import TSyncModel
         )
             async -> [String: JSONValue]?
         {
-            let deadline = Date().addingTimeInterval(seconds)
-            while Date() < deadline {
-                let found = events(kind).filter { id == nil || $0["id"]?.stringValue == id }
-                if found.count >= count { return found.last }
-                guard process.isRunning else { break }
-                try? await Task.sleep(for: .milliseconds(20))
+            let found = try? await eventually(timeout: .milliseconds(Int(seconds * 1000)), every: .milliseconds(20)) {
+                events(kind).filter { id == nil || $0["id"]?.stringValue == id }
+            } until: {
+                $0.count >= count || !process.isRunning
             }
+            if let found, found.count >= count { return found.last }
             Issue.record(
                 "no \(kind) event\(id.map { " for \($0)" } ?? "") (×\(count)); stdout: \(process.stdoutSoFar) stderr: \(process.stderrSoFar)",
                 sourceLocation: sourceLocation)
@@ -335,7 +334,7 @@ import TSyncModel
             let watcher = try Watcher(reader)
             await watcher.waitFor("connected")
             // Held by instance two (it applied the wait), then woken by instance one's commit.
-            for _ in 0..<200 where !second.log.contains("GET /tables/todo") { try await Task.sleep(for: .milliseconds(25)) }
+            try await second.waitForLog("GET /tables/todo", timeout: .seconds(5))
             try await writer.ok(["insert", "todo", #"{"id": "pg1"}"#])
             try await writer.ok(["push"])
             // Well within the 20 s the held read would last: the commit woke it, not its end.

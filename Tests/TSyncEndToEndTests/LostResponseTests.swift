@@ -121,7 +121,9 @@ import TSyncModel
         loseNextAnswer(proxy, batched: batched, "POST", "/tables/todo")
         #expect(try await store.run(["push"]).status == 3)
 
-        try await store.ok(["remote", "http://127.0.0.1:9"])  // nothing listens on the discard port
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        try await store.ok(["remote", "http://127.0.0.1:\(refusing.port)"])
         let refused = try await store.run(["push"])
         #expect(refused.status == 3 && refused.stderr.contains("connection refused"), "\(refused)")
         try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])
@@ -137,7 +139,9 @@ import TSyncModel
     /// Operations that were never sent (the push stopped before their turn) go back to pending and
     /// still collapse with later edits: only an operation that may have arrived is held apart.
     @Test func unsentOperationsStillCollapse() async throws {
-        let store = try await TSyncSandbox(remote: "http://127.0.0.1:9")
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:\(refusing.port)")
         try await store.ok(["insert", "todo", #"{"id": "milk", "text": "buy milk"}"#])
         #expect(try await store.run(["push"]).status == 3)
         try await store.ok(["update", "todo", "milk", "--set", "text=buy oat milk"])

@@ -133,8 +133,9 @@ struct NetworkTests {
     }
 
     @Test func aClosedPortSaysConnectionRefused() async throws {
-        let port = try LoopbackListener.freePort()
-        let sandbox = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let sandbox = try await TSyncSandbox(remote: "http://127.0.0.1:\(refusing.port)")
         try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
         let result = try await sandbox.run(["push"])
         #expect(result.status == 3, "\(result)")
@@ -152,8 +153,9 @@ struct NetworkTests {
         #expect(warning != nil && failure != nil, "\(far)")
         if let warning, let failure { #expect(warning.lowerBound < failure.lowerBound, "the warning comes first: \(far)") }
 
-        let port = try LoopbackListener.freePort()
-        let near = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let near = try await TSyncSandbox(remote: "http://127.0.0.1:\(refusing.port)")
         let local = try await near.run(["login", "--user", "alice", "--password-stdin"], stdin: "secret\n")
         #expect(local.status == 3, "\(local)")
         #expect(!local.stderr.contains("warning:"), "\(local)")
@@ -254,8 +256,9 @@ struct NetworkTests {
         let unknown = try await TSyncProcess.run(["user", "token", "bob", "--db", database], in: server.directory.path)
         #expect(unknown.status == 65, "\(unknown)")
 
-        let port = try LoopbackListener.freePort()
-        let far = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let far = try await TSyncSandbox(remote: "http://127.0.0.1:\(refusing.port)")
         let unreachable = try await far.run(["whoami"], environment: ["TSYNC_TOKEN": token])
         #expect(unreachable.status == 3, "\(unreachable)")
     }
@@ -320,8 +323,9 @@ final class CertificateAuthority {
     }
 }
 
-/// `python3 -m http.server` on a free loopback port, serving a directory with one HTML page. Its
-/// log (one line per request) tells which requests reached it.
+/// `python3 -m http.server` on a loopback port the system picks (port 0; it says which on
+/// stdout), serving a directory with one HTML page. Its log (one line per request) tells which
+/// requests reached it.
 final class StaticWebServer {
     let directory: TemporaryDirectory
     let process: ChildProcess
@@ -332,19 +336,27 @@ final class StaticWebServer {
         directory = try TemporaryDirectory()
         _ = try directory.write("index.html", "<html><body>Welcome to nginx!</body></html>\n")
         logPath = try directory.write("requests.log", "")
-        let port = try LoopbackListener.freePort()
-        url = "http://127.0.0.1:\(port)"
+        let announcement = (directory.path as NSString).appendingPathComponent("stdout")
+        // -u: unbuffered, so the line naming the port is written when the socket listens.
         process = try ChildProcess(
-            "/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, String(port)],
-            stderr: logPath)
-        for _ in 0..<200 {
-            if let socket = try? RawSocket(port: port, timeout: 1) {
-                socket.close()
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
+            "/usr/bin/python3", ["-u", "-m", "http.server", "--bind", "127.0.0.1", "--directory", directory.path, "0"],
+            stdout: announcement, stderr: logPath)
+        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
+        let process = self.process
+        let port = try await eventually {
+            let text = String(decoding: FileManager.default.contents(atPath: announcement) ?? Data(), as: UTF8.self)
+            return text.firstMatch(of: /port (\d+)/).flatMap { Int($0.1) }
+        } until: {
+            $0 != nil || !process.isRunning
         }
-        throw TSyncError.failure("python3 -m http.server did not start on port \(port)")
+        guard let port else {
+            throw TSyncError.failure("python3 -m http.server did not say its port: \(Self.log(announcement)) \(Self.log(logPath))")
+        }
+        url = "http://127.0.0.1:\(port)"
+    }
+
+    private static func log(_ path: String) -> String {
+        String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
     }
 
     /// "METHOD /path" of every request it has received, in order (http.server logs each request

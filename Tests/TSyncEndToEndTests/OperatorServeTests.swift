@@ -276,13 +276,15 @@ import TSyncModel
         let socket = try RawSocket(port: port)
         defer { socket.close() }
         let body = #"{"id":"slow"}"#
+        // The request is under way once the server answers its `Expect: 100-continue`.
         await #expect(
             socket.write(
-                "POST /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
-                    + body.prefix(6)))
-        try await Task.sleep(for: .milliseconds(300))
+                "POST /tables/todo HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nContent-Type: application/json\r\n"
+                    + "Expect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\n\r\n"))
+        #expect(await socket.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100"))
+        await #expect(socket.write(String(body.prefix(6))))
         server.send(signal: SIGTERM)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await server.waitForLog("stopping on SIGTERM"), "\(server.log)")
         await #expect(socket.write(String(body.dropFirst(6))))
         let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 201"), "\(answer)")
@@ -340,60 +342,58 @@ import TSyncModel
         #expect(after.contains(#"route="unmatched""#) && after.contains(#"method="other""#), "\(after)")
     }
 
-    @Test func readyFollowsTheSQLiteDatabase() async throws {
+    /// `/ready` follows the database: 503 while it is gone (a SQLite file moved away under the
+    /// running server, a PostgreSQL database that stops taking connections and drops the
+    /// server's), while `/health` (liveness) still answers; 200 once it is back.
+    @Test(arguments: ServerBackend.available) func readyFollowsTheDatabase(backend: ServerBackend) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path + "/s.db"
-        let server = try ServerProcess(arguments: ["serve", "--no-auth", "--port", "0", "--db", "sqlite:" + path], log: directory.path)
-        defer { server.stop() }
-        let base = try await server.waitForAddress()
-        let ready = try await HTTP.send("GET", base + "/ready")
-        #expect(ready.status == 200 && ready.body == #"{"status":"ready"}"#, "\(ready.body)")
-        // The database moved away under the running server: writes would go to a file no later
-        // start opens, so it is not ready; /health (liveness) still answers.
-        try FileManager.default.moveItem(atPath: path, toPath: path + ".moved")
-        let gone = try await HTTP.send("GET", base + "/ready")
-        #expect(gone.status == 503, "\(gone.body)")
-        #expect(
-            gone.body == #"{"error":"the database does not answer","status":"unavailable"}"# || gone.body.contains("unavailable"),
-            "\(gone.body)")
-        #expect(!gone.body.contains(path), "the path stays in the log")
-        #expect(try await HTTP.send("GET", base + "/health").status == 200)
-        #expect(server.log.contains("warning not ready: the database does not answer: the database file"), "\(server.log)")
-        try FileManager.default.moveItem(atPath: path + ".moved", toPath: path)
-        #expect(try await HTTP.send("GET", base + "/ready").status == 200, "back in place")
+        try await backend.withServer(in: directory) { server, base, db in
+            let ready = try await HTTP.send("GET", base + "/ready")
+            #expect(ready.status == 200 && ready.body == #"{"status":"ready"}"#, "\(ready.body)")
+            let (takeAway, giveBack) = try Self.outage(of: db, backend)
+            try await takeAway()
+            // A look is reused for a second (`ReadinessCheck`): asked again until it is new.
+            let gone = try await eventually {
+                try await HTTP.send("GET", base + "/ready")
+            } until: {
+                $0.status != 200
+            }
+            #expect(gone.status == 503, "\(gone.body)")
+            #expect(gone.body == #"{"error":"the database does not answer","status":"unavailable"}"#, "\(gone.body)")
+            #expect(!gone.body.contains(directory.path), "a path stays in the log")
+            #expect(try await HTTP.send("GET", base + "/health").status == 200)
+            #expect(server.log.contains("warning not ready: the database does not answer"), "\(server.log)")
+            try await giveBack()
+            let back = try await eventually { try await HTTP.send("GET", base + "/ready").status == 200 }
+            #expect(back, "ready again once the database is back: \(server.log)")
+            #expect(try await server.terminate(signal: SIGTERM) == 0)
+        }
     }
 
-    @Test(.enabled(if: PostgresFixture.adminURL != nil, "TSYNC_TEST_POSTGRES_URL is not set"))
-    func readyFollowsPostgreSQL() async throws {
-        let directory = try TemporaryDirectory()
-        let admin = try #require(PostgresFixture.adminURL)
-        try await PostgresFixture.withFreshDatabase { db in
-            let name = String(db[db.index(after: try #require(db.lastIndex(of: "/")))...])
-            let server = try ServerProcess(arguments: ["serve", "--no-auth", "--port", "0", "--db", db], log: directory.path)
-            defer { server.stop() }
-            let base = try await server.waitForAddress()
-            #expect(try await HTTP.send("GET", base + "/ready").status == 200)
-            // The database stops taking connections and drops the server's: not ready.
-            try await PostgresFixture.psql(
-                admin,
-                "ALTER DATABASE \(name) ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'"
+    /// How the database behind `db` goes away under a running server, and comes back.
+    private static func outage(
+        of db: String, _ backend: ServerBackend
+    ) throws -> (takeAway: () async throws -> Void, giveBack: () async throws -> Void) {
+        switch backend {
+        case .sqlite:
+            // Writes would go to a file no later start opens: not ready.
+            let path = String(db.dropFirst("sqlite:".count))
+            return (
+                { try FileManager.default.moveItem(atPath: path, toPath: path + ".moved") },
+                { try FileManager.default.moveItem(atPath: path + ".moved", toPath: path) }
             )
-            // A look is reused for a second (`ReadinessCheck`): asked again until it is new.
-            var down = try await HTTP.send("GET", base + "/ready")
-            for _ in 0..<25 where down.status == 200 {
-                try await Task.sleep(for: .milliseconds(200))
-                down = try await HTTP.send("GET", base + "/ready")
-            }
-            #expect(down.status == 503, "\(down.body)")
-            #expect(try await HTTP.send("GET", base + "/health").status == 200)
-            try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
-            var back = 0
-            for _ in 0..<50 where back != 200 {
-                back = try await HTTP.send("GET", base + "/ready").status
-                if back != 200 { try await Task.sleep(for: .milliseconds(200)) }
-            }
-            #expect(back == 200, "ready again once the database takes connections: \(server.log)")
-            #expect(try await server.terminate(signal: SIGTERM) == 0)
+        case .postgres:
+            let admin = try #require(PostgresFixture.adminURL)
+            let name = String(db[db.index(after: try #require(db.lastIndex(of: "/")))...])
+            return (
+                {
+                    try await PostgresFixture.psql(
+                        admin,
+                        "ALTER DATABASE \(name) ALLOW_CONNECTIONS false; "
+                            + "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)'")
+                },
+                { try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) ALLOW_CONNECTIONS true") }
+            )
         }
     }
 

@@ -75,12 +75,9 @@ struct PostgresServeEndToEndTests {
             // The pool's sessions began before; new ones begin read-only.
             try await PostgresFixture.psql(
                 admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()")
-            let deadline = ContinuousClock.now + .seconds(15)
-            var refused = false
-            while !refused, ContinuousClock.now < deadline {
+            let refused = try await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
                 let write = try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"b","text":"s3cr3t-value"}"#)
-                refused = write.status == 500 && server.log.contains("SQLSTATE 25006")
-                if !refused { try await Task.sleep(for: .milliseconds(200)) }
+                return write.status == 500 && server.log.contains("SQLSTATE 25006")
             }
             #expect(refused, "\(server.log)")
             #expect(server.log.contains("in a read-only transaction"), "PostgreSQL's words: \(server.log)")
@@ -104,11 +101,14 @@ struct PostgresServeEndToEndTests {
 
     @Test func anUnreachableDatabaseIsAClearFailure() async throws {
         let directory = try TemporaryDirectory()
-        let refused = try await TSyncProcess.run(["user", "list", "--db", "postgres://tsync@127.0.0.1:1/tsync"], in: directory.path)
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let address = "127.0.0.1:\(refusing.port)"
+        let refused = try await TSyncProcess.run(["user", "list", "--db", "postgres://tsync@\(address)/tsync"], in: directory.path)
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("cannot reach PostgreSQL at postgres://tsync@127.0.0.1:1/tsync"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("cannot reach PostgreSQL at postgres://tsync@\(address)/tsync"), "\(refused.stderr)")
         let serve = try await TSyncProcess.run(
-            ["serve", "--db", "postgres://tsync:secret@127.0.0.1:1/tsync", "--port", "0"], in: directory.path)
+            ["serve", "--db", "postgres://tsync:secret@\(address)/tsync", "--port", "0"], in: directory.path)
         #expect(serve.status == 1)
         #expect(!serve.stderr.contains("secret"), "the password never reaches the terminal")
     }

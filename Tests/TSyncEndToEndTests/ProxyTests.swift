@@ -157,10 +157,13 @@ import Testing
     }
 
     @Test func anUnsupportedProxyIsAUsageError() async throws {
-        let store = try await TSyncSandbox(remote: "http://127.0.0.1:9")
+        // Were the proxy used after all, it and the server would refuse: nothing is sent anywhere.
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:\(refusing.port)")
         try await store.ok(["insert", "todo", #"{"id": "a"}"#])
-        let push = try await store.run(
-            ["push"], environment: ["https_proxy": "socks5://127.0.0.1:1080", "http_proxy": "socks5h://127.0.0.1:1080"])
+        let proxy = "127.0.0.1:\(refusing.port)"
+        let push = try await store.run(["push"], environment: ["https_proxy": "socks5://" + proxy, "http_proxy": "socks5h://" + proxy])
         #expect(push.status == 64, "\(push)")
         #expect(push.stderr.contains("http_proxy") && push.stderr.contains("only http:// ones"), "\(push.stderr)")
         #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n")

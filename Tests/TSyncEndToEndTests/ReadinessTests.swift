@@ -17,13 +17,20 @@ import TSyncModel
             let url = try await server.waitForAddress()
             #expect(try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"a"}"#).status == 201)
 
-            // A session holds the records' table locked for 4 s: 40 reads wait on it, holding
-            // the pool's 20 connections (and waiting for them), as under a burst of slow reads.
+            // A session holds the records' table locked (until it is ended below, at most 30 s):
+            // 40 reads wait on it, holding the pool's read slots (and waiting for them), as under
+            // a burst of slow reads.
             let admin = try #require(PostgresFixture.adminURL)
             let holder = try ChildProcess(
                 "/usr/bin/env",
-                ["psql", "-q", db, "-c", "BEGIN; LOCK TABLE tsync_records IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"])
-            try await Task.sleep(for: .milliseconds(500))
+                ["psql", "-q", db, "-c", "BEGIN; LOCK TABLE tsync_records IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(30); COMMIT;"])
+            let locked = try await eventually {
+                try await Self.count(
+                    admin,
+                    "pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = '\(Self.name(db))' "
+                        + "AND l.mode = 'AccessExclusiveLock' AND l.granted AND l.relation IS NOT NULL") > 0
+            }
+            #expect(locked, "the table is locked")
             // Raw connections: URLSession would queue the requests behind its few per host.
             let port = try #require(URLComponents(string: url)?.port)
             let request = "HTTP/1.1\r\nHost: x\r\nZUMO-API-VERSION: 2.0.0\r\nConnection: close\r\n\r\n"
@@ -33,7 +40,16 @@ import TSyncModel
                 _ = await socket.write("GET /tables/todo " + request)
                 load.append(socket)
             }
-            try await Task.sleep(for: .seconds(1))
+            // Every read slot of the pool (20 connections less a fifth: `ReadShares.slots`) waits
+            // on the lock.
+            let waiting = try await eventually {
+                try await Self.count(
+                    admin,
+                    "pg_stat_activity WHERE datname = '\(Self.name(db))' AND wait_event_type = 'Lock' AND query NOT LIKE '%pg_sleep%'")
+            } until: {
+                $0 >= 16
+            }
+            #expect(waiting >= 16, "reads waiting on the lock: \(waiting)")
             let asked = ContinuousClock.now
             let probe = try RawSocket(port: port, timeout: 20)
             _ = await probe.write("GET /ready " + request)
@@ -42,16 +58,19 @@ import TSyncModel
             #expect(ready.hasPrefix("HTTP/1.1 200"), "\(ready)")
             #expect(took < .seconds(1), "answered beside the busy pool, in \(took)")
             for socket in load { socket.close() }
+            try await PostgresFixture.psql(
+                admin,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(Self.name(db))' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()"
+            )
             _ = await holder.wait(timeout: 10)
 
             // The database turned read-only: every write fails, and /ready says so.
             try await PostgresFixture.psql(
                 try #require(PostgresFixture.adminURL), "ALTER DATABASE \(Self.name(db)) SET default_transaction_read_only = on")
-            let deadline = ContinuousClock.now + .seconds(10)
-            var notReady = try await HTTP.send("GET", url + "/ready")
-            while notReady.status == 200, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
-                notReady = try await HTTP.send("GET", url + "/ready")
+            let notReady = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
+                try await HTTP.send("GET", url + "/ready")
+            } until: {
+                $0.status != 200
             }
             #expect(notReady.status == 503)
             #expect(notReady.body.contains("writes would fail: the database is read-only"), "\(notReady.body)")
@@ -59,10 +78,10 @@ import TSyncModel
 
             try await PostgresFixture.psql(
                 try #require(PostgresFixture.adminURL), "ALTER DATABASE \(Self.name(db)) RESET default_transaction_read_only")
-            var again = try await HTTP.send("GET", url + "/ready")
-            while again.status != 200, ContinuousClock.now < deadline + .seconds(10) {
-                try await Task.sleep(for: .milliseconds(200))
-                again = try await HTTP.send("GET", url + "/ready")
+            let again = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
+                try await HTTP.send("GET", url + "/ready")
+            } until: {
+                $0.status == 200
             }
             #expect(again.status == 200, "ready again once writes would work: \(again.body)")
         }
@@ -87,26 +106,35 @@ import TSyncModel
         while (try? handle.write(contentsOf: block)) != nil {}
         try? handle.close()
 
-        let deadline = ContinuousClock.now + .seconds(10)
-        var full = try await HTTP.send("GET", url + "/ready")
-        while full.status == 200, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-            full = try await HTTP.send("GET", url + "/ready")
+        let full = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
+            try await HTTP.send("GET", url + "/ready")
+        } until: {
+            $0.status != 200
         }
         #expect(full.status == 503)
         #expect(full.body.contains("writes would fail: the database's disk is full"), "\(full.body)")
 
         try FileManager.default.removeItem(atPath: filler)
-        var freed = try await HTTP.send("GET", url + "/ready")
-        while freed.status != 200, ContinuousClock.now < deadline + .seconds(10) {
-            try await Task.sleep(for: .milliseconds(200))
-            freed = try await HTTP.send("GET", url + "/ready")
+        let freed = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
+            try await HTTP.send("GET", url + "/ready")
+        } until: {
+            $0.status == 200
         }
         #expect(freed.status == 200, "\(freed.body)")
         #expect(try await server.terminate(signal: SIGTERM) == 0)
     }
 
     static func name(_ databaseURL: String) -> String { String(databaseURL.split(separator: "/").last ?? "") }
+
+    /// `SELECT count(*) FROM from`, asked as the administrator.
+    static func count(_ admin: String, _ from: String) async throws -> Int {
+        let result = try await ChildProcess.output(
+            "/usr/bin/env", ["psql", "-tAq", "-v", "ON_ERROR_STOP=1", admin, "-c", "SELECT count(*) FROM " + from])
+        guard result.status == 0, let count = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw TSyncError.failure("psql: \(result.stderr)")
+        }
+        return count
+    }
 }
 
 /// A tmpfs of a few megabytes, mounted for one test.

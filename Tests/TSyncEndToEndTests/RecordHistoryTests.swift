@@ -6,28 +6,14 @@ import TSyncModel
 /// in `tsync log`, and the tombstone horizon resync, the real binary against the real server on
 /// SQLite and (with TSYNC_TEST_POSTGRES_URL) on PostgreSQL.
 @Suite(.serialized) struct RecordHistoryTests {
-    enum Backend: String, CaseIterable, CustomStringConvertible {
-        case sqlite, postgres
-        var description: String { rawValue }
-    }
+    typealias Backend = ServerBackend
 
     /// The backends that can run here: PostgreSQL only with TSYNC_TEST_POSTGRES_URL.
-    static let backends: [Backend] = PostgresFixture.adminURL == nil ? [.sqlite] : Backend.allCases
+    static let backends: [Backend] = ServerBackend.available
 
     /// A `tsync serve --no-auth` on `backend` with `options`, for the length of `body`.
     static func withServer(_ backend: Backend, options: [String] = [], _ body: (String) async throws -> Void) async throws {
-        switch backend {
-        case .sqlite:
-            let server = try await ServeFixture(options: options)
-            try await body(server.url)
-        case .postgres:
-            try await PostgresFixture.withFreshDatabase { db in
-                let directory = try TemporaryDirectory()
-                let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"] + options, log: directory.path)
-                defer { server.stop() }
-                try await body(try await server.waitForAddress())
-            }
-        }
+        try await backend.withServer(options: options, in: try TemporaryDirectory()) { _, url, _ in try await body(url) }
     }
 
     /// Every record of `table` on the server, deleted ones included, by id: user fields and the
@@ -49,9 +35,9 @@ import TSyncModel
             let store = try await TSyncSandbox(remote: url)
             try await store.ok(["insert", "todo", #"{"id": "a", "text": "one"}"#])
             try await store.ok(["push"])
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitForTheClock(toPass: try #require(try await serverUpdatedAt(url, "todo", "a")))
             let between = Timestamp.now()
-            try await Task.sleep(for: .milliseconds(20))
+            try await waitForTheClock(toPass: between)
             try await store.ok(["update", "todo", "a", "--set", "text=two"])
             try await store.ok(["push"])
             try await store.ok(["delete", "todo", "a"])
@@ -230,11 +216,9 @@ import TSyncModel
             try await writer.ok(["update", "todo", "d4", "--set", "n=0"])
             try await writer.ok(["push"])
             // Past --keep-deleted and the server's prune.
-            var removed = false
-            for _ in 0..<40 where !removed {
-                try await Task.sleep(for: .milliseconds(500))
+            let removed = try await eventually(timeout: .seconds(20), every: .milliseconds(500)) {
                 let page = try await HTTP.send("GET", url + "/tables/todo?__includeDeleted=true&$filter=id%20eq%20'd1'")
-                removed = (try? JSONOutput.array(page.body))?.isEmpty == true
+                return (try? JSONOutput.array(page.body))?.isEmpty == true
             }
             #expect(removed, "the server removed the tombstones")
 

@@ -8,21 +8,13 @@ import TSyncModel
 /// unsupported schema at start-up; counts the stored records that do not match. On SQLite, and on
 /// PostgreSQL when configured.
 @Suite(.serialized) struct SchemaServeTests {
-    static var databases: [String] { PostgresFixture.adminURL == nil ? ["sqlite"] : ["sqlite", "postgres"] }
+    static var databases: [ServerBackend] { ServerBackend.available }
 
     static let todoSchema = #"""
         {"type": "object", "required": ["title"], "additionalProperties": false,
          "properties": {"title": {"type": "string", "minLength": 1}, "done": {"type": "boolean"},
                         "due": {"type": "string", "format": "date"}}}
         """#
-
-    private func withDatabase(_ kind: String, in directory: TemporaryDirectory, _ body: (String) async throws -> Void) async throws {
-        if kind == "sqlite" {
-            try await body("sqlite:" + directory.path + "/server.db")
-        } else {
-            try await PostgresFixture.withFreshDatabase(body)
-        }
-    }
 
     private func violations(_ reply: HTTP.Reply) throws -> [String] {
         let object = try JSONOutput.object(reply.body)
@@ -35,10 +27,10 @@ import TSyncModel
         }
     }
 
-    @Test(arguments: databases) func writesThatDoNotMatchAreRefusedWithEveryPath(_ kind: String) async throws {
+    @Test(arguments: databases) func writesThatDoNotMatchAreRefusedWithEveryPath(_ kind: ServerBackend) async throws {
         let directory = try TemporaryDirectory()
         let schema = try directory.write("todo.schema.json", Self.todoSchema)
-        try await withDatabase(kind, in: directory) { db in
+        try await kind.withDatabase(in: directory) { db in
             let server = try ServerProcess(
                 arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--schema", "todo=\(schema)"], log: directory.path)
             defer { server.stop() }
@@ -118,12 +110,8 @@ import TSyncModel
             arguments: ["serve", "--db", db, "--port", "0", "--no-auth", "--config", config], log: directory.path)
         defer { after.stop() }
         let base = try await after.waitForAddress()
-        var log = ""
-        for _ in 0..<100 {
-            log = after.log
-            if log.contains("schema of todo:") { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await after.waitForLog("schema of todo:", timeout: .seconds(5))
+        let log = after.log
         #expect(log.contains(#"schema of todo: 2 of the 3 stored records do not match it (first "b": $.title: is required)"#), "\(log)")
         // They stay; deleting one is allowed, updating one must make it match.
         #expect(try await HTTP.send("DELETE", base + "/tables/todo/b").status == 200)

@@ -16,12 +16,17 @@ import TSyncModel
 
         // An upload that trickles a byte a second: without a bound it holds the stop until its
         // body timeout (60 s).
+        // (Each request is under way once the server answers its `Expect: 100-continue`.)
         let upload = try RawSocket(port: port, timeout: 30)
-        await upload.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+        await upload.write(
+            "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                + "Content-Length: 1000\r\n\r\n")
+        #expect(await upload.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100"))
+        await upload.write("{")
         let trickle = Task {
             for _ in 0..<40 {
                 guard await upload.write(" ") else { return }
-                try? await Task.sleep(for: .seconds(1))
+                try? await Task.sleep(for: .seconds(1))  // a byte a second: the slow upload under test
             }
         }
         // A batch of 1,000 inserts, all but its last bytes sent before the signal.
@@ -31,15 +36,16 @@ import TSyncModel
         let body = #"{"operations": [\#(operations.joined(separator: ","))]}"#
         let batch = try RawSocket(port: port, timeout: 30)
         await batch.write(
-            "POST /tables/$batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+            "POST /tables/$batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n")
+        #expect(await batch.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 100"))
         await batch.write(String(body.dropLast(10)))
-        try await Task.sleep(for: .milliseconds(300))
 
         let start = ContinuousClock.now
         let stopping = Task { try await server.terminate(signal: SIGTERM, timeout: .seconds(40)) }
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await server.waitForLog("stopping on SIGTERM"), "\(server.log)")
         await batch.write(String(body.suffix(10)))
-        // The batch's client is slow to read its answer.
+        // The batch's client is slow to read its answer: time passing is the case under test.
         try await Task.sleep(for: .seconds(1))
         let answer = await batch.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")

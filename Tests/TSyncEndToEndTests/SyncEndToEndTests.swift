@@ -10,7 +10,9 @@ import TSyncModel
 
     @Test func offlineChangesWaitForTheServerThenPush() async throws {
         let server = try await ServeFixture(authenticated: true)
-        let store = try await TSyncSandbox(remote: "http://127.0.0.1:9")  // nothing listens on the discard port
+        let refusing = try LoopbackListener.refusing()
+        defer { refusing.close() }
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:\(refusing.port)")
         try await store.ok(["insert", "todoitem", #"{"id": "milk", "text": "buy milk", "complete": false}"#])
         try await store.ok(["insert", "todoitem", #"{"id": "bread", "text": "buy bread", "complete": false}"#])
         #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodoitem\tmilk\nA\ttodoitem\tbread\n")
@@ -347,10 +349,7 @@ import TSyncModel
         try await store.ok(["insert", "load"], stdin: items)
         let push = try TSyncProcess(["push"], in: store.path)
         // Kill the server once some operations have gone through.
-        for _ in 0..<400 {
-            if try await server.records("load").count >= 200 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await eventually(every: .milliseconds(10)) { try await server.records("load").count >= 200 }
         await server.kill()
         let interrupted = await push.wait()
         #expect(interrupted.status == 3, "\(interrupted)")
@@ -375,10 +374,7 @@ import TSyncModel
         let count = 3000
         try await store.ok(["insert", "load"], stdin: (0..<count).map { #"{"id": "k\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
         let push = try TSyncProcess(["push"], in: store.path)
-        for _ in 0..<400 {
-            if try await server.records("load").count >= 300 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await eventually(every: .milliseconds(10)) { try await server.records("load").count >= 300 }
         push.signal(SIGKILL)
         _ = await push.wait()
         let resumed = try await store.run(["push", "--json"])
@@ -401,17 +397,14 @@ import TSyncModel
 
         let reader = try await TSyncSandbox(remote: server.url)
         let pull = try TSyncProcess(["pull", "big", "--query-id", "all", "--page-size", "10"], in: reader.path)
-        var stored = 0
-        for _ in 0..<400 {
+        try await eventually(every: .milliseconds(10)) {
             let query = try await reader.run(["query", "big", "--json"])  // 65 until the first page is stored
-            if query.status == 0 { stored = try JSONOutput.array(query.stdout).count }
-            if stored >= 200 { break }
-            try await Task.sleep(for: .milliseconds(10))
+            return try query.status == 0 && JSONOutput.array(query.stdout).count >= 200
         }
         await server.kill()
         let interrupted = await pull.wait()
         #expect(interrupted.status == 3, "\(interrupted)")
-        stored = try JSONOutput.array(try await reader.ok(["query", "big", "--json"])).count
+        let stored = try JSONOutput.array(try await reader.ok(["query", "big", "--json"])).count
         #expect(stored > 0 && stored < count)
 
         try await server.start()

@@ -9,8 +9,8 @@ import Testing
         let authority = try await CertificateAuthority()
         let server = try ServerProcess(
             arguments: [
-                "serve", "--db", authority.database, "--port", "0", "--no-auth", "--max-connections", "1", "--tls-cert",
-                authority.serverCertificate, "--tls-key", authority.serverKey,
+                "serve", "--db", authority.database, "--port", "0", "--no-auth", "--max-connections", "1", "--header-timeout", "60",
+                "--tls-cert", authority.serverCertificate, "--tls-key", authority.serverKey,
             ], log: authority.directory.path)
         defer { server.stop() }
         let url = try await server.waitForAddress()
@@ -20,12 +20,18 @@ import Testing
         let sandbox = try await TSyncSandbox(remote: url)
         try await sandbox.ok(["insert", "todo", #"{"id":"a"}"#])
 
-        // One connection holds the only place (the header timeout, 10 s, is far off). The push's
-        // slot is taken first: waiting for one under the whole suite could outlast the held
-        // connection.
+        // One connection holds the only place, until the header timeout (60 s, far off: a probe
+        // turned away on a loaded machine may need a few tries). The push's slot is taken first:
+        // waiting for one under the whole suite could outlast the held connection.
         let (held, busy) = try await CommandSlots.shared.holding {
-            let held = try RawSocket(port: port, timeout: 10)
-            try await Task.sleep(for: .milliseconds(300))
+            let held = try RawSocket(port: port, timeout: 60)
+            // The server has counted it once another client over TLS is turned away.
+            let probe = try await eventually {
+                try await ChildProcess.curl(port: port, "/health", authority: authority.certificate)
+            } until: {
+                $0.status == "503"
+            }
+            #expect(probe.status == "503", "the held connection takes the only place: \(probe)")
             return (held, try await TSyncProcess(["push"], in: sandbox.path, environment: environment).wait())
         }
         #expect(busy.status == 3, "\(busy)")
@@ -36,7 +42,9 @@ import Testing
 
         // Once the held connection goes, there is room again.
         held.close()
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(
+            try await eventually { try await ChildProcess.curl(port: port, "/health", authority: authority.certificate).status == "200" },
+            "room again once the held connection goes")
         let push = try await sandbox.run(["push"], environment: environment)
         #expect(push.status == 0, "once the place is free: \(push)")
     }

@@ -38,12 +38,17 @@ import Testing
     @Test func stalledHandshakesAreCutOffAndLeaveOthersServed() async throws {
         let authority = try await CertificateAuthority()
         let (server, port) = try await serve(
-            authority, ["--max-connections", "8", "--max-client-connections", "4", "--header-timeout", "2"])
+            authority, ["--max-connections", "8", "--max-client-connections", "4", "--header-timeout", "2", "--metrics"])
         defer { server.stop() }
         // One address opens connections and never says hello, and more than its share.
         let start = ContinuousClock.now
         let stalled = try (0..<6).map { _ in try RawSocket(port: port, timeout: 10, from: "127.0.0.2") }
-        try await Task.sleep(for: .milliseconds(300))
+        // The server has taken all six: four hold their places, two were refused their share.
+        let refusals = #"tsync_share_refusals_total{share="client_connections",status="429"} 2"#
+        let taken = try await eventually {
+            try await ChildProcess.curl(port: port, "/metrics", authority: authority.certificate).body.contains(refusals)
+        }
+        #expect(taken, "the stalled connections are counted")
         // Another client's handshake and request go through meanwhile.
         let (status, message) = try await ChildProcess.run(
             "/usr/bin/curl", ["-sf", "-o", "/dev/null", "--cacert", authority.certificate, "https://localhost:\(port)/health"])

@@ -20,7 +20,7 @@ import TSyncModel
         let (before, command) = reader.hasPrefix("trap") ? (reader, "head -1") : ("", reader)
         let script = #"\#(before)"$0" watch | \#(command); echo "exit ${PIPESTATUS[0]}" >&2"#
         let shell = try TSyncProcess(["-c", script, TSyncBinary.path], in: b.path, executable: "/bin/bash")
-        for _ in 0..<400 where !shell.stderrSoFar.contains("watching (connected)") { try await Task.sleep(for: .milliseconds(25)) }
+        try await shell.waitFor(stderr: "watching (connected)")
         try await a.ok(["insert", "todo", #"{"id": "first"}"#])
         try await a.ok(["push"])
         let result = await shell.wait(timeout: 20)
@@ -34,7 +34,7 @@ import TSyncModel
         let server = try await ServeFixture()
         let (_, b) = try await LiveSyncTests.twoStores(server)
         let process = try TSyncProcess(["watch"], in: b.path)
-        for _ in 0..<400 where !process.stderrSoFar.contains("watching (connected)") { try await Task.sleep(for: .milliseconds(25)) }
+        try await process.waitFor(stderr: "watching (connected)")
         process.signal(SIGINT)
         let result = await process.wait(timeout: 30)
         #expect(result.status == 130, "\(result)")
@@ -69,7 +69,7 @@ import TSyncModel
     /// One 500, one garbled 200 and one page out of order from between the watch and its server:
     /// each is reported and retried, the watch goes on and takes the next change.
     @Test func aSpoiledAnswerIsRetriedNotTheEnd() async throws {
-        let server = try await ServeFixture()
+        let server = try await ServeFixture(options: ["--metrics"])
         let proxy = try LossyProxy(upstream: server.url)
         let a = try await TSyncSandbox(remote: server.url)
         let b = try await TSyncSandbox(remote: proxy.url)
@@ -91,7 +91,8 @@ import TSyncModel
             await watcher.waitFor("pulled", id: id)
             await watcher.waitFor("reconnecting", count: number + 1)
             #expect(watcher.process.isRunning, "the watch goes on after fault \(number): \(watcher.process.stderrSoFar)")
-            try await Task.sleep(for: .seconds(1))  // its retry (at most 0.25 s later) is held by the server
+            // Its retry (at most 0.25 s later) is held by the server before the next fault is set.
+            #expect(try await eventually { try await server.metric("tsync_live_waiting") == 1 }, "the retry is held")
         }
         try await a.ok(["insert", "todo", #"{"id": "last"}"#])
         try await a.ok(["push"])
@@ -113,7 +114,11 @@ import TSyncModel
         await watcher.waitFor("connected")
         let lock = (b.path as NSString).appendingPathComponent(".tsync/push.lock")
         let holder = try TSyncProcess(["-c", "exec flock \"$0\" sleep 13", lock], in: b.path, executable: "/bin/sh")
-        try await Task.sleep(for: .milliseconds(300))
+        // Held once another `flock` cannot take it (`-n`: exit 1 at once).
+        let held = try await eventually {
+            try await ChildProcess.run("/usr/bin/flock", ["-n", lock, "true"]).status == 1
+        }
+        #expect(held, "the lock is held")
         try await b.ok(["insert", "todo", #"{"id": "queued"}"#])
         let reconnecting = await watcher.waitFor("reconnecting", seconds: 30)
         #expect(reconnecting?["message"]?.stringValue?.contains("another tsync is pushing") == true, "\(String(describing: reconnecting))")

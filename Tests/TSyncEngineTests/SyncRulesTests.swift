@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TSyncModel
 
@@ -299,10 +300,9 @@ import TSyncModel
 }
 
 /// A value shared with a `@Sendable` closure of a test.
-final class Locked<Value>: @unchecked Sendable {  // `lock` guards `stored`
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value { lock.withLock { stored } }
-    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
+final class Locked<Value: Sendable>: Sendable {
+    private let stored: Mutex<Value>
+    init(_ value: Value) { stored = Mutex(value) }
+    var value: Value { stored.withLock { $0 } }
+    func update(_ body: (inout Value) -> Void) { stored.withLock { body(&$0) } }
 }

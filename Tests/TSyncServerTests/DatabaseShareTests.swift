@@ -41,6 +41,7 @@ import TSyncModel
             let slow = (0..<6).map { _ in
                 Task { try await http.get("/tables/t?$filter=" + Self.slowFilter, token: alice).status }
             }
+            // Her reads are under way (nothing outside the shares shows them running).
             try await Task.sleep(for: .milliseconds(500))
             let before = ContinuousClock.now
             let page = try await http.get("/tables/t?$top=1", token: bob)
@@ -73,9 +74,10 @@ import TSyncModel
                 }
             }
         }
-        while shares.running("a") < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await eventually { shares.running("a") == 2 })
         // Both slots are a's (and two more of its reads wait): b waits too, then runs.
         let other = Task { try await ReadShares.$client.withValue("b") { try await shares.run { shares.running("b") } } }
+        // That b does not run is shown only by time passing without it.
         try await Task.sleep(for: .milliseconds(50))
         #expect(shares.running("b") == 0)
         // Work of no client passes at once.
@@ -112,11 +114,10 @@ import TSyncModel
     }
 
     static func waitUntilNoneRuns(_ http: TestHTTP, within limit: Duration) async throws -> Int {
-        let start = ContinuousClock.now
-        var count = try await running(http)
-        while count > 0, ContinuousClock.now - start < limit {
-            try await Task.sleep(for: .milliseconds(100))
+        var count = 0
+        try await eventually(timeout: limit, every: .milliseconds(100)) {
             count = try await running(http)
+            return count == 0
         }
         return count
     }
@@ -129,10 +130,9 @@ import TSyncModel
             try await Self.slowRecords(http)
             let read = Task { try await http.get("/tables/t?$filter=" + DatabaseShareTests.slowFilter) }
             var seen = 0
-            let start = ContinuousClock.now
-            while seen == 0, ContinuousClock.now - start < .seconds(5) {
-                try await Task.sleep(for: .milliseconds(100))
+            try await eventually(timeout: .seconds(5), every: .milliseconds(100)) {
                 seen = try await Self.running(http)
+                return seen > 0
             }
             #expect(seen == 1, "the read runs in the database")
             read.cancel()

@@ -16,7 +16,7 @@ import TSyncQuery
 
     /// Waits (bounded) until `count` reads are parked on `todo` (past their first query).
     static func waitUntilParked(_ feed: ChangeFeed, _ count: Int) async throws {
-        for _ in 0..<400 where feed.parked("todo") != count { try await Task.sleep(for: .milliseconds(25)) }
+        try await eventually(timeout: .seconds(10)) { feed.parked("todo") == count }
         #expect(feed.parked("todo") == count)
     }
 
@@ -97,7 +97,7 @@ import TSyncQuery
             await feed.wait(
                 table: "t", question, interest, after: feed.generation("t"), until: .now + .seconds(20), channel: nil)
         }
-        for _ in 0..<400 where feed.parked("t") == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await eventually(timeout: .seconds(2), every: .milliseconds(5)) { feed.parked("t") > 0 }
         let later = feed.ticket()
         // Started after the waiter parked, wrote nothing it takes: no wake.
         feed.committed(["t"], changes: [LiveChange(table: "t", record: Record(id: "x", fields: ["n": .int(2)]), owner: nil)], since: later)

@@ -13,7 +13,7 @@ import TSyncModel
     /// Waits (bounded) until the server holds `count` requests.
     static func waitUntilHeld(_ http: TestHTTP, _ count: Int) async throws {
         let feed = try #require(http.storage.changes)
-        for _ in 0..<400 where feed.waiting < count { try await Task.sleep(for: .milliseconds(25)) }
+        try await eventually(timeout: .seconds(10)) { feed.waiting >= count }
         #expect(feed.waiting == count, "the server holds \(count) request(s)")
     }
 

@@ -38,6 +38,7 @@ struct PullReadAheadTests {
         var walk = Self.walk()
         walk.top = 10
         _ = try await readAhead.page(walk, read: reads.read)
+        // That nothing is read ahead is shown only by time passing without it.
         try await Task.sleep(for: .milliseconds(50))
         #expect(reads.walks == [walk])
     }
@@ -51,6 +52,7 @@ struct PullReadAheadTests {
             _ = try await readAhead.page(walk, read: reads.read)
         }
         try await reads.waitFor(13)
+        // That no fourteenth read comes is shown only by time passing without it.
         try await Task.sleep(for: .milliseconds(50))
         #expect(reads.walks.count == 13, "10 requests and 3 pages read ahead, not 10")
     }
@@ -70,7 +72,7 @@ struct PullReadAheadTests {
         let shortLived = PullReadAhead(lifetime: .milliseconds(20))
         _ = try await shortLived.page(first, read: slow.read)
         try await slow.waitFor(2)
-        try await Task.sleep(for: .milliseconds(60))
+        try await Task.sleep(for: .milliseconds(60))  // past the 20 ms lifetime under test
         _ = try await shortLived.page(next, read: slow.read)
         #expect(shortLived.pagesTaken.load(ordering: .relaxed) == 0, "a page that waited past its lifetime is read again")
         #expect(slow.walks.filter { $0 == next }.count == 2)
@@ -116,7 +118,7 @@ private final class Reads: Sendable {
 
     /// Waits until `count` reads were asked for (reads ahead run on their own tasks).
     func waitFor(_ count: Int) async throws {
-        for _ in 0..<1000 where walks.count < count { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually(timeout: .seconds(10)) { walks.count >= count }
         #expect(walks.count >= count, "\(walks.count) reads, expected \(count)")
     }
 }

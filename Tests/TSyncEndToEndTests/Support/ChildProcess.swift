@@ -133,6 +133,32 @@ final class ChildProcess: Sendable {
         }
     }
 
+    /// Runs `executable` to its end; its status and what it wrote to stdout and to stderr.
+    static func output(
+        _ executable: String, _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let output = try TemporaryDirectory()
+        let (out, errors) = (
+            (output.path as NSString).appendingPathComponent("stdout"), (output.path as NSString).appendingPathComponent("stderr")
+        )
+        let child = try ChildProcess(executable, arguments, in: directory, environment: environment, stdout: out, stderr: errors)
+        await child.wait()
+        let read = { (path: String) in String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self) }
+        return (child.status ?? -1, read(out), read(errors))
+    }
+
+    /// `curl` for a request over TLS to a `tsync serve` on `port`, trusting `authority` (a
+    /// CA certificate file): the HTTP status ("000" when no answer came) and the body. For a test
+    /// that must see the server's answer through TLS (a 503 sent after the handshake).
+    static func curl(port: Int, _ path: String, authority: String) async throws -> (status: String, body: String, error: String) {
+        let output = try TemporaryDirectory()
+        let body = (output.path as NSString).appendingPathComponent("body")
+        let result = try await Self.output(
+            "/usr/bin/curl",
+            ["-sS", "--max-time", "15", "--cacert", authority, "-o", body, "-w", "%{http_code}", "https://localhost:\(port)\(path)"])
+        return (result.stdout, String(decoding: FileManager.default.contents(atPath: body) ?? Data(), as: UTF8.self), result.stderr)
+    }
+
     /// Runs `executable` to its end; its status and what it wrote to stderr.
     static func run(
         _ executable: String, _ arguments: [String], in directory: String? = nil, environment: [String: String]? = nil

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -9,7 +10,7 @@ import Foundation
 /// Every send and receive gives up after `timeout`, so a misbehaving server fails the test instead
 /// of hanging it, and runs on a thread of its own (`OffThePool`), so a test waiting for the
 /// server holds none of the cooperative threads the servers of other tests need.
-final class RawSocket: @unchecked Sendable {
+final class RawSocket: Sendable {
     private let descriptor: Int32
 
     /// `from`: the local address to connect from, another loopback address (127.0.0.2) to stand
@@ -47,12 +48,20 @@ final class RawSocket: @unchecked Sendable {
         }
     }
 
-    private var closed = false
+    /// Connects on a thread of its own (`OffThePool`): a connect the server is slow to accept
+    /// (a full backlog, a loaded machine) holds no cooperative thread meanwhile.
+    static func opened(port: Int, timeout: TimeInterval = 10, from source: String? = nil) async throws -> RawSocket {
+        try await OffThePool.run { Result { try RawSocket(port: port, timeout: timeout, from: source) } }.get()
+    }
+
+    private let closed = Mutex(false)
 
     func close() {
-        guard !closed else { return }
-        closed = true
-        Glibc.close(descriptor)
+        let first = closed.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        if first { Glibc.close(descriptor) }
     }
 
     deinit { close() }

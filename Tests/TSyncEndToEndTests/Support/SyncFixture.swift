@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TSyncModel
 
@@ -9,14 +10,21 @@ import TSyncModel
 /// A `tsync serve` on loopback for the sync tests, over a SQLite file in a temporary directory,
 /// plus plain HTTP checks that do not go through tsync. Builds on `ServerProcess`, `HTTP` and
 /// `TSyncProcess`.
-final class ServeFixture: @unchecked Sendable {
+final class ServeFixture: Sendable {
     let directory: TemporaryDirectory
     let databasePath: String
     let authenticated: Bool
     /// More `tsync serve` options, e.g. `--max-batch 0` for a server without the batch route.
     let options: [String]
-    private(set) var server: ServerProcess?
-    private(set) var url = ""
+    private struct Running {
+        var server: ServerProcess?
+        var url = ""
+    }
+    private let running = Mutex(Running())
+    /// The server process; nil after `kill` until `start`.
+    var server: ServerProcess? { running.withLock { $0.server } }
+    /// `http://127.0.0.1:PORT` of the server (of the last one started).
+    var url: String { running.withLock { $0.url } }
 
     /// Starts a server; `authenticated` servers get the account alice / `ServeFixture.password`.
     init(authenticated: Bool = false, options: [String] = []) async throws {
@@ -40,14 +48,15 @@ final class ServeFixture: @unchecked Sendable {
         var arguments = ["serve", "--db", "sqlite:" + databasePath, "--port", "0"] + options
         if !authenticated { arguments.append("--no-auth") }
         let server = try ServerProcess(arguments: arguments, log: directory.path)
-        self.server = server
-        url = try await server.waitForAddress()
+        running.withLock { $0 = Running(server: server) }
+        let url = try await server.waitForAddress()
+        running.withLock { $0.url = url }
     }
 
     /// SIGKILL: the server dies mid-request, as in a crash. Returns once it is gone.
     func kill() async {
         await server?.kill(signal: SIGKILL)
-        server = nil
+        running.withLock { $0.server = nil }
     }
 
     deinit { server?.stop() }
@@ -59,6 +68,11 @@ final class ServeFixture: @unchecked Sendable {
             "POST", url + "/.auth/login/custom", body: #"{"username":"alice","password":"\#(Self.password)"}"#)
         #expect(login.status == 200)
         return try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue
+    }
+
+    /// A series of the server's `/metrics` (which needs `--metrics`), nil when it has none.
+    func metric(_ name: String) async throws -> Int? {
+        try await HTTP.metric(name, at: url)
     }
 
     /// Every live record of a table on the server, read with plain HTTP, page by page.
@@ -128,19 +142,27 @@ final class ServerProcess: Sendable {
         return kilobytes << 10
     }
 
+    /// Whether the log comes to contain `text` within `timeout` (false at once when the process
+    /// has ended without writing it): a wait for what the server says it did, not for a time.
+    @discardableResult
+    func waitForLog(_ text: String, timeout: Duration = .seconds(30)) async throws -> Bool {
+        try await eventually(timeout: timeout) { log.contains(text) || !process.isRunning } && log.contains(text)
+    }
+
     /// `http://HOST:PORT` (or `https://`) from the "listening on" log line, within 30 s.
     func waitForAddress() async throws -> String {
-        for _ in 0..<600 {
+        let address = { () -> String? in
             let log = self.log
-            if let range = log.range(of: "listening on http") {
-                let rest = log[range.lowerBound...].dropFirst("listening on ".count)
-                let address = rest.prefix { !$0.isWhitespace && $0 != "\"" }
-                if rest.contains(where: \.isNewline) { return String(address) }
-            }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(50))
+            guard let range = log.range(of: "listening on http") else { return nil }
+            let rest = log[range.lowerBound...].dropFirst("listening on ".count)
+            guard rest.contains(where: \.isNewline) else { return nil }
+            return String(rest.prefix { !$0.isWhitespace && $0 != "\"" })
         }
-        throw TSyncError.failure("tsync serve did not report its address; its log:\n\(log)")
+        let found = try await eventually(every: .milliseconds(50), { address() }, until: { $0 != nil || !process.isRunning })
+        guard let found = found ?? address() else {
+            throw TSyncError.failure("tsync serve did not report its address; its log:\n\(log)")
+        }
+        return found
     }
 
     /// Sends `signal` and waits (at most `timeout` seconds) for the exit status. A shutdown is
@@ -207,6 +229,16 @@ enum HTTP {
                 }
             }.resume()
         }
+    }
+}
+
+extension HTTP {
+    /// The value of series `name` (a whole number) in `/metrics` of the server at `base`; nil when
+    /// the server does not show it.
+    static func metric(_ name: String, at base: String, token: String? = nil) async throws -> Int? {
+        let reply = try await send("GET", base + "/metrics", token: token)
+        let line = reply.body.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Int($0) ?? Double($0).map { Int($0) } }
     }
 }
 

@@ -123,6 +123,13 @@ final class TSyncProcess {
         String(decoding: FileManager.default.contents(atPath: outputPath("stderr")) ?? Data(), as: UTF8.self)
     }
 
+    /// Whether stderr comes to contain `text` within `timeout` (false at once when the process
+    /// ends without writing it): a wait for what the command says, not for a time.
+    @discardableResult
+    func waitFor(stderr text: String, timeout: Duration = .seconds(10)) async throws -> Bool {
+        try await eventually(timeout: timeout) { stderrSoFar.contains(text) || !isRunning } && stderrSoFar.contains(text)
+    }
+
     /// Waits for the process and collects its output; its status is the exit code, or 128 + the
     /// signal that ended it. After `timeout` seconds it is sent SIGTERM, and SIGKILL 5 s later,
     /// and the test fails.
@@ -148,6 +155,19 @@ final class TSyncProcess {
     ) async throws -> TSyncResult {
         try await CommandSlots.shared.holding {
             try await TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment, executable: executable).wait()
+        }
+    }
+
+    /// Runs `tsync arguments...` to the end, as `run` does, and says how long the process took:
+    /// from its start, after its wait for a slot (`CommandSlots`), which under the whole suite
+    /// can be longer than any bound a test puts on the command itself.
+    static func runTimed(
+        _ arguments: [String], in directory: String, stdin: String? = nil, environment: [String: String] = [:]
+    ) async throws -> (result: TSyncResult, took: Duration) {
+        try await CommandSlots.shared.holding {
+            let start = ContinuousClock.now
+            let result = try await TSyncProcess(arguments, in: directory, stdin: stdin, environment: environment).wait()
+            return (result, ContinuousClock.now - start)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TSyncModel
 
 @testable import TSyncEngine
@@ -6,7 +7,7 @@ import TSyncModel
 /// An in-memory sync server behind `SyncRemote`, for the rules of `Pusher` and `Puller`: it keeps
 /// records with versions and timestamps, answers 409, 412 and 404 as the protocol does, and fails
 /// on demand. Not a replacement for the real server, which the end-to-end tests drive.
-final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards the state
+final class ScriptedRemote: SyncRemote, Sendable {
     enum Fault {
         /// The write is applied, then the answer is lost (the connection drops): `.unreachable`.
         case loseAnswer
@@ -20,20 +21,30 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     }
 
     let endpoint: RemoteEndpoint
-    private let lock = NSLock()
-    private var tables: [String: [String: Record]] = [:]
-    private var clock: Int64 = 1_700_000_000_000
-    private var writeCalls = 0
-    private var faults: [Int: Fault] = [:]
-    /// The fault of the write call under way (set by `writeCall`).
-    private var current: Fault?
-    private var revoked = false
-    private var applied: [(kind: OperationKind, id: String)] = []
+    fileprivate struct State {
+        var tables: [String: [String: Record]] = [:]
+        var clock: Int64 = 1_700_000_000_000
+        var writeCalls = 0
+        var faults: [Int: Fault] = [:]
+        /// The fault of the write call under way (set by `writeCall`).
+        var current: Fault?
+        var revoked = false
+        var applied: [(kind: OperationKind, id: String)] = []
+        var scriptedPage: (@Sendable (PageRequest) -> Page)?
+        var scriptedSchema: JSONValue?
+    }
+    private let state = Mutex(State())
     private let batchLimit: Int?
     /// When set, `readPage` answers with it instead of the stored records.
-    var scriptedPage: (@Sendable (PageRequest) -> Page)?
+    var scriptedPage: (@Sendable (PageRequest) -> Page)? {
+        get { state.withLock { $0.scriptedPage } }
+        set { state.withLock { $0.scriptedPage = newValue } }
+    }
     /// What `GET /tables/$schema/{table}` answers (`tableSchema`); nil: nothing a schema.
-    var scriptedSchema: JSONValue?
+    var scriptedSchema: JSONValue? {
+        get { state.withLock { $0.scriptedSchema } }
+        set { state.withLock { $0.scriptedSchema = newValue } }
+    }
 
     /// - Parameter batchLimit: the batch route's operation limit; nil for a server without one.
     init(batchLimit: Int? = nil) throws {
@@ -42,12 +53,12 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     }
 
     /// Makes the `call`-th write request (an insert, update, delete, undelete or batch; from 1) fail.
-    func fail(call: Int, with fault: Fault) { lock.withLock { faults[call] = fault } }
+    func fail(call: Int, with fault: Fault) { state.withLock { $0.faults[call] = fault } }
 
-    func records(_ table: String) -> [String: Record] { lock.withLock { tables[table] ?? [:] } }
-    var writeRequests: Int { lock.withLock { writeCalls } }
+    func records(_ table: String) -> [String: Record] { state.withLock { $0.tables[table] ?? [:] } }
+    var writeRequests: Int { state.withLock { $0.writeCalls } }
     /// Every write the server was asked to do, in the order it did them (refused ones included).
-    var log: [(kind: OperationKind, id: String)] { lock.withLock { applied } }
+    var log: [(kind: OperationKind, id: String)] { state.withLock { $0.applied } }
 
     // MARK: - SyncRemote
 
@@ -63,8 +74,8 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     /// and `$top` applied (`$top` capped at `maxTop`), and no `Link`.
     func storedPage(_ request: PageRequest, maxTop: Int = .max) -> Page {
         let after = Self.checkpoint(in: request.filter)
-        let records = lock.withLock {
-            (tables[request.table] ?? [:]).values.map {
+        let records = state.withLock {
+            ($0.tables[request.table] ?? [:]).values.map {
                 ($0, Checkpoint(updatedAt: $0.system.updatedAt ?? Timestamp(millisecondsSinceEpoch: 0), id: $0.id))
             }
             .filter { after == nil || after! < $0.1 }
@@ -83,26 +94,26 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     }
 
     func read(table: String, id: String) async throws(TSyncError) -> RemoteAnswer {
-        lock.withLock {
-            guard let record = tables[table]?[id] else { return .rejected(status: 404, message: "not found", serverRecord: nil) }
+        state.withLock {
+            guard let record = $0.tables[table]?[id] else { return .rejected(status: 404, message: "not found", serverRecord: nil) }
             return .accepted(status: 200, record: record)
         }
     }
 
     func insert(table: String, item: [String: JSONValue]) async throws(TSyncError) -> RemoteAnswer {
-        try writeCall { apply(.insert, table: table, id: item["id"]?.stringValue ?? "", item: item, version: nil) }
+        try writeCall { $0.apply(.insert, table: table, id: item["id"]?.stringValue ?? "", item: item, version: nil) }
     }
 
     func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
-        try writeCall { apply(.update, table: table, id: id, item: item, version: version) }
+        try writeCall { $0.apply(.update, table: table, id: id, item: item, version: version) }
     }
 
     func delete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
-        try writeCall { apply(.delete, table: table, id: id, item: nil, version: version) }
+        try writeCall { $0.apply(.delete, table: table, id: id, item: nil, version: version) }
     }
 
     func undelete(table: String, id: String, version: String?) async throws(TSyncError) -> RemoteAnswer {
-        try writeCall { .rejected(status: 400, message: "undelete is not scripted", serverRecord: nil) }
+        try writeCall { _ in .rejected(status: 400, message: "undelete is not scripted", serverRecord: nil) }
     }
 
     func batchCapabilities() async throws(TSyncError) -> BatchCapabilities? {
@@ -110,13 +121,14 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     }
 
     func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
-        try writeCall {
+        try writeCall { state in
             .answers(
                 operations.map { operation in
                     switch operation.method {
-                    case .insert: apply(.insert, table: operation.table, id: operation.id, item: operation.item, version: nil)
-                    case .update: apply(.update, table: operation.table, id: operation.id, item: operation.item, version: operation.version)
-                    case .delete: apply(.delete, table: operation.table, id: operation.id, item: nil, version: operation.version)
+                    case .insert: state.apply(.insert, table: operation.table, id: operation.id, item: operation.item, version: nil)
+                    case .update:
+                        state.apply(.update, table: operation.table, id: operation.id, item: operation.item, version: operation.version)
+                    case .delete: state.apply(.delete, table: operation.table, id: operation.id, item: nil, version: operation.version)
                     }
                 })
         }
@@ -125,27 +137,29 @@ final class ScriptedRemote: SyncRemote, @unchecked Sendable {  // `lock` guards 
     // MARK: - The server's rules
 
     /// Counts a write request and applies its fault, if any, around `body` (run under the lock).
-    private func writeCall<Answer>(_ body: () -> Answer) throws(TSyncError) -> Answer {
-        lock.lock()
-        defer { lock.unlock() }
-        writeCalls += 1
-        current = faults[writeCalls]
-        defer { current = nil }
-        if case .revokeToken? = current { revoked = true }
-        if revoked { throw TSyncError(.unauthorized, "the token was revoked") }
-        let answer = body()
-        if case .loseAnswer? = current { throw TSyncError(.unreachable, "the connection dropped before the answer") }
-        return answer
+    private func writeCall<Answer>(_ body: (inout State) -> Answer) throws(TSyncError) -> Answer {
+        try state.withLock { (state: inout State) throws(TSyncError) -> Answer in
+            state.writeCalls += 1
+            state.current = state.faults[state.writeCalls]
+            defer { state.current = nil }
+            if case .revokeToken? = state.current { state.revoked = true }
+            if state.revoked { throw TSyncError(.unauthorized, "the token was revoked") }
+            let answer = body(&state)
+            if case .loseAnswer? = state.current { throw TSyncError(.unreachable, "the connection dropped before the answer") }
+            return answer
+        }
     }
+}
 
-    private func apply(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?) -> RemoteAnswer {
+extension ScriptedRemote.State {
+    mutating func apply(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?) -> RemoteAnswer {
         if case .answer(let answer)? = current { return answer }
         let real = applyForReal(kind, table: table, id: id, item: item, version: version)
         if case .applyThenAnswer(let answer)? = current { return answer }
         return real
     }
 
-    private func applyForReal(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?)
+    private mutating func applyForReal(_ kind: OperationKind, table: String, id: String, item: [String: JSONValue]?, version: String?)
         -> RemoteAnswer
     {
         applied.append((kind, id))

@@ -47,7 +47,16 @@ struct PostgresPoolerSafetyTests {
             try await PostgresDatabase.withDatabase(url: url, maximumConnections: 4, logger: quietLogger) { database in
                 let other = Task { try await database.rows(PostgresStatement("SELECT 'done' FROM pg_sleep(2)")) }
                 let cancelled = Task { try await database.rows(PostgresStatement("SELECT pg_sleep(30)")) }
-                try await Task.sleep(for: .milliseconds(500))
+                var seen: String?
+                let running = try await eventually {
+                    let rows = try await database.rows(
+                        PostgresStatement(
+                            "SELECT CAST(count(*) AS TEXT) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(30)%' AND state = 'active' AND pid <> pg_backend_pid()"
+                        ))
+                    seen = try rows.first?.decode(String.self)
+                    return seen == "1"
+                }
+                #expect(running, "the statement runs in the database: \(seen ?? "no answer")")
                 let start = ContinuousClock.now
                 cancelled.cancel()
                 await #expect(throws: (any Error).self) { try await cancelled.value }

@@ -71,7 +71,7 @@ struct PostgresSingleInsertTests {
                             try await storage.insert(table: "t", record: Record(id: "held", fields: [:]), scope: .shared)
                         }
                         // Until the call waits for the lock (a state, not a time).
-                        while try await Self.callsWaitingForALock(raw) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                        #expect(try await eventually { try await Self.callsWaitingForALock(raw) > 0 })
                         var record = PostgresStatement(
                             "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, body, body_text) VALUES ('t', 'later', "
                         )

@@ -160,12 +160,11 @@ final class SharedFlag: Sendable {
 }
 
 /// A log handler that keeps every message, to check what the server logs (and what it never does).
-final class CapturingLogHandler: LogHandler, @unchecked Sendable {
-    final class Sink: @unchecked Sendable {
-        private let lock = NSLock()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.withLock { lines.append(line) } }
-        var all: [String] { lock.withLock { lines } }
+struct CapturingLogHandler: LogHandler {
+    final class Sink: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
     }
 
     let sink: Sink
