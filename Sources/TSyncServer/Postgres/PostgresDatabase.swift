@@ -217,6 +217,15 @@ final class PostgresDatabase: Sendable {
         }
     }
 
+    /// A cause under a PostgresNIO connection error, in words that are never its generic text.
+    private static func words(_ cause: any Error) -> String {
+        guard let inner = cause as? PSQLError else { return String(describing: cause) }
+        if let message = inner.serverInfo?[.message] {
+            return message + (inner.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
+        }
+        return "\(inner.code)"
+    }
+
     /// Makes a PostgresNIO error into one an operator can act on. Messages carry the server's
     /// wording but never the SQL text or a bound value.
     func translated(_ error: any Error) -> any Error {
@@ -251,8 +260,10 @@ final class PostgresDatabase: Sendable {
         }
         switch error.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
-            // swift-nio's reason, never its types' names; PostgresNIO's own, as it words it.
-            let cause = error.underlying.map { ": " + (TransportFailure.words($0) ?? String(describing: $0)) } ?? ""
+            // swift-nio's reason, never its types' names; PostgresNIO's own, as it words it (a
+            // PSQLError's description is a generic text: one underneath, as a connection the
+            // server terminated, is said by the server's message, else by its code).
+            let cause = error.underlying.map { ": " + (TransportFailure.words($0) ?? Self.words($0)) } ?? ""
             return TSyncError.failure("cannot reach PostgreSQL at \(url)\(cause): check that the server runs and that the URL is right")
         case .sslUnsupported:
             return TSyncError.failure(
