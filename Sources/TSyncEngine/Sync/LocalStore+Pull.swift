@@ -12,6 +12,10 @@ package struct PageResult: Sendable, Equatable {
     /// With `detailed`: what each record changed in the working copy, in page order, leaving out
     /// records that changed nothing (the copy the store already had: the echo of its own push).
     package var changes: [PulledChange] = []
+    /// With `detailed`: the newest entry of the delivered operations when the page was written
+    /// (`DeliveredOperations`), so `tsync watch` reports the pushes written before the page
+    /// before the page's changes, and those after it after them.
+    package var pushedBefore: Int64 = 0
 }
 
 /// One record of a page that changed the working copy (`tsync watch` prints each).
@@ -128,6 +132,7 @@ extension LocalStore {
                 }
             }
             if let query { try StoreRows.saveQuery(db, query) }
+            if detailed { result.pushedBefore = try DeliveredOperations.last(db) }
             return result
         }
     }
