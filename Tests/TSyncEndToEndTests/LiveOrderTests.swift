@@ -50,7 +50,8 @@ import TSyncModel
             let database = (w.path as NSString).appendingPathComponent(".tsync/store.sqlite")
             let sql = "SELECT json_extract(item, '$.version') FROM skipped WHERE tbl = 'todo' AND id = 'r'"
             var seen = ""
-            for _ in 0..<1000 {
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline {
                 let result = try await TSyncProcess.run(
                     ["-cmd", ".timeout 5000", database, sql], in: w.path, executable: "/usr/bin/sqlite3")
                 seen = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -66,6 +67,10 @@ import TSyncModel
         }
     }
 
+    /// A held answer is waited for as long as a loaded machine may need to run the steps
+    /// between (the default HTTP timeout would give it up and retry, another path).
+    static let patient = ["TSYNC_TIMEOUT": "300"]
+
     /// The events' last word on `id`: the version of the last event that names one (pushed,
     /// pulled, settled), as a consumer following the events would hold it.
     static func lastVersion(_ watcher: Watcher, _ id: String) -> String? {
@@ -80,7 +85,7 @@ import TSyncModel
     @Test func aPushAnswerNeverTakesTheStoreBehindACopyAPullBroughtMeanwhile() async throws {
         let setup = try await Setup()
         defer { setup.proxy.close() }
-        let watcher = try Watcher(setup.w)
+        let watcher = try Watcher(setup.w, environment: Self.patient)
         await watcher.waitFor("connected")
 
         setup.proxy.hold { $0.hasPrefix("POST /tables/$batch") }
@@ -112,7 +117,7 @@ import TSyncModel
         try await setup.o.ok(["insert", "todo", #"{"id": "s", "a": 0}"#])
         try await setup.o.ok(["push"])
         try await setup.w.ok(["pull", "todo", "--query-id", "all"])
-        let watcher = try Watcher(setup.w)
+        let watcher = try Watcher(setup.w, environment: Self.patient)
         await watcher.waitFor("connected")
 
         // Round one (r) is held until s is queued; round two (s) is held while r changes again.
@@ -142,7 +147,7 @@ import TSyncModel
     @Test func settlingTakesTheNewerCopyAPullBroughtMeanwhile() async throws {
         let setup = try await Setup()
         defer { setup.proxy.close() }
-        let watcher = try Watcher(setup.w, ["--on-conflict", "merge"])
+        let watcher = try Watcher(setup.w, ["--on-conflict", "merge"], environment: Self.patient)
         await watcher.waitFor("connected")
 
         // The watch's read is held with the other writer's first change, so w's change is
@@ -214,10 +219,11 @@ final class HoldingProxy: Sendable {
     /// Lets the oldest held answer go.
     func release() { state.withLock { $0.released += 1 } }
 
-    /// Waits (at most 30 s) until `count` answers have been held in all: the server has
+    /// Waits (at most 120 s) until `count` answers have been held in all: the server has
     /// answered those requests.
     func waitUntilHeld(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        for _ in 0..<1500 {
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
             if state.withLock({ $0.held }) >= count { return }
             try await Task.sleep(for: .milliseconds(20))
         }
