@@ -404,10 +404,15 @@ private final class LiveRun: Sendable {
     /// was pushed, whoever pushed it, once. The store's writes and the events agree in order: a
     /// page reports the pushes written before it (`PageResult.pushedBefore`) ahead of its own
     /// changes, and what is reported is handed on under one lock, so a push's answer is never
-    /// said after a newer copy of its record that a page brought. A `settled` event names the
-    /// version its record holds when it is said (a page may have brought a newer one since).
+    /// said after a newer copy of its record that a page brought (nor a page's change after a
+    /// push the store wrote later). A `settled` event names the version its record holds when
+    /// it is said (a page may have brought a newer one since).
     private func report(_ events: [LiveEvent], pushedUpTo last: Int64 = .max) async throws(TSyncError) {
         let previous = try reported.withLock { (logged: inout Int64) throws(TSyncError) -> Task<Void, Never>? in
+            // Pushes said already that the store wrote after the page: they supersede its
+            // changes of their records, which would now be said out of order.
+            let superseded =
+                last < logged ? Set(try store.pushes(after: last, upTo: logged).map { ItemKey(table: $0.table, id: $0.itemID) }) : []
             let entries = try store.pushes(after: logged, upTo: last)
             if let newest = entries.last { logged = newest.id }
             var batch = entries.map { entry in
@@ -417,6 +422,11 @@ private final class LiveRun: Sendable {
                 return event
             }
             for var event in events {
+                if !superseded.isEmpty, event.kind == .pulled || event.kind == .deleted, let table = event.table, let id = event.id,
+                    superseded.contains(ItemKey(table: table, id: id))
+                {
+                    continue
+                }
                 if event.kind == .settled, let table = event.table, let id = event.id {
                     event.version = try store.record(table: table, id: id)?.system.version
                 }
