@@ -64,7 +64,7 @@ CLONE_NEWNET = 0x40000000
 # exec`); SIGINT, SIGTERM and SIGHUP end it through `Lab.close`, and what a killed campaign left
 # (namespaces, PostgreSQL) the next one removes at its start.
 DIE_WITH_CAMPAIGN = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
-SETTLED = object()  # a watch's last event for a record was "settled", which names no version
+SETTLED = object()  # a watch's last event for a record was "settled" and names no version (the store holds none)
 
 
 class Failure(Exception):
@@ -944,7 +944,7 @@ def main():
           f"errors left for a person {totals['errors']}, stuck commands {len(campaign.tally.stuck)}; "
           f"watches dead {totals['watch dead']}, records whose last watch event is late {totals['events late']} "
           f"or missing {totals['events missing']} (and {totals['settled last']} whose last event is a settled "
-          f"one, which names no version); "
+          f"one naming no version); "
           f"{time.time() - started:.0f} s")
     print(f"netlab: {passed} passed, {failed} failed")
     if failed == 0:
