@@ -689,13 +689,21 @@ class Run:
             return "; ".join(f"{e.get('table')}/{e.get('itemId')} {e.get('kind')} {e.get('status')}: {e.get('message')}"
                              for e in errors[:3])
 
+        first_seen = {}  # (watch, error id) -> when the error was first seen
+
         def watch_queues_empty():
             for k, store in watch_stores.items():
                 if k in stuck_errors:
                     continue
                 errors = store.errors()
                 if errors:
-                    # The watch settles conflicts with merge as it meets them: one left is stuck.
+                    # The watch settles conflicts with merge as it meets them: an error lives
+                    # between a push's answer and the settling in the same push, so one is stuck
+                    # only when it is still there 20 s later.
+                    now = time.time()
+                    ages = [now - first_seen.setdefault((k, e.get("id")), now) for e in errors]
+                    if min(ages) < 20:
+                        return f"watch{k} is settling {len(errors)} error(s)"
                     stuck_errors[k] = errors
                     problems.append(f"watch{k} left {len(errors)} error(s) only a person could settle: "
                                     f"{describe(errors)}")
