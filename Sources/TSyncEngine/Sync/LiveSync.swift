@@ -312,8 +312,8 @@ private final class LiveRun: Sendable {
                 return event
             }
             // The pushes written before the page first. (A log that cannot be read now is
-            // reported by the next look at it.)
-            try? await report(events, pushedUpTo: result.pushedBefore)
+            // reported by the next look at it; the page's changes are said anyway.)
+            do { try await report(events, pushedUpTo: result.pushedBefore) } catch { if !events.isEmpty { await output.send(events) } }
         }
     }
 
@@ -330,7 +330,7 @@ private final class LiveRun: Sendable {
                 event.queryID = query.queryID
                 return event
             }
-            try? await report([said] + deleted)
+            do { try await report([said] + deleted) } catch { await output.send([said] + deleted) }
         }
     }
 
