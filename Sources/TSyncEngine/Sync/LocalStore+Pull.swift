@@ -91,7 +91,8 @@ extension LocalStore {
             }
             let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
             // `detailed`: the upserts leave alone, and do not report, a record the store holds at
-            // the version sent already (the echo of a push); they tell which ids they wrote, and
+            // the version sent already (the echo of a push), or at a newer one (a push's answer
+            // taken after the watch read the page); they tell which ids they wrote, and
             // the changes are put in page order once the page is written. (A statement of its own
             // that looked the held versions up cost 1.2-1.9 ms a page of 1,000.)
             var written: Set<String>? = detailed ? [] : nil
