@@ -58,7 +58,13 @@ enum StoreRows {
                 ON CONFLICT (tbl, id) DO UPDATE SET body = excluded.body, created_at = excluded.created_at,
                     updated_at = excluded.updated_at, version = excluded.version
                 """
-                    + (written == nil ? "" : " WHERE excluded.version IS NULL OR records.version IS NOT excluded.version RETURNING id"))
+                    + (written == nil
+                        ? ""
+                        : """
+                         WHERE (excluded.version IS NULL OR records.version IS NOT excluded.version)
+                            AND (records.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= records.updated_at)
+                        RETURNING id
+                        """))
         var values = DirectBindings(statement)
         for record in records {
             try values.bind(table)

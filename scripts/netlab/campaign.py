@@ -59,7 +59,12 @@ COMMAND_DEADLINE = 120  # seconds a network command may take before it counts as
 LOCAL_DEADLINE = 60  # for a local edit
 EXCHANGE_TIMEOUT = "10"  # TSYNC_TIMEOUT: seconds one HTTP exchange may take
 CLONE_NEWNET = 0x40000000
-SETTLED = object()  # a watch's last event for a record was "settled", which names no version
+# Every long-lived child (the wire, the servers, the watches, each command) is killed with the
+# campaign, even by SIGKILL (the kernel's parent-death signal, which survives the exec of `ip netns
+# exec`); SIGINT, SIGTERM and SIGHUP end it through `Lab.close`, and what a killed campaign left
+# (namespaces, PostgreSQL) the next one removes at its start.
+DIE_WITH_CAMPAIGN = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+SETTLED = object()  # a watch's last event for a record was "settled" and names no version (the store holds none)
 
 
 class Failure(Exception):
@@ -174,7 +179,7 @@ class Lab:
         for k, name in enumerate(self.client_ns, 1):
             args += ["--client", f"{name}={self.address(k)}"]
         self.wire_log = open(os.path.join(self.workdir, "wire.log"), "ab")
-        self.wire = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.wire_log, text=True)
+        self.wire = subprocess.Popen(DIE_WITH_CAMPAIGN + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.wire_log, text=True)
         line = self.wire.stdout.readline()
         if not line or not json.loads(line).get("ready"):
             self.wire.wait()
@@ -195,7 +200,7 @@ class Lab:
 
     def exec(self, k):
         """The command prefix that runs in client k's namespace (0: the server's)."""
-        return ["ip", "netns", "exec", self.client_ns[k - 1] if k else self.server_ns]
+        return DIE_WITH_CAMPAIGN + ["ip", "netns", "exec", self.client_ns[k - 1] if k else self.server_ns]
 
     def start_postgres(self):
         binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(x) for x in p.split("/")[4].split(".")])
@@ -684,13 +689,21 @@ class Run:
             return "; ".join(f"{e.get('table')}/{e.get('itemId')} {e.get('kind')} {e.get('status')}: {e.get('message')}"
                              for e in errors[:3])
 
+        first_seen = {}  # (watch, error id) -> when the error was first seen
+
         def watch_queues_empty():
             for k, store in watch_stores.items():
                 if k in stuck_errors:
                     continue
                 errors = store.errors()
                 if errors:
-                    # The watch settles conflicts with merge as it meets them: one left is stuck.
+                    # The watch settles conflicts with merge as it meets them: an error lives
+                    # between a push's answer and the settling in the same push, so one is stuck
+                    # only when it is still there 20 s later.
+                    now = time.time()
+                    ages = [now - first_seen.setdefault((k, e.get("id")), now) for e in errors]
+                    if min(ages) < 20:
+                        return f"watch{k} is settling {len(errors)} error(s)"
                     stuck_errors[k] = errors
                     problems.append(f"watch{k} left {len(errors)} error(s) only a person could settle: "
                                     f"{describe(errors)}")
@@ -764,9 +777,8 @@ class Run:
                     elif event["event"] in ("pulled", "pushed"):
                         state[event["id"]] = event.get("version")
                     elif event["event"] == "settled":
-                        # A settled event names no version: a merge that gave the server's copy
-                        # leaves the store at a version no event names (until the next change).
-                        state[event["id"]] = SETTLED
+                        # The version the store holds once settled; none when it holds none.
+                        state[event["id"]] = event.get("version", SETTLED)
             watch["events"] = len(events)
             for name in ("reconnecting", "resynced", "conflict", "settled"):
                 self.counters["watch " + name] = self.counters.get("watch " + name, 0) + sum(
@@ -863,6 +875,7 @@ def main():
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     campaign = Campaign(args)
     passed = failed = 0
     started = time.time()
@@ -939,7 +952,7 @@ def main():
           f"errors left for a person {totals['errors']}, stuck commands {len(campaign.tally.stuck)}; "
           f"watches dead {totals['watch dead']}, records whose last watch event is late {totals['events late']} "
           f"or missing {totals['events missing']} (and {totals['settled last']} whose last event is a settled "
-          f"one, which names no version); "
+          f"one naming no version); "
           f"{time.time() - started:.0f} s")
     print(f"netlab: {passed} passed, {failed} failed")
     if failed == 0:

@@ -17,11 +17,12 @@ enum DeliveredOperations {
         var itemID: String
         /// insert, update or delete.
         var kind: String
-        /// The server's version of the record, when its answer had one.
+        /// The server's version of the record the store took: the answer's, or a newer copy a
+        /// pull brought while the operation was on its way (`LocalStore.completeOperations`).
         var version: String?
     }
 
-    /// Logs `pushed` (each operation with the version the server answered) and drops what is older
+    /// Logs `pushed` (each operation with the version the store took) and drops what is older
     /// than `retention`: the oldest rows come first, so only the expired ones are read.
     static func append(_ db: Database, _ pushed: [(PendingOperation, String?)]) throws {
         let now = Timestamp.now().millisecondsSinceEpoch
@@ -45,19 +46,26 @@ enum DeliveredOperations {
             sql: "DELETE FROM pushes WHERE id < (SELECT id FROM pushes WHERE pushed_at >= ? ORDER BY id LIMIT 1)",
             arguments: [now - retention])
     }
+
+    /// The newest entry (0 when there is none).
+    static func last(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(id), 0) FROM pushes")) ?? 0
+    }
 }
 
 extension LocalStore {
     /// The newest entry of the delivered operations now (0 when there is none): where a watch starts reading.
     func lastPush() throws(TSyncError) -> Int64 {
-        try read { db in try Int64.fetchOne(db, sql: "SELECT ifnull(max(id), 0) FROM pushes") ?? 0 }
+        try read { db in try DeliveredOperations.last(db) }
     }
 
-    /// The entries of the delivered operations after `id`, oldest first.
-    func pushes(after id: Int64) throws(TSyncError) -> [DeliveredOperations.Entry] {
+    /// The entries of the delivered operations after `id` (up to `last` when given), oldest first.
+    func pushes(after id: Int64, upTo last: Int64 = .max) throws(TSyncError) -> [DeliveredOperations.Entry] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT id, tbl, item_id, kind, version FROM pushes WHERE id > ? ORDER BY id", arguments: [id])
-                .map { DeliveredOperations.Entry(id: $0[0], table: $0[1], itemID: $0[2], kind: $0[3], version: $0[4]) }
+            try Row.fetchAll(
+                db, sql: "SELECT id, tbl, item_id, kind, version FROM pushes WHERE id > ? AND id <= ? ORDER BY id", arguments: [id, last]
+            )
+            .map { DeliveredOperations.Entry(id: $0[0], table: $0[1], itemID: $0[2], kind: $0[3], version: $0[4]) }
         }
     }
 }

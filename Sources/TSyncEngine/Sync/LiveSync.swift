@@ -66,7 +66,10 @@ package struct LiveEvent: Sendable, Equatable {
     package var at: Timestamp
     /// `pulled`, `deleted`: the saved query that brought it.
     package var queryID: String?
-    /// `pulled`, `deleted`, `pushed`: the server's version of the record, when known.
+    /// `pulled`, `deleted`, `pushed`: the server's version of the record, when known; `pushed`
+    /// names the one the store took (a newer copy a pull brought while the push was on its way
+    /// rather than the answer). `settled`: the version the store holds once settled (absent when
+    /// the record is gone or not on the server).
     package var version: String?
     /// `pushed`, `conflict`: insert, update or delete.
     package var operation: String?
@@ -160,9 +163,13 @@ private final class LiveRun: Sendable {
     let waitSeconds: Int
 
     /// Whether the server answered last time (false until it first does), the longest wait said
-    /// since (`reconnecting` is said again only when the wait grows), whether polling has been
-    /// said, and the last entry of the delivered operations reported (`DeliveredOperations`).
-    private let state = Mutex((connected: false, saidWait: 0.0, saidPolling: false, pushLog: Int64(0)))
+    /// since (`reconnecting` is said again only when the wait grows), and whether polling has
+    /// been said.
+    private let state = Mutex((connected: false, saidWait: 0.0, saidPolling: false))
+    /// The last entry of the delivered operations reported (`DeliveredOperations`). Held while
+    /// a batch of changes is handed to `output`, so that batches go out in the order the store
+    /// wrote them (`report`).
+    private let reported = Mutex(Int64(0))
 
     init(
         session: SyncSession, remote: RemoteClient, options: LiveOptions, deadline: ContinuousClock.Instant?, output: EventRelay
@@ -182,7 +189,7 @@ private final class LiveRun: Sendable {
         // The sync it starts with, retried as any later loss is: a watch started before its
         // server (a laptop offline, a server restarting) waits for it rather than ending.
         let pushLog = try store.lastPush()
-        state.withLock { $0.pushLog = pushLog }
+        reported.withLock { $0 = pushLog }
         var attempt = 0
         while true {
             do throws(TSyncError) {
@@ -292,8 +299,7 @@ private final class LiveRun: Sendable {
 
     /// Turns each written page into events (`seen`: where the server's answer to `wait` goes).
     private func pageObserver(_ query: SavedQuery, seen: WaitSeen?) -> @Sendable (String, PageResult, StoredPage) async -> Void {
-        let output = output
-        return { [self] table, result, page in
+        { [self] table, result, page in
             seen?.record(page.waitApplied)
             // A page was taken: the server answers, which is said before what it sent.
             await reachable()
@@ -305,15 +311,16 @@ private final class LiveRun: Sendable {
                 event.version = change.version
                 return event
             }
-            if !events.isEmpty { await output.send(events) }
+            // The pushes written before the page first. (A log that cannot be read now is
+            // reported by the next look at it; the page's changes are said anyway.)
+            do { try await report(events, pushedUpTo: result.pushedBefore) } catch { if !events.isEmpty { await output.send(events) } }
         }
     }
 
     /// Says that a pull read the query whole past the server's deleted horizon, then each record
     /// it dropped as `deleted`: a consumer of the events learns of deletes it will never be sent.
     private func resyncObserver(_ query: SavedQuery) -> @Sendable (String, HorizonResync) async -> Void {
-        let output = output
-        return { table, resync in
+        { [self] table, resync in
             let at = Timestamp.now()
             var said = LiveEvent(.resynced, table: table, at: at)
             said.queryID = query.queryID
@@ -323,7 +330,7 @@ private final class LiveRun: Sendable {
                 event.queryID = query.queryID
                 return event
             }
-            await output.send([said] + deleted)
+            do { try await report([said] + deleted) } catch { await output.send([said] + deleted) }
         }
     }
 
@@ -358,8 +365,7 @@ private final class LiveRun: Sendable {
                         await unreachable(error, attempt: attempt, retryIn: delay)
                     }
                 } else {
-                    let pushed = try pushedEvents()
-                    if !pushed.isEmpty { await output.send(pushed) }
+                    try await report([])
                 }
                 last = mark
             } catch {
@@ -371,10 +377,11 @@ private final class LiveRun: Sendable {
 
     /// Runs a push and reports what it did, operation by operation: every operation pushed since
     /// the last report (by it, those queued while it ran included, or by another command), each
-    /// policy's settlement, each failure.
+    /// policy's settlement, each failure. (A page written while the push ran has reported the
+    /// operations pushed before it already, `report`.)
     private func pushEvents(_ push: () async throws(TSyncError) -> PushSummary) async throws(TSyncError) -> PushSummary {
         let summary = try await push()
-        var events = try pushedEvents()
+        var events: [LiveEvent] = []
         for item in summary.settledItems {
             var event = LiveEvent(.settled, table: item.table, id: item.id)
             event.policy = item.policy.rawValue
@@ -388,22 +395,46 @@ private final class LiveRun: Sendable {
         }
         // What the server settled or refused is its answer: that it answers is said first.
         if summary.requests > 0 { await reachable() }
-        if !events.isEmpty { await output.send(events) }
+        try await report(events)
         return summary
     }
 
-    /// A `pushed` event for each entry of the delivered operations not reported yet: each operation that left
-    /// the queue because it was pushed, whoever pushed it, once.
-    private func pushedEvents() throws(TSyncError) -> [LiveEvent] {
-        let entries = try store.pushes(after: state.withLock { $0.pushLog })
-        guard let newest = entries.last else { return [] }
-        state.withLock { $0.pushLog = newest.id }
-        return entries.map { entry in
-            var event = LiveEvent(.pushed, table: entry.table, id: entry.itemID)
-            event.operation = entry.kind
-            event.version = entry.version
-            return event
+    /// Hands `events` to the output after a `pushed` event for each entry of the delivered
+    /// operations not reported yet (up to `last`): each operation that left the queue because it
+    /// was pushed, whoever pushed it, once. The store's writes and the events agree in order: a
+    /// page reports the pushes written before it (`PageResult.pushedBefore`) ahead of its own
+    /// changes, and what is reported is handed on under one lock, so a push's answer is never
+    /// said after a newer copy of its record that a page brought (nor a page's change after a
+    /// push the store wrote later). A `settled` event names the version its record holds when
+    /// it is said (a page may have brought a newer one since).
+    private func report(_ events: [LiveEvent], pushedUpTo last: Int64 = .max) async throws(TSyncError) {
+        let previous = try reported.withLock { (logged: inout Int64) throws(TSyncError) -> Task<Void, Never>? in
+            // Pushes said already that the store wrote after the page: they supersede its
+            // changes of their records, which would now be said out of order.
+            let superseded =
+                last < logged ? Set(try store.pushes(after: last, upTo: logged).map { ItemKey(table: $0.table, id: $0.itemID) }) : []
+            let entries = try store.pushes(after: logged, upTo: last)
+            if let newest = entries.last { logged = newest.id }
+            var batch = entries.map { entry in
+                var event = LiveEvent(.pushed, table: entry.table, id: entry.itemID)
+                event.operation = entry.kind
+                event.version = entry.version
+                return event
+            }
+            for var event in events {
+                if !superseded.isEmpty, event.kind == .pulled || event.kind == .deleted, let table = event.table, let id = event.id,
+                    superseded.contains(ItemKey(table: table, id: id))
+                {
+                    continue
+                }
+                if event.kind == .settled, let table = event.table, let id = event.id {
+                    event.version = try store.record(table: table, id: id)?.system.version
+                }
+                batch.append(event)
+            }
+            return batch.isEmpty ? nil : output.enqueue(batch)
         }
+        await previous?.value
     }
 
     // MARK: - The server's state
@@ -494,8 +525,15 @@ final class EventRelay: Sendable {
 
     /// Starts delivering `events` after every batch sent before, once the batch before is out.
     func send(_ events: [LiveEvent]) async {
+        await enqueue(events)?.value
+    }
+
+    /// Puts `events` in line after every batch sent before, at once; returns the delivery of
+    /// the batch before, to wait for (a caller that orders batches under a lock of its own
+    /// waits after releasing it).
+    func enqueue(_ events: [LiveEvent]) -> Task<Void, Never>? {
         let deliver = deliver
-        let previous = last.withLock { last in
+        return last.withLock { last in
             let previous = last
             last = Task {
                 await previous?.value
@@ -503,7 +541,6 @@ final class EventRelay: Sendable {
             }
             return previous
         }
-        await previous?.value
     }
 
     /// Waits until every batch sent is delivered.

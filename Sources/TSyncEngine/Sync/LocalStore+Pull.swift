@@ -12,6 +12,10 @@ package struct PageResult: Sendable, Equatable {
     /// With `detailed`: what each record changed in the working copy, in page order, leaving out
     /// records that changed nothing (the copy the store already had: the echo of its own push).
     package var changes: [PulledChange] = []
+    /// With `detailed`: the newest entry of the delivered operations when the page was written
+    /// (`DeliveredOperations`), so `tsync watch` reports the pushes written before the page
+    /// before the page's changes, and those after it after them.
+    package var pushedBefore: Int64 = 0
 }
 
 /// One record of a page that changed the working copy (`tsync watch` prints each).
@@ -87,7 +91,8 @@ extension LocalStore {
             }
             let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
             // `detailed`: the upserts leave alone, and do not report, a record the store holds at
-            // the version sent already (the echo of a push); they tell which ids they wrote, and
+            // the version sent already (the echo of a push), or at a newer one (a push's answer
+            // taken after the watch read the page); they tell which ids they wrote, and
             // the changes are put in page order once the page is written. (A statement of its own
             // that looked the held versions up cost 1.2-1.9 ms a page of 1,000.)
             var written: Set<String>? = detailed ? [] : nil
@@ -128,6 +133,7 @@ extension LocalStore {
                 }
             }
             if let query { try StoreRows.saveQuery(db, query) }
+            if detailed { result.pushedBefore = try DeliveredOperations.last(db) }
             return result
         }
     }

@@ -280,6 +280,14 @@ extension LocalStore {
     /// takes the server's version and timestamps, and that copy becomes the base the newer change
     /// is pushed against.
     ///
+    /// A pull that ran while the operation was on its way (`tsync watch` pulls and pushes at
+    /// once) skipped the item and kept the server's copy (`skipped`), its checkpoint moving past
+    /// it. When that copy is newer than the answer (another writer changed the item after this
+    /// push reached the server), the answer is not the server's state: an idle item takes the
+    /// skipped copy instead, and an item with a newer change keeps it, for the conflict its push
+    /// will meet. Taking the older answer would leave the store behind the server for good, no
+    /// pull bringing the copy again.
+    ///
     /// The steps that apply to every operation alike (leave the queue, look for newer changes,
     /// drop the bases) are one statement each for the whole batch, the operations' keys passed as
     /// one JSON array: statement by statement they were half of what a push spent in the store.
@@ -290,7 +298,17 @@ extension LocalStore {
         guard db.changesCount == accepted.count else {
             throw TSyncError.invalidInput("\(accepted.count - db.changesCount) of the completed operations are no longer queued")
         }
-        try DeliveredOperations.append(db, accepted.map { ($0.0.operation, $0.1?.system.version) })
+        // The skipped copies newer than the answer, by index (none looked for without any kept).
+        var newerSkipped: [Int: TSyncModel.Record] = [:]
+        if try StoreRows.hasSkippedCopies(db) {
+            for (index, (outgoing, answer)) in accepted.enumerated() {
+                guard let answer,
+                    let skipped = try StoreRows.skippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID),
+                    isNewer(skipped, than: answer)
+                else { continue }
+                newerSkipped[index] = skipped
+            }
+        }
         let keys = JSONSerializer.string(
             .array(accepted.map { .array([.string($0.0.operation.table), .string($0.0.operation.itemID)]) }))
         let newerChange = Set(
@@ -302,14 +320,27 @@ extension LocalStore {
                         WHERE o.tbl = json_extract(j.value, '$[0]') AND o.item_id = json_extract(j.value, '$[1]'))
                     """,
                 arguments: [keys]))
+        // Logged with the version the store holds once done: the newer copy's, where it was taken.
+        try DeliveredOperations.append(
+            db,
+            accepted.enumerated().map { index, item in
+                let taken = newerChange.contains(index) ? item.1 : newerSkipped[index] ?? item.1
+                return (item.0.operation, taken?.system.version)
+            })
         var idle: [JSONValue] = []
-        for (index, (outgoing, serverRecord)) in accepted.enumerated() {
+        for (index, (outgoing, answer)) in accepted.enumerated() {
             let operation = outgoing.operation
             let table = operation.table
             let id = operation.itemID
             guard newerChange.contains(index) else {
                 idle.append(.array([.string(table), .string(id)]))
-                if let server = serverRecord {
+                if let skipped = newerSkipped[index] {
+                    if skipped.system.deleted {
+                        try StoreRows.deleteRecord(db, table: table, id: id)
+                    } else {
+                        try StoreRows.upsertRecord(db, table: table, record: skipped)
+                    }
+                } else if let server = answer {
                     if server.system.deleted {
                         try StoreRows.deleteRecord(db, table: table, id: id)
                     } else {
@@ -318,16 +349,16 @@ extension LocalStore {
                 }
                 continue
             }
-            guard let server = serverRecord else { continue }
+            guard let server = answer else { continue }
             try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
                 .execute(arguments: [
                     server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
                 ])
             try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
         }
-        // The server's answers are newer than any copy a pull skipped of these items.
+        // The other copies a pull skipped of these items are older than the answers (or taken).
         if try StoreRows.hasSkippedCopies(db) {
-            for (outgoing, _) in accepted {
+            for (index, (outgoing, _)) in accepted.enumerated() where !(newerChange.contains(index) && newerSkipped[index] != nil) {
                 try StoreRows.dropSkippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID)
             }
         }

@@ -94,12 +94,15 @@ extension LocalStore {
             return .settled(pending: true)
         }
         // A pull that came after the error skipped a newer copy of the item (its change was
-        // queued) and moved its checkpoint past it, so no pull would bring it again. Theirs
-        // already is that copy where it is the newest (`conflictDetails`, or read from the server
-        // by `Resolver`); `--discard` goes back to it rather than to the older base.
+        // queued) and moved its checkpoint past it, so no pull would bring it again. Theirs is
+        // the newer of that copy and the one given (read from the server by `Resolver`, which a
+        // pull running meanwhile, as `tsync watch`'s does, can pass); `--discard` goes back to it
+        // rather than to the older base.
         var base = details.base
+        var theirs = theirs
         if let skipped = try StoreRows.skippedCopy(db, table: rows.table, id: rows.id) {
             if base.map({ Self.isNewer(skipped, than: $0) }) ?? true { base = skipped }
+            if case .record(let copy)? = theirs, Self.isNewer(skipped, than: copy) { theirs = .record(skipped) }
             try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id)
         }
         switch resolution {
