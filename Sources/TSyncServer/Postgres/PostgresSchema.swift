@@ -204,6 +204,7 @@ enum PostgresSchema {
                     label text COLLATE "C" NOT NULL,
                     joined boolean NOT NULL,
                     at text COLLATE "C" NOT NULL,
+                    since text COLLATE "C" NOT NULL,
                     PRIMARY KEY (account_name, at, kind, label)
                 )
                 """,

@@ -174,9 +174,10 @@ extension PostgresStorage {
                 arm(
                     """
                     SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), true, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_record_exits AS e ON e.table_name = $TABLE AND e.grp = c.label AND e.at > c.at
+                    JOIN tsync_record_exits AS e ON e.table_name = $TABLE AND e.grp = c.label AND e.at > c.since
                     JOIN tsync_records AS r ON r.table_name = e.table_name AND r.id = e.id
-                    WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT \(readable) AND \(wasIn)
+                    WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT \(readable)
+                        AND (e.at <= c.at OR \(wasIn))
                     """, at: "c.at", id: "e.id"),
                 arm(
                     """
@@ -203,9 +204,10 @@ extension PostgresStorage {
     /// past every table's newest record and the clock, so no page has passed it, and the change
     /// commits only once the clock is past T, so later writes stamp after it.
     func changeLabels(_ transaction: PostgresTransaction, name: String, kind: AccountLabel, add: [String], remove: [String]) async throws {
-        var select = PostgresStatement("SELECT label FROM tsync_account_labels WHERE account_name = ")
+        var select = PostgresStatement("SELECT label, since FROM tsync_account_labels WHERE account_name = ")
         select.append(select.bind(name) + " AND kind = " + select.bind(kind.rawValue))
-        let present = Set(try await transaction.rows(select).map { try $0.decode(String.self) })
+        let since = Dictionary(try await transaction.rows(select).map { try $0.decode((String, String).self) }) { first, _ in first }
+        let present = Set(since.keys)
         let removed = Set(remove).intersection(present)
         let added = Set(add).subtracting(present).subtracting(removed)
         guard !removed.isEmpty || !added.isEmpty else { return }
@@ -243,10 +245,12 @@ extension PostgresStorage {
             try await transaction.execute(insert)
         }
         for (label, joined) in removed.sorted().map({ ($0, false) }) + added.sorted().map({ ($0, true) }) {
-            var insert = PostgresStatement("INSERT INTO tsync_label_changes (account_name, kind, label, joined, at) VALUES (")
+            var insert = PostgresStatement("INSERT INTO tsync_label_changes (account_name, kind, label, joined, at, since) VALUES (")
             insert.append(
-                [insert.bind(name), insert.bind(kind.rawValue), insert.bind(label), insert.bind(joined), insert.bind(at.iso8601)]
-                    .joined(separator: ", ") + ") ON CONFLICT DO NOTHING")
+                [
+                    insert.bind(name), insert.bind(kind.rawValue), insert.bind(label), insert.bind(joined), insert.bind(at.iso8601),
+                    insert.bind(joined ? at.iso8601 : since[label] ?? ""),
+                ].joined(separator: ", ") + ") ON CONFLICT DO NOTHING")
             try await transaction.execute(insert)
         }
         // Held reads of every table, on every instance, read again.

@@ -134,6 +134,7 @@ enum SQLiteSchema {
                         label TEXT NOT NULL,
                         joined INTEGER NOT NULL,
                         at TEXT NOT NULL,
+                        since TEXT NOT NULL,
                         PRIMARY KEY (account_name, at, kind, label)
                     ) WITHOUT ROWID;
                     CREATE INDEX tsync_label_changes_by_at ON tsync_label_changes(at);

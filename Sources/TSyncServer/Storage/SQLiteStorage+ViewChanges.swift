@@ -145,7 +145,8 @@ extension SQLiteStorage {
                     WHERE e.table_name = ? AND NOT \(readable) AND $AFTER
                     """, [account, table] + groupArguments, at: "e.at", id: "e.id"),
                 // The account left a group: the group's records then, deleted, at the time it left
-                // (those unchanged since; those changed since, by their history).
+                // (those unchanged since; those changed since, by their history; those that left
+                // the group while it was in it).
                 arm(
                     """
                     SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
@@ -161,9 +162,10 @@ extension SQLiteStorage {
                 arm(
                     """
                     SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), 1, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_record_exits AS e ON e.table_name = ? AND e.grp = c.label AND e.at > c.at
+                    JOIN tsync_record_exits AS e ON e.table_name = ? AND e.grp = c.label AND e.at > c.since
                     JOIN \(record) AS r ON r.id = e.id
-                    WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND NOT \(readable) AND \(wasIn) AND $AFTER
+                    WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND NOT \(readable) AND (e.at <= c.at OR \(wasIn))
+                    AND $AFTER
                     """, [table, account] + groupArguments + [table], at: "c.at", id: "e.id"),
                 // The account joined a group: the group's records as they are, at the time it joined
                 // (those changed since come as they are, at their own time).
@@ -181,9 +183,13 @@ extension SQLiteStorage {
     /// a leave or join at one time T of every table's clock (the clocks move to T), so that no
     /// checkpoint is past it when it commits and no later write is stamped at or before it.
     func changeLabels(_ db: Database, name: String, kind: AccountLabel, add: [String], remove: [String], now: Timestamp) throws {
-        let present = Set(
-            try String.fetchAll(
-                db, sql: "SELECT label FROM tsync_account_labels WHERE account_name = ? AND kind = ?", arguments: [name, kind.rawValue]))
+        var since: [String: String] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT label, since FROM tsync_account_labels WHERE account_name = ? AND kind = ?", arguments: [name, kind.rawValue])
+        {
+            since[row[0]] = row[1]
+        }
+        let present = Set(since.keys)
         let removed = Set(remove).intersection(present)
         let added = Set(add).subtracting(present).subtracting(removed)
         guard !removed.isEmpty || !added.isEmpty else { return }
@@ -196,16 +202,22 @@ extension SQLiteStorage {
             try db.execute(
                 sql: "DELETE FROM tsync_account_labels WHERE account_name = ? AND kind = ? AND label = ?", arguments: [name, kind.rawValue, label])
             try db.execute(
-                sql: "INSERT INTO tsync_label_changes (account_name, kind, label, joined, at) VALUES (?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
-                arguments: [name, kind.rawValue, label, at.iso8601])
+                sql: """
+                    INSERT INTO tsync_label_changes (account_name, kind, label, joined, at, since) VALUES (?, ?, ?, 0, ?, ?)
+                    ON CONFLICT DO NOTHING
+                    """,
+                arguments: [name, kind.rawValue, label, at.iso8601, since[label] ?? ""])
         }
         for label in added.sorted() {
             try db.execute(
                 sql: "INSERT INTO tsync_account_labels (account_name, kind, label, since) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 arguments: [name, kind.rawValue, label, at.iso8601])
             try db.execute(
-                sql: "INSERT INTO tsync_label_changes (account_name, kind, label, joined, at) VALUES (?, ?, ?, 1, ?) ON CONFLICT DO NOTHING",
-                arguments: [name, kind.rawValue, label, at.iso8601])
+                sql: """
+                    INSERT INTO tsync_label_changes (account_name, kind, label, joined, at, since) VALUES (?, ?, ?, 1, ?, ?)
+                    ON CONFLICT DO NOTHING
+                    """,
+                arguments: [name, kind.rawValue, label, at.iso8601, at.iso8601])
         }
     }
 }
