@@ -44,7 +44,8 @@ import TSyncModel
     }
 
     static func user(_ arguments: [String], _ db: String, _ directory: TemporaryDirectory) async throws {
-        let result = try await TSyncProcess.run(["user"] + arguments + ["--db", db], in: directory.path, stdin: AccessRuleTests.password + "\n")
+        let result = try await TSyncProcess.run(
+            ["user"] + arguments + ["--db", db], in: directory.path, stdin: AccessRuleTests.password + "\n")
         #expect(result.status == 0, "\(arguments): \(result)")
     }
 
@@ -53,7 +54,9 @@ import TSyncModel
             let alice = try await AccessRuleTests.login(url, "alice")
             try await Self.user(["group", "alice", "--add", "c"], db, directory)
             for (id, team) in [("a1", "a"), ("a2", "a"), ("a4", "a")] {
-                #expect(try await HTTP.send("POST", url + "/tables/docs", body: #"{"id":"\#(id)","team":"\#(team)"}"#, token: alice).status == 201)
+                #expect(
+                    try await HTTP.send("POST", url + "/tables/docs", body: #"{"id":"\#(id)","team":"\#(team)"}"#, token: alice).status
+                        == 201)
             }
             try await Self.user(["group", "bob", "--add", "a"], db, directory)
             let bob = try await AccessRuleTests.login(url, "bob")
@@ -130,7 +133,8 @@ import TSyncModel
             var stores: [TSyncSandbox] = []
             for account in accounts {
                 let store = try await TSyncSandbox(remote: url)
-                let login = try await store.run(["login", "--user", account.name, "--password-stdin"], stdin: AccessRuleTests.password + "\n")
+                let login = try await store.run(
+                    ["login", "--user", account.name, "--password-stdin"], stdin: AccessRuleTests.password + "\n")
                 #expect(login.status == 0, "\(login)")
                 for table in tables { _ = try await store.run(["pull", table, "--query-id", "all"]) }
                 stores.append(store)
@@ -196,7 +200,9 @@ import TSyncModel
                         let readable = table == "gdocs" || account.roles.contains("admin")
                         #expect(pull.status == 0 || !readable, "round \(round) \(account.name) \(table): \(pull) \(pull.stderr)")
                         let got = try await Self.contents(stores[index], table)
-                        #expect(got == expected(account, table), "round \(round): \(account.name) (\(account.roles), \(account.groups)) in \(table)")
+                        #expect(
+                            got == expected(account, table),
+                            "round \(round): \(account.name) (\(account.roles), \(account.groups)) in \(table)")
                         let ids = Set(got.keys)
                         lostByView += (held[index][table] ?? []).subtracting(ids).count { id in state[table + "/" + id]?.deleted == false }
                         held[index][table] = ids

@@ -59,7 +59,8 @@ struct TableRoutes: Sendable {
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
         let read: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
             do {
-                let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) { () async throws -> RecordPage in
+                let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
+                    () async throws -> RecordPage in
                     guard let changes = view.changes else { return try await storage.query(table: table, query, scope: scope) }
                     guard let page = try await storage.query(table: table, query, scope: scope, changes: changes) else {
                         throw APIError(.forbidden, view.refusal ?? "this table is not readable by this account")

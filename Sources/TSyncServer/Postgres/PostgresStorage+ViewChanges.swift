@@ -28,7 +28,8 @@ extension PostgresStorage {
                 }
                 for statement in Self.arms(key: key, changes, position, limit: wide.top, cap: capsPulls ? cap : nil) {
                     let items = try await transaction.rows(statement).map { row -> PageRecord in
-                        let (id, createdAt, updatedAt, version, deleted, body) = try row.decode((String, String, String, String, Bool, String).self)
+                        let (id, createdAt, updatedAt, version, deleted, body) = try row.decode(
+                            (String, String, String, String, Bool, String).self)
                         return .stored(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: body)
                     }
                     read.arms.append(ViewChanges.Arm(items: items, full: wide.top.map { items.count >= $0 } ?? false))
@@ -53,7 +54,8 @@ extension PostgresStorage {
             if query.includeTotalCount {
                 var count = PostgresStatement("SELECT count(*) FROM tsync_records WHERE ")
                 try appendConditions(to: &count, table: table, query: query, scope: scope)
-                page.totalCount = changes.readsRecords ? try await database.rows(count).first.map { Int(try $0.decode(Int64.self)) } ?? 0 : 0
+                page.totalCount =
+                    changes.readsRecords ? try await database.rows(count).first.map { Int(try $0.decode(Int64.self)) } ?? 0 : 0
             }
             return page
         } catch let error as PostgresServerError where error.isDataException || error.isProgramLimit {
@@ -87,7 +89,8 @@ extension PostgresStorage {
     private static func owesDeletions(_ transaction: PostgresTransaction, _ changes: ViewChanges) async throws -> Bool {
         guard case .role(let role) = changes.rule else { return false }
         var statement = PostgresStatement("SELECT 1 FROM tsync_label_changes WHERE account_name = ")
-        statement.append(statement.bind(changes.account) + " AND kind = 'role' AND label = " + statement.bind(role) + " AND NOT joined LIMIT 1")
+        statement.append(
+            statement.bind(changes.account) + " AND kind = 'role' AND label = " + statement.bind(role) + " AND NOT joined LIMIT 1")
         return try await !transaction.rows(statement).isEmpty
     }
 
@@ -224,7 +227,8 @@ extension PostgresStorage {
             lock.append(lock.bind(WriteFloor.writersKey) + "::integer, " + lock.bind(hash) + "::integer)")
             try await transaction.execute(lock)
         }
-        var newest = PostgresStatement("SELECT max((SELECT max(updated_at) FROM tsync_records AS r WHERE r.table_name = t.name)) FROM unnest(")
+        var newest = PostgresStatement(
+            "SELECT max((SELECT max(updated_at) FROM tsync_records AS r WHERE r.table_name = t.name)) FROM unnest(")
         newest.append(newest.bind(tables) + "::text[]) AS t(name)")
         let last = try await transaction.rows(newest).first.flatMap { try $0.decode(String?.self) }.flatMap(Timestamp.init(iso8601:))
         let at = WriteRules.nextUpdatedAt(now: clock(), lastAssigned: last)

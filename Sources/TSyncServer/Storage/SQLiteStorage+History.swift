@@ -166,7 +166,9 @@ extension SQLiteStorage {
                         SELECT table_name, max(at) FROM tsync_record_exits WHERE at < ? GROUP BY table_name
                         ON CONFLICT (table_name) DO UPDATE SET horizon = max(horizon, excluded.horizon)
                         """, arguments: [cutoff.iso8601])
-                if let newest = try String.fetchOne(db, sql: "SELECT max(at) FROM tsync_label_changes WHERE at < ?", arguments: [cutoff.iso8601]) {
+                if let newest = try String.fetchOne(
+                    db, sql: "SELECT max(at) FROM tsync_label_changes WHERE at < ?", arguments: [cutoff.iso8601])
+                {
                     for sqlName in tables {
                         try db.execute(
                             sql: """

@@ -91,7 +91,10 @@ extension SQLiteStorage {
             return (position.inclusive ? "\(at) >= ?" : "\(at) > ?", [position.at])
         }
         let bound = "LIMIT \(limit ?? -1)"
-        func arm(_ sql: String, _ before: [(any DatabaseValueConvertible)?], at: String, id: String, _ rest: [(any DatabaseValueConvertible)?] = [])
+        func arm(
+            _ sql: String, _ before: [(any DatabaseValueConvertible)?], at: String, id: String,
+            _ rest: [(any DatabaseValueConvertible)?] = []
+        )
             -> (String, StatementArguments)
         {
             let (condition, arguments) = after(at, id)
@@ -193,14 +196,16 @@ extension SQLiteStorage {
         let removed = Set(remove).intersection(present)
         let added = Set(add).subtracting(present).subtracting(removed)
         guard !removed.isEmpty || !added.isEmpty else { return }
-        let last = try Int64.fetchOne(db, sql: "SELECT max(last_updated_at) FROM tsync_table_clocks").map(Timestamp.init(millisecondsSinceEpoch:))
+        let last = try Int64.fetchOne(db, sql: "SELECT max(last_updated_at) FROM tsync_table_clocks").map(
+            Timestamp.init(millisecondsSinceEpoch:))
         let at = WriteRules.nextUpdatedAt(now: now, lastAssigned: last)
         try db.execute(
             sql: "UPDATE tsync_table_clocks SET last_updated_at = ? WHERE last_updated_at < ?",
             arguments: [at.millisecondsSinceEpoch, at.millisecondsSinceEpoch])
         for label in removed.sorted() {
             try db.execute(
-                sql: "DELETE FROM tsync_account_labels WHERE account_name = ? AND kind = ? AND label = ?", arguments: [name, kind.rawValue, label])
+                sql: "DELETE FROM tsync_account_labels WHERE account_name = ? AND kind = ? AND label = ?",
+                arguments: [name, kind.rawValue, label])
             try db.execute(
                 sql: """
                     INSERT INTO tsync_label_changes (account_name, kind, label, joined, at, since) VALUES (?, ?, ?, 0, ?, ?)

@@ -394,8 +394,10 @@ public final class SQLiteStorage: ServerStorage {
             try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
                 .execute(arguments: [next.system.updatedAt?.iso8601, next.system.version, next.system.deleted, body, next.id])
             if let found, let group = write.access.exitedGroup(from: found.record, to: next) {
-                try db.cachedStatement(sql: "INSERT INTO tsync_record_exits (table_name, grp, id, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING")
-                    .execute(arguments: [SQLiteSchema.clockKey(write.table), group, next.id, next.system.updatedAt?.iso8601])
+                try db.cachedStatement(
+                    sql: "INSERT INTO tsync_record_exits (table_name, grp, id, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+                )
+                .execute(arguments: [SQLiteSchema.clockKey(write.table), group, next.id, next.system.updatedAt?.iso8601])
             }
             versions.append(write, next, owner: found?.owner, body: body)
             return .modified(next)
