@@ -26,13 +26,28 @@ extension PostgresStorage {
                     read.main = try await transaction.rows(
                         try self.pageStatement(table: table, wide, scope: scope, below: capsPulls ? cap : nil))
                 }
-                for statement in Self.arms(key: key, changes, position, limit: wide.top, cap: capsPulls ? cap : nil) {
-                    let items = try await transaction.rows(statement).map { row -> PageRecord in
-                        let (id, createdAt, updatedAt, version, deleted, body) = try row.decode(
-                            (String, String, String, String, Bool, String).self)
-                        return .stored(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: body)
+                let arms = Self.arms(key: key, changes, position, limit: wide.top, cap: capsPulls ? cap : nil)
+                func fetch(_ statements: [PostgresStatement]) async throws {
+                    for statement in statements {
+                        let items = try await transaction.rows(statement).map { row -> PageRecord in
+                            let (id, createdAt, updatedAt, version, deleted, body) = try row.decode(
+                                (String, String, String, String, Bool, String).self)
+                            return .stored(
+                                id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: body)
+                        }
+                        read.arms.append(ViewChanges.Arm(items: items, full: wide.top.map { items.count >= $0 } ?? false))
                     }
-                    read.arms.append(ViewChanges.Arm(items: items, full: wide.top.map { items.count >= $0 } ?? false))
+                }
+                try await fetch(arms.exits)
+                if let position, !arms.labels.isEmpty {
+                    // As on SQLite: the label changes only when the page may reach the first.
+                    var first = PostgresStatement("SELECT min(at) FROM tsync_label_changes WHERE account_name = ")
+                    first.append(first.bind(changes.account) + " AND at >= " + first.bind(position.at))
+                    if let time = try await transaction.rows(first).first.flatMap({ try $0.decode(String?.self) }) {
+                        let full = wide.top.map { (read.main?.count ?? 0) >= $0 } ?? false
+                        let last = try read.main?.last.map { try $0.makeRandomAccess()[2].decode(String.self) } ?? ""
+                        if !full || last >= time { try await fetch(arms.labels) }
+                    }
                 }
                 // Last: labels that still hold held for every read before.
                 guard try await Self.labelsHold(transaction, changes) else { return .commit(nil) }
@@ -97,8 +112,9 @@ extension PostgresStorage {
     /// One statement per kind of change, as on SQLite (`SQLiteStorage.arms`): rows of (id,
     /// created_at, updatedAt as placed, version, deleted, body text) in (time, id) order.
     static func arms(key: String, _ changes: ViewChanges, _ position: ViewChanges.Position?, limit: Int?, cap: Timestamp?)
-        -> [PostgresStatement]
+        -> (exits: [PostgresStatement], labels: [PostgresStatement])
     {
+        guard let position else { return ([], []) }
         /// `sql` with `$ACCOUNT`, `$TABLE`, `$GROUPS`, `$ROLE` bound, then the position and order.
         func arm(_ sql: String, at: String, id: String, capped: Bool = false) -> PostgresStatement {
             var statement = PostgresStatement()
@@ -110,14 +126,13 @@ extension PostgresStorage {
             if case .role(let role) = changes.rule, text.contains("$ROLE") {
                 text = text.replacingOccurrences(of: "$ROLE", with: statement.bind(role))
             }
+            if text.contains("$PASSED") { text = text.replacingOccurrences(of: "$PASSED", with: statement.bind(position.at)) }
             statement.append(text)
-            if let position {
-                let time = statement.bind(position.at)
-                if let last = position.id {
-                    statement.append(" AND (\(at) > \(time) OR (\(at) = \(time) AND \(id) > \(statement.bind(last))))")
-                } else {
-                    statement.append(" AND \(at) \(position.inclusive ? ">=" : ">") \(time)")
-                }
+            let time = statement.bind(position.at)
+            if let last = position.id {
+                statement.append(" AND (\(at) > \(time) OR (\(at) = \(time) AND \(id) > \(statement.bind(last))))")
+            } else {
+                statement.append(" AND \(at) \(position.inclusive ? ">=" : ">") \(time)")
             }
             if capped, let cap { statement.append(" AND \(at) < " + statement.bind(cap.iso8601)) }
             statement.append(" ORDER BY \(at), \(id)")
@@ -128,23 +143,29 @@ extension PostgresStorage {
         switch changes.rule {
         case .role:
             if changes.readsRecords {
-                return [
+                return (
+                    [],
+                    [
+                        arm(
+                            """
+                            SELECT r.id, r.created_at, c.at, r.version, r.deleted, \(body) FROM tsync_label_changes AS c
+                            JOIN tsync_records AS r ON r.table_name = $TABLE AND r.updated_at <= c.at AND r.updated_at <= $PASSED
+                            WHERE c.account_name = $ACCOUNT AND c.kind = 'role' AND c.label = $ROLE AND c.joined
+                            """, at: "c.at", id: "r.id")
+                    ]
+                )
+            }
+            return (
+                [],
+                [
                     arm(
                         """
-                        SELECT r.id, r.created_at, c.at, r.version, r.deleted, \(body) FROM tsync_label_changes AS c
-                        JOIN tsync_records AS r ON r.table_name = $TABLE AND r.updated_at <= c.at
-                        WHERE c.account_name = $ACCOUNT AND c.kind = 'role' AND c.label = $ROLE AND c.joined
+                        SELECT r.id, r.created_at, c.at, r.version, true, '{}' FROM tsync_label_changes AS c
+                        JOIN tsync_records AS r ON r.table_name = $TABLE AND r.created_at <= c.at
+                        WHERE c.account_name = $ACCOUNT AND c.kind = 'role' AND c.label = $ROLE AND NOT c.joined
                         """, at: "c.at", id: "r.id")
                 ]
-            }
-            return [
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, true, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_records AS r ON r.table_name = $TABLE AND r.created_at <= c.at
-                    WHERE c.account_name = $ACCOUNT AND c.kind = 'role' AND c.label = $ROLE AND NOT c.joined
-                    """, at: "c.at", id: "r.id")
-            ]
+            )
         case .group(let field):
             let value = "(r.body->>'\(field)')"
             let isText = "jsonb_typeof(r.body->'\(field)') = 'string'"
@@ -153,42 +174,47 @@ extension PostgresStorage {
                 (SELECT h.body_text::jsonb->>'\(field)' FROM tsync_history AS h WHERE h.table_name = $TABLE AND h.id = r.id
                 AND h.updated_at <= c.at ORDER BY h.updated_at DESC, h.seq DESC LIMIT 1) = c.label
                 """
-            return [
+            let exit =
                 arm(
                     """
                     SELECT e.id, coalesce(r.created_at, e.at), e.at, coalesce(r.version, 'gone'), true, '{}' FROM tsync_record_exits AS e
                     JOIN tsync_account_labels AS l ON l.account_name = $ACCOUNT AND l.kind = 'group' AND l.label = e.grp AND l.since < e.at
                     LEFT JOIN tsync_records AS r ON r.table_name = e.table_name AND r.id = e.id
                     WHERE e.table_name = $TABLE AND NOT \(readable)
-                    """, at: "e.at", id: "e.id", capped: true),
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, true, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_records AS r ON r.table_name = $TABLE AND \(value) = c.label AND \(isText) AND r.updated_at <= c.at
-                    WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT (c.label = ANY($GROUPS))
-                    """, at: "c.at", id: "r.id"),
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, true, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_records AS r ON r.table_name = $TABLE AND \(value) = c.label AND \(isText) AND r.updated_at > c.at
-                        AND r.created_at <= c.at
-                    WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT (c.label = ANY($GROUPS)) AND \(wasIn)
-                    """, at: "c.at", id: "r.id"),
-                arm(
-                    """
-                    SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), true, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_record_exits AS e ON e.table_name = $TABLE AND e.grp = c.label AND e.at > c.since
-                    JOIN tsync_records AS r ON r.table_name = e.table_name AND r.id = e.id
-                    WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT \(readable)
-                        AND (e.at <= c.at OR \(wasIn))
-                    """, at: "c.at", id: "e.id"),
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, r.deleted, \(body) FROM tsync_label_changes AS c
-                    JOIN tsync_records AS r ON r.table_name = $TABLE AND \(value) = c.label AND \(isText) AND r.updated_at <= c.at
-                    WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND c.joined AND c.label = ANY($GROUPS)
-                    """, at: "c.at", id: "r.id"),
-            ]
+                    """, at: "e.at", id: "e.id", capped: true)
+            return (
+                [exit],
+                [
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, true, '{}' FROM tsync_label_changes AS c
+                        JOIN tsync_records AS r ON r.table_name = $TABLE AND \(value) = c.label AND \(isText) AND r.updated_at <= c.at
+                        WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT (c.label = ANY($GROUPS))
+                        """, at: "c.at", id: "r.id"),
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, true, '{}' FROM tsync_label_changes AS c
+                        JOIN tsync_records AS r ON r.table_name = $TABLE AND \(value) = c.label AND \(isText) AND r.updated_at > c.at
+                            AND r.created_at <= c.at
+                        WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT (c.label = ANY($GROUPS)) AND \(wasIn)
+                        """, at: "c.at", id: "r.id"),
+                    arm(
+                        """
+                        SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), true, '{}' FROM tsync_label_changes AS c
+                        JOIN tsync_record_exits AS e ON e.table_name = $TABLE AND e.grp = c.label AND e.at > c.since
+                        JOIN tsync_records AS r ON r.table_name = e.table_name AND r.id = e.id
+                        WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND NOT c.joined AND NOT \(readable)
+                            AND (e.at <= c.at OR \(wasIn))
+                        """, at: "c.at", id: "e.id"),
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, r.deleted, \(body) FROM tsync_label_changes AS c
+                        JOIN tsync_records AS r ON r.table_name = $TABLE AND \(value) = c.label AND \(isText) AND r.updated_at <= c.at
+                        WHERE c.account_name = $ACCOUNT AND c.kind = 'group' AND c.joined AND c.label = ANY($GROUPS)
+                            AND r.updated_at <= $PASSED
+                        """, at: "c.at", id: "r.id"),
+                ]
+            )
         }
     }
 

@@ -22,16 +22,37 @@ extension SQLiteStorage {
             page.deletedHorizon = try Self.deletedHorizon(db, table: table)
             let exists = try self.tableExists(db, sqlName)
             var found: [ViewChanges.Arm] = []
-            if exists {
-                for (sql, arguments) in arms {
+            func fetch(_ statements: [(String, StatementArguments)]) throws {
+                for (sql, arguments) in statements {
                     let items = try Row.fetchAll(db, sql: sql, arguments: arguments).map { row -> PageRecord in
                         .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[5])
                     }
                     found.append(ViewChanges.Arm(items: items, full: wide.top.map { items.count >= $0 } ?? false))
                 }
             }
+            var read: (arm: ViewChanges.Arm, total: Int?)?
+            func readMain() throws -> (arm: ViewChanges.Arm, total: Int?)? {
+                guard let mainWide else { return nil }
+                if let read { return read }
+                let page = try Self.page(db, mainWide, wide)
+                let records = try page.records().map(PageRecord.parsed)
+                read = (ViewChanges.Arm(items: records, full: wide.top.map { records.count >= $0 } ?? false), page.totalCount)
+                return read
+            }
+            if exists, let position {
+                try fetch(arms.exits)
+                // The label changes' rows are all at or after the first one's time: read only
+                // when the page may reach it (a full page of records before it would cut them).
+                if let first = try String.fetchOne(
+                    db, sql: "SELECT min(at) FROM tsync_label_changes WHERE account_name = ? AND at >= ?",
+                    arguments: [changes.account, position.at])
+                {
+                    let main = try readMain()?.arm
+                    if main?.full != true || (main?.items.last.map { ViewChanges.key($0).at } ?? "") >= first { try fetch(arms.labels) }
+                }
+            }
             let owed = found.contains { !$0.items.isEmpty }
-            guard let main, let mainWide else {
+            guard let main else {
                 guard try owed || Self.owesDeletions(db, changes) else { return nil }
                 page.items = ViewChanges.merge(found, skip: skip, top: query.top)
                 return page
@@ -43,11 +64,11 @@ extension SQLiteStorage {
                 page.deletedHorizon = horizon
                 return page
             }
-            let read = try Self.page(db, mainWide, wide)
-            let records = try read.records().map(PageRecord.parsed)
-            found.insert(ViewChanges.Arm(items: records, full: wide.top.map { records.count >= $0 } ?? false), at: 0)
+            if let (arm, total) = try readMain() {
+                found.insert(arm, at: 0)
+                page.totalCount = total
+            }
             page.items = ViewChanges.merge(found, skip: skip, top: query.top)
-            page.totalCount = read.totalCount
             return page
         }
     }
@@ -80,13 +101,17 @@ extension SQLiteStorage {
 
     /// One statement per kind of change, each in (time, id) order from `position`, at most
     /// `limit` rows of (id, created_at, updatedAt as placed, version, deleted, body).
+    /// None from the start (no position): such a store holds nothing to delete, and the walk
+    /// brings every record it may read. Of a group or role joined, only the records the walk
+    /// has passed (`updatedAt` at or before the position): it brings the others itself.
     static func arms(sqlName: String, table: String, _ changes: ViewChanges, _ position: ViewChanges.Position?, limit: Int?)
-        -> [(String, StatementArguments)]
+        -> (exits: [(String, StatementArguments)], labels: [(String, StatementArguments)])
     {
+        guard let position else { return ([], []) }
+        let passed = position.at
         let record = "\"\(sqlName)\""
         let account = changes.account
         func after(_ at: String, _ id: String) -> (String, [(any DatabaseValueConvertible)?]) {
-            guard let position else { return ("1", []) }
             if let last = position.id { return ("(\(at) > ? OR (\(at) = ? AND \(id) > ?))", [position.at, position.at, last]) }
             return (position.inclusive ? "\(at) >= ?" : "\(at) > ?", [position.at])
         }
@@ -107,24 +132,30 @@ extension SQLiteStorage {
         case .role(let role):
             if changes.readsRecords {
                 // Joined the role: every record, as it is, at the time it was given.
-                return [
-                    arm(
-                        """
-                        SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
-                        JOIN \(record) AS r ON r.updated_at <= c.at
-                        WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 1 AND $AFTER
-                        """, [account, role], at: "c.at", id: "r.id")
-                ]
+                return (
+                    [],
+                    [
+                        arm(
+                            """
+                            SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
+                            JOIN \(record) AS r ON r.updated_at <= c.at
+                            WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 1 AND r.updated_at <= ? AND $AFTER
+                            """, [account, role, passed], at: "c.at", id: "r.id")
+                    ]
+                )
             }
             // Lost the role: every record that existed then, deleted, at the time it was lost.
-            return [
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
-                    JOIN \(record) AS r ON r.created_at <= c.at
-                    WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 0 AND $AFTER
-                    """, [account, role], at: "c.at", id: "r.id")
-            ]
+            return (
+                [],
+                [
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
+                        JOIN \(record) AS r ON r.created_at <= c.at
+                        WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 0 AND $AFTER
+                        """, [account, role], at: "c.at", id: "r.id")
+                ]
+            )
         case .group(let field):
             let value = SQLiteSchema.querySchema.indexExpression(field)
             let isText = "json_type(\"body\", '$.\"\(field)\"') = 'text'"
@@ -137,7 +168,7 @@ extension SQLiteStorage {
                 (SELECT json_extract(h.body, '$."\(field)"') FROM tsync_history AS h WHERE h.table_name = ? AND h.id = r.id
                 AND h.updated_at <= c.at ORDER BY h.updated_at DESC, h.seq DESC LIMIT 1) = c.label
                 """
-            return [
+            let exit =
                 // A record left a group the account was in then and is in now: deleted, at the
                 // time it left, unless the account may read it where it went.
                 arm(
@@ -146,39 +177,47 @@ extension SQLiteStorage {
                     JOIN tsync_account_labels AS l ON l.account_name = ? AND l.kind = 'group' AND l.label = e.grp AND l.since < e.at
                     LEFT JOIN \(record) AS r ON r.id = e.id
                     WHERE e.table_name = ? AND NOT \(readable) AND $AFTER
-                    """, [account, table] + groupArguments, at: "e.at", id: "e.id"),
-                // The account left a group: the group's records then, deleted, at the time it left
-                // (those unchanged since; those changed since, by their history; those that left
-                // the group while it was in it).
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
-                    JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
-                    WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list) AND $AFTER
-                    """, [account] + groupArguments, at: "c.at", id: "r.id"),
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
-                    JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at > c.at AND r.created_at <= c.at
-                    WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list) AND \(wasIn) AND $AFTER
-                    """, [account] + groupArguments + [table], at: "c.at", id: "r.id"),
-                arm(
-                    """
-                    SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), 1, '{}' FROM tsync_label_changes AS c
-                    JOIN tsync_record_exits AS e ON e.table_name = ? AND e.grp = c.label AND e.at > c.since
-                    JOIN \(record) AS r ON r.id = e.id
-                    WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND NOT \(readable) AND (e.at <= c.at OR \(wasIn))
-                    AND $AFTER
-                    """, [table, account] + groupArguments + [table], at: "c.at", id: "e.id"),
-                // The account joined a group: the group's records as they are, at the time it joined
-                // (those changed since come as they are, at their own time).
-                arm(
-                    """
-                    SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
-                    JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
-                    WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 1 AND c.label IN \(list) AND $AFTER
-                    """, [account] + groupArguments, at: "c.at", id: "r.id"),
-            ]
+                    """, [account, table] + groupArguments, at: "e.at", id: "e.id")
+            return (
+                [exit],
+                [
+
+                    // The account left a group: the group's records then, deleted, at the time it left
+                    // (those unchanged since; those changed since, by their history; those that left
+                    // the group while it was in it).
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
+                        JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
+                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list)
+                        AND $AFTER
+                        """, [account] + groupArguments, at: "c.at", id: "r.id"),
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
+                        JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at > c.at AND r.created_at <= c.at
+                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list) AND \(wasIn)
+                        AND $AFTER
+                        """, [account] + groupArguments + [table], at: "c.at", id: "r.id"),
+                    arm(
+                        """
+                        SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), 1, '{}' FROM tsync_label_changes AS c
+                        JOIN tsync_record_exits AS e ON e.table_name = ? AND e.grp = c.label AND e.at > c.since
+                        JOIN \(record) AS r ON r.id = e.id
+                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND NOT \(readable) AND (e.at <= c.at OR \(wasIn))
+                        AND $AFTER
+                        """, [table, account] + groupArguments + [table], at: "c.at", id: "e.id"),
+                    // The account joined a group: the group's records as they are, at the time it joined
+                    // (those changed since come as they are, at their own time).
+                    arm(
+                        """
+                        SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
+                        JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
+                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 1 AND c.label IN \(list)
+                        AND r.updated_at <= ? AND $AFTER
+                        """, [account] + groupArguments + [passed], at: "c.at", id: "r.id"),
+                ]
+            )
         }
     }
 
