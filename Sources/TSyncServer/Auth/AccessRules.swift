@@ -161,9 +161,28 @@ public struct AccessRules: Sendable {
     /// field names one of its groups. Thrown: 401 for a caller that must sign in, 403 when the
     /// table is closed to it (a role it lacks, `nobody`, a token not for this table). A route
     /// that reads one record answers that 403 as 404, as for any record it may not read.
-    func readView(_ table: String, _ caller: Caller) throws(APIError) -> ReadView {
+    ///
+    /// With `pulling` (a pull-shaped read of the list route, `ViewChanges.applies`), an account's
+    /// view of a `group:` or `role:` table carries its `ViewChanges`, and a `role:` table whose
+    /// role the account lacks is not refused here: the storage answers the deletions it owes
+    /// the account, and the 403 (`ReadView.refusal`) only when it owes none.
+    func readView(_ table: String, _ caller: Caller, pulling: Bool = false) throws(APIError) -> ReadView {
         try caller.checkToken(table: table, writing: false)
         let rule = rule(table, .read)
+        if pulling, let account = caller.account {
+            switch rule {
+            case .group(let field):
+                var view = ReadView(scope: .shared, group: GroupFilter(field: field, groups: caller.groups))
+                view.changes = ViewChanges(account: account, rule: .group(field: field), groups: caller.groups, roles: caller.roles)
+                return view
+            case .role(let role):
+                var view = ReadView(scope: .shared)
+                view.changes = ViewChanges(account: account, rule: .role(role), groups: caller.groups, roles: caller.roles)
+                if !caller.roles.contains(role) { view.refusal = Self.refusal(table, .read, rule).message }
+                return view
+            default: break
+            }
+        }
         switch rule {
         case .anyone: return ReadView(scope: .shared)
         case .authenticated:
@@ -345,6 +364,11 @@ public struct GroupFilter: Sendable, Hashable {
 struct ReadView: Sendable, Hashable {
     var scope: OwnerScope
     var group: GroupFilter?
+    /// What a pull of an account gets besides the records it may read now (docs/DESIGN.md §11.1).
+    var changes: ViewChanges?
+    /// The 403's message of a table the account may no longer read, answered when it is owed
+    /// no deletions.
+    var refusal: String?
 
     /// `query` narrowed to the view: the group filter ANDed with the query's own.
     func narrowing(_ query: RecordQuery) -> RecordQuery {
@@ -358,8 +382,11 @@ struct ReadView: Sendable, Hashable {
 
     /// Words that tell two views apart, for the live route's shared pages (`LiveQuestion`).
     var key: [String] {
-        guard let group else { return [] }
-        return ["$group", group.field] + group.groups.sorted()
+        var key: [String] = []
+        if let group { key += ["$group", group.field] + group.groups.sorted() }
+        // The changes are the account's own: its answer is shared with its own reads only.
+        if let changes { key += ["$account", changes.account] + changes.roles.sorted().map { "$role:" + $0 } }
+        return key
     }
 }
 
@@ -385,6 +412,15 @@ public struct WriteAccess: Sendable {
     public init() {}
 
     func reads(_ record: Record) -> Bool { !unreadable && (readGroup?.admits(record) ?? true) }
+
+    /// The group `current` leaves when stored as `next` under a `group:` read rule: its group,
+    /// when it had one and `next` is in another or none. Its members who cannot read `next` get
+    /// it as a deletion (`ViewChanges`).
+    func exitedGroup(from current: Record, to next: Record) -> String? {
+        guard let field = readGroup?.field, case .string(let old)? = current.fields[field] else { return nil }
+        if case .string(let new)? = next.fields[field], new == old { return nil }
+        return old
+    }
 
     /// The 403 message when the write may not change `current` (nil for an insert) into `next`
     /// (nil for a delete or undelete, which change no field).

@@ -48,7 +48,8 @@ struct TableRoutes: Sendable {
         let options = try ListOptions(parameters, configuration: configuration)
         // The rules' view: a group's records only, by a filter ANDed with the client's, so the
         // page, its count and a held read's answer see nothing outside it.
-        let view = try readView(table, context)
+        // A pull of an account also gets what left or came into its view (docs/DESIGN.md §11.1).
+        let view = try rules.readView(table, context.caller, pulling: ViewChanges.applies(to: options.query))
         let scope = view.scope
         let storage = storage
         let timeout = configuration.queryTimeoutSeconds
@@ -59,7 +60,12 @@ struct TableRoutes: Sendable {
         let read: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
             do {
                 let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
-                    try await storage.query(table: table, query, scope: scope)
+                    () async throws -> RecordPage in
+                    guard let changes = view.changes else { return try await storage.query(table: table, query, scope: scope) }
+                    guard let page = try await storage.query(table: table, query, scope: scope, changes: changes) else {
+                        throw APIError(.forbidden, view.refusal ?? "this table is not readable by this account")
+                    }
+                    return page
                 }
                 return try Self.body(page, query)
             } catch var error as QueryTimedOut {
@@ -79,7 +85,10 @@ struct TableRoutes: Sendable {
                 scope: scope,
                 parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] }
                     + view.key)
-            let interest = LiveInterest(scope: scope, includeDeleted: query.includeDeleted, filter: query.filter)
+            // With changes, the client's own filter: a record that leaves the view is a change
+            // for the reads of the group it left, which the view's filter would rule out.
+            let interest = LiveInterest(
+                scope: scope, includeDeleted: query.includeDeleted, filter: view.changes == nil ? query.filter : options.query.filter)
             let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers, metrics: metrics).page(
                 table: table, question, interest, seconds: seconds, channel: context.channel, { try await read(nil) })
             page = held

@@ -181,6 +181,37 @@ enum PostgresSchema {
                 "ALTER TABLE tsync_tokens ADD COLUMN scope text NOT NULL DEFAULT ''",
             ]
         ),
+        PostgresMigration(
+            version: 10, name: "records that leave or come into an account's view",
+            statements: [
+                // docs/DESIGN.md §11.1: a record's exit from a group, written with the write; an
+                // account's joins and leaves, at a time past every table's; when each label was
+                // given ('' before: always).
+                """
+                CREATE TABLE tsync_record_exits (
+                    table_name text COLLATE "C" NOT NULL,
+                    grp text COLLATE "C" NOT NULL,
+                    id text COLLATE "C" NOT NULL,
+                    at text COLLATE "C" NOT NULL,
+                    PRIMARY KEY (table_name, grp, at, id)
+                )
+                """,
+                "CREATE INDEX tsync_record_exits_by_at ON tsync_record_exits (at)",
+                """
+                CREATE TABLE tsync_label_changes (
+                    account_name text NOT NULL,
+                    kind text NOT NULL,
+                    label text COLLATE "C" NOT NULL,
+                    joined boolean NOT NULL,
+                    at text COLLATE "C" NOT NULL,
+                    since text COLLATE "C" NOT NULL,
+                    PRIMARY KEY (account_name, at, kind, label)
+                )
+                """,
+                "CREATE INDEX tsync_label_changes_by_at ON tsync_label_changes (at)",
+                "ALTER TABLE tsync_account_labels ADD COLUMN since text COLLATE \"C\" NOT NULL DEFAULT ''",
+            ]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.

@@ -43,6 +43,9 @@ extension PostgresStorage {
             var labels = PostgresStatement("DELETE FROM tsync_account_labels WHERE account_name = ")
             labels.append(labels.bind(name))
             try await transaction.execute(labels)
+            var changes = PostgresStatement("DELETE FROM tsync_label_changes WHERE account_name = ")
+            changes.append(changes.bind(name))
+            try await transaction.execute(changes)
             return .commit(true)
         }
     }
@@ -52,18 +55,7 @@ extension PostgresStorage {
             var exists = PostgresStatement("SELECT name FROM tsync_accounts WHERE name = ")
             exists.append(exists.bind(name))
             guard try await !transaction.rows(exists).isEmpty else { return .rollback(false) }
-            for label in remove {
-                var delete = PostgresStatement("DELETE FROM tsync_account_labels WHERE account_name = ")
-                delete.append(delete.bind(name) + " AND kind = " + delete.bind(kind.rawValue) + " AND label = " + delete.bind(label))
-                try await transaction.execute(delete)
-            }
-            for label in add {
-                var insert = PostgresStatement("INSERT INTO tsync_account_labels (account_name, kind, label) VALUES (")
-                insert.append(
-                    [insert.bind(name), insert.bind(kind.rawValue), insert.bind(label)].joined(separator: ", ") + ") ON CONFLICT DO NOTHING"
-                )
-                try await transaction.execute(insert)
-            }
+            try await self.changeLabels(transaction, name: name, kind: kind, add: add, remove: remove)
             return .commit(true)
         }
     }

@@ -119,7 +119,22 @@ extension PostgresStorage {
                     ON CONFLICT (table_name) DO UPDATE SET horizon = greatest(tsync_deleted_horizons.horizon, excluded.horizon)
                     RETURNING table_name, horizon
                     """)
-            let stored = try await database.rows(store).map { try $0.decode((String, String).self) }
+            var stored = try await database.rows(store).map { try $0.decode((String, String).self) }
+            // The view changes are deletions too (docs/DESIGN.md §11.1): the horizons they raise.
+            var changes = PostgresStatement(
+                """
+                WITH RECURSIVE t(name) AS (SELECT min(table_name) FROM tsync_records
+                UNION ALL SELECT (SELECT min(table_name) FROM tsync_records WHERE table_name > t.name) FROM t WHERE t.name IS NOT NULL)
+                INSERT INTO tsync_deleted_horizons (table_name, horizon) SELECT table_name, max(at) FROM (
+                """)
+            let viewCutoff = changes.bind(cutoff.iso8601)
+            changes.append(
+                "SELECT table_name, at FROM tsync_record_exits WHERE at < \(viewCutoff) UNION ALL "
+                    + "SELECT t.name, c.at FROM tsync_label_changes AS c CROSS JOIN t WHERE t.name IS NOT NULL AND c.at < \(viewCutoff)) AS x "
+                    + "GROUP BY table_name ON CONFLICT (table_name) DO UPDATE SET horizon = greatest(tsync_deleted_horizons.horizon, "
+                    + "excluded.horizon) RETURNING table_name, horizon")
+            let viewHorizons = try await database.rows(changes).map { try $0.decode((String, String).self) }
+            stored += viewHorizons
             if !stored.isEmpty {
                 horizons.withLock { $0.read = nil }
                 if settle > .zero { try await Task.sleep(for: settle) }
@@ -127,6 +142,13 @@ extension PostgresStorage {
                     var remove = PostgresStatement("DELETE FROM tsync_records WHERE table_name = ")
                     remove.append(remove.bind(table) + " AND deleted AND updated_at <= " + remove.bind(horizon))
                     report.tombstonesRemoved += try await unbounded(remove)
+                }
+                if !viewHorizons.isEmpty {
+                    for table in ["tsync_record_exits", "tsync_label_changes"] {
+                        var remove = PostgresStatement("DELETE FROM \(table) WHERE at < ")
+                        remove.append(remove.bind(cutoff.iso8601))
+                        _ = try await unbounded(remove)
+                    }
                 }
             }
         }

@@ -16,7 +16,7 @@ import TSyncQuery
 /// check reads the record `FOR UPDATE`, so it sees every earlier commit: no lost update.
 public final class PostgresStorage: ServerStorage {
     let database: PostgresDatabase
-    private let clock: @Sendable () -> Timestamp
+    let clock: @Sendable () -> Timestamp
     private let renderer = SQLRenderer(schema: PostgresSchema.querySchema)
     /// The declared indexed fields, by table key (`declareIndexes`).
     private let indexes = Mutex<[String: [IndexedField]]>([:])
@@ -467,6 +467,9 @@ public final class PostgresStorage: ServerStorage {
                         // An update may touch a record inserted earlier in this batch.
                         try await pending.flush(transaction, keepHistory: keepHistory)
                         try await Self.store(stored, isNew: false, key: key, scope: write.scope, transaction)
+                        if let current, let group = write.access.exitedGroup(from: current.record, to: stored) {
+                            try await Self.recordExit(transaction, key: key, group: group, stored)
+                        }
                         if keepHistory {
                             versions.append(key: key, owner: Self.owner(of: write.scope, current: current?.owner), write, stored)
                         }

@@ -22,6 +22,12 @@ struct MeteredStorage: ServerStorage {
         return page
     }
 
+    func query(table: String, _ query: RecordQuery, scope: OwnerScope, changes: ViewChanges) async throws -> RecordPage? {
+        let page = try await base.query(table: table, query, scope: scope, changes: changes)
+        metrics.recordRead(records: page?.count ?? 0)
+        return page
+    }
+
     func write(_ writes: [RecordWrite], atomic: Bool) async throws -> [WriteOutcome] {
         let outcomes = try await base.write(writes, atomic: atomic)
         let written = outcomes.count { outcome in

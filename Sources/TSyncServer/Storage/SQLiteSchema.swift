@@ -114,6 +114,33 @@ enum SQLiteSchema {
                     ALTER TABLE tsync_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT '';
                     """)
         }
+        migrator.registerMigration("v6: records that leave or come into an account's view") { db in
+            // docs/DESIGN.md §11.1: a record's exit from a group, written with the write; an
+            // account's joins and leaves, at a time of every table's clock; when each label was
+            // given ('' before: always).
+            try db.execute(
+                sql: """
+                    CREATE TABLE tsync_record_exits (
+                        table_name TEXT NOT NULL,
+                        grp TEXT NOT NULL,
+                        id TEXT NOT NULL,
+                        at TEXT NOT NULL,
+                        PRIMARY KEY (table_name, grp, at, id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX tsync_record_exits_by_at ON tsync_record_exits(at);
+                    CREATE TABLE tsync_label_changes (
+                        account_name TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        label TEXT NOT NULL,
+                        joined INTEGER NOT NULL,
+                        at TEXT NOT NULL,
+                        since TEXT NOT NULL,
+                        PRIMARY KEY (account_name, at, kind, label)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX tsync_label_changes_by_at ON tsync_label_changes(at);
+                    ALTER TABLE tsync_account_labels ADD COLUMN since TEXT NOT NULL DEFAULT '';
+                    """)
+        }
         return migrator
     }()
 

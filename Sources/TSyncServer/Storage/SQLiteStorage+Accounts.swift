@@ -35,6 +35,7 @@ extension SQLiteStorage {
             try db.execute(sql: "DELETE FROM tsync_tokens WHERE account_name = ?", arguments: [name])
             try db.execute(sql: "DELETE FROM tsync_known_clients WHERE account_name = ?", arguments: [name])
             try db.execute(sql: "DELETE FROM tsync_account_labels WHERE account_name = ?", arguments: [name])
+            try db.execute(sql: "DELETE FROM tsync_label_changes WHERE account_name = ?", arguments: [name])
             return true
         }
     }
@@ -42,16 +43,7 @@ extension SQLiteStorage {
     public func changeLabels(name: String, kind: AccountLabel, add: [String], remove: [String]) async throws -> Bool {
         try await pool.write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM tsync_accounts WHERE name = ?", arguments: [name]) == true else { return false }
-            for label in remove {
-                try db.execute(
-                    sql: "DELETE FROM tsync_account_labels WHERE account_name = ? AND kind = ? AND label = ?",
-                    arguments: [name, kind.rawValue, label])
-            }
-            for label in add {
-                try db.execute(
-                    sql: "INSERT INTO tsync_account_labels (account_name, kind, label) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                    arguments: [name, kind.rawValue, label])
-            }
+            try self.changeLabels(db, name: name, kind: kind, add: add, remove: remove, now: self.clock())
             return true
         }
     }

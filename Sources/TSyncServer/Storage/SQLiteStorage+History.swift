@@ -158,6 +158,28 @@ extension SQLiteStorage {
                     return db.changesCount
                 }
             }
+            // The view changes are deletions too (docs/DESIGN.md §11.1): gone with the horizon raised.
+            try await pool.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO tsync_deleted_horizons (table_name, horizon)
+                        SELECT table_name, max(at) FROM tsync_record_exits WHERE at < ? GROUP BY table_name
+                        ON CONFLICT (table_name) DO UPDATE SET horizon = max(horizon, excluded.horizon)
+                        """, arguments: [cutoff.iso8601])
+                if let newest = try String.fetchOne(
+                    db, sql: "SELECT max(at) FROM tsync_label_changes WHERE at < ?", arguments: [cutoff.iso8601])
+                {
+                    for sqlName in tables {
+                        try db.execute(
+                            sql: """
+                                INSERT INTO tsync_deleted_horizons (table_name, horizon) VALUES (?, ?)
+                                ON CONFLICT (table_name) DO UPDATE SET horizon = max(horizon, excluded.horizon)
+                                """, arguments: [SQLiteSchema.tableKey(sqlName: sqlName), newest])
+                    }
+                }
+                try db.execute(sql: "DELETE FROM tsync_record_exits WHERE at < ?", arguments: [cutoff.iso8601])
+                try db.execute(sql: "DELETE FROM tsync_label_changes WHERE at < ?", arguments: [cutoff.iso8601])
+            }
         }
         // Versions, a range of `seq` per transaction, so writers wait for one range at a time.
         let (first, last) = try await pool.read { db in

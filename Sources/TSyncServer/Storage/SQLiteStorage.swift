@@ -14,7 +14,7 @@ private typealias Record = TSyncModel.Record
 /// `updatedAt` order agree (docs/DESIGN.md §2.2).
 public final class SQLiteStorage: ServerStorage {
     let pool: DatabasePool
-    private let clock: @Sendable () -> Timestamp
+    let clock: @Sendable () -> Timestamp
     let renderer = SQLRenderer(schema: SQLiteSchema.querySchema)
     /// SQL names of record tables known to exist. Tables are never dropped, so a cached name stays true.
     private let knownTables = Mutex<Set<String>>([])
@@ -393,6 +393,12 @@ public final class SQLiteStorage: ServerStorage {
             let body = JSONSerializer.string(.object(next.fields))
             try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
                 .execute(arguments: [next.system.updatedAt?.iso8601, next.system.version, next.system.deleted, body, next.id])
+            if let found, let group = write.access.exitedGroup(from: found.record, to: next) {
+                try db.cachedStatement(
+                    sql: "INSERT INTO tsync_record_exits (table_name, grp, id, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+                )
+                .execute(arguments: [SQLiteSchema.clockKey(write.table), group, next.id, next.system.updatedAt?.iso8601])
+            }
             versions.append(write, next, owner: found?.owner, body: body)
             return .modified(next)
         }

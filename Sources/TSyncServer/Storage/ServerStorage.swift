@@ -19,6 +19,14 @@ public protocol ServerStorage: Sendable {
     /// One page of a query. A table that was never written answers an empty page.
     func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage
 
+    /// A pull's page for an account whose view of the table changes (docs/DESIGN.md §11.1):
+    /// `query`, narrowed to what the account may read now, merged in (`updatedAt`, `id`) order
+    /// with the records that left its view (as deletions) or came into it after the page's
+    /// position, all in one read. Nil when the account may read none of the table's records and
+    /// is owed no deletions (the route answers the rule's 403); an empty page when its groups
+    /// or roles changed since its token was read (its next request reads them again).
+    func query(table: String, _ query: RecordQuery, scope: OwnerScope, changes: ViewChanges) async throws -> RecordPage?
+
     /// Applies `writes` in order in ONE transaction and returns one outcome per write. A write that
     /// fails (409, 404, 412…) does not stop the others; with `atomic`, any failure rolls the whole
     /// batch back and every write that had succeeded answers `.notApplied`. Each touched table's
