@@ -14,7 +14,9 @@
 #            split over two servers on one database, the writes alternating between them.
 # The server needs an open file per held read: serve raises its soft limit to the hard one and
 # warns when that is below --max-connections; this script needs as many, over its client
-# processes. W is capped at the hard limit less 200.
+# processes. One address may fill only 7/8 of --max-connections (the rest is kept for addresses
+# that hold none), so W held reads need --max-connections of 8/7 W and as many open files: W is
+# capped at what the hard limit allows (on PostgreSQL, W is split over the two servers).
 # Usage: scripts/bench-fanout.sh [W...]   (default 10000 20000; F=1000 R=1000 S=10;
 # TSYNC=path skips the build; PG=0 skips PostgreSQL)
 set -euo pipefail
@@ -45,19 +47,24 @@ limit=$(ulimit -Hn)
 options=(--no-auth --metrics --max-client-connections 100000 --max-account-requests 100000)
 echo "tsync serve fan-out ($(nproc) cores, open files $limit, load$(uptime | sed 's/.*load average//'))"
 
+# connections COUNT: the --max-connections that lets one address hold COUNT reads (the last
+# eighth is kept for addresses that hold none) with room for the script's own requests.
+connections() { echo $(($1 * 8 / 7 + 128)); }
+# The most one server can hold under this limit on open files.
+most=$(((limit - 64 - 128) * 7 / 8))
 for count in "${held[@]}"; do
-    if [ "$count" -gt $((limit - 200)) ]; then
-        echo "(held $count: the hard limit on open files is $limit; holding $((limit - 200)))"
-        count=$((limit - 200))
+    if [ "$count" -gt "$most" ]; then
+        echo "(held $count: --max-connections $(connections "$count") would need as many open files; the hard limit is $limit: holding $most)"
+        count=$most
     fi
     serve_start "$bin" "$work/held-$count.log" --db "sqlite:$work/held-$count.db" "${options[@]}" \
-        --max-watchers "$count" --max-connections $((count + 64))
+        --max-watchers "$count" --max-connections "$(connections "$count")"
     python3 scripts/bench/fanout.py hold "$SERVE_URL" --watchers "$count" --pid "${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}"
     grep -h "open files" "$work/held-$count.log" | sed 's/^/  serve: /' || true
     serve_stop_all
 done
 
-serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections $((followers + 200))
+serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
 python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds"
 serve_stop_all
 
@@ -68,12 +75,12 @@ if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
     psql -q "$pg_admin" -c "CREATE DATABASE $database" >/dev/null
     pg_databases+=("$database")
     db_url="${pg_url%/*}/$database"
-    count=${held[0]}
-    [ "$count" -le $((limit - 200)) ] || count=$((limit - 200))
+    count=${held[${#held[@]}-1]}
+    [ "$count" -le $((most * 2)) ] || count=$((most * 2))
     pids=() urls=()
     for side in a b; do
         serve_start "$bin" "$work/pg-$side.log" --db "$db_url" "${options[@]}" \
-            --max-watchers "$count" --max-connections $((count + 64))
+            --max-watchers "$count" --max-connections "$(connections $((count / 2)))"
         pids+=("${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}") urls+=("$SERVE_URL")
     done
     echo "== PostgreSQL, two servers on one database"

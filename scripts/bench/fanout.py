@@ -114,23 +114,17 @@ def stamp_seconds(day, hours, minutes, seconds):
     return base + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-def open_connections(urls, count, offset):
-    connections = []
-    for i in range(count):
-        host, port = host_port(urls[(offset + i) % len(urls)])
-        sock = socket.create_connection((host, port), timeout=30)
-        sock.setblocking(False)
-        connections.append((sock, host, port))
-    return connections
-
-
 def worker(urls, count, offset, table, mode, pipe):
     """One process's share of the watchers: `count` connections, an epoll loop; `pipe` gets
     "ready" once every request is sent, and takes "stop" before the process reports."""
     poll = select.epoll()
-    connections = open_connections(urls, count, offset)
     state = {}
-    for sock, host, port in connections:
+    # Each request goes as soon as its connection is open: a connection left without one is
+    # closed by the server's header timeout while the others open.
+    for i in range(count):
+        host, port = host_port(urls[(offset + i) % len(urls)])
+        sock = socket.create_connection((host, port), timeout=30)
+        sock.setblocking(False)
         state[sock.fileno()] = {"sock": sock, "host": host, "port": port, "buffer": b"", "checkpoint": None, "got": 0}
         sock.send(request(host, port, read_path(table, None)))
         poll.register(sock.fileno(), select.EPOLLIN)
@@ -150,6 +144,8 @@ def worker(urls, count, offset, table, mode, pipe):
                 data = entry["sock"].recv(1 << 20)
             except BlockingIOError:
                 continue
+            except OSError:  # reset by the server: counted as never answered
+                data = b""
             if not data:
                 poll.unregister(fd)
                 continue
@@ -174,7 +170,11 @@ def worker(urls, count, offset, table, mode, pipe):
                         ident = RECORD_ID.match(body, last).group(1).decode()
                         day, hours, minutes, seconds = stamps[-1]
                         entry["checkpoint"] = (f"{day.decode()}T{hours.decode()}:{minutes.decode()}:{seconds.decode()}Z", ident)
-                entry["sock"].send(request(entry["host"], entry["port"], read_path(table, entry["checkpoint"])))
+                try:
+                    entry["sock"].send(request(entry["host"], entry["port"], read_path(table, entry["checkpoint"])))
+                except OSError:
+                    poll.unregister(fd)
+                    break
     pipe.send({"answered": answered, "latencies": latencies, "got": [entry["got"] for entry in state.values()]})
     for entry in state.values():
         entry["sock"].close()
@@ -229,13 +229,13 @@ def hold(args):
     before = sum(rss_kb(pid) for pid in pids)
     started = time.time()
     workers = start_workers(args.urls, args.watchers, "held", "hold")
-    if not wait_held(args.urls, args.watchers, 120):
-        print(f"hold: the servers held {sum(gauge(u, 'tsync_live_waiting') for u in args.urls):.0f} of {args.watchers} reads")
+    wait_held(args.urls, args.watchers, 300)
     opened = time.time() - started
     time.sleep(2)  # the allocator settles; the servers' gauge says all are held already
     held = sum(rss_kb(pid) for pid in pids)
-    print(f"held     {args.watchers} reads in {opened:.1f} s: server RSS {before} KB -> {held} KB, "
-          f"{(held - before) / args.watchers:.1f} KB each")
+    parked = sum(gauge(u, 'tsync_live_waiting') for u in args.urls)
+    print(f"held     {args.watchers} connections, {parked:.0f} reads held, in {opened:.1f} s: server RSS {before} KB -> {held} KB, "
+          f"{(held - before) / args.watchers:.1f} KB a connection")
     record = post(args.urls[0], "held", {"id": "wake", "n": 1})
     committed = stamp_seconds(*STAMP.search(json.dumps(record, separators=(",", ":")).encode()).groups())
     deadline = time.time() + 30
@@ -246,7 +246,7 @@ def hold(args):
     values = sorted(t - committed for report in reports for t in report["answered"])
     print(f"fan-out  {len(values)}/{args.watchers} answered after one write: p50 {percentile(values, 50) * 1000:.0f} ms  "
           f"p99 {percentile(values, 99) * 1000:.0f} ms  max {values[-1] * 1000 if values else float('nan'):.0f} ms")
-    print(f"summary hold {args.watchers}: {(held - before) / args.watchers:.1f} KB each; "
+    print(f"summary hold {args.watchers}: {(held - before) / args.watchers:.1f} KB each ({parked:.0f} held); "
           f"fan-out p99 {percentile(values, 99) * 1000:.0f} ms ({len(values)}/{args.watchers})")
 
 
