@@ -167,7 +167,9 @@ enum NewRecordsDecoder {
             if cursor.take(UInt8(ascii: "[")) {
                 if !cursor.take(UInt8(ascii: "]")) {
                     repeat {
-                        guard let record = readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else { return nil }
+                        guard let record = readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else {
+                            return nil
+                        }
                         records.append(record)
                     } while cursor.take(UInt8(ascii: ","))
                     guard cursor.take(UInt8(ascii: "]")) else { return nil }

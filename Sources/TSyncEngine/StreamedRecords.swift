@@ -140,11 +140,15 @@ struct StreamedRecords {
         case .unknown:
             return (.advanced(cursor.index), cursor.take(UInt8(ascii: "[")) ? .arrayFirst : .ndjson)
         case .ndjson:
-            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else { return (.stuck, shape) }
+            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else {
+                return (.stuck, shape)
+            }
             return (.record(record, end: cursor.index), shape)
         case .arrayFirst, .arrayNext:
             if shape == .arrayFirst, cursor.take(UInt8(ascii: "]")) { return (.advanced(cursor.index), .arrayClosed) }
-            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else { return (.stuck, shape) }
+            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else {
+                return (.stuck, shape)
+            }
             if cursor.take(UInt8(ascii: ",")) { return (.record(record, end: cursor.index), .arrayNext) }
             if cursor.take(UInt8(ascii: "]")) { return (.record(record, end: cursor.index), .arrayClosed) }
             return (.stuck, shape)

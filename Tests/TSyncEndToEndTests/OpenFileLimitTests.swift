@@ -28,7 +28,8 @@ import Testing
         #expect(text.contains("listening on"), "serve started: \(text)")
         let table = (try? String(contentsOfFile: "/proc/\(child.pid)/limits", encoding: .utf8)) ?? ""
         let line = table.split(separator: "\n").first { $0.hasPrefix("Max open files") }.map(String.init) ?? ""
-        _ = await child.wait(timeout: 15)
+        child.signal(SIGTERM)
+        #expect(await child.wait(timeout: 15), "serve stopped on SIGTERM")
         return (text, line)
     }
 
@@ -40,7 +41,7 @@ import Testing
         #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0)
         let hard = min(UInt64(limit.rlim_max), 4096)
         try #require(hard > 300, "the test needs a hard limit above 300 open files")
-        let (log, limits) = try await Self.serve(after: "ulimit -Hn \(hard) && ulimit -Sn 256", options: ["--max-connections", "1000"])
+        let (log, limits) = try await Self.serve(after: "ulimit -Sn 256 && ulimit -Hn \(hard)", options: ["--max-connections", "1000"])
         #expect(log.contains("open files: soft limit raised from 256 to \(hard)"), "\(log)")
         #expect(Self.numbers(limits) == [hard, hard], "the server's limits: \(limits)")
         #expect(!log.contains("fewer than"), "no warning when the hard limit allows every connection: \(log)")
