@@ -8,11 +8,14 @@
 #      an empty store, with its peak memory (/usr/bin/time -v);
 #   2. `insert` of the same COUNT records from NDJSON, and from CSV, into empty stores;
 #   3. the anchor.
-# Prints seconds, records/s, peak memory and each one's ratio to the anchor (aim: >= 0.5; pull's
-# memory flat, <= 64 MB at 1,000,000). With ROUNDS=N the four are run N times, alternated, and the
-# medians are compared (a run of 100,000 takes half a second, so one run swings with the machine).
+# Prints seconds, records/s, peak memory and each one's ratio to the anchor (aim: insert >= 0.8,
+# pull >= 0.7; memory flat from 100,000 to 1,000,000). The four are run ROUNDS times, alternated,
+# and the medians are compared (a run of 100,000 takes half a second, so one run swings with the
+# machine); the load is printed before and after. The ratios of CPU time (user + system; the
+# pull's with its server's) are printed too: a busy machine stretches the wall clock of whichever
+# process it happens to starve.
 # Usage: scripts/bench-pull.sh [COUNT...]   (default 100000 1000000; TSYNC=path skips the build;
-# PULL=0 measures only the inserts and the anchor; ROUNDS=N, default 1)
+# PULL=0 measures only the inserts and the anchor; ROUNDS=N, default 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 counts=("$@")
@@ -58,7 +61,7 @@ csv_items() {
 }
 
 echo "tsync pull/insert vs sqlite3 .import ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
-summary=()
+summary=() cpu_summary=()
 for count in "${counts[@]}"; do
     echo "== $count records"
     items "$count" >"$work/items.ndjson"
@@ -67,6 +70,7 @@ for count in "${counts[@]}"; do
     awk '{ id = substr($0, 8, 12); printf "%s\t%s\n", id, $0 }' "$work/items.ndjson" >"$work/import.tsv"
 
     pull_times=() ndjson_times=() csv_times=() import_times=() pull_kb=0 ndjson_kb=0 csv_kb=0
+    pull_cpu=() ndjson_cpu=() csv_cpu=() import_cpu=()
     if [ "${PULL:-1}" != 0 ]; then
         serve_start "$bin" "$work/serve-$count.log" --no-auth --db "sqlite:$work/server-$count.db"
         "$bin" init "$work/writer-$count" --remote "$SERVE_URL" >/dev/null
@@ -74,11 +78,14 @@ for count in "${counts[@]}"; do
         "$bin" -C "$work/writer-$count" push -q >/dev/null
         rm -rf "$work/writer-$count"
     fi
-    for _ in $(seq 1 "${ROUNDS:-1}"); do
+    for _ in $(seq 1 "${ROUNDS:-5}"); do
         if [ "${PULL:-1}" != 0 ]; then
             "$bin" init "$work/reader-$count" --remote "$SERVE_URL" >/dev/null
+            server_before=$(cpu_ticks "${SERVE_PIDS[0]}")
             measure "$bin" -C "$work/reader-$count" pull items --query-id clone -q
             pull_times+=("$seconds") pull_kb=$(max "$pull_kb" "$peak_kb")
+            # The server's CPU counts: it shares the cores.
+            pull_cpu+=("$(awk -v c="$cpu_seconds" -v a="$server_before" -v b="$(cpu_ticks "${SERVE_PIDS[0]}")" -v hz="$(getconf CLK_TCK)" 'BEGIN { print c + (b - a) / hz }')")
             pulled=$(sqlite3 "$work/reader-$count/.tsync/store.sqlite" "SELECT count(*) FROM records")
             [ "$pulled" = "$count" ] || { echo "bench-pull: the pull brought $pulled records, not $count" >&2; exit 1; }
             rm -rf "$work/reader-$count"
@@ -86,21 +93,22 @@ for count in "${counts[@]}"; do
 
         "$bin" init "$work/ndjson-$count" >/dev/null
         STDIN="$work/items.ndjson" measure "$bin" -C "$work/ndjson-$count" insert items -q
-        ndjson_times+=("$seconds") ndjson_kb=$(max "$ndjson_kb" "$peak_kb")
+        ndjson_times+=("$seconds") ndjson_kb=$(max "$ndjson_kb" "$peak_kb") ndjson_cpu+=("$cpu_seconds")
         rm -rf "$work/ndjson-$count"
         "$bin" init "$work/csv-$count" >/dev/null
         STDIN="$work/items.csv" measure "$bin" -C "$work/csv-$count" insert items --csv -q
-        csv_times+=("$seconds") csv_kb=$(max "$csv_kb" "$peak_kb")
+        csv_times+=("$seconds") csv_kb=$(max "$csv_kb" "$peak_kb") csv_cpu+=("$cpu_seconds")
         rm -rf "$work/csv-$count"
 
-        measure sqlite3 "$work/import-$count.db" "CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT NOT NULL);" ".mode tabs" ".import $work/import.tsv records"
-        import_times+=("$seconds")
+        measure sqlite3 "$work/import-$count.db" "CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT);" ".mode tabs" ".import $work/import.tsv t"
+        import_times+=("$seconds") import_cpu+=("$cpu_seconds")
         rm -f "$work/import-$count.db"
     done
     serve_stop_all
     rm -f "$work/server-$count.db"*
     pull_s=$(median "${pull_times[@]:-0}") ndjson_s=$(median "${ndjson_times[@]}") csv_s=$(median "${csv_times[@]}")
     import_s=$(median "${import_times[@]}")
+    pull_c=$(median "${pull_cpu[@]:-0}") ndjson_c=$(median "${ndjson_cpu[@]}") csv_c=$(median "${csv_cpu[@]}") import_c=$(median "${import_cpu[@]}")
 
     if [ "${PULL:-1}" != 0 ]; then
         echo "pull (cold clone)  : ${pull_s}s$(spread "${pull_times[@]}"), $(rate "$count" "$pull_s") records/s, peak memory $((pull_kb / 1024)) MB"
@@ -108,10 +116,14 @@ for count in "${counts[@]}"; do
     echo "insert from NDJSON : ${ndjson_s}s$(spread "${ndjson_times[@]}"), $(rate "$count" "$ndjson_s") records/s, peak memory $((ndjson_kb / 1024)) MB"
     echo "insert from CSV    : ${csv_s}s$(spread "${csv_times[@]}"), $(rate "$count" "$csv_s") records/s, peak memory $((csv_kb / 1024)) MB"
     echo "sqlite3 .import    : ${import_s}s$(spread "${import_times[@]}"), $(rate "$count" "$import_s") rows/s"
+    echo "CPU seconds (user + system, medians; the pull's with the server's): pull $pull_c, NDJSON $ndjson_c, CSV $csv_c, .import $import_c"
+    cpu_summary+=("$(printf 'summary %8d CPU time: pull / .import = %s; insert NDJSON / .import = %s; insert CSV / .import = %s' \
+        "$count" "$(ratio "$import_c" "$pull_c")" "$(ratio "$import_c" "$ndjson_c")" "$(ratio "$import_c" "$csv_c")")")
     pull_summary="pull / .import = $(ratio "$import_s" "$pull_s") (peak $((pull_kb / 1024)) MB)"
     [ "${PULL:-1}" != 0 ] || pull_summary="pull not measured"
     summary+=("$(printf 'summary %8d: %s; insert NDJSON / .import = %s (peak %d MB); insert CSV / .import = %s (peak %d MB)' \
         "$count" "$pull_summary" "$(ratio "$import_s" "$ndjson_s")" "$((ndjson_kb / 1024))" "$(ratio "$import_s" "$csv_s")" "$((csv_kb / 1024))")")
 done
 echo
-printf '%s\n' "${summary[@]}"
+echo "load at the end$(uptime | sed 's/.*load average//')"
+printf '%s\n' "${summary[@]}" "${cpu_summary[@]}"

@@ -419,11 +419,30 @@ struct ServeCommand: AsyncParsableCommand {
             // Said once the database is open: a server that cannot reach it never claims to serve it.
             logger.info("tsync \(TSync.currentVersion) serving \(location.logDescription)")
             if let created { logger.info("created database at \(created)") }
+            Self.raiseOpenFileLimit(connections: configuration.maximumConnections, logger: logger)
             if configuration.requiresAuthentication, try await AccountManager(storage: storage).list().isEmpty {
                 logger.warning(
                     "no accounts yet, so no one can log in: add one with `tsync user add NAME --db \(location.logDescription)`")
             }
             try await SyncServer(configuration: configuration, storage: storage, logger: logger).run()
+        }
+    }
+
+    /// Raises the soft limit on open files to the hard one: every connection, held reads above
+    /// all, is a file descriptor, and the usual soft limit of 1,024 would refuse the 1,025th
+    /// connection (accept fails) long before --max-connections does. Says so in the log, and
+    /// warns when even the hard limit is below the connections allowed.
+    static func raiseOpenFileLimit(connections: Int, logger: Logger) {
+        guard let (before, after) = FileDescriptorLimit.raiseToHard() else { return }
+        if after.soft > before.soft {
+            logger.info("open files: soft limit raised from \(before.soft) to \(after.soft)")
+        }
+        // The database's files, the listening sockets and the log take a few dozen more.
+        let needed = UInt64(connections) + 64
+        if after.soft < needed {
+            logger.warning(
+                "open files: the limit is \(after.soft) (hard \(after.hard)), fewer than the \(connections) connections --max-connections allows need (about \(needed)): raise the hard limit (ulimit -Hn, LimitNOFILE= in a systemd unit)"
+            )
         }
     }
 

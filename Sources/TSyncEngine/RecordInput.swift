@@ -163,10 +163,13 @@ enum NewRecordsDecoder {
             var records: [(id: String, body: String)] = []
             var body: [UInt8] = []
             body.reserveCapacity(512)
+            var members = CanonicalJSONCursor.Members(start: 0)
             if cursor.take(UInt8(ascii: "[")) {
                 if !cursor.take(UInt8(ascii: "]")) {
                     repeat {
-                        guard let record = readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return nil }
+                        guard let record = readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else {
+                            return nil
+                        }
                         records.append(record)
                     } while cursor.take(UInt8(ascii: ","))
                     guard cursor.take(UInt8(ascii: "]")) else { return nil }
@@ -176,7 +179,7 @@ enum NewRecordsDecoder {
             }
             cursor.skipWhitespace()
             while !cursor.atEnd {
-                guard let record = readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return nil }
+                guard let record = readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else { return nil }
                 records.append(record)
                 cursor.skipWhitespace()
             }
@@ -185,8 +188,11 @@ enum NewRecordsDecoder {
     }
 
     /// Nil too, with `requiringID`, for a record whose id is absent or null.
+    /// `body` and `members` are the caller's, kept from one record to the next: each is a buffer
+    /// that would otherwise be made for every record.
     static func readRecord(
-        _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], requiringID: Bool = false
+        _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], members: inout CanonicalJSONCursor.Members,
+        requiringID: Bool = false
     ) -> (id: String, body: String)? {
         guard cursor.take(UInt8(ascii: "{")) else { return nil }
         body.removeAll(keepingCapacity: true)
@@ -194,7 +200,7 @@ enum NewRecordsDecoder {
         var id: String??
         var ignored: [UInt8] = []
         var seenIgnored = Set<String>()
-        var members = CanonicalJSONCursor.Members(start: body.count)
+        members.reset(start: body.count)
         if !cursor.take(UInt8(ascii: "}")) {
             repeat {
                 guard let name = cursor.memberName() else { return nil }

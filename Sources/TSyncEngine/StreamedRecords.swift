@@ -59,6 +59,8 @@ struct StreamedRecords {
     private var shape = JSONShape.unknown
     private var layout: CSVRecords.Layout?
     private var body: [UInt8] = []
+    /// The members of the record being read, kept for the next (`NewRecordsDecoder.readRecord`).
+    private var members = CanonicalJSONCursor.Members(start: 0)
     private var cells: [CSVRecords.CellSpan] = []
     /// The fields in the input's order (`FieldOrder`): the CSV header's, or the first JSON
     /// record's names as written; read once, with the header or that record.
@@ -116,7 +118,8 @@ struct StreamedRecords {
         let (step, shape) = buffer.withUnsafeBufferPointer { buffer in
             var cursor = CanonicalJSONCursor(buffer)
             cursor.index = start
-            return Self.jsonStep(&cursor, shape: self.shape, body: &body, atEndOfInput: atEndOfInput, requiringIDs: requiringIDs)
+            return Self.jsonStep(
+                &cursor, shape: self.shape, body: &body, members: &members, atEndOfInput: atEndOfInput, requiringIDs: requiringIDs)
         }
         if case .record = step { self.shape = shape } else if case .advanced = step { self.shape = shape }
         return step
@@ -125,7 +128,8 @@ struct StreamedRecords {
     /// One step of `NewRecordsDecoder.decode`'s grammar: a record of NDJSON; a record of an array
     /// and the ',' or ']' after it; the '[' or white space before the first.
     private static func jsonStep(
-        _ cursor: inout CanonicalJSONCursor, shape: JSONShape, body: inout [UInt8], atEndOfInput: Bool, requiringIDs: Bool
+        _ cursor: inout CanonicalJSONCursor, shape: JSONShape, body: inout [UInt8], members: inout CanonicalJSONCursor.Members,
+        atEndOfInput: Bool, requiringIDs: Bool
     ) -> (Step, JSONShape) {
         cursor.skipWhitespace()
         if cursor.atEnd {
@@ -136,11 +140,15 @@ struct StreamedRecords {
         case .unknown:
             return (.advanced(cursor.index), cursor.take(UInt8(ascii: "[")) ? .arrayFirst : .ndjson)
         case .ndjson:
-            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return (.stuck, shape) }
+            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else {
+                return (.stuck, shape)
+            }
             return (.record(record, end: cursor.index), shape)
         case .arrayFirst, .arrayNext:
             if shape == .arrayFirst, cursor.take(UInt8(ascii: "]")) { return (.advanced(cursor.index), .arrayClosed) }
-            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, requiringID: requiringIDs) else { return (.stuck, shape) }
+            guard let record = NewRecordsDecoder.readRecord(&cursor, body: &body, members: &members, requiringID: requiringIDs) else {
+                return (.stuck, shape)
+            }
             if cursor.take(UInt8(ascii: ",")) { return (.record(record, end: cursor.index), .arrayNext) }
             if cursor.take(UInt8(ascii: "]")) { return (.record(record, end: cursor.index), .arrayClosed) }
             return (.stuck, shape)

@@ -226,6 +226,10 @@ public struct CanonicalJSONCursor: ~Copyable {
         /// Each member's name (in the input) and its `"name":value` text (in the output).
         private var members: [(name: Range<Int>, text: Range<Int>)] = []
         private var inOrder = true
+        /// The members in order, as `finish` writes them again: kept, like `members`, for the
+        /// next object, so that an insert of records whose fields are not in the serializer's
+        /// order makes no buffer per record.
+        private var rewritten: [UInt8] = []
 
         /// Members to be written to the output from `start` on (just past a `{`).
         public init(start: Int) {
@@ -266,7 +270,7 @@ public struct CanonicalJSONCursor: ~Copyable {
             guard !inOrder else { return true }
             members.sort { Self.precedes($0.name, $1.name, cursor) }
             for (a, b) in zip(members, members.dropFirst()) where !Self.precedes(a.name, b.name, cursor) { return false }
-            var rewritten: [UInt8] = []
+            rewritten.removeAll(keepingCapacity: true)
             rewritten.reserveCapacity(output.count - start)
             for (offset, member) in members.enumerated() {
                 if offset > 0 { rewritten.append(UInt8(ascii: ",")) }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Fan-out benchmark, not a test: what held reads cost `tsync serve` and how fast one commit
+# reaches them. Release build; raw HTTP clients in Python (scripts/bench/fanout.py, one epoll
+# loop a process), so what is measured is the server, not a client library.
+#   held     W held reads (Prefer: wait=25, an empty page) on one SQLite server: its resident
+#            memory (VmRSS) before and once its tsync_live_waiting gauge says all are held,
+#            divided by W (aim: < 40 KB each); then one write, and the time from its commit
+#            (updatedAt) to each held read's answer: p50/p99/max (aim at 10,000: p99 < 250 ms).
+#   follow   F watchers following one table as `tsync watch` does (held reads from a checkpoint,
+#            asked again at once after each page) while a writer POSTs R records a second for
+#            S seconds: each record's delivery to each watcher, p50/p99/max (aim at 1,000 x
+#            1,000/s: p99 < 50 ms), and how many watchers ended short of every record (aim: 0).
+#   PostgreSQL (with TSYNC_TEST_POSTGRES_URL or PG_URL): held and follow again with the watchers
+#            split over two servers on one database, the writes alternating between them.
+# The server needs an open file per held read: serve raises its soft limit to the hard one and
+# warns when that is below --max-connections; this script needs as many, over its client
+# processes. One address may fill only 7/8 of --max-connections (the rest is kept for addresses
+# that hold none), so W held reads need --max-connections of 8/7 W and as many open files: W is
+# capped at what the hard limit allows (on PostgreSQL, W is split over the two servers).
+# Usage: scripts/bench-fanout.sh [W...]   (default 10000 20000; F=1000 R=1000 S=10;
+# TSYNC=path skips the build; PG=0 skips PostgreSQL)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+held=("$@")
+[ ${#held[@]} -gt 0 ] || held=(10000 20000)
+followers=${F:-1000} rate=${R:-1000} seconds=${S:-10}
+
+if [ -z "${TSYNC:-}" ]; then
+    swift build -c release --product tsync >&2
+    TSYNC="$(swift build -c release --show-bin-path)/tsync"
+fi
+bin=$TSYNC
+
+. scripts/lib/serve.sh
+work=$(mktemp -d /tmp/tsync-bench-fanout.XXXXXX)
+pg_databases=()
+cleanup() {
+    serve_stop_all
+    for database in "${pg_databases[@]}"; do psql -q "$pg_admin" -c "DROP DATABASE IF EXISTS $database" >/dev/null 2>&1 || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+ulimit -n "$(ulimit -Hn)"
+limit=$(ulimit -Hn)
+# Every held read is a connection, from one address: the per-address and per-account shares go.
+options=(--no-auth --metrics --max-client-connections 100000 --max-account-requests 100000)
+echo "tsync serve fan-out ($(nproc) cores, open files $limit, load$(uptime | sed 's/.*load average//'))"
+
+# connections COUNT: the --max-connections that lets one address hold COUNT reads (the last
+# eighth is kept for addresses that hold none) with room for the script's own requests.
+connections() { echo $(($1 * 8 / 7 + 128)); }
+# The most one server can hold under this limit on open files.
+most=$(((limit - 64 - 128) * 7 / 8))
+for count in "${held[@]}"; do
+    if [ "$count" -gt "$most" ]; then
+        echo "(held $count: --max-connections $(connections "$count") would need as many open files; the hard limit is $limit: holding $most)"
+        count=$most
+    fi
+    serve_start "$bin" "$work/held-$count.log" --db "sqlite:$work/held-$count.db" "${options[@]}" \
+        --max-watchers "$count" --max-connections "$(connections "$count")"
+    python3 scripts/bench/fanout.py hold "$SERVE_URL" --watchers "$count" --pid "${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}"
+    grep -h "open files" "$work/held-$count.log" | sed 's/^/  serve: /' || true
+    serve_stop_all
+done
+
+serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
+python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds"
+serve_stop_all
+
+pg_url=${PG_URL:-${TSYNC_TEST_POSTGRES_URL:-}}
+if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
+    pg_admin=$pg_url
+    database="tsync_fanout_$$"
+    psql -q "$pg_admin" -c "CREATE DATABASE $database" >/dev/null
+    pg_databases+=("$database")
+    db_url="${pg_url%/*}/$database"
+    count=${held[${#held[@]}-1]}
+    [ "$count" -le $((most * 2)) ] || count=$((most * 2))
+    pids=() urls=()
+    for side in a b; do
+        serve_start "$bin" "$work/pg-$side.log" --db "$db_url" "${options[@]}" \
+            --max-watchers "$count" --max-connections "$(connections $((count / 2)))"
+        pids+=("${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}") urls+=("$SERVE_URL")
+    done
+    echo "== PostgreSQL, two servers on one database"
+    python3 scripts/bench/fanout.py hold "${urls[@]}" --watchers "$count" --pid "$(IFS=,; echo "${pids[*]}")"
+    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds"
+fi
