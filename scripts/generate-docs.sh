@@ -7,7 +7,7 @@
 #   man/tsync.dump-help.json  the `tsync --experimental-dump-help` the pages were rendered from
 #                           (the test compares it with the binary's: the pages are a pure function of it)
 #   completions/tsync.bash, completions/_tsync (zsh), completions/tsync.fish
-#   the exit-code tables of README.md and docs/DESIGN.md §3 (from the help's EXIT STATUS)
+#   the exit-code table of README.md (from the help's EXIT STATUS)
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -52,6 +52,6 @@ cp "$dump" man/tsync.dump-help.json
 # COMMANDS section listing every command; no page hyphenates (a JSON field name split at a line
 # end cannot be copied).
 python3 scripts/lib/man_tsync.py man/tsync.dump-help.json man
-# The exit-code tables of the README and DESIGN §3: the help's, in Markdown.
-python3 scripts/lib/exit_codes.py man/tsync.dump-help.json README.md docs/DESIGN.md
+# The exit-code table of the README: the help's, in Markdown.
+python3 scripts/lib/exit_codes.py man/tsync.dump-help.json README.md
 echo "man/ and completions/ regenerated" >&2

@@ -1,5 +1,5 @@
-"""Writes the exit-code tables of README.md and docs/DESIGN.md from `tsync --help`'s EXIT STATUS
-section (`ExitStatus.meanings`), so the three are one wording (see scripts/generate-docs.sh).
+"""Writes the exit-code table of README.md from `tsync --help`'s EXIT STATUS section
+(`ExitStatus.meanings`), so the two are one wording (see scripts/generate-docs.sh).
 
 Usage: exit_codes.py DUMP_HELP_JSON FILE...
 
