@@ -9,7 +9,8 @@
 #   theirs   a plain `push` (every operation fails, COUNT entries in the error table), then
 #            `resolve --all --theirs`, timed alone.
 # Each timed command is a whole process, as a user runs it; the figure is COUNT divided by its wall
-# time. Every run starts from a new server database and new stores, and checks what the command
+# time (its CPU time is printed too: on a loaded machine the wall time is mostly waiting for a core;
+# the server's CPU is not in it). Every run starts from a new server database and new stores, and checks what the command
 # did (COUNT settled, the error table empty, the server holding the merge). Medians of ROUNDS runs,
 # the two cases alternated. With -P the same on PostgreSQL (a database of its own in the server
 # TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh).
@@ -51,7 +52,7 @@ fi
 new_database() {
     if [ "$postgres" = true ]; then
         if [ -n "$pg_database" ]; then psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS $pg_database" >/dev/null; fi
-        pg_database="tsync_conflicts_$$_$1"
+        pg_database="tsync_conflicts_$$_${1//-/_}"
         psql -q "$pg_admin_url" -c "CREATE DATABASE $pg_database" >/dev/null
         echo "${pg_admin_url%/*}/$pg_database"
     else
@@ -96,6 +97,9 @@ setup() {
     records note-b priority-b | quiet "$bin" -C "$work/b" upsert items - -q
 }
 
+# The CPU time (user + system) of the command `measure` timed last.
+cpu_seconds() { awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { print u + s }' "$work/time.log"; }
+
 json() { python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {"d": d}))' "$work/out.json" "$1"; }
 
 # One row of the server's copy, to check what the merge left.
@@ -120,7 +124,8 @@ run_merge() {
     [ "$settled" = "$count" ] && [ "$failed" = 0 ] || { echo "bench-conflicts: merge settled $settled, failed $failed of $count" >&2; cat "$OUT" >&2; exit 1; }
     check_merged
     echo "$seconds" >>"$work/merge.wall"
-    echo "merge  run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s, $(json 'd["requests"]') requests, peak $((peak_kb / 1024)) MB"
+    cpu_seconds >>"$work/merge.cpu"
+    echo "merge  run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s ($(cpu_seconds) s CPU), $(json 'd["requests"]') push requests, peak $((peak_kb / 1024)) MB"
 }
 
 run_theirs() {
@@ -134,7 +139,8 @@ run_theirs() {
     left=$("$bin" -C "$work/b" conflicts --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
     [ "$settled" = "$count" ] && [ "$left" = 0 ] || { echo "bench-conflicts: resolve settled $settled of $count, $left left" >&2; exit 1; }
     echo "$seconds" >>"$work/theirs.wall"
-    echo "theirs run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s, peak $((peak_kb / 1024)) MB"
+    cpu_seconds >>"$work/theirs.cpu"
+    echo "theirs run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s ($(cpu_seconds) s CPU), peak $((peak_kb / 1024)) MB"
 }
 
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -149,6 +155,6 @@ serve_stop_all
 merge=$(median "$work/merge.wall")
 theirs=$(median "$work/theirs.wall")
 echo
-echo "push --on-conflict merge --prefer ours: median ${merge}s, $(rate "$count" "$merge") conflicts/s"
-echo "resolve --all --theirs:                 median ${theirs}s, $(rate "$count" "$theirs") conflicts/s"
+echo "push --on-conflict merge --prefer ours: median ${merge}s, $(rate "$count" "$merge") conflicts/s (median CPU $(median "$work/merge.cpu") s)"
+echo "resolve --all --theirs:                 median ${theirs}s, $(rate "$count" "$theirs") conflicts/s (median CPU $(median "$work/theirs.cpu") s)"
 echo "load after:$(uptime | sed 's/.*load average//')"

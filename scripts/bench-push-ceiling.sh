@@ -52,7 +52,7 @@ fi
 new_database() {
     if [ "$postgres" = true ]; then
         if [ -n "$pg_database" ]; then psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS $pg_database" >/dev/null; fi
-        pg_database="tsync_ceiling_$$_$1"
+        pg_database="tsync_ceiling_$$_${1//-/_}"
         psql -q "$pg_admin_url" -c "CREATE DATABASE $pg_database" >/dev/null
         echo "${pg_admin_url%/*}/$pg_database"
     else

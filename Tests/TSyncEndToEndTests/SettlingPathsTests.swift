@@ -130,7 +130,7 @@ import TSyncModel
             try await oneByOne(b, ["--theirs"])
             let alone = try await state(url, b)
             #expect(batched == alone)
-            #expect(alone.contains(#""id":"r5","note":"n5","text":"a changed r5""#), "the server's copy taken: \(alone)")
+            #expect(alone.contains(#""id":"r5","deleted":false,"note":"n5","text":"a changed r5""#), "the server's copy taken: \(alone)")
         }
     }
 }
