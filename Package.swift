@@ -107,6 +107,8 @@ let package = Package(
         .executableTarget(name: "tsync", dependencies: ["TSyncCLI"]),
         // The benchmark baseline of scripts/bench-sync.sh (the SDKs' way to pull), not part of tsync.
         .executableTarget(name: "tsync-pull-baseline", dependencies: ["TSyncEngine", "TSyncModel"]),
+        // The ceiling of scripts/bench-push-ceiling.sh (the server's storage writing on its own), not part of tsync.
+        .executableTarget(name: "tsync-write-ceiling", dependencies: ["TSyncServer", "TSyncModel"]),
         // PropertyBased for the generated-input tests of the JSON model and timestamps.
         .testTarget(
             name: "TSyncModelTests",

@@ -20,7 +20,7 @@ enum StoreRows {
 
     static func fetchRecord(_ db: Database, table: String, id: String) throws -> TSyncModel.Record? {
         let row = try Row.fetchOne(
-            db, sql: "SELECT \(recordColumns) FROM records WHERE tbl = ? AND id = ?", arguments: [table, id])
+            db.cachedStatement(sql: "SELECT \(recordColumns) FROM records WHERE tbl = ? AND id = ?"), arguments: [table, id])
         return try row.map { try record($0, table: table) }
     }
 
@@ -131,7 +131,7 @@ enum StoreRows {
     }
 
     static func tableExists(_ db: Database, _ table: String) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tables WHERE name = ?)", arguments: [table]) ?? false
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tables WHERE name = ?)"), arguments: [table]) ?? false
     }
 
     static func requireTable(_ db: Database, _ table: String) throws {
@@ -170,7 +170,9 @@ enum StoreRows {
     }
 
     static func fetchBase(_ db: Database, table: String, id: String) throws -> [String: JSONValue]? {
-        guard let text = try String.fetchOne(db, sql: "SELECT item FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        guard
+            let text = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT item FROM bases WHERE tbl = ? AND id = ?"), arguments: [table, id])
         else { return nil }
         return try StoredJSON.decodeObject(text, what: "base of \(table)/\(id)")
     }
@@ -183,7 +185,9 @@ enum StoreRows {
 
     /// The server copy a pull skipped because the item had operations queued (`skipped`, schema v3).
     static func skippedCopy(_ db: Database, table: String, id: String) throws -> TSyncModel.Record? {
-        guard let text = try String.fetchOne(db, sql: "SELECT item FROM skipped WHERE tbl = ? AND id = ?", arguments: [table, id])
+        guard
+            let text = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT item FROM skipped WHERE tbl = ? AND id = ?"), arguments: [table, id])
         else { return nil }
         return try TSyncModel.Record(wire: try StoredJSON.decodeObject(text, what: "skipped copy of \(table)/\(id)"))
     }

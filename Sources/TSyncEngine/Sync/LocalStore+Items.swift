@@ -29,8 +29,8 @@ extension LocalStore {
 
     /// `resetItem` inside a caller's transaction (`resolve`).
     static func resetItem(_ db: Database, table: String, id: String, to record: TSyncModel.Record?) throws {
-        try db.execute(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?", arguments: [table, id])
-        try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        try db.cachedStatement(sql: "DELETE FROM operations WHERE tbl = ? AND item_id = ?").execute(arguments: [table, id])
+        try db.cachedStatement(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
         try StoreRows.dropSkippedCopy(db, table: table, id: id)
         if let record, !record.system.deleted {
             try StoreRows.upsertRecord(db, table: table, record: record)

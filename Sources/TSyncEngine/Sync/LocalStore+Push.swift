@@ -153,7 +153,7 @@ extension LocalStore {
                 case .failed(let status, let message, let serverRecord):
                     var sent = outgoing.item
                     if let version = outgoing.version { sent["version"] = .string(version) }
-                    try Self.recordError(
+                    try Self.saveError(
                         db,
                         NewOperationError(
                             operationSeq: outgoing.operation.seq, httpStatus: status, message: message, sentItem: sent,

@@ -48,7 +48,32 @@ public struct ItemAfterResolution: Sendable, Equatable {
     public var record: TSyncModel.Record?
 }
 
+/// One error to settle, and how (`LocalStore.settle(_:dryRun:)`).
+package struct Settlement: Sendable, Equatable {
+    /// The error.
+    package var errorID: Int64
+    /// How to settle it.
+    package var resolution: Resolution
+    /// The server's copy (from the error, or read again by the caller); ignored by `cancel` and
+    /// `discard`.
+    package var theirs: ServerCopy?
+    /// The side that wins the fields a merge cannot settle (`--prefer`).
+    package var prefer: ThreeWayMerge.Side?
+
+    /// An error to settle with `resolution`.
+    package init(errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side? = nil) {
+        self.errorID = errorID
+        self.resolution = resolution
+        self.theirs = theirs
+        self.prefer = prefer
+    }
+}
+
 extension LocalStore {
+    /// Errors settled per transaction by `settle(_:dryRun:)`: a commit (an fsync) per error was
+    /// most of what settling 10,000 cost; a page bounds what one transaction holds.
+    package static let settlePageSize = 500
+
     /// Settles one error in one transaction. `theirs` is the server's copy (from the error, or read
     /// again by the caller); it is ignored by `cancel` and `discard`. `prefer` settles the fields a
     /// merge cannot (`--prefer`).
@@ -68,20 +93,59 @@ extension LocalStore {
     package func settle(
         errorID: Int64, with resolution: Resolution, theirs: ServerCopy?, prefer: ThreeWayMerge.Side?, dryRun: Bool
     ) throws(TSyncError) -> (outcome: ResolutionOutcome, after: ItemAfterResolution) {
-        try write { db in
-            var result: (ResolutionOutcome, ItemAfterResolution)?
-            guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
-                throw TSyncError(.invalidInput, "no error \(errorID) (already settled?)", remedy: .listErrors)
+        let settled = try settle([Settlement(errorID: errorID, with: resolution, theirs: theirs, prefer: prefer)], dryRun: dryRun)
+        guard let only = settled.first else { throw TSyncError.failure("settling error \(errorID) left no result") }
+        return only
+    }
+
+    /// Settles errors in order, each as if alone: each in a savepoint of its own, against the
+    /// store as the ones before it left it, so a refused merge leaves the others settled, and an
+    /// error that cannot be settled stops the rest with the ones before it kept. They are
+    /// committed `pageSize` to a transaction. With `dryRun` each savepoint is rolled back: the
+    /// answers are what settling would do, and nothing changes.
+    package func settle(_ settlements: [Settlement], dryRun: Bool = false, pageSize: Int = settlePageSize) throws(TSyncError)
+        -> [(outcome: ResolutionOutcome, after: ItemAfterResolution)]
+    {
+        var results: [(outcome: ResolutionOutcome, after: ItemAfterResolution)] = []
+        results.reserveCapacity(settlements.count)
+        var start = 0
+        while start < settlements.count {
+            let page = settlements[start..<min(settlements.count, start + max(1, pageSize))]
+            start = page.endIndex
+            // A failure inside the page is kept aside, so the ones before it commit, then thrown.
+            let failure: (any Error)? = try write { db in
+                for settlement in page {
+                    do {
+                        results.append(try Self.settle(db, settlement, dryRun: dryRun))
+                    } catch {
+                        return error
+                    }
+                }
+                return nil
             }
-            let rows = ItemRows(table: details.error.table, id: details.error.itemID)
-            try db.inSavepoint {
-                let outcome = try Self.settle(db, details: details, rows: rows, with: resolution, theirs: theirs, prefer: prefer)
-                result = (outcome, try rows.after(db))
-                return dryRun ? .rollback : .commit
-            }
-            guard let result else { throw TSyncError.failure("settling error \(errorID) left no result") }
-            return result
+            if let failure { throw StoreFailure.map(failure, location: location) }
         }
+        return results
+    }
+
+    /// One error in a savepoint of the caller's transaction.
+    private static func settle(_ db: Database, _ settlement: Settlement, dryRun: Bool) throws
+        -> (outcome: ResolutionOutcome, after: ItemAfterResolution)
+    {
+        let errorID = settlement.errorID
+        guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
+            throw TSyncError(.invalidInput, "no error \(errorID) (already settled?)", remedy: .listErrors)
+        }
+        let rows = ItemRows(table: details.error.table, id: details.error.itemID)
+        var result: (ResolutionOutcome, ItemAfterResolution)?
+        try db.inSavepoint {
+            let outcome = try Self.settle(
+                db, details: details, rows: rows, with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
+            result = (outcome, try rows.after(db))
+            return dryRun ? .rollback : .commit
+        }
+        guard let result else { throw TSyncError.failure("settling error \(errorID) left no result") }
+        return result
     }
 
     private static func settle(
@@ -90,7 +154,7 @@ extension LocalStore {
     ) throws -> ResolutionOutcome {
         let errorID = details.error.id
         if resolution == .cancel {
-            try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [errorID])
+            try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [errorID])
             return .settled(pending: true)
         }
         // A pull that came after the error skipped a newer copy of the item (its change was
@@ -151,7 +215,7 @@ extension LocalStore {
     /// insert or update becomes an update based on that deleted copy, which push sends as an
     /// undelete followed by the update (`OutgoingOperation.restoresDeleted`).
     static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy) throws {
-        try db.execute(sql: "DELETE FROM errors WHERE id = ?", arguments: [details.error.id])
+        try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [details.error.id])
         let rebaseOn: TSyncModel.Record?
         switch theirs {
         case .record(let record) where !record.system.deleted || details.error.kind != .delete: rebaseOn = record
@@ -159,8 +223,7 @@ extension LocalStore {
         }
         if let record = rebaseOn {
             try StoreRows.saveBase(db, table: rows.table, id: rows.id, item: record.wireObject)
-            try db.execute(
-                sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?",
+            try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?").execute(
                 arguments: [
                     record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version,
                     rows.table, rows.id,
@@ -171,12 +234,12 @@ extension LocalStore {
             return
         }
         try rows.dropBase(db)
-        try db.execute(
-            sql: "UPDATE records SET created_at = NULL, updated_at = NULL, version = NULL WHERE tbl = ? AND id = ?",
-            arguments: [rows.table, rows.id])
+        try db.cachedStatement(sql: "UPDATE records SET created_at = NULL, updated_at = NULL, version = NULL WHERE tbl = ? AND id = ?")
+            .execute(
+                arguments: [rows.table, rows.id])
         switch details.error.kind {
         case .update: try rows.setKind(db, seq: details.error.operationSeq, kind: .insert)
-        case .delete: try db.execute(sql: "DELETE FROM operations WHERE seq = ?", arguments: [details.error.operationSeq])
+        case .delete: try db.cachedStatement(sql: "DELETE FROM operations WHERE seq = ?").execute(arguments: [details.error.operationSeq])
         case .insert: break
         }
     }
@@ -207,8 +270,7 @@ extension LocalStore {
                 return .settled(pending: false)
             }
             try keepOurs(db, details: details, rows: rows, theirs: theirs)
-            try db.execute(
-                sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?",
+            try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?").execute(
                 arguments: [StoredJSON.encode(fields), rows.table, rows.id])
             return .settled(pending: true)
         case .deleted:
@@ -243,17 +305,18 @@ struct ItemRows {
     var id: String
 
     func dropBase(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?", arguments: [table, id])
+        try db.cachedStatement(sql: "DELETE FROM bases WHERE tbl = ? AND id = ?").execute(arguments: [table, id])
     }
 
     func after(_ db: Database) throws -> ItemAfterResolution {
         let kind = try String.fetchOne(
-            db, sql: "SELECT kind FROM operations WHERE tbl = ? AND item_id = ? ORDER BY seq LIMIT 1", arguments: [table, id])
+            db.cachedStatement(sql: "SELECT kind FROM operations WHERE tbl = ? AND item_id = ? ORDER BY seq LIMIT 1"),
+            arguments: [table, id])
         return ItemAfterResolution(
             pending: kind.flatMap(OperationKind.init(rawValue:)), record: try StoreRows.fetchRecord(db, table: table, id: id))
     }
 
     func setKind(_ db: Database, seq: Int64, kind: OperationKind) throws {
-        try db.execute(sql: "UPDATE operations SET kind = ? WHERE seq = ?", arguments: [kind.rawValue, seq])
+        try db.cachedStatement(sql: "UPDATE operations SET kind = ? WHERE seq = ?").execute(arguments: [kind.rawValue, seq])
     }
 }

@@ -76,8 +76,8 @@ public struct ResolveReport: Sendable, Equatable {
     public var settledCount: Int { entries.count - refused.count }
 }
 
-/// Settles errors with one `Resolution` (docs/DESIGN.md §9). Each error is settled in its own transaction,
-/// independently: a refused merge of one leaves the others settled.
+/// Settles errors with one `Resolution` (docs/DESIGN.md §9). Each error is settled independently, in a
+/// savepoint of its own (`LocalStore.settle(_:dryRun:)`): a refused merge of one leaves the others settled.
 ///
 /// The server's copy ("theirs") is read from the server when settling (`serverCopies`): the copy
 /// recorded with the error may be stale by now (another writer since), and settling on it would
@@ -119,15 +119,15 @@ package struct Resolver: Sendable {
         try await resolve(ResolveRequest(selection, with: resolution))
     }
 
-    /// Settles the errors `request` picks, each in its own transaction, and reports each.
+    /// Settles the errors `request` picks, each independently, and reports each.
     package func resolve(_ request: ResolveRequest) async throws(TSyncError) -> ResolveReport {
         var report = ResolveReport()
         let selected = try errors(request.selection).filter { request.filter.admits($0) }
         let copies = request.resolution.needsTheirs ? try await serverCopies(for: selected) : [:]
-        for details in selected {
-            let (outcome, after) = try store.settle(
-                errorID: details.error.id, with: request.resolution, theirs: copies[details.item], prefer: request.prefer,
-                dryRun: request.dryRun)
+        let settled = try store.settle(
+            selected.map { Settlement(errorID: $0.error.id, with: request.resolution, theirs: copies[$0.item], prefer: request.prefer) },
+            dryRun: request.dryRun)
+        for (details, (outcome, after)) in zip(selected, settled) {
             report.entries.append(.init(details: details, outcome: outcome, after: after))
         }
         return report

@@ -166,13 +166,20 @@ public struct SyncSession: Sendable {
             rounds += 1
             var again = Set<String>()
             let copies = try await Resolver(store: store, remote: remote).serverCopies(for: conflicts)
+            var settling: [(details: ConflictDetails, policy: ConflictPolicy)] = []
+            var settlements: [Settlement] = []
             for details in conflicts {
                 let table = details.error.table
                 let policy = policies.policy(for: table)
                 guard let resolution = policy.resolution else { continue }
-                switch try store.settle(
-                    errorID: details.error.id, with: resolution, theirs: copies[details.item], prefer: policies.preference(for: table))
-                {
+                settling.append((details, policy))
+                settlements.append(
+                    Settlement(
+                        errorID: details.error.id, with: resolution, theirs: copies[details.item], prefer: policies.preference(for: table)))
+            }
+            for ((details, policy), settled) in zip(settling, try store.settle(settlements)) {
+                let table = details.error.table
+                switch settled.outcome {
                 case .settled(let pending):
                     summary.settled[policy, default: 0] += 1
                     summary.settledItems.append(

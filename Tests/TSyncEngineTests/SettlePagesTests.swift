@@ -1,0 +1,106 @@
+import GRDB
+import Testing
+import TSyncModel
+
+@testable import TSyncEngine
+
+/// Errors settled a page to a transaction (`LocalStore.settle(_:dryRun:pageSize:)`) against the
+/// general way, one transaction per error: the same outcomes and the same store, row for row; and
+/// the server's copies read several requests at a time (`ServerCopies`).
+@Suite struct SettlePagesTests {
+    static let count = 9
+
+    /// `count` items pulled at v1 and changed here, each push answered 412 with a server copy:
+    /// even items clash on `text` (a merge refuses them), odd ones do not.
+    private func conflicted() throws -> (TemporaryStore, [Settlement]) {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let ids = (0..<Self.count).map { "x\($0)" }
+        try store.applyServerPage(
+            table: "todo", records: ids.map { LocalStore.serverRecord($0, ["text": "base", "note": "n"], version: "v1") })
+        for (index, id) in ids.enumerated() {
+            _ = try store.update(table: "todo", id: id, fields: index % 2 == 0 ? ["text": .string("ours \(index)")] : ["note": "ours"])
+        }
+        var theirs: [String: TSyncModel.Record] = [:]
+        for id in ids { theirs[id] = LocalStore.serverRecord(id, ["text": .string("theirs \(id)"), "note": "n"], version: "v2") }
+        let claimed = try store.claimOperations(tables: nil, limit: 100)
+        try store.completeOperations(
+            claimed.map { ($0, .failed(status: 412, message: "m", serverRecord: theirs[$0.operation.itemID])) })
+        let resolutions: [Resolution] = [.merge, .merge, .ours, .theirs, .discard, .cancel, .merge, .merge, .theirs]
+        let settlements = try store.conflictDetails().enumerated().map { index, details in
+            Settlement(
+                errorID: details.error.id, with: resolutions[index % resolutions.count],
+                theirs: theirs[details.error.itemID].map(ServerCopy.record), prefer: index == 7 ? .ours : nil)
+        }
+        #expect(settlements.count == Self.count)
+        return (temporary, settlements)
+    }
+
+    /// Every row settling may write.
+    private func rows(_ store: LocalStore) throws -> [String] {
+        try store.read { db in
+            try Row.fetchAll(db, sql: "SELECT tbl, id, body, created_at, updated_at, version FROM records ORDER BY tbl, id")
+                .map { "records \($0)" }
+                + Row.fetchAll(db, sql: "SELECT seq, tbl, item_id, kind, state, item FROM operations ORDER BY seq").map {
+                    "operations \($0)"
+                }
+                + Row.fetchAll(db, sql: "SELECT tbl, id, item FROM bases ORDER BY tbl, id").map { "bases \($0)" }
+                + Row.fetchAll(db, sql: "SELECT id, operation_seq, http_status FROM errors ORDER BY id").map { "errors \($0)" }
+        }
+    }
+
+    @Test(arguments: [1, 2, 4, LocalStore.settlePageSize])
+    func aPageSettlesAsOneTransactionPerError(pageSize: Int) throws {
+        let (general, settlements) = try conflicted()
+        var alone: [ResolutionOutcome] = []
+        for settlement in settlements {
+            alone.append(
+                try general.store.settle(
+                    errorID: settlement.errorID, with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer))
+        }
+        let (paged, same) = try conflicted()
+        let outcomes = try paged.store.settle(same, pageSize: pageSize).map(\.outcome)
+        #expect(outcomes == alone)
+        #expect(outcomes.contains { if case .refused = $0 { true } else { false } }, "a refused merge is among them")
+        #expect(try rows(paged.store) == rows(general.store))
+    }
+
+    @Test func aDryRunChangesNothing() throws {
+        let (temporary, settlements) = try conflicted()
+        let before = try rows(temporary.store)
+        let dry = try temporary.store.settle(settlements, dryRun: true, pageSize: 4)
+        #expect(try rows(temporary.store) == before)
+        let (other, same) = try conflicted()
+        #expect(dry.map(\.outcome) == (try other.store.settle(same, pageSize: 4).map(\.outcome)))
+    }
+
+    /// An error that cannot be settled stops the rest; those before it stay settled, in its page too.
+    @Test func aFailureKeepsWhatWasSettledBefore() throws {
+        let (temporary, settlements) = try conflicted()
+        var broken = settlements
+        broken.insert(Settlement(errorID: 999_999, with: .theirs, theirs: nil), at: 5)
+        #expect(throws: TSyncError.self) { try temporary.store.settle(broken, pageSize: 4) }
+        let (general, same) = try conflicted()
+        for settlement in same[..<5] {
+            _ = try general.store.settle(
+                errorID: settlement.errorID, with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
+        }
+        #expect(try rows(temporary.store) == rows(general.store))
+    }
+
+    /// Copies of more items than one request asks for, in two tables, some missing on the server.
+    @Test func serverCopiesAreReadInSeveralRequests() async throws {
+        let remote = try ScriptedRemote()
+        let stored = (0..<70).map { LocalStore.serverRecord("r\($0)", ["n": .int($0)], version: "v") }
+        remote.scriptedPage = { request in
+            let asked = Set(request.filter?.matches(of: /id eq '([^']*)'/).map { String($0.1) } ?? [])
+            #expect(asked.count <= ServerCopies.idsPerRequest)
+            return Page(records: request.table == "a" ? stored.filter { asked.contains($0.id) } : [], nextLink: nil)
+        }
+        let keys = (0..<100).map { ItemKey(table: "a", id: "r\($0)") } + [ItemKey(table: "b", id: "r1")]
+        let found = try await ServerCopies.read(keys, from: remote)
+        #expect(found.count == 70)
+        #expect(found[ItemKey(table: "a", id: "r42")]?.fields["n"] == .int(42))
+        #expect(found[ItemKey(table: "b", id: "r1")] == nil)
+    }
+}
