@@ -155,7 +155,11 @@ import TSyncModel
     }
 
     @Test(arguments: backends) func aWatcherGetsNoOtherGroupsRecord(backend: Backend) async throws {
-        try await Self.withServer(backend) { url, _, _ in
+        try await Self.withServer(backend, options: Self.rules + ["--metrics"]) { url, _, _ in
+            // A read is held once the server counts it (`tsync_live_waiting`), not after a guess.
+            func holding() async throws -> Bool {
+                try await eventually { try await HTTP.metric("tsync_live_waiting", at: url) == 1 }
+            }
             let alice = try await Self.login(url, "alice")
             let bob = try await Self.login(url, "bob")
             #expect(try await HTTP.send("POST", url + "/tables/docs", body: #"{"id":"b0","team":"b"}"#, token: bob).status == 201)
@@ -163,8 +167,8 @@ import TSyncModel
                 try JSONOutput.object(try await HTTP.send("GET", url + "/tables/docs/b0", token: bob).body)["updatedAt"]?.stringValue)
             let filter = "$filter=" + "updatedAt gt datetimeoffset'\(since)'".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
             // Bob holds a read; alice's commit to group a wakes it, and it answers nothing.
-            async let held = HTTP.send("GET", url + "/tables/docs?\(filter)", headers: ["Prefer": "wait=2"], token: bob)
-            try await Task.sleep(for: .milliseconds(300))
+            async let held = HTTP.send("GET", url + "/tables/docs?\(filter)", headers: ["Prefer": "wait=3"], token: bob)
+            #expect(try await holding())
             #expect(
                 try await HTTP.send("POST", url + "/tables/docs", body: #"{"id":"a9","team":"a","text":"secret"}"#, token: alice).status
                     == 201)
@@ -173,7 +177,7 @@ import TSyncModel
             #expect(answer.status == 200 && answered == [] && !answer.body.contains("secret"), "\(answer)")
             // His own group's commit is answered.
             async let mine = HTTP.send("GET", url + "/tables/docs?\(filter)", headers: ["Prefer": "wait=10"], token: bob)
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await holding())
             #expect(try await HTTP.send("POST", url + "/tables/docs", body: #"{"id":"b9","team":"b"}"#, token: bob).status == 201)
             #expect(try Self.ids(try await mine) == ["b9"])
         }
