@@ -11,14 +11,14 @@
 /// the listening sockets). Distributions start a process with a soft limit of 1,024 while the
 /// hard limit is far higher; a server that needs 20,000 held reads raises its own soft limit to
 /// the hard one, which needs no privilege.
-public struct FileDescriptorLimit: Sendable, Equatable {
+package struct FileDescriptorLimit: Sendable, Equatable {
     /// The limit in force.
-    public var soft: UInt64
+    package var soft: UInt64
     /// The most an unprivileged process may raise `soft` to.
-    public var hard: UInt64
+    package var hard: UInt64
 
     /// The limit now, nil when the system does not say.
-    public static func current() -> FileDescriptorLimit? {
+    package static func current() -> FileDescriptorLimit? {
         var limit = rlimit()
         guard getrlimit(resourceNumber, &limit) == 0 else { return nil }
         return FileDescriptorLimit(soft: UInt64(limit.rlim_cur), hard: UInt64(limit.rlim_max))
@@ -28,7 +28,7 @@ public struct FileDescriptorLimit: Sendable, Equatable {
     /// `setrlimit` takes there). Returns the limit before and after; `after` equals `before` when
     /// the system refused or there was nothing to raise.
     @discardableResult
-    public static func raiseToHard() -> (before: FileDescriptorLimit, after: FileDescriptorLimit)? {
+    package static func raiseToHard() -> (before: FileDescriptorLimit, after: FileDescriptorLimit)? {
         guard let before = current() else { return nil }
         var target = before.hard
         #if canImport(Darwin)
