@@ -25,7 +25,7 @@ database=""
 cleanup() {
     [ -n "$haproxy_pid" ] && kill "$haproxy_pid" 2>/dev/null
     serve_stop_all
-    if [ -n "$database" ]; then psql -q "$pg_url" -c "DROP DATABASE IF EXISTS $database" >/dev/null 2>&1 || true; fi
+    if [ -n "$database" ]; then psql -q "$pg_url" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1 || true; fi
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -33,32 +33,8 @@ rounds=${ROUNDS:-5}
 . scripts/lib/measure.sh
 tsync_for_bench bench-conflicts
 . scripts/lib/serve.sh
-work=$(mktemp -d /tmp/tsync-conflicts.XXXXXX)
-pg_database=""
-cleanup() {
-    serve_stop_all
-    if [ -n "$pg_database" ]; then psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS $pg_database" >/dev/null 2>&1 || true; fi
-    if [ "$postgres" = true ] && [ -n "${PG_TMP:-}" ]; then pg_stop; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-if [ "$postgres" = true ]; then
-    . scripts/postgres.sh
-    if [ -z "${TSYNC_TEST_POSTGRES_URL:-}" ]; then pg_start; fi
-    pg_admin_url=$TSYNC_TEST_POSTGRES_URL
-fi
-
-# The database of one run: a new SQLite file, or a new PostgreSQL database (the last one dropped).
-new_database() {
-    if [ "$postgres" = true ]; then
-        if [ -n "$pg_database" ]; then psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS $pg_database" >/dev/null; fi
-        pg_database="tsync_conflicts_$$_${1//-/_}"
-        psql -q "$pg_admin_url" -c "CREATE DATABASE $pg_database" >/dev/null
-        echo "${pg_admin_url%/*}/$pg_database"
-    else
-        echo "sqlite:$work/$1.db"
-    fi
-}
+. scripts/lib/bench-databases.sh
+bench_databases conflicts
 
 # records FIELD...: COUNT NDJSON lines of `items`, each with the named fields set (`text`,
 # `note`, `priority` from side a or b; `new` the records as first inserted).

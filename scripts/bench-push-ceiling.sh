@@ -33,33 +33,8 @@ else
     ceiling_bin="$(swift build -c release --show-bin-path)/tsync-write-ceiling"
 fi
 . scripts/lib/serve.sh
-work=$(mktemp -d /tmp/tsync-ceiling.XXXXXX)
-pg_database=""
-cleanup() {
-    serve_stop_all
-    if [ -n "$pg_database" ]; then psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS $pg_database" >/dev/null 2>&1 || true; fi
-    if [ "$postgres" = true ] && [ -n "${PG_TMP:-}" ]; then pg_stop; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-if [ "$postgres" = true ]; then
-    . scripts/postgres.sh
-    if [ -z "${TSYNC_TEST_POSTGRES_URL:-}" ]; then pg_start; fi
-    pg_admin_url=$TSYNC_TEST_POSTGRES_URL
-fi
-
-# The database of one run: a new SQLite file, or a new PostgreSQL database (the last one dropped).
-new_database() {
-    if [ "$postgres" = true ]; then
-        if [ -n "$pg_database" ]; then psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS $pg_database" >/dev/null; fi
-        pg_database="tsync_ceiling_$$_${1//-/_}"
-        psql -q "$pg_admin_url" -c "CREATE DATABASE $pg_database" >/dev/null
-        echo "${pg_admin_url%/*}/$pg_database"
-    else
-        rm -f "$work"/*.db "$work"/*.db-wal "$work"/*.db-shm
-        echo "sqlite:$work/$1.db"
-    fi
-}
+. scripts/lib/bench-databases.sh
+bench_databases ceiling
 
 # The records tsync-write-ceiling writes (its `fields`): new, or with `text` changed.
 records() {
