@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import GRDB
 import GRDBSQLite
 import Synchronization
@@ -65,14 +70,33 @@ public final class SQLiteStorage: ServerStorage {
             sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, Int32(Self.maximumValueBytes))
         }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
+            pool = try Self.openPool(path: path, configuration: configuration)
             openedFile = SQLiteFileIdentity(path: path)
-            try SQLiteSchema.migrate(pool)
         } catch let error as DatabaseError {
             throw TSyncError.failure(
                 "cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
         }
         self.clock = clock
+    }
+
+    /// Opens the pool and brings its schema up to date, trying again while another process is
+    /// doing the same to the same file.
+    ///
+    /// Opening a pool turns the file to WAL mode and writes a first WAL frame (GRDB), and SQLite
+    /// answers `SQLITE_BUSY` to those without calling the busy handler when another connection is
+    /// doing the same at that moment: two `tsync user add` creating one new file at once met it
+    /// about once in ten. The wait is bounded by the same limit as a writer's.
+    private static func openPool(path: String, configuration: Configuration) throws -> DatabasePool {
+        let deadline = ContinuousClock.now + .seconds(writerBusyTimeout)
+        while true {
+            do {
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                try SQLiteSchema.migrate(pool)
+                return pool
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && ContinuousClock.now < deadline {
+                usleep(UInt32.random(in: 5_000...50_000))
+            }
+        }
     }
 
     /// Runs `body` with the WAL checkpointed in the background (`WALCheckpointer`), and stops
