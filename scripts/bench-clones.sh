@@ -8,6 +8,10 @@
 # page asked for a count, and the server-side time of the pull pages, from the instances'
 # /metrics histograms (p99, aim under 1 s), with haproxy's health-check failures.
 # The instances trust the balancer (`--trusted-proxy`), as README's deployment says.
+# The clones stand for 200 other machines: they run at the lowest priority (CLIENT_NICE, 19), so
+# that on one machine they take the cores only when the servers, haproxy and PostgreSQL leave them
+# (CLIENT_NICE=0 shares the cores evenly, and the page times then measure the clients' CPU queue).
+# The servers' CPU seconds per page are printed too: a figure no machine's load stretches.
 # Usage: scripts/bench-clones.sh   (COUNT=1000000 CLONES=200 INSTANCES=3; TSYNC_BIN=path skips
 # the build). Needs sqlite3, curl, jq, /usr/bin/time; haproxy for INSTANCES > 1.
 set -euo pipefail
@@ -15,6 +19,7 @@ cd "$(dirname "$0")/.."
 count=${COUNT:-1000000}
 clones=${CLONES:-200}
 instances=${INSTANCES:-3}
+client_nice=${CLIENT_NICE:-19}
 pg_url=${TSYNC_BENCH_POSTGRES_URL:-}
 
 . scripts/lib/release-bin.sh
@@ -73,7 +78,7 @@ if [ "$instances" -gt 1 ]; then
     url="http://127.0.0.1:$port"
 fi
 
-echo "tsync cold clones: $clones stores, $count records, $instances instance(s) on $([ -n "$pg_url" ] && echo PostgreSQL || echo SQLite) ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
+echo "tsync cold clones: $clones stores (nice $client_nice), $count records, $instances instance(s) on $([ -n "$pg_url" ] && echo PostgreSQL || echo SQLite) ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
 awk -v count="$count" 'BEGIN {
     for (i = 0; i < count; i++)
         printf "{\"id\":\"row-%08d\",\"text\":\"record number %d\",\"n\":%d}\n", i, i, i % 1000
@@ -87,6 +92,9 @@ rm -rf "$work/loader" "$work/rows.ndjson"
 
 for c in $(seq 1 "$clones"); do "$bin" init "$work/c$c" --remote "$url" >/dev/null 2>&1; done
 metrics() { for u in "${urls[@]}"; do curl -sf "$u/metrics" || echo "bench-clones: $u did not answer /metrics" >&2; done; }
+# User and system CPU of the instances, in clock ticks (/proc/PID/stat fields 14 and 15).
+server_ticks() { for pid in "${SERVE_PIDS[@]}"; do awk '{ print $14 + $15 }' "/proc/$pid/stat"; done | awk '{ s += $1 } END { print s }'; }
+ticks_before=$(server_ticks)
 before=$(metrics)
 start=$(date +%s.%N)
 pids=()
@@ -94,7 +102,7 @@ for c in $(seq 1 "$clones"); do
     (
         s=$(date +%s.%N)
         rc=0
-        TSYNC_TOKEN=${tokens[$((c % accounts))]} "$bin" -C "$work/c$c" pull rows --query-id clone -q >/dev/null 2>"$work/c$c.err" || rc=$?
+        TSYNC_TOKEN=${tokens[$((c % accounts))]} nice -n "$client_nice" "$bin" -C "$work/c$c" pull rows --query-id clone -q >/dev/null 2>"$work/c$c.err" || rc=$?
         echo "$rc $(awk -v s="$s" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }')" >"$work/c$c.result"
     ) &
     pids+=($!)
@@ -102,6 +110,7 @@ done
 wait "${pids[@]}"
 wall=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 after=$(metrics)
+ticks_after=$(server_ticks)
 for i in "${!SERVE_PIDS[@]}"; do
     kill -0 "${SERVE_PIDS[$i]}" 2>/dev/null || { echo "instance $((i + 1)) is gone; its log ends:"; tail -n 5 "$work/serve-$((i + 1)).log"; }
 done
@@ -119,7 +128,7 @@ counted=$(grep -h 'GET /tables/rows' "$work"/serve-*.log | grep -c 'inlinecount'
 echo "pages that asked for a count: $counted"
 # The pull pages' server-side time: the histogram of GET on the table route, the difference
 # between after and before summed over instances; p99 is the bucket bound the 99th falls under.
-python3 - "$work" <<'PY' 3<<<"$before" 4<<<"$after"
+TICKS_BEFORE=$ticks_before TICKS_AFTER=$ticks_after python3 - "$work" <<'PY' 3<<<"$before" 4<<<"$after"
 import os, re, sys
 def buckets(text):
     total = {}
@@ -139,6 +148,9 @@ def at(p):
         if delta[le] >= n * p:
             return le
 print(f"server-side page time over {int(n)} pages: p50 <= {at(0.5)} s, p99 <= {at(0.99)} s (aim: p99 under 1 s)")
+ticks = (int(os.environ["TICKS_AFTER"]) - int(os.environ["TICKS_BEFORE"])) / os.sysconf("SC_CLK_TCK")
+if n:
+    print(f"servers' CPU: {ticks:.1f} s in all, {1000 * ticks / n:.2f} ms a page")
 PY
 if [ -n "$haproxy_pid" ]; then
     echo "haproxy: $(grep -c 'is DOWN' "$work/haproxy.log" || true) instance(s) marked down during the run"
