@@ -11,6 +11,17 @@ import Testing
         return (store, (store.path as NSString).appendingPathComponent(".tsync/store.sqlite"))
     }
 
+    /// The database's page size and the first page (counted from 1) of `table`'s b-tree: where
+    /// a page lies depends on the page size a store was made with.
+    private func rootPage(of table: String, in database: String) async throws -> (pageSize: Int, root: Int) {
+        let result = try await ChildProcess.output(
+            "/usr/bin/sqlite3",
+            [database, "SELECT (SELECT page_size FROM pragma_page_size), rootpage FROM sqlite_master WHERE name = '\(table)'"])
+        let values = result.stdout.split(whereSeparator: { $0 == "|" || $0.isNewline }).compactMap { Int($0) }
+        try #require(result.status == 0 && values.count == 2, "\(result)")
+        return (values[0], values[1])
+    }
+
     private func expectDamaged(_ store: TSyncSandbox, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         for arguments in [["status"], ["insert", "todo", #"{"text": "new"}"#], ["query", "todo"]] {
             let result = try await store.run(arguments)
@@ -44,12 +55,11 @@ import Testing
         // newer copy of it would never be read.
         let checkpoint = try await ChildProcess.run("/usr/bin/sqlite3", [database, "PRAGMA wal_checkpoint(TRUNCATE)"])
         #expect(checkpoint.status == 0, "\(checkpoint.stderr)")
+        // Garbage over a page: the root of the queue's b-tree.
+        let (pageSize, root) = try await rootPage(of: "operations", in: database)
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
-        let size = try handle.seekToEnd()
-        #expect(size > 8 * 4096, "the store spans several pages")
-        // Garbage over a page in the middle: a b-tree page of records or operations.
-        try handle.seek(toOffset: (size / 4096 / 2) * 4096)
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.seek(toOffset: UInt64((root - 1) * pageSize))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: pageSize))
         try handle.close()
         try await expectDamaged(store, "damaged")
     }
@@ -61,8 +71,10 @@ import Testing
         let (store, database) = try await storeWithQueue()
         let checkpoint = try await ChildProcess.run("/usr/bin/sqlite3", [database, "PRAGMA wal_checkpoint(TRUNCATE)"])
         #expect(checkpoint.status == 0, "\(checkpoint.stderr)")
+        // The index of the records' ids is one page of 200 cells: 100 bytes in, its cell pointers.
+        let (pageSize, root) = try await rootPage(of: "sqlite_autoindex_records_1", in: database)
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: database))
-        try handle.seek(toOffset: 5 * 4096 + 100)
+        try handle.seek(toOffset: UInt64((root - 1) * pageSize + 100))
         try handle.write(contentsOf: Data([UInt8](repeating: 0, count: 100).enumerated().map { $0.offset % 2 == 0 ? 0 : 7 }))
         try handle.close()
         for arguments in [["status"], ["query", "todo"]] {

@@ -78,6 +78,33 @@ import TSyncModel
         )
     }
 
+    @Test func aNewStoreHasLargePagesAndAStoreWithSmallOnesKeepsThemAndItsQueue() throws {
+        let temporary = try TemporaryStore()
+        try temporary.store.insert(table: "todo", objects: (0..<500).map { ["id": .string("n\($0)"), "text": "new"] })
+        #expect(try temporary.reopen().pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == LocalStore.pageSize)
+
+        // A store made before, with SQLite's default page size, and changes queued in it.
+        let root = temporary.root + "-old"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let location = StoreLocation.forInitializing(root, workingDirectory: "/")
+        try FileManager.default.createDirectory(atPath: location.directory, withIntermediateDirectories: true)
+        do {
+            var configuration = Configuration()
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = 4096") }
+            let pool = try DatabasePool(path: location.databasePath, configuration: configuration)
+            try StoreSchema.migrator.migrate(pool)
+        }
+        let old = try LocalStore.open(location)
+        try old.insert(table: "todo", objects: (0..<500).map { ["id": .string("o\($0)"), "text": "old"] })
+        try old.delete(table: "todo", ids: ["o7"])
+        let reopened = try LocalStore.open(location)
+        #expect(try reopened.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 4096)
+        let pending = try reopened.pendingOperations()
+        #expect(pending.count == 499, "the inserts but o7's, which its delete cancelled")
+        #expect(try reopened.record(table: "todo", id: "o8")?.fields["text"] == "old")
+        #expect(try reopened.record(table: "todo", id: "o7") == nil)
+    }
+
     @Test func aStoreFromANewerTsyncIsRefused() throws {
         let temporary = try TemporaryStore()
         try temporary.store.pool.write { db in
