@@ -9,8 +9,8 @@
 #   theirs   a plain `push` (every operation fails, COUNT entries in the error table), then
 #            `resolve --all --theirs`, timed alone.
 # Each timed command is a whole process, as a user runs it; the figure is COUNT divided by its wall
-# time (its CPU time is printed too: on a loaded machine the wall time is mostly waiting for a core;
-# the server's CPU is not in it). Every run starts from a new server database and new stores, and checks what the command
+# time (its CPU time is printed too, and the server's over the same command: on a loaded machine
+# the wall time is mostly waiting for a core). Every run starts from a new server database and new stores, and checks what the command
 # did (COUNT settled, the error table empty, the server holding the merge). Medians of ROUNDS runs,
 # the two cases alternated. With -P the same on PostgreSQL (a database of its own in the server
 # TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh).
@@ -91,9 +91,19 @@ check_merged() {
 }
 
 OUT="$work/out.json"
+ticks_per_second=$(getconf CLK_TCK)
+
+# timed CMD...: `measure`s CMD and sets `server_cpu`, the seconds of CPU the server used meanwhile.
+timed() {
+    local before
+    before=$(cpu_ticks "${SERVE_PIDS[-1]}")
+    measure "$@"
+    server_cpu=$(awk -v t="$(($(cpu_ticks "${SERVE_PIDS[-1]}") - before))" -v hz="$ticks_per_second" 'BEGIN { printf "%.2f", t / hz }')
+}
+
 run_merge() {
     setup "merge-$1"
-    measure "$bin" -C "$work/b" push -q --json --on-conflict merge --prefer ours
+    timed "$bin" -C "$work/b" push -q --json --on-conflict merge --prefer ours
     local settled failed
     settled=$(json 'd["settled"].get("merge", 0)')
     failed=$(json 'd["failed"]')
@@ -101,7 +111,8 @@ run_merge() {
     check_merged
     echo "$seconds" >>"$work/merge.wall"
     cpu_seconds >>"$work/merge.cpu"
-    echo "merge  run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s ($(cpu_seconds) s CPU), $(json 'd["requests"]') push requests, peak $((peak_kb / 1024)) MB"
+    echo "$server_cpu" >>"$work/merge.server"
+    echo "merge  run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s ($(cpu_seconds) s CPU, server $server_cpu s), $(json 'd["requests"]') push requests, peak $((peak_kb / 1024)) MB"
 }
 
 run_theirs() {
@@ -109,14 +120,15 @@ run_theirs() {
     local status=0
     "$bin" -C "$work/b" push -q >/dev/null 2>&1 || status=$?
     [ "$status" = 2 ] || { echo "bench-conflicts: the conflicting push exited $status, not 2" >&2; exit 1; }
-    measure "$bin" -C "$work/b" resolve --all --theirs --json
+    timed "$bin" -C "$work/b" resolve --all --theirs --json
     local settled left
     settled=$(json 'sum(1 for e in d if e["settled"])')
     left=$("$bin" -C "$work/b" conflicts --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
     [ "$settled" = "$count" ] && [ "$left" = 0 ] || { echo "bench-conflicts: resolve settled $settled of $count, $left left" >&2; exit 1; }
     echo "$seconds" >>"$work/theirs.wall"
     cpu_seconds >>"$work/theirs.cpu"
-    echo "theirs run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s ($(cpu_seconds) s CPU), peak $((peak_kb / 1024)) MB"
+    echo "$server_cpu" >>"$work/theirs.server"
+    echo "theirs run $1: $count in ${seconds}s = $(rate "$count" "$seconds")/s ($(cpu_seconds) s CPU, server $server_cpu s), peak $((peak_kb / 1024)) MB"
 }
 
 median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -131,6 +143,6 @@ serve_stop_all
 merge=$(median "$work/merge.wall")
 theirs=$(median "$work/theirs.wall")
 echo
-echo "push --on-conflict merge --prefer ours: median ${merge}s, $(rate "$count" "$merge") conflicts/s (median CPU $(median "$work/merge.cpu") s)"
-echo "resolve --all --theirs:                 median ${theirs}s, $(rate "$count" "$theirs") conflicts/s (median CPU $(median "$work/theirs.cpu") s)"
+echo "push --on-conflict merge --prefer ours: median ${merge}s, $(rate "$count" "$merge") conflicts/s (median CPU $(median "$work/merge.cpu") s, server $(median "$work/merge.server") s)"
+echo "resolve --all --theirs:                 median ${theirs}s, $(rate "$count" "$theirs") conflicts/s (median CPU $(median "$work/theirs.cpu") s, server $(median "$work/theirs.server") s)"
 echo "load after:$(uptime | sed 's/.*load average//')"

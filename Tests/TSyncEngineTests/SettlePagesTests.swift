@@ -88,6 +88,34 @@ import TSyncModel
         #expect(try rows(temporary.store) == rows(general.store))
     }
 
+    /// A page reads its errors at its start; an item met again after the page settled it is read
+    /// again: the same error twice stops there (settled already), as it does a page apart.
+    @Test(arguments: [1, LocalStore.settlePageSize])
+    func anItemMetTwiceInAPageIsReadAgain(pageSize: Int) throws {
+        let (temporary, settlements) = try conflicted()
+        let twice = Array(settlements[..<3]) + [settlements[1]] + settlements[3...]
+        #expect {
+            try temporary.store.settle(twice, pageSize: pageSize)
+        } throws: { error in
+            (error as? TSyncError)?.message.contains("no error \(settlements[1].errorID)") == true
+        }
+        let (general, same) = try conflicted()
+        for settlement in same[..<3] {
+            _ = try general.store.settle(
+                errorID: settlement.errorID, with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
+        }
+        #expect(try rows(temporary.store) == rows(general.store))
+    }
+
+    /// A push's policy settles without reading each item back, to the same rows and outcomes.
+    @Test func outcomesAloneSettleTheSame() throws {
+        let (general, settlements) = try conflicted()
+        let full = try general.store.settle(settlements).map(\.outcome)
+        let (lean, same) = try conflicted()
+        #expect(try lean.store.settleOutcomes(same, pageSize: 4) == full)
+        #expect(try rows(lean.store) == rows(general.store))
+    }
+
     /// Copies of more items than one request asks for, in two tables, some missing on the server.
     @Test func serverCopiesAreReadInSeveralRequests() async throws {
         let remote = try ScriptedRemote()

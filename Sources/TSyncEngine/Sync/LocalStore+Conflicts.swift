@@ -34,29 +34,111 @@ extension LocalStore {
     }
 
     static func conflictDetails(_ db: Database, ids: [Int64]?, table: String?) throws -> [ConflictDetails] {
+        try ConflictRow.fetch(db, ids: ids, table: table).map { try $0.details() }
+    }
+}
+
+/// An error with its item's base, local record and skipped copy, as the store holds them (text):
+/// one statement reads them for any number of errors (four statements an error before, a tenth
+/// of what settling 10,000 cost), and each is decoded only as far as its use needs.
+struct ConflictRow {
+    var id: Int64
+    var operationSeq: Int64
+    var table: String
+    var itemID: String
+    var kind: OperationKind
+    var httpStatus: Int?
+    var message: String
+    var sentItem: String?
+    var serverItem: String?
+    var createdAt: String
+    var base: String?
+    /// The `records` row (body, created_at, updated_at, version); nil for a delete's error.
+    var record: (body: String, createdAt: String?, updatedAt: String?, version: String?)?
+    var skipped: String?
+
+    var item: ItemKey { ItemKey(table: table, id: itemID) }
+
+    /// The errors `ids` and `table` select (all when both are nil), in queue order.
+    static func fetch(_ db: Database, ids: [Int64]?, table: String?) throws -> [ConflictRow] {
         var conditions = ["1"]
         var arguments = StatementArguments()
         if let ids {
             if ids.isEmpty { return [] }
-            conditions.append("id IN (\(Array(repeating: "?", count: ids.count).joined(separator: ",")))")
-            _ = arguments.append(contentsOf: StatementArguments(ids))
+            conditions.append("e.id IN (SELECT value FROM json_each(?))")
+            _ = arguments.append(contentsOf: [JSONSerializer.string(.array(ids.map(JSONValue.int)))])
         }
         if let table {
-            conditions.append("tbl = ?")
+            conditions.append("e.tbl = ?")
             _ = arguments.append(contentsOf: [table])
         }
-        return try StoreRows.errors(db, where: conditions.joined(separator: " AND "), arguments).map { error in
-            let base = try StoreRows.fetchBase(db, table: error.table, id: error.itemID).map { try TSyncModel.Record(wire: $0) }
-            let ours = error.kind == .delete ? nil : try StoreRows.fetchRecord(db, table: error.table, id: error.itemID)
-            var theirs = try error.serverItem.map { try TSyncModel.Record(wire: $0) }
-            // A pull after the failure may have skipped a newer copy (docs/DESIGN.md §8): theirs is the
-            // newest copy the store has seen.
-            if let skipped = try StoreRows.skippedCopy(db, table: error.table, id: error.itemID),
-                theirs.map({ isNewer(skipped, than: $0) }) ?? (error.httpStatus != 404 && error.httpStatus != 410)
-            {
-                theirs = skipped
-            }
-            return ConflictDetails(error: error, base: base, ours: ours, theirs: theirs)
+        return try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT e.id, e.operation_seq, e.tbl, e.item_id, e.kind, e.http_status, e.message, e.sent_item, e.server_item,
+                        e.created_at, b.item, r.body, r.created_at, r.updated_at, r.version, s.item
+                    FROM errors e
+                    LEFT JOIN bases b ON b.tbl = e.tbl AND b.id = e.item_id
+                    LEFT JOIN records r ON r.tbl = e.tbl AND r.id = e.item_id AND e.kind <> 'delete'
+                    LEFT JOIN skipped s ON s.tbl = e.tbl AND s.id = e.item_id
+                    WHERE \(conditions.joined(separator: " AND ")) ORDER BY e.operation_seq
+                    """),
+            arguments: arguments
+        ).map { row in
+            let body: String? = row[11]
+            return ConflictRow(
+                id: row[0], operationSeq: row[1], table: row[2], itemID: row[3], kind: OperationKind(rawValue: row[4]) ?? .update,
+                httpStatus: row[5], message: row[6], sentItem: row[7], serverItem: row[8], createdAt: row[9], base: row[10],
+                record: body.map { ($0, row[12], row[13], row[14]) }, skipped: row[15])
         }
+    }
+
+    /// The error and base / ours / theirs, as `tsync conflicts` shows them.
+    func details() throws -> ConflictDetails {
+        try details(sentItem: true, serverItem: true, base: true, ours: true)
+    }
+
+    /// What settling with `resolution` reads of the error: never the server's item and theirs
+    /// (it is given the server's copy); the item sent and the local record only for a merge; the
+    /// base only for a merge or a discard. The rest is left nil.
+    func details(settling resolution: Resolution) throws -> ConflictDetails {
+        try details(
+            sentItem: resolution == .merge, serverItem: false, base: resolution == .merge || resolution == .discard,
+            ours: resolution == .merge)
+    }
+
+    private func details(sentItem decodeSentItem: Bool, serverItem decodeServerItem: Bool, base decodeBase: Bool, ours decodeOurs: Bool)
+        throws -> ConflictDetails
+    {
+        let error = OperationError(
+            id: id, operationSeq: operationSeq, table: table, itemID: itemID, kind: kind, httpStatus: httpStatus, message: message,
+            sentItem: try decodeSentItem ? sentItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
+            serverItem: try decodeServerItem ? serverItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
+            createdAt: Timestamp(iso8601: createdAt) ?? Timestamp(millisecondsSinceEpoch: 0))
+        let base = try (decodeBase ? base : nil).map {
+            try TSyncModel.Record(wire: try StoredJSON.decodeObject($0, what: "base of \(table)/\(itemID)"))
+        }
+        let ours = try (decodeOurs ? record : nil).map { record in
+            TSyncModel.Record(
+                id: itemID, fields: try StoredJSON.decodeObject(record.body, what: "record \(table)/\(itemID)"),
+                system: SystemProperties(
+                    createdAt: record.createdAt.flatMap(Timestamp.init(iso8601:)),
+                    updatedAt: record.updatedAt.flatMap(Timestamp.init(iso8601:)), version: record.version))
+        }
+        guard decodeServerItem else { return ConflictDetails(error: error, base: base, ours: ours, theirs: nil) }
+        var theirs = try error.serverItem.map { try TSyncModel.Record(wire: $0) }
+        // A pull after the failure may have skipped a newer copy (docs/DESIGN.md §8): theirs is the
+        // newest copy the store has seen.
+        if let skipped = try skippedCopy(),
+            theirs.map({ LocalStore.isNewer(skipped, than: $0) }) ?? (httpStatus != 404 && httpStatus != 410)
+        {
+            theirs = skipped
+        }
+        return ConflictDetails(error: error, base: base, ours: ours, theirs: theirs)
+    }
+
+    /// The server copy a pull skipped, if one is kept.
+    func skippedCopy() throws -> TSyncModel.Record? {
+        try skipped.map { try TSyncModel.Record(wire: try StoredJSON.decodeObject($0, what: "skipped copy of \(table)/\(itemID)")) }
     }
 }

@@ -106,7 +106,23 @@ extension LocalStore {
     package func settle(_ settlements: [Settlement], dryRun: Bool = false, pageSize: Int = settlePageSize) throws(TSyncError)
         -> [(outcome: ResolutionOutcome, after: ItemAfterResolution)]
     {
-        var results: [(outcome: ResolutionOutcome, after: ItemAfterResolution)] = []
+        try settlePages(settlements, dryRun: dryRun, pageSize: pageSize, readingBack: true).map {
+            (outcome, after) throws(TSyncError) in
+            guard let after else { throw TSyncError.failure("settling left no account of the item") }
+            return (outcome, after)
+        }
+    }
+
+    /// `settle(_:dryRun:pageSize:)` without reading each item back: what a push's conflict
+    /// policy needs (it pushes what is left, and reports the outcomes only).
+    package func settleOutcomes(_ settlements: [Settlement], pageSize: Int = settlePageSize) throws(TSyncError) -> [ResolutionOutcome] {
+        try settlePages(settlements, dryRun: false, pageSize: pageSize, readingBack: false).map(\.outcome)
+    }
+
+    private func settlePages(_ settlements: [Settlement], dryRun: Bool, pageSize: Int, readingBack: Bool) throws(TSyncError)
+        -> [(outcome: ResolutionOutcome, after: ItemAfterResolution?)]
+    {
+        var results: [(outcome: ResolutionOutcome, after: ItemAfterResolution?)] = []
         results.reserveCapacity(settlements.count)
         var start = 0
         while start < settlements.count {
@@ -114,9 +130,24 @@ extension LocalStore {
             start = page.endIndex
             // A failure inside the page is kept aside, so the ones before it commit, then thrown.
             let failure: (any Error)? = try write { db in
+                // The page's errors and their items in one statement. Settling an error changes
+                // only its own item's rows, so a row read here is what a read in the error's
+                // savepoint would find, unless an error before it in the page had the same
+                // item: that one is read again.
+                var rows: [Int64: ConflictRow] = [:]
+                for row in try ConflictRow.fetch(db, ids: page.map(\.errorID), table: nil) { rows[row.id] = row }
+                var touched = Set<ItemKey>()
                 for settlement in page {
                     do {
-                        results.append(try Self.settle(db, settlement, dryRun: dryRun))
+                        var row = rows[settlement.errorID]
+                        if let known = row, touched.contains(known.item) {
+                            row = try ConflictRow.fetch(db, ids: [settlement.errorID], table: nil).first
+                        }
+                        guard let row else {
+                            throw TSyncError(.invalidInput, "no error \(settlement.errorID) (already settled?)", remedy: .listErrors)
+                        }
+                        touched.insert(row.item)
+                        results.append(try Self.settle(db, settlement, row, dryRun: dryRun, readingBack: readingBack))
                     } catch {
                         return error
                     }
@@ -128,29 +159,34 @@ extension LocalStore {
         return results
     }
 
-    /// One error in a savepoint of the caller's transaction.
-    private static func settle(_ db: Database, _ settlement: Settlement, dryRun: Bool) throws
-        -> (outcome: ResolutionOutcome, after: ItemAfterResolution)
+    /// One error in a savepoint of the caller's transaction. The savepoint's statements are
+    /// cached (GRDB's `inSavepoint` compiles them each time, which a settle per error paid for).
+    private static func settle(_ db: Database, _ settlement: Settlement, _ row: ConflictRow, dryRun: Bool, readingBack: Bool) throws
+        -> (outcome: ResolutionOutcome, after: ItemAfterResolution?)
     {
-        let errorID = settlement.errorID
-        guard let details = try Self.conflictDetails(db, ids: [errorID], table: nil).first else {
-            throw TSyncError(.invalidInput, "no error \(errorID) (already settled?)", remedy: .listErrors)
-        }
-        let rows = ItemRows(table: details.error.table, id: details.error.itemID)
-        var result: (ResolutionOutcome, ItemAfterResolution)?
-        try db.inSavepoint {
+        let details = try row.details(settling: settlement.resolution)
+        let rows = ItemRows(table: row.table, id: row.itemID)
+        try db.cachedStatement(sql: "SAVEPOINT settle").execute()
+        do {
             let outcome = try Self.settle(
-                db, details: details, rows: rows, with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
-            result = (outcome, try rows.after(db))
-            return dryRun ? .rollback : .commit
+                db, details: details, skipped: settlement.resolution == .cancel ? nil : try row.skippedCopy(), rows: rows,
+                with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
+            let after = readingBack ? try rows.after(db) : nil
+            if dryRun { try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT settle").execute() }
+            try db.cachedStatement(sql: "RELEASE SAVEPOINT settle").execute()
+            return (outcome, after)
+        } catch {
+            // The error that stopped the settle is the one to tell (a rollback that fails too,
+            // as after SQLite ended the transaction itself, only ends it for good).
+            try? db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT settle").execute()
+            try? db.cachedStatement(sql: "RELEASE SAVEPOINT settle").execute()
+            throw error
         }
-        guard let result else { throw TSyncError.failure("settling error \(errorID) left no result") }
-        return result
     }
 
     private static func settle(
-        _ db: Database, details: ConflictDetails, rows: ItemRows, with resolution: Resolution, theirs: ServerCopy?,
-        prefer: ThreeWayMerge.Side?
+        _ db: Database, details: ConflictDetails, skipped: TSyncModel.Record?, rows: ItemRows, with resolution: Resolution,
+        theirs: ServerCopy?, prefer: ThreeWayMerge.Side?
     ) throws -> ResolutionOutcome {
         let errorID = details.error.id
         if resolution == .cancel {
@@ -164,7 +200,7 @@ extension LocalStore {
         // rather than to the older base.
         var base = details.base
         var theirs = theirs
-        if let skipped = try StoreRows.skippedCopy(db, table: rows.table, id: rows.id) {
+        if let skipped {
             if base.map({ Self.isNewer(skipped, than: $0) }) ?? true { base = skipped }
             if case .record(let copy)? = theirs, Self.isNewer(skipped, than: copy) { theirs = .record(skipped) }
             try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id)
@@ -214,7 +250,9 @@ extension LocalStore {
     /// keeps a soft-deleted copy (which refuses both a new insert, 409, and an update, 404), an
     /// insert or update becomes an update based on that deleted copy, which push sends as an
     /// undelete followed by the update (`OutgoingOperation.restoresDeleted`).
-    static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy) throws {
+    ///
+    /// With `body`, the local record's fields become it in the same statement (a merge's result).
+    static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, body: String? = nil) throws {
         try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [details.error.id])
         let rebaseOn: TSyncModel.Record?
         switch theirs {
@@ -223,9 +261,11 @@ extension LocalStore {
         }
         if let record = rebaseOn {
             try StoreRows.saveBase(db, table: rows.table, id: rows.id, item: record.wireObject)
-            try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?").execute(
+            try db.cachedStatement(
+                sql: "UPDATE records SET body = coalesce(?, body), created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?"
+            ).execute(
                 arguments: [
-                    record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version,
+                    body, record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version,
                     rows.table, rows.id,
                 ])
             if details.error.kind == .insert || record.system.deleted {
@@ -234,9 +274,10 @@ extension LocalStore {
             return
         }
         try rows.dropBase(db)
-        try db.cachedStatement(sql: "UPDATE records SET created_at = NULL, updated_at = NULL, version = NULL WHERE tbl = ? AND id = ?")
-            .execute(
-                arguments: [rows.table, rows.id])
+        try db.cachedStatement(
+            sql:
+                "UPDATE records SET body = coalesce(?, body), created_at = NULL, updated_at = NULL, version = NULL WHERE tbl = ? AND id = ?"
+        ).execute(arguments: [body, rows.table, rows.id])
         switch details.error.kind {
         case .update: try rows.setKind(db, seq: details.error.operationSeq, kind: .insert)
         case .delete: try db.cachedStatement(sql: "DELETE FROM operations WHERE seq = ?").execute(arguments: [details.error.operationSeq])
@@ -269,9 +310,7 @@ extension LocalStore {
                 try takeTheirs(db, rows: rows, theirs: theirs)
                 return .settled(pending: false)
             }
-            try keepOurs(db, details: details, rows: rows, theirs: theirs)
-            try db.cachedStatement(sql: "UPDATE records SET body = ? WHERE tbl = ? AND id = ?").execute(
-                arguments: [StoredJSON.encode(fields), rows.table, rows.id])
+            try keepOurs(db, details: details, rows: rows, theirs: theirs, body: StoredJSON.encode(fields))
             return .settled(pending: true)
         case .deleted:
             if oursFields == nil, theirsRecord != nil {
@@ -284,7 +323,7 @@ extension LocalStore {
         case .deleteConflict(let side):
             return .refused(
                 reason: side == .ours
-                    ? "deleted here but changed on the server (\(details.fieldsChangedByThem.joined(separator: ", ")))"
+                    ? "deleted here but changed on the server (\(ThreeWayMerge.differingFields(details.base?.fields, theirsRecord?.fields).joined(separator: ", ")))"
                     : "changed here (\(details.fieldsChangedByUs.joined(separator: ", "))) but deleted on the server")
         case .conflicting(let conflicts):
             let described = conflicts.map { conflict in

@@ -165,7 +165,23 @@ public struct SyncSession: Sendable {
             if conflicts.isEmpty { break }
             rounds += 1
             var again = Set<String>()
-            let copies = try await Resolver(store: store, remote: remote).serverCopies(for: conflicts)
+            // A 412 this command met carries the server's copy as of its answer, as current as a
+            // read now would be; the copies of the others (left by earlier commands, or answered
+            // without one) are read again, as `resolve` reads them. A copy someone changes in
+            // between makes the next push meet a 412 again, which the next round settles.
+            let answered = Set(summary.failedOperations)
+            var copies: [ItemKey: ServerCopy] = [:]
+            var unread: [ConflictDetails] = []
+            for details in conflicts {
+                if answered.contains(details.error.operationSeq), details.error.httpStatus == 412, details.error.serverItem != nil,
+                    let theirs = details.theirs
+                {
+                    copies[details.item] = .record(theirs)
+                } else {
+                    unread.append(details)
+                }
+            }
+            copies.merge(try await Resolver(store: store, remote: remote).serverCopies(for: unread)) { _, read in read }
             var settling: [(details: ConflictDetails, policy: ConflictPolicy)] = []
             var settlements: [Settlement] = []
             for details in conflicts {
@@ -177,9 +193,9 @@ public struct SyncSession: Sendable {
                     Settlement(
                         errorID: details.error.id, with: resolution, theirs: copies[details.item], prefer: policies.preference(for: table)))
             }
-            for ((details, policy), settled) in zip(settling, try store.settle(settlements)) {
+            for ((details, policy), outcome) in zip(settling, try store.settleOutcomes(settlements)) {
                 let table = details.error.table
-                switch settled.outcome {
+                switch outcome {
                 case .settled(let pending):
                     summary.settled[policy, default: 0] += 1
                     summary.settledItems.append(
