@@ -16,13 +16,20 @@ struct AuthMiddleware: RouterMiddleware {
             if admitsAnonymous { return try await next(request, context) }
             throw APIError.unauthorized
         }
-        guard let caller = try await authenticator.caller(forToken: token) else { throw APIError.unauthorized }
-        guard let name = caller.account else { throw APIError.unauthorized }
+        let caller = try await authenticator.caller(forToken: token)
+        return try await next(request, Self.signedIn(context, caller))
+    }
+
+    /// The context of the caller the token names; 401 when it names none. Not async, so that
+    /// its locals stay out of the async frame every request in flight keeps.
+    @inline(never)
+    private static func signedIn(_ context: Context, _ caller: Caller?) throws -> Context {
+        guard let caller, let name = caller.account else { throw APIError.unauthorized }
         var context = context
         context.accountName = name
         context.caller = caller
         context.requestUser.withLock { $0 = name }
-        return try await next(request, context)
+        return context
     }
 
     static func token(in request: Request) -> String? {

@@ -30,6 +30,17 @@ struct ErrorMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch {
+            return try answer(error, request, context)
+        }
+    }
+
+    /// The answer to what a request threw. Not async, so that its locals stay out of the async
+    /// frame every request in flight keeps (a held read keeps it for as long as it waits).
+    @inline(never)
+    private func answer(_ error: any Error, _ request: Request, _ context: Context) throws -> Response {
+        do {
+            throw error
         } catch let error as APIError {
             return try error.response(from: request, context: context)
         } catch let error as TSyncError {
