@@ -120,8 +120,7 @@ public struct SyncServer: Sendable {
     private func outerMiddlewares(shares: ClientShares) -> some MiddlewareProtocol<Request, Response, ServerRequestContext> {
         ClientAddressMiddleware(trustedProxies: configuration.trustedProxies)
         RequestLogMiddleware(metrics: metrics, inFlight: inFlight)
-        ErrorMiddleware(routes: ServedRoutes.all(configuration))
-        if let metrics { MetricsErrorMiddleware(metrics: metrics) }
+        ErrorMiddleware(routes: ServedRoutes.all(configuration), metrics: metrics)
         RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares, metrics: metrics)
         ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers(), metrics: metrics)
     }

@@ -13,6 +13,8 @@ struct ErrorMiddleware: RouterMiddleware {
     /// The routes served: a path one of them serves with another method is 405 with `Allow`,
     /// not 404 (RFC 9110 §15.5.6).
     var routes: [RouteDeclaration] = []
+    /// Counts the errors the metrics name (query timeouts), when the server keeps metrics.
+    var metrics: ServerMetrics? = nil
 
     /// The methods the routes serve `path` with, in a stable order: those of the most literal
     /// routes that match it, as the router picks (`$batch` before `{table}`).
@@ -47,6 +49,7 @@ struct ErrorMiddleware: RouterMiddleware {
             guard let answer = APIError(error) else { return internalError(error, context: context) }
             return try answer.response(from: request, context: context)
         } catch let error as QueryTimedOut {
+            metrics?.recordQueryTimeout()
             return JSONResponse.error(.serviceUnavailable, error.message)
         } catch is ClientGone {
             return JSONResponse.error(
