@@ -16,6 +16,16 @@ struct AuthMiddleware: RouterMiddleware {
             if admitsAnonymous { return try await next(request, context) }
             throw APIError.unauthorized
         }
+        return try await signedIn(token, request, context, next: next)
+    }
+
+    /// The request passed on as the caller the token names. A function of its own: its frame
+    /// (the context with the caller, the lookup) is not kept by the requests that carry no
+    /// token, held reads among them.
+    @inline(never)
+    private func signedIn(
+        _ token: String, _ request: Request, _ context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         let caller = try await authenticator.caller(forToken: token)
         return try await next(request, Self.signedIn(context, caller))
     }
