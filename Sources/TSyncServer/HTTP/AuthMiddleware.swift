@@ -11,23 +11,20 @@ struct AuthMiddleware: RouterMiddleware {
     var admitsAnonymous = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard required else { return try await next(request, context) }
-        guard let token = Self.token(in: request) else {
-            if admitsAnonymous { return try await next(request, context) }
-            throw APIError.unauthorized
-        }
-        return try await signedIn(token, request, context, next: next)
+        // One call of `next`, after the caller is known: the lookup's frame is gone by then, and
+        // the frames under `next` (a held read's, for as long as it waits) take its place.
+        try await next(request, authenticated(request, context))
     }
 
-    /// The request passed on as the caller the token names. A function of its own: its frame
-    /// (the context with the caller, the lookup) is not kept by the requests that carry no
-    /// token, held reads among them.
+    /// The context of the request's caller: as it is without a token where that is allowed.
     @inline(never)
-    private func signedIn(
-        _ token: String, _ request: Request, _ context: Context, next: (Request, Context) async throws -> Response
-    ) async throws -> Response {
-        let caller = try await authenticator.caller(forToken: token)
-        return try await next(request, Self.signedIn(context, caller))
+    private func authenticated(_ request: Request, _ context: Context) async throws -> Context {
+        guard required else { return context }
+        guard let token = Self.token(in: request) else {
+            if admitsAnonymous { return context }
+            throw APIError.unauthorized
+        }
+        return try Self.signedIn(context, try await authenticator.caller(forToken: token))
     }
 
     /// The context of the caller the token names; 401 when it names none. Not async, so that

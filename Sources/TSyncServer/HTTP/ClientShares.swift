@@ -43,8 +43,8 @@ struct RequestShareMiddleware: RouterMiddleware {
     let metrics: ServerMetrics?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let name = try take(context) else { return try await next(request, context) }
-        defer { shares.give(name) }
+        let name = try take(context)
+        defer { if let name { shares.give(name) } }
         return try await next(request, context)
     }
 
