@@ -59,32 +59,17 @@ public struct SyncServer: Sendable {
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
     public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
-        router.middlewares.add(ClientAddressMiddleware(trustedProxies: configuration.trustedProxies))
-        router.middlewares.add(RequestLogMiddleware(metrics: metrics, inFlight: inFlight))
-        router.middlewares.add(ErrorMiddleware(routes: ServedRoutes.all(configuration)))
-        if let metrics { router.middlewares.add(MetricsErrorMiddleware(metrics: metrics)) }
         // Shares of requests in flight (docs/DESIGN.md §10.1): by address behind a trusted proxy
         // here, by account once the token is read.
         let shares = ClientShares()
-        router.middlewares.add(
-            RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares, metrics: metrics))
-        router.middlewares.add(ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers(), metrics: metrics))
+        router.middlewares.add(outerMiddlewares(shares: shares))
         router.on(ServedRoutes.health) { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         let description = JSONSerializer.bytes(OpenAPIDocument.make(configuration))
         router.on(ServedRoutes.openAPI) { _, _ in JSONResponse.make(.ok, bytes: description) }
         OperatorRoutes(storage: storage, metrics: metrics, readinessTimeoutSeconds: configuration.readinessTimeoutSeconds)
             .register(on: router)
 
-        let tables = router.group("tables")
-            .add(middleware: APIVersionMiddleware())
-            .add(
-                middleware: AuthMiddleware(
-                    authenticator: authenticator, required: configuration.requiresAuthentication,
-                    admitsAnonymous: configuration.rules.admitsAnonymous)
-            )
-            .add(
-                middleware: RequestShareMiddleware(
-                    key: .account, limit: configuration.maximumAccountRequests, shares: shares, metrics: metrics))
+        let tables = router.group("tables").add(middleware: tableMiddlewares(shares: shares))
         let tableRoutes = TableRoutes(storage: storage, configuration: configuration, metrics: metrics)
         // Before the table routes: `$batch` is a fixed path, never a table name.
         if configuration.maximumBatchOperations > 0 {
@@ -124,6 +109,29 @@ public struct SyncServer: Sendable {
             },
             logger: logger
         )
+    }
+
+    // The middlewares as one value each for the router and the tables, in this order: a stack
+    // of one type is called without a responder and an existential call between each two, and
+    // the compiler may merge their async frames. Every request in flight keeps those frames, a
+    // held read for as long as it waits: they are most of what it costs (docs/PERFORMANCE.md).
+
+    @MiddlewareFixedTypeBuilder<Request, Response, ServerRequestContext>
+    private func outerMiddlewares(shares: ClientShares) -> some MiddlewareProtocol<Request, Response, ServerRequestContext> {
+        ClientAddressMiddleware(trustedProxies: configuration.trustedProxies)
+        RequestLogMiddleware(metrics: metrics, inFlight: inFlight)
+        ErrorMiddleware(routes: ServedRoutes.all(configuration), metrics: metrics)
+        RequestShareMiddleware(key: .clientAddress, limit: configuration.maximumClientConnections, shares: shares, metrics: metrics)
+        ResponseShareMiddleware(limit: Self.unreadAnswersPerClient, unread: UnreadAnswers(), metrics: metrics)
+    }
+
+    @MiddlewareFixedTypeBuilder<Request, Response, ServerRequestContext>
+    private func tableMiddlewares(shares: ClientShares) -> some MiddlewareProtocol<Request, Response, ServerRequestContext> {
+        APIVersionMiddleware()
+        AuthMiddleware(
+            authenticator: authenticator, required: configuration.requiresAuthentication,
+            admitsAnonymous: configuration.rules.admitsAnonymous)
+        RequestShareMiddleware(key: .account, limit: configuration.maximumAccountRequests, shares: shares, metrics: metrics)
     }
 
     /// Serves until SIGINT or SIGTERM, after logging what it runs with and declaring the indexed

@@ -11,18 +11,32 @@ struct AuthMiddleware: RouterMiddleware {
     var admitsAnonymous = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard required else { return try await next(request, context) }
+        // One call of `next`, after the caller is known: the lookup's frame is gone by then, and
+        // the frames under `next` (a held read's, for as long as it waits) take its place.
+        try await next(request, authenticated(request, context))
+    }
+
+    /// The context of the request's caller: as it is without a token where that is allowed.
+    @inline(never)
+    private func authenticated(_ request: Request, _ context: Context) async throws -> Context {
+        guard required else { return context }
         guard let token = Self.token(in: request) else {
-            if admitsAnonymous { return try await next(request, context) }
+            if admitsAnonymous { return context }
             throw APIError.unauthorized
         }
-        guard let caller = try await authenticator.caller(forToken: token) else { throw APIError.unauthorized }
-        guard let name = caller.account else { throw APIError.unauthorized }
+        return try Self.signedIn(context, try await authenticator.caller(forToken: token))
+    }
+
+    /// The context of the caller the token names; 401 when it names none. Not async, so that
+    /// its locals stay out of the async frame every request in flight keeps.
+    @inline(never)
+    private static func signedIn(_ context: Context, _ caller: Caller?) throws -> Context {
+        guard let caller, let name = caller.account else { throw APIError.unauthorized }
         var context = context
         context.accountName = name
         context.caller = caller
         context.requestUser.withLock { $0 = name }
-        return try await next(request, context)
+        return context
     }
 
     static func token(in request: Request) -> String? {

@@ -13,10 +13,17 @@ struct ClientAddressMiddleware: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await next(request, addressed(request, context))
+    }
+
+    /// The context with the client's address. Not async, so that its locals stay out of the
+    /// async frame every request in flight keeps.
+    @inline(never)
+    private func addressed(_ request: Request, _ context: Context) -> Context {
         var context = context
         context.fromTrustedProxy = context.peerAddress.map { trusted.contains(ClientAddress.canonical($0) ?? $0) } ?? false
         context.clientAddress = ClientAddress.resolve(
             peer: context.peerAddress, forwardedFor: request.headers[values: .forwardedFor], trusted: trusted)
-        return try await next(request, context)
+        return context
     }
 }

@@ -43,12 +43,22 @@ struct RequestShareMiddleware: RouterMiddleware {
     let metrics: ServerMetrics?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let name = try take(context)
+        defer { if let name { shares.give(name) } }
+        return try await next(request, context)
+    }
+
+    /// The share taken for the request (nil when it is not counted); throws 429 when its client
+    /// holds its limit. Not async, so that its locals stay out of the async frame every request
+    /// in flight keeps.
+    @inline(never)
+    private func take(_ context: Context) throws -> String? {
         let name: String?
         switch key {
         case .clientAddress: name = context.fromTrustedProxy ? context.clientAddress.map { "client " + ClientAddress.shareKey($0) } : nil
         case .account: name = context.accountName.map { "account " + $0 }
         }
-        guard let name else { return try await next(request, context) }
+        guard let name else { return nil }
         guard shares.take(name, limit: limit) else {
             metrics?.recordShareRefusal(key == .account ? .accountRequests : .clientRequests)
             let who = key == .account ? "this account" : "this address"
@@ -57,8 +67,7 @@ struct RequestShareMiddleware: RouterMiddleware {
             error.headers[.retryAfter] = "1"
             throw error
         }
-        defer { shares.give(name) }
-        return try await next(request, context)
+        return name
     }
 }
 
@@ -80,10 +89,24 @@ struct ResponseShareMiddleware: RouterMiddleware {
     let metrics: ServerMetrics?
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let key = try admit(context)
+        return try charged(try await next(request, context), key: key, context)
+    }
+
+    /// The client's key; throws 429 when it is past its share already (refused before any work).
+    /// Not async, as `charged`, so that their locals stay out of the async frame every request
+    /// in flight keeps.
+    @inline(never)
+    private func admit(_ context: Context) throws -> String {
         let key = "client " + ClientAddress.shareKey(context.clientAddress ?? "")
-        // Past its share already: refused before any work.
         guard unread.bytes(key) < limit else { throw refused() }
-        var response = try await next(request, context)
+        return key
+    }
+
+    /// The response, its large body charged to the client's unread bytes and written in slices.
+    @inline(never)
+    private func charged(_ response: Response, key: String, _ context: Context) throws -> Response {
+        var response = response
         guard let length = response.body.contentLength, length > Self.slice else { return response }
         guard let charge = unread.charge(key, bytes: length, limit: limit) else { throw refused() }
         let body = response.body

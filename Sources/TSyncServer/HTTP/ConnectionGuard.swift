@@ -33,6 +33,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             configuration: .init(additionalChannelHandlers: [RequestHeadSignal()], idleTimeout: limits.idleTimeout))
     }
 
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             // First on the HTTP side: right after the TLS handler when there is one, so that its
@@ -40,6 +42,10 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             // client as a server that does not speak TLS). Its timers still start with the
             // connection, so the header timeout covers the handshake too.
             let operations = channel.pipeline.syncOperations
+            // A connection keeps its receive buffer while it is open, a held read for as long as
+            // it waits: start at 512 bytes (a read's request head fits), not NIO's 2 KB; it grows
+            // as reads fill it, as before.
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffers)
             if let tls = try? operations.handler(type: NIOSSLServerHandler.self) {
                 try operations.addHandler(ConnectionGuard(limits: limits), position: .after(tls))
             } else {

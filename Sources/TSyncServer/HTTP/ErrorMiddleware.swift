@@ -13,6 +13,8 @@ struct ErrorMiddleware: RouterMiddleware {
     /// The routes served: a path one of them serves with another method is 405 with `Allow`,
     /// not 404 (RFC 9110 §15.5.6).
     var routes: [RouteDeclaration] = []
+    /// Counts the errors the metrics name (query timeouts), when the server keeps metrics.
+    var metrics: ServerMetrics? = nil
 
     /// The methods the routes serve `path` with, in a stable order: those of the most literal
     /// routes that match it, as the router picks (`$batch` before `{table}`).
@@ -30,12 +32,24 @@ struct ErrorMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch {
+            return try answer(error, request, context)
+        }
+    }
+
+    /// The answer to what a request threw. Not async, so that its locals stay out of the async
+    /// frame every request in flight keeps (a held read keeps it for as long as it waits).
+    @inline(never)
+    private func answer(_ error: any Error, _ request: Request, _ context: Context) throws -> Response {
+        do {
+            throw error
         } catch let error as APIError {
             return try error.response(from: request, context: context)
         } catch let error as TSyncError {
             guard let answer = APIError(error) else { return internalError(error, context: context) }
             return try answer.response(from: request, context: context)
         } catch let error as QueryTimedOut {
+            metrics?.recordQueryTimeout()
             return JSONResponse.error(.serviceUnavailable, error.message)
         } catch is ClientGone {
             return JSONResponse.error(

@@ -23,22 +23,41 @@ struct RequestLogMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
-        let requestID = RequestID.choose(presented: request.headers[.requestID], trusted: context.fromTrustedProxy)
-        inFlight.begin()
-        defer { inFlight.end() }
-        var status: Int?
-        var bytes: Int?
-        defer {
-            let seconds = Self.seconds(since: start)
-            let route = Self.route(context.coreContext.endpointPath.value)
-            metrics?.recordRequest(method: request.method.rawValue, route: route, status: status, seconds: seconds, bytes: bytes)
-            log(request, context: context, route: route, status: status, bytes: bytes, seconds: seconds, requestID: requestID)
+        let requestID = begin(request, context)
+        do {
+            return finish(try await next(request, context), request, context, start: start, requestID: requestID)
+        } catch {
+            end(request, context, start: start, requestID: requestID, status: nil, bytes: nil)
+            throw error
         }
-        var response = try await next(request, context)
+    }
+
+    // The work before and after the request, in functions that are not async: their locals stay
+    // out of the async frame that every request in flight keeps (a held read for as long as it waits).
+
+    @inline(never)
+    private func begin(_ request: Request, _ context: Context) -> String {
+        inFlight.begin()
+        return RequestID.choose(presented: request.headers[.requestID], trusted: context.fromTrustedProxy)
+    }
+
+    @inline(never)
+    private func finish(_ response: Response, _ request: Request, _ context: Context, start: ContinuousClock.Instant, requestID: String)
+        -> Response
+    {
+        var response = response
         response.headers[.requestID] = requestID
-        status = response.status.code
-        bytes = response.body.contentLength
+        end(request, context, start: start, requestID: requestID, status: response.status.code, bytes: response.body.contentLength)
         return response
+    }
+
+    @inline(never)
+    private func end(_ request: Request, _ context: Context, start: ContinuousClock.Instant, requestID: String, status: Int?, bytes: Int?) {
+        inFlight.end()
+        let seconds = Self.seconds(since: start)
+        let route = Self.route(context.coreContext.endpointPath.value)
+        metrics?.recordRequest(method: request.method.rawValue, route: route, status: status, seconds: seconds, bytes: bytes)
+        log(request, context: context, route: route, status: status, bytes: bytes, seconds: seconds, requestID: requestID)
     }
 
     private func log(

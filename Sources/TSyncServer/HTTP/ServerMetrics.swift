@@ -253,18 +253,3 @@ public final class ServerMetrics: Sendable {
         return head + " " + value
     }
 }
-
-/// Counts the errors the metrics name before `ErrorMiddleware` turns them into answers.
-struct MetricsErrorMiddleware: RouterMiddleware {
-    typealias Context = ServerRequestContext
-    let metrics: ServerMetrics
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as QueryTimedOut {
-            metrics.recordQueryTimeout()
-            throw error
-        }
-    }
-}

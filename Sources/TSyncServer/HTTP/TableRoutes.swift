@@ -43,6 +43,20 @@ struct TableRoutes: Sendable {
     // MARK: - Reads
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        // Worked out in a function that is not async, into one object: a held read's handler
+        // keeps its async frame for as long as it waits, and this keeps that frame small (the
+        // frames of the requests held are most of what a held read costs, docs/PERFORMANCE.md).
+        let read = try listRead(request, context)
+        guard let live = read.live else { return read.response(try await read.page(context.channel)) }
+        let (page, granted) = try await live.wait.page(
+            table: read.table, live.question, live.interest, seconds: live.seconds, channel: context.channel, { try await read.page(nil) })
+        return read.response(page, granted: granted)
+    }
+
+    /// A list read, worked out from its request: its query, how its page is read, and whether it
+    /// is held (the live route).
+    @inline(never)
+    private func listRead(_ request: Request, _ context: ServerRequestContext) throws -> ListRead {
         let table = try tableName(context)
         let parameters = try QueryString(request.uri.query)
         let options = try ListOptions(parameters, configuration: configuration)
@@ -57,7 +71,7 @@ struct TableRoutes: Sendable {
         let client = context.readClient
         // The page as sent, worked out under the query deadline; `channel` nil for a held read,
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
-        let read: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
+        let page: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
             do {
                 let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
                     () async throws -> RecordPage in
@@ -77,8 +91,7 @@ struct TableRoutes: Sendable {
                 throw error
             }
         }
-        var headers: HTTPFields = [:]
-        let page: PageBody
+        var live: ListRead.Live?
         // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
         if let seconds = LiveWait.requested(request.headers[.prefer]), let feed = storage.changes, configuration.maximumWatchers > 0 {
             let question = LiveQuestion(
@@ -89,27 +102,16 @@ struct TableRoutes: Sendable {
             // for the reads of the group it left, which the view's filter would rule out.
             let interest = LiveInterest(
                 scope: scope, includeDeleted: query.includeDeleted, filter: view.changes == nil ? query.filter : options.query.filter)
-            let (held, granted) = try await LiveWait(feed: feed, limit: configuration.maximumWatchers, metrics: metrics).page(
-                table: table, question, interest, seconds: seconds, channel: context.channel, { try await read(nil) })
-            page = held
-            headers[.preferenceApplied] = "wait=\(granted)"
-            headers[.accelBuffering] = "no"
-        } else {
-            page = try await read(context.channel)
+            live = ListRead.Live(
+                wait: LiveWait(feed: feed, limit: configuration.maximumWatchers, metrics: metrics), seconds: seconds, question: question,
+                interest: interest)
         }
-
-        if let top = options.query.top, top > 0, page.count == top {
-            let next = nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top)
-            headers[.link] = "<\(next)>; rel=next"
+        // A full page links the next one (`Link: <…>; rel=next`).
+        var next: (top: Int, url: String)?
+        if let top = options.query.top, top > 0 {
+            next = (top, nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top))
         }
-        // Tombstones older than this were removed (`--keep-deleted`): a client whose checkpoint
-        // is older may have missed deletes (docs/DESIGN.md §6.5).
-        if let horizon = page.deletedHorizon { headers[.deletedHorizon] = horizon.iso8601 }
-        // The table's record type, by its tag: a client reads `GET /tables/$schema/{table}` when
-        // it changed (docs/DESIGN.md §16).
-        if let schema = configuration.schema(of: table) { headers[.schemaTag] = schema.tag }
-        headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: page.bytes))
+        return ListRead(table: table, page: page, live: live, next: next, schemaTag: configuration.schema(of: table)?.tag)
     }
 
     /// A page's body, written straight to bytes in the serializer's key order: `{"count", "results"}`.
@@ -279,5 +281,55 @@ struct TableRoutes: Sendable {
         let authority = request.head.authority ?? "\(configuration.host):\(configuration.port)"
         let query = parameters.replacing("$skip", with: String(skip), keeping: keeping)
         return "\(scheme)://\(authority)\(request.uri.path)?\(query)"
+    }
+}
+
+/// A list read worked out before its page is read (`TableRoutes.listRead`): an object, so that
+/// the handler's async frame holds one reference to it.
+private final class ListRead: Sendable {
+    /// What a held read waits with.
+    struct Live: Sendable {
+        let wait: LiveWait
+        let seconds: Int
+        let question: LiveQuestion
+        let interest: LiveInterest
+    }
+
+    let table: String
+    let page: @Sendable ((any Channel)?) async throws -> PageBody
+    /// Set when the read asks to be held and the server holds reads.
+    let live: Live?
+    /// The page size asked for, and the next page's address.
+    let next: (top: Int, url: String)?
+    let schemaTag: String?
+
+    init(
+        table: String, page: @escaping @Sendable ((any Channel)?) async throws -> PageBody, live: Live?, next: (top: Int, url: String)?,
+        schemaTag: String?
+    ) {
+        self.table = table
+        self.page = page
+        self.live = live
+        self.next = next
+        self.schemaTag = schemaTag
+    }
+
+    /// The answer, with the headers that depend on the page; `granted` is the wait applied, for a held read.
+    @inline(never)
+    func response(_ page: PageBody, granted: Int? = nil) -> Response {
+        var headers: HTTPFields = [:]
+        if let granted {
+            headers[.preferenceApplied] = "wait=\(granted)"
+            headers[.accelBuffering] = "no"
+        }
+        if let next, page.count == next.top { headers[.link] = "<\(next.url)>; rel=next" }
+        // Tombstones older than this were removed (`--keep-deleted`): a client whose checkpoint
+        // is older may have missed deletes (docs/DESIGN.md §6.5).
+        if let horizon = page.deletedHorizon { headers[.deletedHorizon] = horizon.iso8601 }
+        // The table's record type, by its tag: a client reads `GET /tables/$schema/{table}` when
+        // it changed (docs/DESIGN.md §16).
+        if let schemaTag { headers[.schemaTag] = schemaTag }
+        headers[.contentType] = "application/json; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: page.bytes))
     }
 }
