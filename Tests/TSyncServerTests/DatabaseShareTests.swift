@@ -56,9 +56,10 @@ import TSyncModel
             let slowest = ContinuousClock.now - started
             #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "\(statuses)")
             #expect(slowest > .seconds(4), "alice's reads were slow: \(slowest)")
-            // Generous against a loaded machine: her reads took seconds, up to the 6 s deadline.
-            #expect(read < .seconds(2), "bob's page took \(read) while alice's reads took \(slowest)")
-            #expect(login < .seconds(2), "bob's login took \(login) while alice's reads took \(slowest)")
+            // Half the 6 s deadline her reads ran into, generous against a loaded machine (2.1 s
+            // once at a load of 25): held behind her, his would have waited for that deadline.
+            #expect(read < .seconds(3), "bob's page took \(read) while alice's reads took \(slowest)")
+            #expect(login < .seconds(3), "bob's login took \(login) while alice's reads took \(slowest)")
         }
     }
 
