@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Table rules' cost, a benchmark, not a test (SQLite server on loopback):
+# Table rules' cost, a benchmark, not a test (tsync serve on loopback):
 #   1. a batched push and a cold pull of COUNT records by an account, against a table with a
 #      group rule (--access items:read=group:team,write=group:team) and against the same table
 #      shared; each pair alternated ROUNDS times, medians compared (aim: grouped/shared >= 0.9 as
@@ -7,23 +7,30 @@
 #   2. a group's page of 50 (the first page of a pull, and one from the middle) read from tables of
 #      SIZES records over ten groups, the reader in one of them: p50 of 100 requests each (aim:
 #      flat, p50 at the largest at most 2x the smallest).
-# Usage: scripts/bench-access.sh   (COUNT=100000, SIZES="10000 100000 1000000", ROUNDS=3;
+# With -P the same on PostgreSQL (a database of its own per server in the server
+# TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh): there a shared
+# table's pull page is one call (`PullPage`), a group's the general path.
+# Usage: scripts/bench-access.sh [-P]   (COUNT=100000, SIZES="10000 100000 1000000", ROUNDS=3;
 # TSYNC_BIN=path skips the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+postgres=false
+while getopts "P" option; do
+    case "$option" in
+        P) postgres=true ;;
+        *) echo "usage: $0 [-P]" >&2; exit 64 ;;
+    esac
+done
+shift $((OPTIND - 1))
 count=${COUNT:-100000}
 read -r -a sizes <<<"${SIZES:-10000 100000 1000000}"
 rounds=${ROUNDS:-3}
 
-. scripts/lib/release-bin.sh
-. scripts/lib/serve.sh
-work=$(mktemp -d /tmp/tsync-bench-access.XXXXXX)
-cleanup() {
-    serve_stop_all
-    rm -rf "$work"
-}
-trap cleanup EXIT
 . scripts/lib/measure.sh
+tsync_for_bench bench-access
+. scripts/lib/serve.sh
+. scripts/lib/bench-databases.sh
+bench_databases access
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.0001; printf "%.2f", a / b }'; }
 password="bench access password"
@@ -36,13 +43,26 @@ items() {
     }'
 }
 
-# server NAME [ARGS...]: a server on its own database with the account alice in group g0; sets URL.
+# server NAME [ARGS...]: a server on a new database (DB) with the account alice in group g0; sets URL.
 server() {
     local name=$1
     shift
-    "$bin" user add alice --group g0 --password-stdin --db "sqlite:$work/$name.db" <<<"$password" 2>/dev/null
-    serve_start "$bin" "$work/$name.log" --db "sqlite:$work/$name.db" --max-tables 0 "$@"
+    DB=$(new_database "$name")
+    "$bin" user add alice --group g0 --password-stdin --db "$DB" <<<"$password" 2>/dev/null
+    serve_start "$bin" "$work/$name.log" --db "$DB" --max-tables 0 "$@"
     URL=$SERVE_URL
+}
+# sql STATEMENTS: run on the server's database DB (sqlite3 or psql), rows printed bare.
+sql() {
+    if [ "$postgres" = true ]; then psql -qAt -v ON_ERROR_STOP=1 "$DB" -c "$1"; else sqlite3 "${DB#sqlite:}" "$1"; fi
+}
+# forget: the server's database goes (a million records per size add up).
+forget() {
+    if [ "$postgres" = true ]; then
+        psql -q "$pg_admin_url" -c "DROP DATABASE IF EXISTS ${DB##*/} WITH (FORCE)" >/dev/null 2>&1 || true
+    else
+        rm -f "${DB#sqlite:}"*
+    fi
 }
 # store DIR URL: a store logged in as alice.
 store() {
@@ -50,7 +70,8 @@ store() {
     "$bin" -C "$1" login --user alice --password-stdin <<<"$password" >/dev/null 2>&1
 }
 
-echo "tsync table rules: group rule vs shared table ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
+backend=$([ "$postgres" = true ] && echo PostgreSQL || echo SQLite)
+echo "tsync table rules on $backend: group rule vs shared table ($(nproc) cores, load$(uptime | sed 's/.*load average//'))"
 echo "== push and pull of $count records, $rounds rounds alternated"
 items "$count" >"$work/items.ndjson"
 push_shared=() push_group=() pull_shared=() pull_group=()
@@ -67,8 +88,10 @@ for round in $(seq 1 "$rounds"); do
         pulled=$(sqlite3 "$work/r-$kind-$round/.tsync/store.sqlite" "SELECT count(*) FROM records")
         [ "$pulled" = "$count" ] || { echo "the $kind pull holds $pulled records, not $count" >&2; exit 1; }
         serve_stop_all
-        rm -rf "$work/w-$kind-$round" "$work/r-$kind-$round" "$work/$kind-$round.db"*
+        forget
+        rm -rf "$work/w-$kind-$round" "$work/r-$kind-$round"
     done
+    echo "round $round done (load$(uptime | sed 's/.*load average//'))"
 done
 ps=$(median "${push_shared[@]}") pg=$(median "${push_group[@]}") ls=$(median "${pull_shared[@]}") lg=$(median "${pull_group[@]}")
 echo "push: shared ${ps}s (${push_shared[*]}), group rule ${pg}s (${push_group[*]}); rate ratio $(ratio "$ps" "$pg") (aim >= 0.9)"
@@ -84,13 +107,23 @@ for size in "${sizes[@]}"; do
         -d '{"id":"seed","team":"g0"}' "$URL/tables/items"
     # The records straight into the server's table, as its writes store them: times one
     # millisecond apart, groups in turn.
-    sqlite3 "$work/page-$size.db" "
-        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $size - 1)
-        INSERT INTO t_items (id, created_at, updated_at, version, deleted, owner, body)
-        SELECT printf('item-%08d', i), t, t, printf('%016x', i), 0, NULL,
-               '{\"team\":\"g' || (i % 10) || '\",\"text\":\"record number ' || i || '\",\"priority\":' || (i % 1000) || '}'
-        FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch') AS t FROM n);"
-    middle=$(sqlite3 "$work/page-$size.db" "SELECT updated_at FROM t_items WHERE id = printf('item-%08d', $size / 2 - ($size / 2) % 10)")
+    if [ "$postgres" = true ]; then
+        sql "INSERT INTO tsync_records (table_name, id, created_at, updated_at, version, deleted, owner, body, body_text)
+            SELECT 'items', 'item-' || lpad(i::text, 8, '0'), t, t, lpad(to_hex(i), 16, '0'), false, NULL, b::jsonb, b
+            FROM (SELECT i, to_char(timestamp '2023-11-14 22:13:20' + i * interval '1 millisecond', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS t,
+                         '{\"priority\":' || (i % 1000) || ',\"team\":\"g' || (i % 10) || '\",\"text\":\"record number ' || i || '\"}' AS b
+                  FROM generate_series(0, $size - 1) AS i) AS s;
+            ANALYZE tsync_records;"
+        middle=$(sql "SELECT updated_at FROM tsync_records WHERE table_name = 'items' AND id = 'item-' || lpad(($size / 2 - ($size / 2) % 10)::text, 8, '0')")
+    else
+        sql "
+            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $size - 1)
+            INSERT INTO t_items (id, created_at, updated_at, version, deleted, owner, body)
+            SELECT printf('item-%08d', i), t, t, printf('%016x', i), 0, NULL,
+                   '{\"team\":\"g' || (i % 10) || '\",\"text\":\"record number ' || i || '\",\"priority\":' || (i % 1000) || '}'
+            FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch') AS t FROM n);"
+        middle=$(sql "SELECT updated_at FROM t_items WHERE id = printf('item-%08d', $size / 2 - ($size / 2) % 10)")
+    fi
     filter=$(jq -rn --arg t "$middle" '"updatedAt gt datetimeoffset'"'"'\($t)'"'"'" | @uri')
     for page in first middle; do
         query='$orderby=updatedAt,id&$top=50&__includeDeleted=true'
@@ -104,10 +137,10 @@ for size in "${sizes[@]}"; do
         [ "$(jq '[.[] | select(.team != "g0")] | length' "$work/page.json")" = 0 ] || { echo "another group's record in the page" >&2; exit 1; }
         p50=$(median "${times[@]}")
         eval "${page}_p50+=(\"$p50\")"
-        echo "$size records: $page page p50 ${p50}s"
+        echo "$size records: $page page p50 ${p50}s (load$(uptime | sed 's/.*load average//'))"
     done
     serve_stop_all
-    rm -f "$work/page-$size.db"*
+    forget
 done
 echo "first page: p50 ratio largest/smallest $(ratio "${first_p50[-1]}" "${first_p50[0]}") (aim <= 2)"
 echo "middle page: p50 ratio largest/smallest $(ratio "${middle_p50[-1]}" "${middle_p50[0]}") (aim <= 2)"

@@ -91,6 +91,9 @@ public struct TSyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A command with more to do (the pull after a push, the next table of a sync) goes on after
     /// an answer it could not take, and stops after no answer: the server cannot be used now.
     public var noAnswer = false
+    /// For a read the server refused (a 4xx): its status. Settling tells a table the account may
+    /// no longer read (403, 404) from other failures by it.
+    public var refusedStatus: Int?
 
     public init(_ kind: Kind, _ message: String, requestNeverSent: Bool = false) {
         self.kind = kind

@@ -205,6 +205,51 @@ import TSyncModel
         }
     }
 
+    /// Settling against the server's copy of a table the account (or its token) may not read:
+    /// the copy cannot be known, so resolve says so in words, exits 1 and settles nothing.
+    @Test(arguments: backends) func settlingAgainstATableNoLongerReadableKeepsTheErrors(backend: Backend) async throws {
+        try await Self.withServer(backend, options: Self.rules + ["--access", "vault:read=role:admin,write=role:admin"]) {
+            url, db, directory in
+            let store = try await TSyncSandbox(remote: url)
+            let login = try await store.run(["login", "--user", "bob", "--password-stdin"], stdin: Self.password + "\n")
+            #expect(login.status == 0, "\(login)")
+            try await store.ok(["insert", "vault", #"{"id": "v1", "n": 1}"#])
+            #expect(try await store.run(["push"]).status == 2)
+            for resolution in ["--theirs", "--ours", "--merge"] {
+                let resolve = try await store.run(["resolve", "--all", resolution])
+                #expect(resolve.status == 1, "\(resolution): \(resolve)")
+                #expect(
+                    resolve.stderr.contains("HTTP 403") && resolve.stderr.contains("may no longer read the table")
+                        && resolve.stderr.contains("nothing was settled, the error stays in the error table"), "\(resolve.stderr)")
+            }
+            let errors = try JSONOutput.array(try await store.run(["conflicts", "--json"]).stdout)
+            #expect(errors.count == 1 && errors.first?.objectValue?["class"] == "forbidden", "\(errors)")
+            let local = try JSONOutput.object(try await store.ok(["get", "vault", "v1"]))
+            #expect(JSONOutput.int(local["n"]) == 1, "the local record as it was: \(local)")
+
+            // A token narrowed to docs, for an account that reads prices: the same, for each error.
+            let alice = try await TSyncSandbox(remote: url)
+            let aliceLogin = try await alice.run(["login", "--user", "alice", "--password-stdin"], stdin: Self.password + "\n")
+            #expect(aliceLogin.status == 0, "\(aliceLogin)")
+            try await alice.ok(["insert", "prices", #"{"id": "p1", "eur": 1}"#])
+            try await alice.ok(["insert", "prices", #"{"id": "p2", "eur": 2}"#])
+            try await alice.ok(["push"])
+            let minted = try await TSyncProcess.run(
+                ["user", "token", "alice", "--table", "docs", "--ttl", "1h", "--db", db], in: directory.path)
+            let token = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try await alice.ok(["update", "prices", "p1", "--set", "eur=3"])
+            try await alice.ok(["update", "prices", "p2", "--set", "eur=4"])
+            #expect(try await alice.run(["push"], environment: ["TSYNC_TOKEN": token]).status == 2)
+            let resolve = try await alice.run(["resolve", "--all", "--theirs"], environment: ["TSYNC_TOKEN": token])
+            #expect(resolve.status == 1 && resolve.stderr.contains("the 2 errors stay in the error table"), "\(resolve)")
+            #expect(try JSONOutput.array(try await alice.run(["conflicts", "--json"]).stdout).count == 2)
+            // With the account's own token the same errors settle.
+            let settled = try await alice.run(["resolve", "--all", "--theirs"])
+            #expect(settled.status == 0, "\(settled)")
+            #expect(try JSONOutput.array(try await alice.run(["conflicts", "--json"]).stdout).isEmpty)
+        }
+    }
+
     @Test(arguments: backends) func rolesAndGroupsApplyAtTheNextRequest(backend: Backend) async throws {
         try await Self.withServer(backend) { url, db, directory in
             let alice = try await Self.login(url, "alice")

@@ -108,6 +108,81 @@ import TSyncModel
         }
     }
 
+    /// Records that left bob's view, some by several moves through his groups, reach his next
+    /// incremental pull once each, walked in pages of 7 after tsync's checkpoint (so every kind
+    /// of change meets page boundaries), and the records still readable once each, as they are.
+    @Test(arguments: AccessRuleTests.backends) func eachRecordThatLeftTheViewComesOncePerPull(backend: Backend) async throws {
+        try await AccessRuleTests.withServer(backend, options: Self.rules) { url, db, directory in
+            try await Self.user(["group", "alice", "--add", "b", "--add", "c", "--add", "d"], db, directory)
+            try await Self.user(["group", "bob", "--add", "a", "--add", "c"], db, directory)
+            let alice = try await AccessRuleTests.login(url, "alice")
+            let bob = try await AccessRuleTests.login(url, "bob")
+            let ids = (0..<60).map { "r" + String($0 + 100) }
+            for id in ids {
+                #expect(try await HTTP.send("POST", url + "/tables/docs", body: #"{"id":"\#(id)","team":"a"}"#, token: alice).status == 201)
+            }
+            let start = try await Self.walk(url, "docs", after: nil, token: bob)
+            #expect(start.count == 60 && start.allSatisfy { !$0.deleted }, "\(start.count)")
+            let checkpoint = try #require(start.last)
+            // r100–r119 leave once (a to d), r120–r139 twice (a to b to d), r140–r149 three times
+            // (a to c to a to d); r150–r159 move to b, which bob still reads.
+            func move(_ id: String, _ teams: [String]) async throws {
+                for team in teams {
+                    let reply = try await HTTP.send("PATCH", url + "/tables/docs/" + id, body: #"{"team":"\#(team)"}"#, token: alice)
+                    #expect(reply.status == 200, "\(id) to \(team): \(reply.status) \(reply.body)")
+                }
+            }
+            for (index, id) in ids.enumerated() {
+                switch index {
+                case ..<20: try await move(id, ["d"])
+                case ..<40: try await move(id, ["b", "d"])
+                case ..<50: try await move(id, ["c", "a", "d"])
+                default: try await move(id, ["b"])
+                }
+            }
+            let pulled = try await Self.walk(url, "docs", after: checkpoint, token: bob)
+            var times: [String: Int] = [:]
+            for item in pulled { times[item.id, default: 0] += 1 }
+            let left = Set(ids.prefix(50))
+            #expect(pulled.count == 60, "one item per record, not \(pulled.count): \(times.filter { $0.value > 1 })")
+            #expect(times.allSatisfy { $0.value == 1 } && Set(times.keys) == Set(ids), "\(times.filter { $0.value != 1 })")
+            #expect(pulled.allSatisfy { $0.deleted == left.contains($0.id) }, "the 50 that left as deletions, the 10 in b as they are")
+            #expect(try await Self.walk(url, "docs", after: pulled.last, token: bob).isEmpty)
+        }
+    }
+
+    /// An incremental pull as tsync walks it: pages of 7 after the checkpoint (`updatedAt`, `id`).
+    static func walk(_ url: String, _ table: String, after start: PulledItem?, token: String) async throws -> [PulledItem] {
+        var items: [PulledItem] = []
+        var last = start
+        for _ in 0..<100 {
+            var query = "$orderby=updatedAt,id&__includeDeleted=true&$top=7"
+            if let last {
+                let time = "datetimeoffset'\(last.updatedAt)'"
+                let filter = "updatedAt ge \(time) and (updatedAt gt \(time) or updatedAt eq \(time) and id gt '\(last.id)')"
+                query += "&$filter=" + (filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            }
+            let reply = try await HTTP.send("GET", url + "/tables/\(table)?" + query, token: token)
+            #expect(reply.status == 200, "\(reply.status) \(reply.body)")
+            guard case .array(let array) = try JSONParser.parse(reply.body), !array.isEmpty else { return items }
+            for item in array {
+                let object = try #require(item.objectValue)
+                let id = try #require(object["id"]?.stringValue)
+                let updatedAt = try #require(object["updatedAt"]?.stringValue)
+                items.append(PulledItem(id: id, updatedAt: updatedAt, deleted: object["deleted"] == .bool(true)))
+            }
+            last = items.last
+        }
+        Issue.record("the walk did not end in 100 pages")
+        return items
+    }
+
+    struct PulledItem {
+        var id: String
+        var updatedAt: String
+        var deleted: Bool
+    }
+
     /// A model: accounts, groups and a role change between rounds, records move between groups,
     /// and after every round each store, pulled incrementally (one also watching), holds exactly
     /// what its account may read by the test's own evaluation of the rules over the server's rows.

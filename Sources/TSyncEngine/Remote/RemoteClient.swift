@@ -190,9 +190,11 @@ package struct RemoteClient: Sendable {
             throw notASyncServer(response, instead: "a page of records")
         }
         guard response.status == 200 else {
-            throw readFailed(
+            var error = readFailed(
                 request, "failed with HTTP \(response.status): \(response.errorMessage ?? "no message")",
                 notNow: Self.isNotNow(response.status))
+            if error.kind == .failure { error.refusedStatus = response.status }
+            throw error
         }
         if response.json == nil {
             // Cut or damaged on the way (a proxy, a dropped connection behind it): the reader's

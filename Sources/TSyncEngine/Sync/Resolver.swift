@@ -152,9 +152,21 @@ package struct Resolver: Sendable {
             let found = try await ServerCopies.read(keys, from: remote)
             for key in keys { copies[key] = found[key].map(ServerCopy.record) ?? ServerCopy.none }
         } catch {
+            if let status = error.refusedStatus, status == 403 || status == 404 { throw Self.unreadable(error, errors: errors) }
             guard error.kind == .unreachable else { throw error }
         }
         return copies
+    }
+
+    /// A table the server no longer shows this account (a rule, a role or group it lost, a token
+    /// narrowed to other tables): its copy cannot be known, so nothing is settled and every error
+    /// stays, and the words say why rather than only the status.
+    static func unreadable(_ error: TSyncError, errors: [ConflictDetails]) -> TSyncError {
+        let kept = errors.count == 1 ? "the error stays" : "the \(errors.count) errors stay"
+        return TSyncError(
+            .failure,
+            "\(error.fact ?? error.message): the account, or this token, may no longer read the table, so the server's copy cannot be known; nothing was settled, \(kept) in the error table (--discard or --cancel settles without the server's copy)"
+        )
     }
 }
 

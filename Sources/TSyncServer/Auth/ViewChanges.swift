@@ -49,6 +49,15 @@ public struct ViewChanges: Sendable, Hashable {
     /// lowest `updatedAt` any other filter admits; nil for the start.
     static func position(_ filter: FilterExpression?) -> Position? {
         guard let filter else { return nil }
+        if let checkpoint = checkpoint(filter) { return checkpoint }
+        if let strict = strictBound(filter) { return Position(at: strict.iso8601, id: nil, inclusive: false) }
+        return PullBound.lowest(filter).map { Position(at: $0.iso8601, id: nil, inclusive: true) }
+    }
+
+    /// tsync's checkpoint as the filter or one of its AND terms: the view's group filter, and a
+    /// pull's own filter, are ANDed with it. Read as a bound on time alone, the next page met the
+    /// last one's changes at its time again (a tombstone twice, at each page's end).
+    private static func checkpoint(_ filter: FilterExpression) -> Position? {
         if case .binary(.and, .binary(.ge, .field("updatedAt"), .literal(.dateTime(let from))), let after) = filter,
             case .binary(.or, .binary(.gt, .field("updatedAt"), .literal(.dateTime(let later))), let same) = after,
             case .binary(.and, .binary(.eq, .field("updatedAt"), .literal(.dateTime(let equal))), let idAfter) = same,
@@ -56,8 +65,8 @@ public struct ViewChanges: Sendable, Hashable {
         {
             return Position(at: from.iso8601, id: id, inclusive: false)
         }
-        if let strict = strictBound(filter) { return Position(at: strict.iso8601, id: nil, inclusive: false) }
-        return PullBound.lowest(filter).map { Position(at: $0.iso8601, id: nil, inclusive: true) }
+        if case .binary(.and, let left, let right) = filter { return checkpoint(left) ?? checkpoint(right) }
+        return nil
     }
 
     /// `updatedAt gt T` as the filter or one of its AND terms.

@@ -212,6 +212,13 @@ enum PostgresSchema {
                 "ALTER TABLE tsync_account_labels ADD COLUMN since text COLLATE \"C\" NOT NULL DEFAULT ''",
             ]
         ),
+        PostgresMigration(
+            version: 11, name: "a record's exits by id",
+            statements: [
+                // docs/DESIGN.md §11.1: a pull takes only a record's last exit, looked up by id.
+                "CREATE INDEX tsync_record_exits_by_id ON tsync_record_exits (table_name, id, at)"
+            ]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.

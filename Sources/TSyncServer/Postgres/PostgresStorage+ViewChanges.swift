@@ -180,7 +180,10 @@ extension PostgresStorage {
                     SELECT e.id, coalesce(r.created_at, e.at), e.at, coalesce(r.version, 'gone'), true, '{}' FROM tsync_record_exits AS e
                     JOIN tsync_account_labels AS l ON l.account_name = $ACCOUNT AND l.kind = 'group' AND l.label = e.grp AND l.since < e.at
                     LEFT JOIN tsync_records AS r ON r.table_name = e.table_name AND r.id = e.id
-                    WHERE e.table_name = $TABLE AND NOT \(readable)
+                    WHERE e.table_name = $TABLE AND NOT \(readable) AND NOT EXISTS (
+                        SELECT 1 FROM tsync_record_exits AS later JOIN tsync_account_labels AS m ON m.account_name = $ACCOUNT
+                            AND m.kind = 'group' AND m.label = later.grp AND m.since < later.at
+                        WHERE later.table_name = e.table_name AND later.id = e.id AND later.at > e.at)
                     """, at: "e.at", id: "e.id", capped: true)
             return (
                 [exit],

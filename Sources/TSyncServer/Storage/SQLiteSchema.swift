@@ -141,6 +141,10 @@ enum SQLiteSchema {
                     ALTER TABLE tsync_account_labels ADD COLUMN since TEXT NOT NULL DEFAULT '';
                     """)
         }
+        migrator.registerMigration("v7: a record's exits by id") { db in
+            // docs/DESIGN.md §11.1: a pull takes only a record's last exit, looked up by id.
+            try db.execute(sql: "CREATE INDEX tsync_record_exits_by_id ON tsync_record_exits(table_name, id, at)")
+        }
         return migrator
     }()
 

@@ -170,14 +170,18 @@ extension SQLiteStorage {
                 """
             let exit =
                 // A record left a group the account was in then and is in now: deleted, at the
-                // time it left, unless the account may read it where it went.
+                // time it left, unless the account may read it where it went; of its exits from
+                // such groups only the last, so it comes once however often it moved.
                 arm(
                     """
                     SELECT e.id, coalesce(r.created_at, e.at), e.at, coalesce(r.version, 'gone'), 1, '{}' FROM tsync_record_exits AS e
                     JOIN tsync_account_labels AS l ON l.account_name = ? AND l.kind = 'group' AND l.label = e.grp AND l.since < e.at
                     LEFT JOIN \(record) AS r ON r.id = e.id
-                    WHERE e.table_name = ? AND NOT \(readable) AND $AFTER
-                    """, [account, table] + groupArguments, at: "e.at", id: "e.id")
+                    WHERE e.table_name = ? AND NOT \(readable) AND $AFTER AND NOT EXISTS (
+                        SELECT 1 FROM tsync_record_exits AS later JOIN tsync_account_labels AS m ON m.account_name = ? AND m.kind = 'group'
+                        AND m.label = later.grp AND m.since < later.at
+                        WHERE later.table_name = e.table_name AND later.id = e.id AND later.at > e.at)
+                    """, [account, table] + groupArguments, at: "e.at", id: "e.id", [account])
             return (
                 [exit],
                 [
