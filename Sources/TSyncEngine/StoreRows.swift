@@ -92,10 +92,16 @@ enum StoreRows {
         guard record.fields.count == localCount, record.fields.allSatisfy({ localFields[$0.key] == $0.value }) else {
             return try upsertRecord(db, table: table, record: record)
         }
-        try db.cachedStatement(sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
-            .execute(arguments: [
-                record.system.createdAt?.iso8601, record.system.updatedAt?.iso8601, record.system.version, table, record.id,
-            ])
+        // Once for each record a push sends: bound directly (`DirectBindings`).
+        let statement = try db.cachedStatement(
+            sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
+        var values = DirectBindings(statement)
+        try values.bind(record.system.createdAt)
+        try values.bind(record.system.updatedAt)
+        try values.bind(record.system.version)
+        try values.bind(table)
+        try values.bind(record.id)
+        try statement.execute()
         if db.changesCount == 0 { try upsertRecord(db, table: table, record: record) }
     }
 

@@ -23,6 +23,25 @@ public enum EntityTag {
     }
 
     public static func ifMatch(_ header: String) -> IfMatch {
+        singleQuotedTag(header) ?? generalIfMatch(header)
+    }
+
+    /// The header every tsync client sends, one quoted tag of ASCII (a push's every update has
+    /// one), read from its bytes: the general reading works on characters, 3% of a batched
+    /// push's server CPU for updates. Nil for any other header. `EntityTagTests` holds it to
+    /// `generalIfMatch`.
+    static func singleQuotedTag(_ header: String) -> IfMatch? {
+        let bytes = header.utf8
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return nil }
+        let inner = bytes.dropFirst().dropLast()
+        // ASCII only: a quote followed by a combining mark is one character, which the general
+        // reading does not take for a quote.
+        guard !inner.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: ",") }) else { return nil }
+        return .versions(inner.isEmpty ? [] : [String(Substring(inner))], hadWeakTags: false)
+    }
+
+    /// `ifMatch` for any header: comma-separated tags, white space around them, `*`, weak tags.
+    static func generalIfMatch(_ header: String) -> IfMatch {
         var versions: [String] = []
         var weak = false
         for part in header.split(separator: ",") {

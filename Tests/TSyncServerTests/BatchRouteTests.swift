@@ -191,6 +191,13 @@ import TSyncModel
             let mixed = try await http.post("/tables/$batch", ["operations": [big, small]])
             guard case .array(let results)? = mixed.object["results"] else { return }
             #expect(results.map { $0.objectValue?["status"] } == [413, 201], "an item over the limit fails alone")
+            // A body over the item limit has its items measured one by one; each of these fits.
+            let fitting: [JSONValue] = (0..<3).map {
+                ["method": "POST", "table": "t", "item": ["id": .string("fit\($0)"), "text": .string(String(repeating: "y", count: 400))]]
+            }
+            let measured = try await http.post("/tables/$batch", ["operations": .array(fitting)])
+            guard case .array(let fitted)? = measured.object["results"] else { return }
+            #expect(fitted.map { $0.objectValue?["status"] } == [201, 201, 201], "\(measured.text)")
 
             #expect(try await http.post("/tables/$batch", ["nope": 1]).status == 400)
             #expect(try await http.post("/tables/$batch", ["operations": [["method": "GET", "table": "t"]]]).object["results"] != nil)

@@ -36,7 +36,10 @@ struct BatchRoutes: Sendable {
     }
 
     @Sendable func batch(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let body = try await request.jsonObject(limit: configuration.maximumBatchBytes, maximumValues: configuration.maximumBatchValues)
+        let (body, bodyBytes) = try await request.jsonBody(
+            limit: configuration.maximumBatchBytes, maximumValues: configuration.maximumBatchValues)
+        // Every item of a body within the item limit is too: none is serialized again to be measured.
+        let itemsFit = bodyBytes <= configuration.maximumBodyBytes
         guard case .array(let operations)? = body["operations"] else {
             throw APIError.badRequest(#"a batch is {"operations": [...]}: the "operations" array is missing"#)
         }
@@ -57,7 +60,7 @@ struct BatchRoutes: Sendable {
         parsed.reserveCapacity(operations.count)
         for (index, operation) in operations.enumerated() {
             do throws(APIError) {
-                parsed.append(.success(try writeRequest(operation, context: context)))
+                parsed.append(.success(try writeRequest(operation, itemsFit: itemsFit, context: context)))
             } catch {
                 parsed.append(.failure(APIError(error.status, "operation \(index + 1): \(error.message)", item: error.item)))
             }
@@ -91,7 +94,9 @@ struct BatchRoutes: Sendable {
         return object["id"]?.stringValue ?? object["item"]?.objectValue?["id"]?.stringValue
     }
 
-    private func writeRequest(_ operation: JSONValue, context: ServerRequestContext) throws(APIError) -> WriteRequest {
+    /// The write an operation asks for. An item is measured as the serializer writes it, unless
+    /// `itemsFit` (the whole body was within the item limit).
+    private func writeRequest(_ operation: JSONValue, itemsFit: Bool, context: ServerRequestContext) throws(APIError) -> WriteRequest {
         guard let object = operation.objectValue else {
             throw APIError.badRequest("an operation is a JSON object, not \(operation.kindName)")
         }
@@ -109,7 +114,7 @@ struct BatchRoutes: Sendable {
         switch object["item"] {
         case nil, .null?: item = nil
         case .object(let value)?:
-            guard JSONSerializer.bytes(.object(value)).count <= configuration.maximumBodyBytes else {
+            guard itemsFit || JSONSerializer.bytes(.object(value)).count <= configuration.maximumBodyBytes else {
                 throw APIError(.contentTooLarge, "the item is larger than \(configuration.maximumBodyBytes) bytes")
             }
             item = value

@@ -8,6 +8,11 @@ extension Request {
     /// body holds more JSON values (keys included) than this, counted before it is parsed: parsed,
     /// a value costs several times its bytes (docs/DESIGN.md §10.1).
     func jsonObject(limit: Int, maximumValues: Int? = nil) async throws -> [String: JSONValue] {
+        try await jsonBody(limit: limit, maximumValues: maximumValues).object
+    }
+
+    /// `jsonObject`, with the size of the body it was read from.
+    func jsonBody(limit: Int, maximumValues: Int? = nil) async throws -> (object: [String: JSONValue], bytes: Int) {
         let bytes = try await bodyBytes(limit: limit)
         guard !bytes.isEmpty else { throw APIError.badRequest("the request has no body: send a JSON object") }
         if let maximumValues, Self.valueCount(bytes, stoppingAfter: maximumValues) > maximumValues {
@@ -22,7 +27,7 @@ extension Request {
         guard case .object(let object) = value else {
             throw APIError.badRequest("the body must be a JSON object, not \(value.kindName)")
         }
-        return object
+        return (object, bytes.count)
     }
 }
 
