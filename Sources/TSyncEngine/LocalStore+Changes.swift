@@ -264,22 +264,38 @@ extension LocalStore {
         rollingBack: Bool = false
     ) throws {
         let sql = rows.count == Self.insertChunkSize ? Self.chunkSQL[rollingBack ? 1 : 0] : Self.insertSQL(rows.count, rollingBack)
+        // The chunk's texts laid end to end and bound where they lie, while both statements run.
+        var texts: [UInt8] = []
+        texts.reserveCapacity(rows.reduce(table.utf8.count + queuedAt.utf8.count) { $0 + $1.id.utf8.count + $1.body.utf8.count })
+        texts.append(contentsOf: table.utf8)
+        texts.append(contentsOf: queuedAt.utf8)
+        for row in rows {
+            texts.append(contentsOf: row.id.utf8)
+            texts.append(contentsOf: row.body.utf8)
+        }
         let insertRecords = try db.cachedStatement(sql: sql.records)
-        var records = DirectBindings(insertRecords)
-        for row in rows {
-            try records.bind(table)
-            try records.bind(row.id)
-            try records.bind(row.body)
-        }
-        try insertRecords.execute()
         let insertOperations = try db.cachedStatement(sql: sql.operations)
-        var operations = DirectBindings(insertOperations)
-        for row in rows {
-            try operations.bind(table)
-            try operations.bind(row.id)
-            try operations.bind(queuedAt)
+        try texts.withUnsafeBufferPointer { texts in
+            let tableText = UnsafeBufferPointer(rebasing: texts[0..<table.utf8.count])
+            let queuedAtText = UnsafeBufferPointer(rebasing: texts[tableText.count..<tableText.count + queuedAt.utf8.count])
+            var records = DirectBindings(insertRecords)
+            var operations = DirectBindings(insertOperations)
+            var offset = tableText.count + queuedAtText.count
+            for row in rows {
+                let id = UnsafeBufferPointer(rebasing: texts[offset..<offset + row.id.utf8.count])
+                offset += id.count
+                let body = UnsafeBufferPointer(rebasing: texts[offset..<offset + row.body.utf8.count])
+                offset += body.count
+                try records.bind(unowned: tableText)
+                try records.bind(unowned: id)
+                try records.bind(unowned: body)
+                try operations.bind(unowned: tableText)
+                try operations.bind(unowned: id)
+                try operations.bind(unowned: queuedAtText)
+            }
+            try insertRecords.execute()
+            try insertOperations.execute()
         }
-        try insertOperations.execute()
     }
 
     /// The statements of `insertRows` for `count` rows: made once for a whole chunk (plain, then

@@ -118,6 +118,44 @@ import TSyncModel
         #expect(generated.allSatisfy { $0.id.count == 36 })
     }
 
+    /// The readers put a record's fields in order once and reuse that order while the next
+    /// records name the same fields in the same order: records that then change their order, their
+    /// set, a name's length or a name's last letter, and nested objects at a body's start and end,
+    /// are stored as the general path stores them, and a name given twice is still refused.
+    @Test func recordsWhoseFieldsRepeatAndThenChangeAreStoredAsTheGeneralPathStoresThem() throws {
+        let long = String(repeating: "x", count: 40)
+        let fields = [
+            #"{"text":"a","b":1}"#, #"{"text":"b","b":2}"#, #"{"b":3,"text":"c"}"#, #"{"text":"d","b":4,"c":5}"#, #"{"text":"e","b":5}"#,
+            #"{"text":"f","bb":5,"c":6}"#, #"{"tex":"g","b":1,"c":2}"#, #"{"texu":"h","b":1,"c":2}"#, #"{"text":"i","c":1,"b":2}"#,
+            #"{"text":"j","c":1,"b":2}"#, #"{"x":{"z":1,"y":{"q":2,"p":3}},"a":"\#(long)"}"#,
+            #"{"x":{"z":1,"y":{"q":2,"p":3}},"a":"\#(long)"}"#, #"{"b":"\#(long)","a":{"z":1,"y":2}}"#,
+            #"{"b":"\#(long)","a":{"z":1,"y":2}}"#, #"{"z":1,"y":2}"#,
+        ]
+        // Every other record with its id last, which the serializer writes first.
+        let lines = fields.enumerated().map { offset, line in offset % 2 == 0 ? line.dropLast() + #","id":"n\#(offset)"}"# : line }
+        let input = Array(lines.joined(separator: "\n").utf8)
+        let fast = try #require(NewRecordsDecoder.decode(input))
+        let general = try RecordInput.objects(from: input).map { object in
+            let record = try RecordInput.newRecord(object)
+            return (id: record.id, body: StoredJSON.encode(record.fields))
+        }
+        #expect(fast.count == fields.count)
+        #expect(fast.map(\.body) == general.map(\.body))
+        #expect(fast[1].body == #"{"b":2,"text":"b"}"#)
+        #expect(fast[9].body == #"{"b":2,"c":1,"text":"j"}"#)
+        #expect(fast[11].body == #"{"a":"\#(long)","x":{"y":{"p":3,"q":2},"z":1}}"#)
+        // The same number of names as the order kept, one of them twice.
+        #expect(NewRecordsDecoder.decode(Array("{\"text\":\"a\",\"b\":1}\n{\"text\":\"a\",\"text\":2}".utf8)) == nil)
+        #expect(NewRecordsDecoder.decode(Array("{\"c\":1,\"b\":1}\n{\"c\":1,\"b\":2,\"b\":3}".utf8)) == nil)
+
+        // A page of the same records, read by the pull's reader.
+        let pageRecords = fields.enumerated().map { offset, line in #"{"id":"p\#(offset)","# + line.dropFirst() }
+        let page = "[" + pageRecords.joined(separator: ",") + "]"
+        let decoded = try #require(StoredPageDecoder.decode(Array(page.utf8)))
+        #expect(decoded.records == (try Self.general(page)))
+        #expect(decoded.records.map(\.body) == fast.map(\.body))
+    }
+
     @Test func csvRowsAreStoredAsTheGeneralPathStoresThem() throws {
         let text = "id,text,n,obj,createdAt,zz,é\r\nc1,\"hi, there\",12,{\"b\":1,\"a\":[1,2]},2020,true,x\nc2,plain,-0,null,,\"\",\n"
         let fast = try #require(CSVRecords.prepared(from: text))
