@@ -30,8 +30,9 @@ struct DirectBindings {
     }
 
     /// Binds the next parameter to the UTF-8 text `bytes` where they lie, without a copy: the
-    /// caller keeps them until the statement has run (and binds or clears it before it runs
-    /// again). A bulk insert's six texts a record were each copied to an allocation of SQLite's.
+    /// caller keeps them until the statement has run, and clears its bindings
+    /// (`sqlite3_clear_bindings`) before the bytes go. A bulk insert's six texts a record were
+    /// each copied to an allocation of SQLite's.
     mutating func bind(unowned bytes: UnsafeBufferPointer<UInt8>) throws {
         guard let address = bytes.baseAddress else { return try bind(bytes: bytes) }
         index += 1

@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 import TSyncModel
 
 /// Local changes: each writes the working copy and the operation queue in one transaction,
@@ -276,6 +277,11 @@ extension LocalStore {
         let insertRecords = try db.cachedStatement(sql: sql.records)
         let insertOperations = try db.cachedStatement(sql: sql.operations)
         try texts.withUnsafeBufferPointer { texts in
+            // No statement keeps an address into `texts` once they end, whatever throws.
+            defer {
+                sqlite3_clear_bindings(insertRecords.sqliteStatement)
+                sqlite3_clear_bindings(insertOperations.sqliteStatement)
+            }
             let tableText = UnsafeBufferPointer(rebasing: texts[0..<table.utf8.count])
             let queuedAtText = UnsafeBufferPointer(rebasing: texts[tableText.count..<tableText.count + queuedAt.utf8.count])
             var records = DirectBindings(insertRecords)
