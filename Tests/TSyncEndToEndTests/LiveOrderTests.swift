@@ -176,9 +176,9 @@ import TSyncModel
         #expect(await watcher.stop().status == 130)
     }
 
-    /// A conflict settled by the merge policy on a copy read from the server, while the watch's
-    /// pull brings a newer one (skipped: the change is queued): settling takes the newer copy,
-    /// and the `settled` event names the version the store holds.
+    /// A conflict settled by the merge policy on the copy its 412 carried, while the watch's pull
+    /// brings a newer one (skipped: the change is queued) before that answer arrives: settling
+    /// takes the newer copy, and the `settled` event names the version the store holds.
     @Test func settlingTakesTheNewerCopyAPullBroughtMeanwhile() async throws {
         let setup = try await Setup()
         defer { setup.proxy.close() }
@@ -186,12 +186,12 @@ import TSyncModel
         await watcher.waitFor("connected")
 
         // The watch's read is held with the other writer's first change, so w's change is
-        // made on the older copy and meets a conflict; the read of the server's copy for
-        // settling is held too, while the other writer changes r again.
+        // made on the older copy and meets a conflict; the push's answer, the 412 and the copy
+        // it carries, is held too, while the other writer changes r again.
         setup.proxy.hold(answerContains: #""id":"r""#) { $0.hasPrefix("GET /tables/todo?") && $0.contains("orderby") }
         try await setup.otherWrites(#"{"a": 1, "c": 1}"#)
         try await setup.proxy.waitUntilHeld(1)
-        setup.proxy.hold(answerContains: #""id":"r""#) { $0.hasPrefix("GET /tables/todo?") && !$0.contains("orderby") }
+        setup.proxy.hold(answerContains: #""status":412"#) { $0.hasPrefix("POST /tables/$batch") }
         try await setup.w.ok(["update", "todo", "r", #"{"a": 1}"#])
         try await setup.proxy.waitUntilHeld(2)
         try await setup.otherWrites(#"{"b": 1}"#)
