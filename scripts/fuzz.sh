@@ -45,10 +45,13 @@ stale() {
     [ -n "$(find "$@" -newer "$output" -print -quit)" ]
 }
 
+# library NAME [DEPENDENCY...]: rebuilt when a source or a library it uses is newer (a type of
+# TSyncModel that changed size, compiled into a stale TSyncQuery, overflows its callers' stacks).
 library() {
     local name=$1
+    shift
     local sources=(Sources/"$name"/*.swift)
-    if stale "$build/lib$name.a" "${sources[@]}"; then
+    if stale "$build/lib$name.a" "${sources[@]}" "$@"; then
         echo "building $name" >&2
         compile -module-name "$name" -emit-module -emit-module-path "$build/$name.swiftmodule" \
             -emit-library -static "${sources[@]}" -o "$build/lib$name.a"
@@ -57,7 +60,7 @@ library() {
 
 started=$(date +%s)
 library TSyncModel
-library TSyncQuery
+library TSyncQuery "$build/libTSyncModel.a"
 libraries=("$build/libTSyncQuery.a" "$build/libTSyncModel.a")
 for target in "${targets[@]}"; do
     case $target in
