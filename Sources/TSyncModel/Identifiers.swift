@@ -17,7 +17,10 @@ public enum Identifiers {
         }
         // Fast path for the usual ASCII id: a byte check instead of a Unicode property lookup.
         let forbidden = forbiddenIDMask
-        if id.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && forbidden & 1 << ($0 - 0x20) == 0 }) { return }
+        let allowed = { (byte: UInt8) in byte >= 0x20 && byte < 0x7F && forbidden & 1 << (byte - 0x20) == 0 }
+        // Over the bytes at once where the string has them so (a native string, short or long):
+        // a byte at a time through `utf8` was 3% of an insert's CPU, for every record's id.
+        if id.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(allowed) }) ?? id.utf8.allSatisfy(allowed) { return }
         for scalar in id.unicodeScalars {
             if scalar.properties.generalCategory == .control {
                 throw .invalidInput("invalid id \(quoted(id)): it contains a control character")

@@ -156,6 +156,39 @@ import TSyncModel
         #expect(decoded.records.map(\.body) == fast.map(\.body))
     }
 
+    /// A member's `,"name":` and a string's quotes are copied from the input in one piece where
+    /// it has them so: white space before or after a ',' or a ':', an id or an ignored property
+    /// just before a field (whose ',' is not the body's), and the same inside nested objects and
+    /// arrays, in and out of order, are stored as the general path stores them.
+    @Test func membersWrittenWithAndWithoutSpacingAreStoredAsTheGeneralPathStoresThem() throws {
+        let lines = [
+            #"{"id":"s1","a":"x","b" :1 ,"c": "y","d" : {"e":"f" , "g" :[ "h","i" ,{"j" :"k","l":null}]},"m":"é"}"#,
+            #"{"id":"s2", "b":1,"a" :"x","version":"v1","d":{ "g":["h"],"e" :"f"},"c":"y"}"#,
+            #"{ "a":"x","id":"s3","createdAt":"2026-01-02T03:04:05.006Z","m":"" ,"b":true}"#,
+            #"{"m":"é","updatedAt":null,"b":2,"a":"\u00e9","id":"s4"}"#,
+            #"{"a":"x","b":1,"c":"y","d":{"e":"f","g":["h","i",{"j":"k","l":null}]},"m":"é","id":"s5"}"#,
+        ]
+        let input = Array(lines.joined(separator: "\n").utf8)
+        let fast = try #require(NewRecordsDecoder.decode(input))
+        let general = try RecordInput.objects(from: input).map { object in
+            let record = try RecordInput.newRecord(object)
+            return (id: record.id, body: StoredJSON.encode(record.fields))
+        }
+        #expect(fast.map(\.id) == general.map(\.id))
+        #expect(fast.map(\.body) == general.map(\.body))
+        #expect(fast[0].body == #"{"a":"x","b":1,"c":"y","d":{"e":"f","g":["h","i",{"j":"k","l":null}]},"m":"é"}"#)
+        #expect(fast[0].body == fast[4].body)
+        #expect(fast[1].body == #"{"a":"x","b":1,"c":"y","d":{"e":"f","g":["h"]}}"#)
+        #expect(fast[2].body == #"{"a":"x","b":true,"m":""}"#)
+        #expect(fast[3].body == #"{"a":"é","b":2,"m":"é"}"#)
+
+        // The same records as a page, read by the pull's reader.
+        let page = "[" + lines.joined(separator: " ,") + "]"
+        let decoded = try #require(StoredPageDecoder.decode(Array(page.utf8)))
+        #expect(decoded.records == (try Self.general(page)))
+        #expect(decoded.records.map(\.body) == fast.map(\.body))
+    }
+
     @Test func csvRowsAreStoredAsTheGeneralPathStoresThem() throws {
         let text = "id,text,n,obj,createdAt,zz,é\r\nc1,\"hi, there\",12,{\"b\":1,\"a\":[1,2]},2020,true,x\nc2,plain,-0,null,,\"\",\n"
         let fast = try #require(CSVRecords.prepared(from: text))

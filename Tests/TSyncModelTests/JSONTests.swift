@@ -87,6 +87,14 @@ import Testing
             #expect(throws: TSyncError.self) { try Identifiers.validateRecordID(bad) }
         }
         #expect(throws: Never.self) { try Identifiers.validateRecordID("todo-1 é") }
+        // Short ids are held in the string itself, long ones in a buffer: the check reads both.
+        let long = String(repeating: "y", count: 40)
+        for bad in ["a\u{7F}b", "\u{1F}", long + "/", "/" + long, long + "\u{85}", long + "\u{0}"] {
+            #expect(throws: TSyncError.self, "\(bad)") { try Identifiers.validateRecordID(bad) }
+        }
+        for good in ["item-0000001", long, long + "é", " ~", String(repeating: "z", count: 255)] {
+            #expect(throws: Never.self, "\(good)") { try Identifiers.validateRecordID(good) }
+        }
     }
 
     @Test func tableNames() {
