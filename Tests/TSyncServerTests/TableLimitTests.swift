@@ -65,7 +65,9 @@ import TSyncModel
         #expect(lines.first == "index tab9.m: created")
         #expect(lines.contains { $0.hasPrefix("index t_tab7_ix_n") && $0.contains("on t_tab7 is no longer declared") }, "\(lines)")
         #expect(lines.count == 2, "\(lines)")
-        // A look at the schema per table took seconds here (it grows with the square of the tables).
-        #expect(elapsed < .seconds(1), "\(elapsed)")
+        // A look at the schema per table took seconds here (it grows with the square of the
+        // tables: 16 s at 6,000, about 4 s at these 3,000); 2 s leaves room for a loaded machine
+        // (1.2 s once at a load of 20).
+        #expect(elapsed < .seconds(2), "\(elapsed)")
     }
 }
