@@ -13,10 +13,11 @@ extension SQLiteStorage {
         // The first skip + top rows of each part: the page is found among them.
         let wide = widened
         let main = changes.readsRecords ? try statements(sqlName: sqlName, query, scope: scope) : nil
-        let mainWide = changes.readsRecords ? try statements(sqlName: sqlName, wide, scope: scope) : nil
+        // Without a skip (a pull's pages) the wide statements are the page's own.
+        let mainWide = skip == 0 ? main : changes.readsRecords ? try statements(sqlName: sqlName, wide, scope: scope) : nil
         let position = ViewChanges.position(query.filter)
-        let arms = Self.arms(sqlName: sqlName, table: SQLiteSchema.clockKey(table), changes, position, limit: wide.top)
         return try await clientRead { db in
+            let arms = Self.arms(sqlName: sqlName, table: SQLiteSchema.clockKey(table), changes, position, limit: wide.top)
             var page = RecordPage(records: [], totalCount: query.includeTotalCount ? 0 : nil)
             guard try Self.labelsHold(db, changes) else { return page }
             page.deletedHorizon = try Self.deletedHorizon(db, table: table)
@@ -24,7 +25,9 @@ extension SQLiteStorage {
             var found: [ViewChanges.Arm] = []
             func fetch(_ statements: [(String, StatementArguments)]) throws {
                 for (sql, arguments) in statements {
-                    let items = try Row.fetchAll(db, sql: sql, arguments: arguments).map { row -> PageRecord in
+                    // Cached: a pull's every page runs the same few statements (their text
+                    // varies only by table, field, number of groups and kind of position).
+                    let items = try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map { row -> PageRecord in
                         .stored(id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4], fields: row[5])
                     }
                     found.append(ViewChanges.Arm(items: items, full: wide.top.map { items.count >= $0 } ?? false))
@@ -44,11 +47,11 @@ extension SQLiteStorage {
                 // The label changes' rows are all at or after the first one's time: read only
                 // when the page may reach it (a full page of records before it would cut them).
                 if let first = try String.fetchOne(
-                    db, sql: "SELECT min(at) FROM tsync_label_changes WHERE account_name = ? AND at >= ?",
+                    db.cachedStatement(sql: "SELECT min(at) FROM tsync_label_changes WHERE account_name = ? AND at >= ?"),
                     arguments: [changes.account, position.at])
                 {
                     let main = try readMain()?.arm
-                    if main?.full != true || (main?.items.last.map { ViewChanges.key($0).at } ?? "") >= first { try fetch(arms.labels) }
+                    if main?.full != true || (main?.items.last.map { ViewChanges.key($0).at } ?? "") >= first { try fetch(arms.labels()) }
                 }
             }
             let owed = found.contains { !$0.items.isEmpty }
@@ -78,7 +81,7 @@ extension SQLiteStorage {
         var groups: Set<String> = []
         var roles: Set<String> = []
         for row in try Row.fetchAll(
-            db, sql: "SELECT kind, label FROM tsync_account_labels WHERE account_name = ?", arguments: [changes.account])
+            db.cachedStatement(sql: "SELECT kind, label FROM tsync_account_labels WHERE account_name = ?"), arguments: [changes.account])
         {
             switch AccountLabel(rawValue: row[0]) {
             case .group?: groups.insert(row[1])
@@ -100,14 +103,15 @@ extension SQLiteStorage {
     }
 
     /// One statement per kind of change, each in (time, id) order from `position`, at most
-    /// `limit` rows of (id, created_at, updatedAt as placed, version, deleted, body).
+    /// `limit` rows of (id, created_at, updatedAt as placed, version, deleted, body). The label
+    /// changes' are made only when asked for: most pages have none to read.
     /// None from the start (no position): such a store holds nothing to delete, and the walk
     /// brings every record it may read. Of a group or role joined, only the records the walk
     /// has passed (`updatedAt` at or before the position): it brings the others itself.
     static func arms(sqlName: String, table: String, _ changes: ViewChanges, _ position: ViewChanges.Position?, limit: Int?)
-        -> (exits: [(String, StatementArguments)], labels: [(String, StatementArguments)])
+        -> (exits: [(String, StatementArguments)], labels: () -> [(String, StatementArguments)])
     {
-        guard let position else { return ([], []) }
+        guard let position else { return ([], { [] }) }
         let passed = position.at
         let record = "\"\(sqlName)\""
         let account = changes.account
@@ -115,7 +119,8 @@ extension SQLiteStorage {
             if let last = position.id { return ("(\(at) > ? OR (\(at) = ? AND \(id) > ?))", [position.at, position.at, last]) }
             return (position.inclusive ? "\(at) >= ?" : "\(at) > ?", [position.at])
         }
-        let bound = "LIMIT \(limit ?? -1)"
+        // An argument, not text: the cached statements do not grow with the pages' sizes.
+        let bound: [(any DatabaseValueConvertible)?] = [limit ?? -1]
         func arm(
             _ sql: String, _ before: [(any DatabaseValueConvertible)?], at: String, id: String,
             _ rest: [(any DatabaseValueConvertible)?] = []
@@ -124,8 +129,8 @@ extension SQLiteStorage {
         {
             let (condition, arguments) = after(at, id)
             return (
-                sql.replacingOccurrences(of: "$AFTER", with: condition) + " ORDER BY \(at), \(id) \(bound)",
-                StatementArguments(before + arguments + rest)
+                sql.replacingOccurrences(of: "$AFTER", with: condition) + " ORDER BY \(at), \(id) LIMIT ?",
+                StatementArguments(before + arguments + rest + bound)
             )
         }
         switch changes.rule {
@@ -134,27 +139,31 @@ extension SQLiteStorage {
                 // Joined the role: every record, as it is, at the time it was given.
                 return (
                     [],
-                    [
-                        arm(
-                            """
-                            SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
-                            JOIN \(record) AS r ON r.updated_at <= c.at
-                            WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 1 AND r.updated_at <= ? AND $AFTER
-                            """, [account, role, passed], at: "c.at", id: "r.id")
-                    ]
+                    {
+                        [
+                            arm(
+                                """
+                                SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
+                                JOIN \(record) AS r ON r.updated_at <= c.at
+                                WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 1 AND r.updated_at <= ? AND $AFTER
+                                """, [account, role, passed], at: "c.at", id: "r.id")
+                        ]
+                    }
                 )
             }
             // Lost the role: every record that existed then, deleted, at the time it was lost.
             return (
                 [],
-                [
-                    arm(
-                        """
-                        SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
-                        JOIN \(record) AS r ON r.created_at <= c.at
-                        WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 0 AND $AFTER
-                        """, [account, role], at: "c.at", id: "r.id")
-                ]
+                {
+                    [
+                        arm(
+                            """
+                            SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
+                            JOIN \(record) AS r ON r.created_at <= c.at
+                            WHERE c.account_name = ? AND c.kind = 'role' AND c.label = ? AND c.joined = 0 AND $AFTER
+                            """, [account, role], at: "c.at", id: "r.id")
+                    ]
+                }
             )
         case .group(let field):
             let value = SQLiteSchema.querySchema.indexExpression(field)
@@ -184,43 +193,45 @@ extension SQLiteStorage {
                     """, [account, table] + groupArguments, at: "e.at", id: "e.id", [account])
             return (
                 [exit],
-                [
+                {
+                    [
 
-                    // The account left a group: the group's records then, deleted, at the time it left
-                    // (those unchanged since; those changed since, by their history; those that left
-                    // the group while it was in it).
-                    arm(
-                        """
-                        SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
-                        JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
-                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list)
-                        AND $AFTER
-                        """, [account] + groupArguments, at: "c.at", id: "r.id"),
-                    arm(
-                        """
-                        SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
-                        JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at > c.at AND r.created_at <= c.at
-                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list) AND \(wasIn)
-                        AND $AFTER
-                        """, [account] + groupArguments + [table], at: "c.at", id: "r.id"),
-                    arm(
-                        """
-                        SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), 1, '{}' FROM tsync_label_changes AS c
-                        JOIN tsync_record_exits AS e ON e.table_name = ? AND e.grp = c.label AND e.at > c.since
-                        JOIN \(record) AS r ON r.id = e.id
-                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND NOT \(readable) AND (e.at <= c.at OR \(wasIn))
-                        AND $AFTER
-                        """, [table, account] + groupArguments + [table], at: "c.at", id: "e.id"),
-                    // The account joined a group: the group's records as they are, at the time it joined
-                    // (those changed since come as they are, at their own time).
-                    arm(
-                        """
-                        SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
-                        JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
-                        WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 1 AND c.label IN \(list)
-                        AND r.updated_at <= ? AND $AFTER
-                        """, [account] + groupArguments + [passed], at: "c.at", id: "r.id"),
-                ]
+                        // The account left a group: the group's records then, deleted, at the time it left
+                        // (those unchanged since; those changed since, by their history; those that left
+                        // the group while it was in it).
+                        arm(
+                            """
+                            SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
+                            JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
+                            WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list)
+                            AND $AFTER
+                            """, [account] + groupArguments, at: "c.at", id: "r.id"),
+                        arm(
+                            """
+                            SELECT r.id, r.created_at, c.at, r.version, 1, '{}' FROM tsync_label_changes AS c
+                            JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at > c.at AND r.created_at <= c.at
+                            WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND c.label NOT IN \(list) AND \(wasIn)
+                            AND $AFTER
+                            """, [account] + groupArguments + [table], at: "c.at", id: "r.id"),
+                        arm(
+                            """
+                            SELECT e.id, coalesce(r.created_at, e.at), c.at, coalesce(r.version, 'gone'), 1, '{}' FROM tsync_label_changes AS c
+                            JOIN tsync_record_exits AS e ON e.table_name = ? AND e.grp = c.label AND e.at > c.since
+                            JOIN \(record) AS r ON r.id = e.id
+                            WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 0 AND NOT \(readable) AND (e.at <= c.at OR \(wasIn))
+                            AND $AFTER
+                            """, [table, account] + groupArguments + [table], at: "c.at", id: "e.id"),
+                        // The account joined a group: the group's records as they are, at the time it joined
+                        // (those changed since come as they are, at their own time).
+                        arm(
+                            """
+                            SELECT r.id, r.created_at, c.at, r.version, r.deleted, r.body FROM tsync_label_changes AS c
+                            JOIN \(record) AS r ON \(value) = c.label AND \(isText) AND r.updated_at <= c.at
+                            WHERE c.account_name = ? AND c.kind = 'group' AND c.joined = 1 AND c.label IN \(list)
+                            AND r.updated_at <= ? AND $AFTER
+                            """, [account] + groupArguments + [passed], at: "c.at", id: "r.id"),
+                    ]
+                }
             )
         }
     }
