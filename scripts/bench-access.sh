@@ -14,14 +14,9 @@
 # TSYNC_BIN=path skips the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-postgres=false
-while getopts "P" option; do
-    case "$option" in
-        P) postgres=true ;;
-        *) echo "usage: $0 [-P]" >&2; exit 64 ;;
-    esac
-done
-shift $((OPTIND - 1))
+. scripts/lib/bench-databases.sh
+bench_options "[-P]" "$@"
+set -- ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}
 count=${COUNT:-100000}
 read -r -a sizes <<<"${SIZES:-10000 100000 1000000}"
 rounds=${ROUNDS:-3}
@@ -29,7 +24,6 @@ rounds=${ROUNDS:-3}
 . scripts/lib/measure.sh
 tsync_for_bench bench-access
 . scripts/lib/serve.sh
-. scripts/lib/bench-databases.sh
 bench_databases access
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.0001; printf "%.2f", a / b }'; }

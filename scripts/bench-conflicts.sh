@@ -19,21 +19,15 @@
 # that tsync instead of building one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-postgres=false
-while getopts "P" option; do
-    case "$option" in
-        P) postgres=true ;;
-        *) echo "usage: $0 [-P] [COUNT]" >&2; exit 64 ;;
-    esac
-done
-shift $((OPTIND - 1))
+. scripts/lib/bench-databases.sh
+bench_options "[-P] [COUNT]" "$@"
+set -- ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}
 count=${1:-10000}
 rounds=${ROUNDS:-5}
 
 . scripts/lib/measure.sh
 tsync_for_bench bench-conflicts
 . scripts/lib/serve.sh
-. scripts/lib/bench-databases.sh
 bench_databases conflicts
 
 # records FIELD...: COUNT NDJSON lines of `items`, each with the named fields set (`text`,

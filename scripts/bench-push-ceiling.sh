@@ -13,14 +13,9 @@
 # CEILING_BIN=path use those binaries instead of building them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-postgres=false
-while getopts "P" option; do
-    case "$option" in
-        P) postgres=true ;;
-        *) echo "usage: $0 [-P] [COUNT]" >&2; exit 64 ;;
-    esac
-done
-shift $((OPTIND - 1))
+. scripts/lib/bench-databases.sh
+bench_options "[-P] [COUNT]" "$@"
+set -- ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"}
 count=${1:-100000}
 rounds=${ROUNDS:-5}
 
@@ -33,7 +28,6 @@ else
     ceiling_bin="$(swift build -c release --show-bin-path)/tsync-write-ceiling"
 fi
 . scripts/lib/serve.sh
-. scripts/lib/bench-databases.sh
 bench_databases ceiling
 
 # The records tsync-write-ceiling writes (its `fields`): new, or with `text` changed.

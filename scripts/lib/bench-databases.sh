@@ -6,6 +6,22 @@
 #                          drops every database new_database made and removes $work
 #   new_database ROUND     prints a new database URL for ROUND: a SQLite file in $work, or a new
 #                          PostgreSQL database (it runs in $( ), so what it made is kept in a file)
+#   bench_options USAGE ARGS...   reads the benchmarks' one option, -P (postgres=true), and leaves
+#                          the other arguments in BENCH_ARGS; any other option prints USAGE, exit 64
+
+bench_options() {
+    local usage=$1 argument
+    shift
+    postgres=false
+    BENCH_ARGS=()
+    for argument in "$@"; do
+        case "$argument" in
+            -P) postgres=true ;;
+            -*) echo "usage: $0 $usage" >&2; exit 64 ;;
+            *) BENCH_ARGS+=("$argument") ;;
+        esac
+    done
+}
 
 bench_databases() {
     bench_name=$1
