@@ -26,6 +26,18 @@ import TSyncModel
     }
 
     /// A stored record as the model sees it: deleted or not, its owner, its fields.
+    /// A new store for each account, logged in to `remote` with the tests' password.
+    static func loggedInStores(_ names: [String], remote: String) async throws -> [TSyncSandbox] {
+        var stores: [TSyncSandbox] = []
+        for name in names {
+            let store = try await TSyncSandbox(remote: remote)
+            let login = try await store.run(["login", "--user", name, "--password-stdin"], stdin: AccessRuleTests.password + "\n")
+            #expect(login.status == 0, "\(login)")
+            stores.append(store)
+        }
+        return stores
+    }
+
     struct Row {
         var deleted: Bool
         var owner: String?
@@ -65,14 +77,7 @@ import TSyncModel
             let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0"] + options, log: directory.path)
             defer { server.stop() }
             let url = try await server.waitForAddress()
-            var stores: [TSyncSandbox] = []
-            for account in accounts {
-                let store = try await TSyncSandbox(remote: url)
-                let login = try await store.run(
-                    ["login", "--user", account.name, "--password-stdin"], stdin: AccessRuleTests.password + "\n")
-                #expect(login.status == 0, "\(login)")
-                stores.append(store)
-            }
+            let stores = try await Self.loggedInStores(accounts.map(\.name), remote: url)
             var next = 0
             // What the run went through, so that it cannot pass by refusing or showing nothing.
             var refused = 0

@@ -205,14 +205,9 @@ import TSyncModel
             let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0"] + options, log: directory.path)
             defer { server.stop() }
             let url = try await server.waitForAddress()
-            var stores: [TSyncSandbox] = []
-            for account in accounts {
-                let store = try await TSyncSandbox(remote: url)
-                let login = try await store.run(
-                    ["login", "--user", account.name, "--password-stdin"], stdin: AccessRuleTests.password + "\n")
-                #expect(login.status == 0, "\(login)")
+            let stores = try await AccessModelTests.loggedInStores(accounts.map(\.name), remote: url)
+            for store in stores {
                 for table in tables { _ = try await store.run(["pull", table, "--query-id", "all"]) }
-                stores.append(store)
             }
             let watcher = try LiveSyncTests.Watcher(stores[1], ["--table", "gdocs", "--interval", "1"])
             defer { watcher.process.signal(SIGINT) }
