@@ -38,15 +38,7 @@ import TSyncModel
 
     /// Every row settling may write.
     private func rows(_ store: LocalStore) throws -> [String] {
-        try store.read { db in
-            try Row.fetchAll(db, sql: "SELECT tbl, id, body, created_at, updated_at, version FROM records ORDER BY tbl, id")
-                .map { "records \($0)" }
-                + Row.fetchAll(db, sql: "SELECT seq, tbl, item_id, kind, state, item FROM operations ORDER BY seq").map {
-                    "operations \($0)"
-                }
-                + Row.fetchAll(db, sql: "SELECT tbl, id, item FROM bases ORDER BY tbl, id").map { "bases \($0)" }
-                + Row.fetchAll(db, sql: "SELECT id, operation_seq, http_status FROM errors ORDER BY id").map { "errors \($0)" }
-        }
+        try store.rowsForComparison(also: [("errors", "SELECT id, operation_seq, http_status FROM errors ORDER BY id")])
     }
 
     @Test(arguments: [1, 2, 4, LocalStore.settlePageSize])

@@ -27,15 +27,7 @@ import TSyncModel
 
     /// Every row of the tables an upsert writes, but the times a change was queued at.
     private func rows(_ store: LocalStore) throws -> [String] {
-        try store.read { db in
-            try Row.fetchAll(db, sql: "SELECT tbl, id, body, created_at, updated_at, version FROM records ORDER BY tbl, id")
-                .map { "records \($0)" }
-                + Row.fetchAll(db, sql: "SELECT seq, tbl, item_id, kind, state, item FROM operations ORDER BY seq").map {
-                    "operations \($0)"
-                }
-                + Row.fetchAll(db, sql: "SELECT tbl, id, item FROM bases ORDER BY tbl, id").map { "bases \($0)" }
-                + Row.fetchAll(db, sql: "SELECT name FROM tables ORDER BY name").map { "tables \($0)" }
-        }
+        try store.rowsForComparison(also: [("tables", "SELECT name FROM tables ORDER BY name")])
     }
 
     private func compare(csv text: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
