@@ -148,10 +148,14 @@ def at(p):
         if delta[le] >= n * p:
             return le
 print(f"server-side page time over {int(n)} pages: p50 <= {at(0.5)} s, p99 <= {at(0.99)} s (aim: p99 under 1 s)")
+if n:
+    print("share of pages within: " + ", ".join(f"{le} s {100 * delta[le] / n:.1f}%" for le in order if le != "+Inf"))
 ticks = (int(os.environ["TICKS_AFTER"]) - int(os.environ["TICKS_BEFORE"])) / os.sysconf("SC_CLK_TCK")
 if n:
     print(f"servers' CPU: {ticks:.1f} s in all, {1000 * ticks / n:.2f} ms a page")
 PY
 if [ -n "$haproxy_pid" ]; then
     echo "haproxy: $(grep -c 'is DOWN' "$work/haproxy.log" || true) instance(s) marked down during the run"
+    # Why, in haproxy's words ("Layer7 timeout", "Layer4 connection problem", the check's status).
+    grep 'is DOWN' "$work/haproxy.log" | sed 's/.*\(Server [^ ]* is DOWN\)/  \1/' | head -n 5 || true
 fi
