@@ -124,6 +124,41 @@ import TSyncModel
         #expect(try await server.terminate(signal: SIGTERM) == 0)
     }
 
+    /// New PostgreSQL sessions that take seconds to begin (a loaded database forks a process for
+    /// each; here a proxy in front of it holds every new connection 4 s): `/ready` keeps answering
+    /// 200 at once through the session it keeps open, while that session is renewed in the
+    /// background. A look that opened a session each time answered after the connection did,
+    /// past any balancer's check (on a machine at load 60: 5–7 s, and every instance was taken out).
+    @Test(.enabled(if: PostgresFixture.adminURL != nil, "TSYNC_TEST_POSTGRES_URL is not set: no PostgreSQL to test against"))
+    func readyAnswersAtOnceWhileNewSessionsAreSlowToBegin() async throws {
+        let directory = try TemporaryDirectory()
+        try await PostgresFixture.withFreshDatabase { db in
+            let proxy = try await SlowSessionProxy(upstream: db, directory: directory)
+            defer { proxy.process.signal(SIGKILL) }
+            let server = try ServerProcess(
+                arguments: ["serve", "--db", proxy.databaseURL, "--port", "0", "--no-auth"], log: directory.path)
+            defer { server.stop() }
+            let url = try await server.waitForAddress()
+            #expect(try await HTTP.send("GET", url + "/ready").status == 200)
+
+            proxy.slow(true)
+            var slowest = Duration.zero
+            let until = ContinuousClock.now + .seconds(9)
+            while ContinuousClock.now < until {
+                let asked = ContinuousClock.now
+                let ready = try await HTTP.send("GET", url + "/ready")
+                let took = ContinuousClock.now - asked
+                slowest = max(slowest, took)
+                #expect(ready.status == 200, "\(ready.body)")
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            // The session was renewed meanwhile, and each renewal waited at the proxy.
+            #expect(proxy.held >= 1, "new sessions held by the proxy: \(proxy.held)")
+            #expect(slowest < .seconds(1), "the slowest /ready took \(slowest)")
+            proxy.slow(false)
+        }
+    }
+
     static func name(_ databaseURL: String) -> String { String(databaseURL.split(separator: "/").last ?? "") }
 
     /// `SELECT count(*) FROM from`, asked as the administrator.
@@ -157,4 +192,83 @@ struct TinyDisk {
 
     /// Lazily (`MNT_DETACH`, 2): a file still open there does not keep it mounted.
     func unmount() { umount2(path, 2) }
+}
+
+/// A TCP proxy in front of PostgreSQL (python3, asyncio) that, while `slow` is on, holds each new
+/// connection 4 s before it connects it: a database slow to begin sessions, the connections
+/// already open untouched.
+final class SlowSessionProxy {
+    let process: ChildProcess
+    let databaseURL: String
+    private let flag: String
+    private let heldFile: String
+
+    init(upstream: String, directory: TemporaryDirectory) async throws {
+        guard let parts = upstream.firstMatch(of: /^(postgres(?:ql)?:\/\/[^@\/]*@?)([^:\/]+):(\d+)(\/.*)$/) else {
+            throw TSyncError.failure("cannot read the database URL \(upstream)")
+        }
+        flag = (directory.path as NSString).appendingPathComponent("slow")
+        heldFile = (directory.path as NSString).appendingPathComponent("held")
+        let announcement = (directory.path as NSString).appendingPathComponent("proxy-port")
+        let script = """
+            import asyncio, os, sys
+            host, port, flag, held_file = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+            held = 0
+            async def pipe(r, w):
+                try:
+                    while True:
+                        b = await r.read(65536)
+                        if not b: break
+                        w.write(b)
+                        await w.drain()
+                except Exception:
+                    pass
+                finally:
+                    w.close()
+            async def handle(cr, cw):
+                global held
+                if os.path.exists(flag):
+                    held += 1
+                    with open(held_file, "w") as f: f.write(str(held))
+                    await asyncio.sleep(4)
+                try:
+                    ur, uw = await asyncio.open_connection(host, port)
+                except Exception:
+                    cw.close()
+                    return
+                await asyncio.gather(pipe(cr, uw), pipe(ur, cw))
+            async def main():
+                server = await asyncio.start_server(handle, "127.0.0.1", 0)
+                print(server.sockets[0].getsockname()[1], flush=True)
+                async with server:
+                    await server.serve_forever()
+            asyncio.run(main())
+            """
+        let process = try ChildProcess(
+            "/usr/bin/python3", ["-u", "-c", script, String(parts.2), String(parts.3), flag, heldFile],
+            stdout: announcement, stderr: (directory.path as NSString).appendingPathComponent("proxy.log"))
+        self.process = process
+        let port = try await eventually {
+            Int(
+                String(decoding: FileManager.default.contents(atPath: announcement) ?? Data(), as: UTF8.self)
+                    .trimmingCharacters(in: .whitespacesAndNewlines))
+        } until: {
+            $0 != nil || !process.isRunning
+        }
+        guard let port else { throw TSyncError.failure("the proxy did not say its port") }
+        databaseURL = "\(parts.1)127.0.0.1:\(port)\(parts.4)"
+    }
+
+    func slow(_ on: Bool) {
+        if on {
+            FileManager.default.createFile(atPath: flag, contents: Data())
+        } else {
+            try? FileManager.default.removeItem(atPath: flag)
+        }
+    }
+
+    /// New connections held so far.
+    var held: Int {
+        Int(String(decoding: FileManager.default.contents(atPath: heldFile) ?? Data(), as: UTF8.self)) ?? 0
+    }
 }

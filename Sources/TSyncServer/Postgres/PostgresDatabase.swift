@@ -26,8 +26,9 @@ final class PostgresDatabase: Sendable {
     /// cancel finds the statement in `pg_stat_activity` whichever server process runs it.
     private let tagPrefix = "/*tsync " + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-"
     private let uses = Atomic<UInt64>(0)
-    /// `GET /ready`'s looks (`checkReady`).
+    /// `GET /ready`'s looks (`checkReady`), and the session they look through.
     let readiness = ReadinessCheck()
+    let readinessSession = ReadinessSession()
 
     private init(url: PostgresURL, client: PostgresClient, logger: Logger, statementTimeoutSeconds: Int?, maximumConnections: Int) {
         self.url = url
@@ -67,7 +68,14 @@ final class PostgresDatabase: Sendable {
             defer { group.cancelAll() }
             try await database.waitUntilReachable()
             if let migrations { try await PostgresSchema.migrate(database, migrations: migrations) }
-            return try await body(database)
+            do {
+                let result = try await body(database)
+                await database.readinessSession.close()
+                return result
+            } catch {
+                await database.readinessSession.close()
+                throw error
+            }
         }
     }
 

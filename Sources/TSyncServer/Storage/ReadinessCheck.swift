@@ -13,7 +13,10 @@ final class ReadinessCheck: Sendable {
         self.reuse = reuse
     }
 
-    /// `look`'s outcome, or a recent one's.
+    /// `look`'s outcome, or a recent one's. A check that is cancelled (its deadline passed) ends
+    /// at once, while the look it shared goes on for the next check: awaiting a task's value
+    /// waits for the task, whatever becomes of the waiter, so the answer's deadline would
+    /// otherwise be the database's.
     func check(_ look: @escaping @Sendable () async throws -> Void) async throws {
         let now = ContinuousClock.now
         let task = last.withLock { last in
@@ -22,7 +25,64 @@ final class ReadinessCheck: Sendable {
             last = (task, now)
             return task
         }
-        try await task.value
+        try await Self.outcome(of: task)
+    }
+
+    /// `task`'s outcome, or `CancellationError` as soon as the caller is cancelled.
+    static func outcome(of task: Task<Void, any Error>) async throws {
+        let waiter = Waiter()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                waiter.wait(continuation)
+                Task { waiter.end(await task.result) }
+            }
+        } onCancel: {
+            waiter.end(.failure(CancellationError()))
+        }
+    }
+
+    /// One continuation, resumed once by whichever comes first: the look's end or the caller's
+    /// cancellation (which may come before the continuation exists).
+    private final class Waiter: Sendable {
+        private enum State {
+            case waiting
+            case parked(CheckedContinuation<Void, any Error>)
+            case ended(Result<Void, any Error>)
+            case resumed
+        }
+        private let state = Mutex(State.waiting)
+
+        func wait(_ continuation: CheckedContinuation<Void, any Error>) {
+            let ended: Result<Void, any Error>? = state.withLock { state in
+                switch state {
+                case .waiting:
+                    state = .parked(continuation)
+                    return nil
+                case .ended(let result):
+                    state = .resumed
+                    return result
+                case .parked, .resumed:
+                    return nil
+                }
+            }
+            if let ended { continuation.resume(with: ended) }
+        }
+
+        func end(_ result: Result<Void, any Error>) {
+            let parked: CheckedContinuation<Void, any Error>? = state.withLock { state in
+                switch state {
+                case .waiting:
+                    state = .ended(result)
+                    return nil
+                case .parked(let continuation):
+                    state = .resumed
+                    return continuation
+                case .ended, .resumed:
+                    return nil
+                }
+            }
+            parked?.resume(with: result)
+        }
     }
 }
 
