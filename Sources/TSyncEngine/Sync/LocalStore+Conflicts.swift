@@ -56,8 +56,41 @@ struct ConflictRow {
     /// The `records` row (body, created_at, updated_at, version); nil for a delete's error.
     var record: (body: String, createdAt: String?, updatedAt: String?, version: String?)?
     var skipped: String?
+    /// The item sent, when the caller holds it decoded (a push settling a 412 it met): it is
+    /// taken instead of `sentItem`.
+    var sent: [String: JSONValue]?
 
     var item: ItemKey { ItemKey(table: table, id: itemID) }
+
+    /// The rows a push settling the answers of `operations` at once needs, by operation: an
+    /// error not recorded (id 0, HTTP 412, created `now`; the caller gives the message and the
+    /// item sent) with its item's base, record and skipped copy. An operation no longer queued
+    /// is absent.
+    static func fetch(_ db: Database, operations: [Int64], at now: Timestamp) throws -> [Int64: ConflictRow] {
+        guard !operations.isEmpty else { return [:] }
+        let createdAt = now.iso8601
+        var rows: [Int64: ConflictRow] = [:]
+        let cursor = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT o.seq, o.tbl, o.item_id, o.kind, b.item, r.body, r.created_at, r.updated_at, r.version, s.item
+                FROM json_each(?) j
+                JOIN operations o ON o.seq = j.value
+                LEFT JOIN bases b ON b.tbl = o.tbl AND b.id = o.item_id
+                LEFT JOIN records r ON r.tbl = o.tbl AND r.id = o.item_id AND o.kind <> 'delete'
+                LEFT JOIN skipped s ON s.tbl = o.tbl AND s.id = o.item_id
+                """,
+            arguments: [JSONSerializer.string(.array(operations.map(JSONValue.int)))])
+        while let row = try cursor.next() {
+            let seq: Int64 = row[0]
+            let body: String? = row[5]
+            rows[seq] = ConflictRow(
+                id: 0, operationSeq: seq, table: row[1], itemID: row[2], kind: OperationKind(rawValue: row[3]) ?? .update,
+                httpStatus: 412, message: "", sentItem: nil, serverItem: nil, createdAt: createdAt, base: row[4],
+                record: body.map { ($0, row[6], row[7], row[8]) }, skipped: row[9])
+        }
+        return rows
+    }
 
     /// The errors `ids` and `table` select (all when both are nil), in queue order.
     static func fetch(_ db: Database, ids: [Int64]?, table: String?) throws -> [ConflictRow] {
@@ -112,7 +145,7 @@ struct ConflictRow {
     {
         let error = OperationError(
             id: id, operationSeq: operationSeq, table: table, itemID: itemID, kind: kind, httpStatus: httpStatus, message: message,
-            sentItem: try decodeSentItem ? sentItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
+            sentItem: try decodeSentItem ? sent ?? sentItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
             serverItem: try decodeServerItem ? serverItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
             createdAt: Timestamp(iso8601: createdAt) ?? Timestamp(millisecondsSinceEpoch: 0))
         let base = try (decodeBase ? base : nil).map {
