@@ -166,14 +166,15 @@ extension LocalStore {
         // The page's errors and their items in one statement. Settling an error changes only its
         // own item's rows, so a row read here is what a read in the error's savepoint would find,
         // unless an error before it in the page had the same item: that one is read again.
+        let texts = page.reduce(into: ConflictRow.Texts()) { $0.formUnion(.settling($1.resolution)) }
         var rows: [Int64: ConflictRow] = [:]
-        for row in try ConflictRow.fetch(db, ids: page.map(\.errorID), table: nil) { rows[row.id] = row }
+        for row in try ConflictRow.fetch(db, ids: page.map(\.errorID), table: nil, texts: texts) { rows[row.id] = row }
         var touched = Set<ItemKey>()
         for settlement in page {
             do {
                 var row = rows[settlement.errorID]
                 if let known = row, touched.contains(known.item) {
-                    row = try ConflictRow.fetch(db, ids: [settlement.errorID], table: nil).first
+                    row = try ConflictRow.fetch(db, ids: [settlement.errorID], table: nil, texts: texts).first
                 }
                 guard let row else {
                     throw TSyncError(.invalidInput, "no error \(settlement.errorID) (already settled?)", remedy: .listErrors)
@@ -315,7 +316,10 @@ extension LocalStore {
     ///
     /// With `body`, the local record's fields become it in the same statement (a merge's result).
     static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, body: String? = nil) throws {
-        try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [details.error.id])
+        // An error a push settles as its answer is applied was never recorded (its id is 0).
+        if details.error.id != 0 {
+            try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [details.error.id])
+        }
         let rebaseOn: TSyncModel.Record?
         switch theirs {
         case .record(let record) where !record.system.deleted || details.error.kind != .delete: rebaseOn = record

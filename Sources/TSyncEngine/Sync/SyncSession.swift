@@ -188,7 +188,7 @@ public struct SyncSession: Sendable {
                     unread.append(details)
                 }
             }
-            copies.merge(try await Resolver(store: store, remote: remote).serverCopies(for: unread)) { _, read in read }
+            copies.merge(try await Resolver(store: store, remote: remote).serverCopies(for: unread.map(\.error))) { _, read in read }
             var settling: [(details: ConflictDetails, policy: ConflictPolicy)] = []
             var settlements: [Settlement] = []
             for details in conflicts {
@@ -358,14 +358,14 @@ public struct SyncSession: Sendable {
         }
         return try await withRemote { remote throws(TSyncError) in
             let report = try await Resolver(store: store, remote: remote).resolve(request)
-            let tables = Array(Set(report.entries.map(\.details.error.table))).sorted()
+            let tables = Array(Set(report.entries.map(\.error.table))).sorted()
             guard thenPush, !request.dryRun, !tables.isEmpty else { return ResolveResult(report: report) }
             let push = try await pushSettling(remote, tables: tables, policies: ConflictPolicies())
             events?(.pushed(push))
             // What the report says of each item is what the push left.
             var pushed = report
             for index in pushed.entries.indices {
-                let error = pushed.entries[index].details.error
+                let error = pushed.entries[index].error
                 pushed.entries[index].after = try store.itemState(table: error.table, id: error.itemID)
             }
             return ResolveResult(report: pushed, push: push)
