@@ -3,7 +3,8 @@ import Testing
 import TSyncModel
 
 /// Settling many conflicts in one command (the server's copies read several requests at a time,
-/// a page of errors settled per store transaction) against settling them one command per error:
+/// a page of errors settled per store transaction, a push's 412s settled as their answers are
+/// applied) against settling them one command per error:
 /// the same records on the server, the same store, the same errors left. Every kind of conflict
 /// is in the mix: fields that merge, fields that clash, an item deleted on either side, an id
 /// inserted on both. On SQLite, and on PostgreSQL when TSYNC_TEST_POSTGRES_URL names one.
