@@ -62,6 +62,7 @@ public struct PushSummary: Sendable, Equatable {
         items.add(next.items)
         written.add(next.written)
         failedOperations += next.failedOperations
+        settled.merge(next.settled, uniquingKeysWith: +)
         settledItems += next.settledItems
         interrupted = interrupted || next.interrupted
         rounds += 1
