@@ -158,7 +158,8 @@ import TSyncModel
         #expect(settled.values.allSatisfy { $0.policy == policy })
         if policy == .merge && prefer == nil {
             #expect(expected.values.contains { if case .refused = $0 { true } else { false } }, "a refused merge is among them")
-            #expect(try settledRows(atOnce.store).contains { $0.hasPrefix("skipped") && $0.contains("x4") }, "a refused merge changes nothing")
+            #expect(
+                try settledRows(atOnce.store).contains { $0.hasPrefix("skipped") && $0.contains("x4") }, "a refused merge changes nothing")
         }
         #expect(try settledRows(atOnce.store) == settledRows(general.store))
     }
@@ -182,7 +183,10 @@ import TSyncModel
     /// order they were recorded in.
     private func settledRows(_ store: LocalStore) throws -> [String] {
         try store.rowsForComparison(also: [
-            ("errors", "SELECT operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item FROM errors ORDER BY operation_seq"),
+            (
+                "errors",
+                "SELECT operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item FROM errors ORDER BY operation_seq"
+            ),
             ("skipped", "SELECT tbl, id, item FROM skipped ORDER BY tbl, id"),
         ])
     }
