@@ -163,7 +163,7 @@ struct ResolveCommand: AsyncParsableCommand, JournaledCommand {
         }
         for entry in refused {
             Console.note(
-                "not merged: error \(entry.details.error.id) (\(entry.details.error.table)/\(entry.details.error.itemID)): \(reasonText(entry.outcome))"
+                "not merged: error \(entry.error.id) (\(entry.error.table)/\(entry.error.itemID)): \(reasonText(entry.outcome))"
             )
         }
         if !refused.isEmpty {

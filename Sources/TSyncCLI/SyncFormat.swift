@@ -114,7 +114,7 @@ enum SyncFormat {
 
     /// `resolve --dry-run`: "#ID<TAB>TABLE/ID<TAB>WHAT".
     static func resolutionLine(_ entry: ResolveReport.Entry) -> String {
-        let error = entry.details.error
+        let error = entry.error
         let what: String
         switch (entry.outcome, entry.after.pending, entry.after.record) {
         case (.refused(let reason), _, _): what = "refused: " + reason

@@ -113,9 +113,9 @@ enum SyncReports {
                 }
                 let pending = entry.after.pending != nil
                 return [
-                    "id": .int(entry.details.error.id), "table": .string(entry.details.error.table),
-                    "itemId": .string(entry.details.error.itemID), "class": .string(entry.details.failureClass.rawValue),
-                    "kind": .string(entry.details.error.kind.rawValue), "settled": .bool(settled), "pending": .bool(pending),
+                    "id": .int(entry.error.id), "table": .string(entry.error.table),
+                    "itemId": .string(entry.error.itemID), "class": .string(entry.error.failureClass.rawValue),
+                    "kind": .string(entry.error.kind.rawValue), "settled": .bool(settled), "pending": .bool(pending),
                     "pendingKind": entry.after.pending.map { .string($0.rawValue) } ?? .null, "record": record(entry.after.record),
                     "reason": reason, "dryRun": .bool(dryRun),
                 ]

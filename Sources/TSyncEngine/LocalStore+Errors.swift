@@ -23,6 +23,11 @@ public struct OperationError: Sendable, Equatable {
     public var serverItem: [String: JSONValue]?
     /// When the failure was recorded.
     public var createdAt: Timestamp
+
+    /// The error's class (`version-conflict`, `missing`, …), from its operation and status.
+    public var failureClass: FailureClass { FailureClass(kind: kind, status: httpStatus ?? 0, message: message) }
+    /// Its item.
+    var item: ItemKey { ItemKey(table: table, id: itemID) }
 }
 
 /// What the push layer reports about a rejected operation.
@@ -148,6 +153,22 @@ extension LocalStore {
         }
     }
 
+    /// The errors `resolve` selects (all, of `table`, or of `ids`), in queue order, without the
+    /// items they keep (`sentItem`, `serverItem` nil): settling reads what it needs again in its
+    /// transaction, and decoding every error's items was a sixth of `resolve --all`.
+    package func errorsToSettle(ids: [Int64]? = nil, table: String? = nil) throws(TSyncError) -> [OperationError] {
+        try read { db in
+            if let table { try StoreRows.requireTable(db, table) }
+            if let ids {
+                return try StoreRows.errors(
+                    db, where: "id IN (SELECT value FROM json_each(?))", [JSONSerializer.string(.array(ids.map(JSONValue.int)))],
+                    withItems: false)
+            }
+            if let table { return try StoreRows.errors(db, where: "tbl = ?", [table], withItems: false) }
+            return try StoreRows.errors(db, where: "1", [], withItems: false)
+        }
+    }
+
     /// One error by its id, or nil.
     public func operationError(id: Int64) throws(TSyncError) -> OperationError? {
         try read { db in try StoreRows.errors(db, where: "id = ?", [id]).first }
@@ -164,13 +185,17 @@ extension LocalStore {
 }
 
 extension StoreRows {
-    static func errors(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [OperationError] {
+    /// The errors `condition` selects, in queue order; `withItems` false leaves their items nil.
+    static func errors(_ db: Database, where condition: String, _ arguments: StatementArguments, withItems: Bool = true) throws
+        -> [OperationError]
+    {
         // Cached: settling reads one error at a time, and compiling the statement each time
         // (GRDB's authorizer with it) was a fifth of what settling cost.
         try Row.fetchAll(
             db.cachedStatement(
                 sql: """
-                    SELECT id, operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item, created_at
+                    SELECT id, operation_seq, tbl, item_id, kind, http_status, message,
+                        \(withItems ? "sent_item, server_item" : "NULL, NULL"), created_at
                     FROM errors WHERE \(condition) ORDER BY operation_seq
                     """),
             arguments: arguments

@@ -3,7 +3,8 @@ import Testing
 import TSyncModel
 
 /// Settling many conflicts in one command (the server's copies read several requests at a time,
-/// a page of errors settled per store transaction) against settling them one command per error:
+/// a page of errors settled per store transaction, a push's 412s settled as their answers are
+/// applied) against settling them one command per error:
 /// the same records on the server, the same store, the same errors left. Every kind of conflict
 /// is in the mix: fields that merge, fields that clash, an item deleted on either side, an id
 /// inserted on both. On SQLite, and on PostgreSQL when TSYNC_TEST_POSTGRES_URL names one.
@@ -83,33 +84,68 @@ import TSyncModel
     }
 
     /// Settles each error in a command of its own, as `resolve ID` does, in queue order.
-    private func oneByOne(_ b: TSyncSandbox, _ flags: [String]) async throws {
+    /// - Returns: how many were settled (a refused merge exits 2).
+    @discardableResult
+    private func oneByOne(_ b: TSyncSandbox, _ flags: [String]) async throws -> Int {
         let ids = try JSONOutput.array(try await b.ok(["conflicts", "--json"])).compactMap { JSONOutput.int($0.objectValue?["id"]) }
         #expect(ids.count == 10, "every change but one conflicts")
+        var count = 0
         for id in ids {
             let settled = try await b.run(["resolve", String(id)] + flags)
             #expect(settled.status == 0 || settled.status == 2, "\(settled)")
+            if settled.status == 0 { count += 1 }
+        }
+        return count
+    }
+
+    /// A push's conflict policy, and the `resolve` flags that settle as it does.
+    enum Policy: String, Sendable, CaseIterable {
+        case mergePreferOurs, merge, ours, theirs
+
+        var pushFlags: [String] {
+            switch self {
+            case .mergePreferOurs: ["--on-conflict", "merge", "--prefer", "ours"]
+            case .merge: ["--on-conflict", "merge"]
+            case .ours: ["--on-conflict", "ours"]
+            case .theirs: ["--on-conflict", "theirs"]
+            }
+        }
+
+        var resolveFlags: [String] {
+            switch self {
+            case .mergePreferOurs: ["--merge", "--prefer", "ours"]
+            case .merge: ["--merge"]
+            case .ours: ["--ours"]
+            case .theirs: ["--theirs"]
+            }
         }
     }
 
-    @Test(arguments: backends)
-    func pushOnConflictMergeSettlesAsOneResolveAtATime(_ backend: Backend) async throws {
+    /// The 412s a push meets are settled as their answers come (the rest from the error table):
+    /// the same as a plain push, one `resolve ID` per error, and a push again.
+    @Test(arguments: backends, Policy.allCases)
+    func pushOnConflictSettlesAsOneResolveAtATime(_ backend: Backend, _ policy: Policy) async throws {
         var batched = ""
+        var settledInPush = 0
         try await withServer(backend) { url in
             let b = try await race(url)
-            let push = try await b.run(["push", "--on-conflict", "merge", "--prefer", "ours", "--json"])
+            let push = try await b.run(["push", "--json"] + policy.pushFlags)
             let summary = try JSONOutput.object(push.stdout)
             #expect(JSONOutput.int(summary["conflictsMet"]) == 10, "\(push)")
+            settledInPush = (summary["settled"]?.objectValue ?? [:]).values.compactMap { JSONOutput.int($0) }.reduce(0, +)
             batched = try await state(url, b)
         }
         try await withServer(backend) { url in
             let b = try await race(url)
             #expect(try await b.run(["push"]).status == 2)
-            try await oneByOne(b, ["--merge", "--prefer", "ours"])
+            let settled = try await oneByOne(b, policy.resolveFlags)
             _ = try await b.run(["push"])
             let alone = try await state(url, b)
             #expect(batched == alone)
-            #expect(alone.contains(#""note":"b changed r1","text":"a changed r1""#), "a merge of both sides' fields: \(alone)")
+            #expect(settledInPush == settled)
+            if policy == .mergePreferOurs {
+                #expect(alone.contains(#""note":"b changed r1","text":"a changed r1""#), "a merge of both sides' fields: \(alone)")
+            }
         }
     }
 

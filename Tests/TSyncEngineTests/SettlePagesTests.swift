@@ -108,6 +108,89 @@ import TSyncModel
         #expect(try rows(lean.store) == rows(general.store))
     }
 
+    /// `count` items pulled at v1 and changed here, claimed, each answered 412 with a server copy
+    /// at v2: even items clash on `text` with it, odd ones do not; x4 has a newer copy a pull
+    /// skipped (v3), and x5 a second change queued behind the one in flight.
+    private func answered() throws -> (TemporaryStore, [(OutgoingOperation, PushVerdict)]) {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let ids = (0..<Self.count).map { "x\($0)" }
+        try store.applyServerPage(
+            table: "todo", records: ids.map { LocalStore.serverRecord($0, ["text": "base", "note": "n"], version: "v1") })
+        for (index, id) in ids.enumerated() {
+            _ = try store.update(table: "todo", id: id, fields: index % 2 == 0 ? ["text": .string("ours \(index)")] : ["note": "ours"])
+        }
+        try store.applyServerPage(
+            table: "todo", records: [LocalStore.serverRecord("x4", ["text": "skipped", "note": "n"], version: "v3", at: 3_000)])
+        let claimed = try store.claimOperations(tables: nil, limit: 100)
+        _ = try store.update(table: "todo", id: "x5", fields: ["priority": 2])
+        return (
+            temporary,
+            claimed.map { outgoing in
+                let id = outgoing.operation.itemID
+                let theirs = LocalStore.serverRecord(id, ["text": .string("theirs \(id)"), "note": "n"], version: "v2", at: 2_000)
+                return (outgoing, .failed(status: 412, message: "m", serverRecord: theirs))
+            }
+        )
+    }
+
+    /// A push's policy settles the 412s it meets as their answers are applied
+    /// (`completeOperations(_:settling:)`): the same store and outcomes as recording each answer
+    /// in the error table and settling the errors on the copies they carried, as the policy's
+    /// general path does, for every policy, refused merges (left as errors) among them.
+    @Test(arguments: [ConflictPolicy.merge, .ours, .theirs], [ThreeWayMerge.Side?.none, .ours])
+    func answersSettledAtOnceSettleAsTheErrorTable(policy: ConflictPolicy, prefer: ThreeWayMerge.Side?) throws {
+        let policies = ConflictPolicies(onConflict: policy, prefer: prefer)
+        let (general, results) = try answered()
+        try general.store.completeOperations(results)
+        let details = try general.store.conflictDetails()
+        let resolution = try #require(policy.resolution)
+        let outcomes = try general.store.settleOutcomes(
+            details.map { Settlement(errorID: $0.error.id, with: resolution, theirs: $0.theirs.map(ServerCopy.record), prefer: prefer) })
+        var expected: [String: ResolutionOutcome] = [:]
+        for (details, outcome) in zip(details, outcomes) { expected[details.error.itemID] = outcome }
+
+        let (atOnce, same) = try answered()
+        let settled = try atOnce.store.completeOperations(same, settling: policies)
+        var got: [String: ResolutionOutcome] = [:]
+        for (outgoing, _) in same { got[outgoing.operation.itemID] = settled[outgoing.operation.seq]?.outcome }
+        #expect(got == expected)
+        #expect(settled.values.allSatisfy { $0.policy == policy })
+        if policy == .merge && prefer == nil {
+            #expect(expected.values.contains { if case .refused = $0 { true } else { false } }, "a refused merge is among them")
+            #expect(
+                try settledRows(atOnce.store).contains { $0.hasPrefix("skipped") && $0.contains("x4") }, "a refused merge changes nothing")
+        }
+        #expect(try settledRows(atOnce.store) == settledRows(general.store))
+    }
+
+    /// A settle that fails as the answers are applied rolls their transaction back: the
+    /// answers are applied again with every failure recorded, as without a policy.
+    @Test func aSettleThatFailsAtOnceLeavesEveryAnswerRecorded() throws {
+        let (plain, results) = try answered()
+        try plain.store.completeOperations(results)
+        let (failing, same) = try answered()
+        try failing.store.pool.write { db in
+            try db.execute(
+                sql: "CREATE TEMP TRIGGER refuse_x3 BEFORE UPDATE ON records WHEN NEW.id = 'x3' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        }
+        let settled = try failing.store.completeOperations(same, settling: ConflictPolicies(onConflict: .merge, prefer: .ours))
+        #expect(settled.isEmpty)
+        #expect(try settledRows(failing.store) == settledRows(plain.store))
+    }
+
+    /// Every row settling may write; errors without their number and time, which depend on the
+    /// order they were recorded in.
+    private func settledRows(_ store: LocalStore) throws -> [String] {
+        try store.rowsForComparison(also: [
+            (
+                "errors",
+                "SELECT operation_seq, tbl, item_id, kind, http_status, message, sent_item, server_item FROM errors ORDER BY operation_seq"
+            ),
+            ("skipped", "SELECT tbl, id, item FROM skipped ORDER BY tbl, id"),
+        ])
+    }
+
     /// Copies of more items than one request asks for, in two tables, some missing on the server.
     @Test func serverCopiesAreReadInSeveralRequests() async throws {
         let remote = try ScriptedRemote()

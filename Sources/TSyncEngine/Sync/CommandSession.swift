@@ -119,7 +119,7 @@ public final class CommandSession: Sendable {
     package func record(resolve report: ResolveReport, as resolution: Resolution) {
         state.withLock { state in
             for entry in report.entries {
-                state.items.add(table: entry.details.error.table, id: entry.details.error.itemID)
+                state.items.add(table: entry.error.table, id: entry.error.itemID)
                 if case .settled = entry.outcome { state.counts.settled[resolution.rawValue, default: 0] += 1 }
             }
         }

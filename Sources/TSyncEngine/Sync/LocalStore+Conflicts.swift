@@ -15,7 +15,7 @@ public struct ConflictDetails: Sendable, Equatable {
     public var theirs: TSyncModel.Record?
 
     /// The error's class (`version-conflict`, `missing`, …), from its operation and status.
-    public var failureClass: FailureClass { FailureClass(kind: error.kind, status: error.httpStatus ?? 0, message: error.message) }
+    public var failureClass: FailureClass { error.failureClass }
     /// User fields that differ between ours and theirs.
     public var differingFields: [String] { ThreeWayMerge.differingFields(ours?.fields, theirs?.fields) }
     /// User fields our change touched, against the base.
@@ -56,11 +56,66 @@ struct ConflictRow {
     /// The `records` row (body, created_at, updated_at, version); nil for a delete's error.
     var record: (body: String, createdAt: String?, updatedAt: String?, version: String?)?
     var skipped: String?
+    /// The item sent, when the caller holds it decoded (a push settling a 412 it met): it is
+    /// taken instead of `sentItem`.
+    var sent: [String: JSONValue]?
 
     var item: ItemKey { ItemKey(table: table, id: itemID) }
 
-    /// The errors `ids` and `table` select (all when both are nil), in queue order.
-    static func fetch(_ db: Database, ids: [Int64]?, table: String?) throws -> [ConflictRow] {
+    /// The rows a push settling the answers of `operations` at once needs, by operation: an
+    /// error not recorded (id 0, HTTP 412, created `now`; the caller gives the message and the
+    /// item sent) with its item's base, record and skipped copy. An operation no longer queued
+    /// is absent.
+    static func fetch(_ db: Database, operations: [Int64], at now: Timestamp) throws -> [Int64: ConflictRow] {
+        guard !operations.isEmpty else { return [:] }
+        let createdAt = now.iso8601
+        var rows: [Int64: ConflictRow] = [:]
+        let cursor = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT o.seq, o.tbl, o.item_id, o.kind, b.item, r.body, r.created_at, r.updated_at, r.version, s.item
+                FROM json_each(?) j
+                JOIN operations o ON o.seq = j.value
+                LEFT JOIN bases b ON b.tbl = o.tbl AND b.id = o.item_id
+                LEFT JOIN records r ON r.tbl = o.tbl AND r.id = o.item_id AND o.kind <> 'delete'
+                LEFT JOIN skipped s ON s.tbl = o.tbl AND s.id = o.item_id
+                """,
+            arguments: [JSONSerializer.string(.array(operations.map(JSONValue.int)))])
+        while let row = try cursor.next() {
+            let seq: Int64 = row[0]
+            let body: String? = row[5]
+            rows[seq] = ConflictRow(
+                id: 0, operationSeq: seq, table: row[1], itemID: row[2], kind: OperationKind(rawValue: row[3]) ?? .update,
+                httpStatus: 412, message: "", sentItem: nil, serverItem: nil, createdAt: createdAt, base: row[4],
+                record: body.map { ($0, row[6], row[7], row[8]) }, skipped: row[9])
+        }
+        return rows
+    }
+
+    /// The texts a row is read with (`fetch`); the others are left nil.
+    struct Texts: OptionSet {
+        let rawValue: Int
+        static let sentItem = Texts(rawValue: 1)
+        static let serverItem = Texts(rawValue: 2)
+        static let base = Texts(rawValue: 4)
+        static let record = Texts(rawValue: 8)
+        static let skipped = Texts(rawValue: 16)
+        static let all: Texts = [.sentItem, .serverItem, .base, .record, .skipped]
+
+        /// What settling with `resolution` reads (`details(settling:)`, the skipped copy).
+        static func settling(_ resolution: Resolution) -> Texts {
+            switch resolution {
+            case .cancel: []
+            case .theirs, .ours: [.skipped]
+            case .discard: [.base, .skipped]
+            case .merge: [.sentItem, .base, .record, .skipped]
+            }
+        }
+    }
+
+    /// The errors `ids` and `table` select (all when both are nil), in queue order, read with
+    /// `texts` only (the bodies and items a settle does not decode are not copied out either).
+    static func fetch(_ db: Database, ids: [Int64]?, table: String?, texts: Texts = .all) throws -> [ConflictRow] {
         var conditions = ["1"]
         var arguments = StatementArguments()
         if let ids {
@@ -72,25 +127,31 @@ struct ConflictRow {
             conditions.append("e.tbl = ?")
             _ = arguments.append(contentsOf: [table])
         }
-        return try Row.fetchAll(
+        func column(_ text: Texts, _ name: String) -> String { texts.contains(text) ? name : "NULL" }
+        let record = texts.contains(.record) ? "r.body, r.created_at, r.updated_at, r.version" : "NULL, NULL, NULL, NULL"
+        let cursor = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT e.id, e.operation_seq, e.tbl, e.item_id, e.kind, e.http_status, e.message, e.sent_item, e.server_item,
-                        e.created_at, b.item, r.body, r.created_at, r.updated_at, r.version, s.item
+                    SELECT e.id, e.operation_seq, e.tbl, e.item_id, e.kind, e.http_status, e.message, \(column(.sentItem, "e.sent_item")),
+                        \(column(.serverItem, "e.server_item")), e.created_at, \(column(.base, "b.item")), \(record),
+                        \(column(.skipped, "s.item"))
                     FROM errors e
                     LEFT JOIN bases b ON b.tbl = e.tbl AND b.id = e.item_id
                     LEFT JOIN records r ON r.tbl = e.tbl AND r.id = e.item_id AND e.kind <> 'delete'
                     LEFT JOIN skipped s ON s.tbl = e.tbl AND s.id = e.item_id
                     WHERE \(conditions.joined(separator: " AND ")) ORDER BY e.operation_seq
                     """),
-            arguments: arguments
-        ).map { row in
+            arguments: arguments)
+        var rows: [ConflictRow] = []
+        while let row = try cursor.next() {
             let body: String? = row[11]
-            return ConflictRow(
-                id: row[0], operationSeq: row[1], table: row[2], itemID: row[3], kind: OperationKind(rawValue: row[4]) ?? .update,
-                httpStatus: row[5], message: row[6], sentItem: row[7], serverItem: row[8], createdAt: row[9], base: row[10],
-                record: body.map { ($0, row[12], row[13], row[14]) }, skipped: row[15])
+            rows.append(
+                ConflictRow(
+                    id: row[0], operationSeq: row[1], table: row[2], itemID: row[3], kind: OperationKind(rawValue: row[4]) ?? .update,
+                    httpStatus: row[5], message: row[6], sentItem: row[7], serverItem: row[8], createdAt: row[9], base: row[10],
+                    record: body.map { ($0, row[12], row[13], row[14]) }, skipped: row[15]))
         }
+        return rows
     }
 
     /// The error and base / ours / theirs, as `tsync conflicts` shows them.
@@ -112,7 +173,7 @@ struct ConflictRow {
     {
         let error = OperationError(
             id: id, operationSeq: operationSeq, table: table, itemID: itemID, kind: kind, httpStatus: httpStatus, message: message,
-            sentItem: try decodeSentItem ? sentItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
+            sentItem: try decodeSentItem ? sent ?? sentItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
             serverItem: try decodeServerItem ? serverItem.map { try StoredJSON.decodeObject($0, what: "error item") } : nil,
             createdAt: Timestamp(iso8601: createdAt) ?? Timestamp(millisecondsSinceEpoch: 0))
         let base = try (decodeBase ? base : nil).map {

@@ -143,28 +143,118 @@ extension LocalStore {
     }
 
     /// Applies the server's answers to a batch of sent operations in one transaction.
-    package func completeOperations(_ results: [(OutgoingOperation, PushVerdict)]) throws(TSyncError) {
-        guard !results.isEmpty else { return }
+    ///
+    /// With `policies`, a 412 that carried the server's copy, whose table's policy settles it,
+    /// is settled in that same transaction, as `resolve` would settle it on that copy (docs/DESIGN.md
+    /// §9.1), instead of going into the error table for the policy to read back: the general
+    /// path's end state, without the error's row written, read and deleted. Killed before the
+    /// commit, the operation is still in flight and the next push sends it again; after it, it is
+    /// settled. A merge that is refused is recorded as an error, as the general path leaves it; a
+    /// settle that fails rolls the transaction back, and the answers are applied again with every
+    /// failure recorded, for the general path to settle (and fail as it does).
+    /// - Returns: what each operation settled at once came to, by its `seq`.
+    @discardableResult
+    package func completeOperations(_ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies? = nil)
+        throws(TSyncError) -> [Int64: SettledAtOnce]
+    {
+        guard !results.isEmpty else { return [:] }
         let now = Timestamp.now()
-        try write { db in
-            var succeeded: [(OutgoingOperation, TSyncModel.Record?)] = []
-            for (outgoing, verdict) in results {
-                switch verdict {
-                case .succeeded(let serverRecord, _):
-                    succeeded.append((outgoing, serverRecord))
-                case .failed(let status, let message, let serverRecord):
-                    var sent = outgoing.item
-                    if let version = outgoing.version { sent["version"] = .string(version) }
-                    try Self.saveError(
-                        db,
-                        NewOperationError(
-                            operationSeq: outgoing.operation.seq, httpStatus: status, message: message, sentItem: sent,
-                            serverItem: serverRecord?.wireObject),
-                        at: now)
+        if let policies, results.contains(where: { Self.settlesAtOnce($0, policies) != nil }) {
+            do {
+                return try pool.write { db in try Self.complete(db, results, settling: policies, at: now) }
+            } catch is SettleCarefully {
+                // Applied again below, every failure recorded.
+            } catch {
+                throw StoreFailure.map(error, location: location)
+            }
+        }
+        return try write { db in try Self.complete(db, results, settling: nil, at: now) }
+    }
+
+    /// What settling an operation at once (`completeOperations(_:settling:)`) came to.
+    package struct SettledAtOnce: Sendable, Equatable {
+        /// The policy that settled it.
+        package var policy: ConflictPolicy
+        /// Settled (an operation of the item still to push, or none) or refused (then recorded as an error).
+        package var outcome: ResolutionOutcome
+    }
+
+    /// The policy that settles `result` at once: a 412 with the server's copy, of a table whose
+    /// policy settles conflicts (`SyncSession.pushSettling` settles the same ones on the copy).
+    private static func settlesAtOnce(_ result: (OutgoingOperation, PushVerdict), _ policies: ConflictPolicies) -> ConflictPolicy? {
+        guard case .failed(412, let message, _?) = result.1 else { return nil }
+        let operation = result.0.operation
+        let policy = policies.policy(for: operation.table)
+        guard policy.resolution != nil,
+            ConflictPolicy.settledClasses.contains(FailureClass(kind: operation.kind, status: 412, message: message))
+        else { return nil }
+        return policy
+    }
+
+    /// Thrown out of a transaction that settled without savepoints when a settle fails: the
+    /// transaction is rolled back, and done again the careful way.
+    struct SettleCarefully: Error {}
+
+    private static func complete(
+        _ db: Database, _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies?, at now: Timestamp
+    ) throws -> [Int64: SettledAtOnce] {
+        var succeeded: [(OutgoingOperation, TSyncModel.Record?)] = []
+        var atOnce: [(OutgoingOperation, ConflictPolicy, message: String, theirs: TSyncModel.Record)] = []
+        for (outgoing, verdict) in results {
+            switch verdict {
+            case .succeeded(let serverRecord, _):
+                succeeded.append((outgoing, serverRecord))
+            case .failed(let status, let message, let serverRecord):
+                if let policies, let policy = settlesAtOnce((outgoing, verdict), policies), let serverRecord {
+                    atOnce.append((outgoing, policy, message, serverRecord))
+                    continue
+                }
+                try Self.saveError(db, Self.newError(outgoing, status: status, message: message, serverRecord: serverRecord), at: now)
+            }
+        }
+        var settled: [Int64: SettledAtOnce] = [:]
+        if let policies, !atOnce.isEmpty {
+            let rows = try ConflictRow.fetch(db, operations: atOnce.map(\.0.operation.seq), at: now)
+            for (outgoing, policy, message, theirs) in atOnce {
+                let seq = outgoing.operation.seq
+                guard var row = rows[seq], let resolution = policy.resolution else { throw SettleCarefully() }
+                row.message = message
+                row.sent = Self.sentItem(outgoing)
+                let settlement = Settlement(
+                    errorID: row.id, with: resolution, theirs: .record(theirs), prefer: policies.preference(for: outgoing.operation.table))
+                do {
+                    try db.cachedStatement(sql: "UPDATE operations SET state = 'pending' WHERE seq = ?").execute(arguments: [seq])
+                    let changes = db.totalChangesCount
+                    let outcome = try Self.settle(db, details: row, settlement)
+                    if case .refused = outcome {
+                        // Left as the general path leaves it: in the error table.
+                        guard db.totalChangesCount == changes else { throw SettleCarefully() }
+                        try Self.saveError(db, Self.newError(outgoing, status: 412, message: message, serverRecord: theirs), at: now)
+                    }
+                    settled[seq] = SettledAtOnce(policy: policy, outcome: outcome)
+                } catch {
+                    throw SettleCarefully()
                 }
             }
-            try Self.completeOperations(db, succeeded)
         }
+        try Self.completeOperations(db, succeeded)
+        return settled
+    }
+
+    /// The error a failed answer leaves, with the item as sent (its version included).
+    private static func newError(_ outgoing: OutgoingOperation, status: Int, message: String, serverRecord: TSyncModel.Record?)
+        -> NewOperationError
+    {
+        NewOperationError(
+            operationSeq: outgoing.operation.seq, httpStatus: status, message: message, sentItem: sentItem(outgoing),
+            serverItem: serverRecord?.wireObject)
+    }
+
+    /// The item as sent, its version included, as an error keeps it.
+    private static func sentItem(_ outgoing: OutgoingOperation) -> [String: JSONValue] {
+        var sent = outgoing.item
+        if let version = outgoing.version { sent["version"] = .string(version) }
+        return sent
     }
 
     /// Marks pending inserts and updates (their `seq`s a JSON array) in flight, saving with each
@@ -193,9 +283,15 @@ extension LocalStore {
         WHERE p.tbl = o.tbl AND p.item_id = o.item_id AND p.seq <= o.seq
         """
 
-    static func tableClause(_ tables: [String]?) -> (String, StatementArguments) {
+    /// `o.tbl IN (tables)`, or true for all tables. With `inQueueOrder` the condition keeps SQLite
+    /// from answering it through the index on `(tbl, item_id)` (a unary plus): that reads every
+    /// pending operation of the tables and sorts them, for each claim of a push (half of what a
+    /// push again after settling 10,000 conflicts cost), where the scan in `seq` order stops at
+    /// the claim's limit.
+    static func tableClause(_ tables: [String]?, inQueueOrder: Bool = false) -> (String, StatementArguments) {
         guard let tables, !tables.isEmpty else { return ("1", []) }
-        return ("o.tbl IN (\(Array(repeating: "?", count: tables.count).joined(separator: ",")))", StatementArguments(tables))
+        let column = inQueueOrder ? "+o.tbl" : "o.tbl"
+        return ("\(column) IN (\(Array(repeating: "?", count: tables.count).joined(separator: ",")))", StatementArguments(tables))
     }
 
     /// Pushable operations in queue order with what to send. With a `limit` (a claim), only the
@@ -203,18 +299,22 @@ extension LocalStore {
     static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [OutgoingOperation] = []) throws
         -> [OutgoingOperation]
     {
-        var (clause, arguments) = tableClause(tables)
+        var (clause, arguments) = tableClause(tables, inQueueOrder: true)
         if !onItsWay.isEmpty {
             clause += " AND o.seq NOT IN (SELECT value FROM json_each(?))"
             arguments += [JSONSerializer.string(.array(onItsWay.map { .int($0.operation.seq) }))]
         }
         let busy = Set(onItsWay.map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
-        // Columns are read by position (by name, each read searched the column names).
+        // Columns are read by position (by name, each read searched the column names). Of the
+        // base, only its version (a string) and whether it is deleted: SQLite reads them where a
+        // decode of the whole base was a sixth of a claim.
         let rows = try Row.fetchCursor(
             db,
             sql: """
                 SELECT o.seq, o.tbl, o.item_id, o.kind, o.state, o.queued_at, o.item AS op_item,
-                       r.body, r.version, b.item AS base_item
+                       r.body, r.version,
+                       CASE WHEN json_type(b.item, '$.version') = 'text' THEN json_extract(b.item, '$.version') END,
+                       json_type(b.item, '$.deleted') = 'true'
                 FROM operations o
                 LEFT JOIN records r ON r.tbl = o.tbl AND r.id = o.item_id
                 LEFT JOIN bases b ON b.tbl = o.tbl AND b.id = o.item_id
@@ -232,10 +332,8 @@ extension LocalStore {
                 kind: OperationKind(rawValue: row[3]) ?? .update,
                 state: OperationState(rawValue: row[4]) ?? .pending,
                 queuedAt: (row[5] as String?).flatMap(Timestamp.init(iso8601:)) ?? Timestamp(millisecondsSinceEpoch: 0))
-            let base = try (row[9] as String?).map {
-                try StoredJSON.decodeObject($0, what: "base of \(table)/\(itemID)")
-            }
-            let baseVersion = base?["version"]?.stringValue
+            let baseVersion: String? = row[9]
+            let baseDeleted = (row[10] as Bool?) == true
             var wire: [String: JSONValue]
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
@@ -256,7 +354,7 @@ extension LocalStore {
             selected.append(
                 OutgoingOperation(
                     operation: operation, item: wire, version: version,
-                    restoresDeleted: operation.kind == .update && base?["deleted"] == .bool(true)))
+                    restoresDeleted: operation.kind == .update && baseDeleted))
             if let limit, selected.count >= limit { break }
         }
         return selected

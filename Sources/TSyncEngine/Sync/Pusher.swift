@@ -35,6 +35,12 @@ public struct PushSummary: Sendable, Equatable {
     var failedOperations: [Int64] = []
     /// The conflicts a policy settled, one by one (`tsync watch` reports each).
     package var settledItems: [SettledItem] = []
+    /// The tables of the operations this push's policies settled as their answers came
+    /// (`Pusher.settling`) that are still to be pushed again.
+    var settledToPush: Set<String> = []
+    /// The operations whose answer this push's policies refused to merge: recorded as errors,
+    /// which the policies do not try again.
+    var refusedAtOnce: Set<Int64> = []
 
     /// Nothing pushed yet.
     public init() {}
@@ -56,6 +62,7 @@ public struct PushSummary: Sendable, Equatable {
         items.add(next.items)
         written.add(next.written)
         failedOperations += next.failedOperations
+        settled.merge(next.settled, uniquingKeysWith: +)
         settledItems += next.settledItems
         interrupted = interrupted || next.interrupted
         rounds += 1
@@ -67,8 +74,6 @@ package struct SettledItem: Sendable, Equatable {
     package var table: String
     package var id: String
     package var policy: ConflictPolicy
-    /// The error it settled.
-    package var errorID: Int64
 }
 
 /// Progress of a long push or pull: `done` of `total` (total nil when unknown).
@@ -97,12 +102,21 @@ package struct Pusher: Sendable {
     /// When set and stopped, the push ends at its next safe point (`PushSummary.interrupted`).
     package var stopRequest: StopRequest?
 
+    /// The conflict policies of `SyncSession.pushSettling`: a 412 they settle is settled as its
+    /// answer is applied (`LocalStore.completeOperations(_:settling:)`), and its item is left
+    /// for the push again that follows; nil: every failure goes to the error table.
+    package var settling: ConflictPolicies?
+
     /// `concurrency` below 1 is taken as 1 (`SyncSession` refuses it with a message).
-    package init(store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency) {
+    package init(
+        store: LocalStore, remote: any SyncRemote, stopRequest: StopRequest? = nil, concurrency: Int = defaultConcurrency,
+        settling: ConflictPolicies? = nil
+    ) {
         self.store = store
         self.remote = remote
         self.stopRequest = stopRequest
         self.concurrency = max(1, concurrency)
+        self.settling = settling
     }
 
     /// Pushes every pushable operation of `tables` (all tables when nil).
@@ -123,15 +137,16 @@ package struct Pusher: Sendable {
         if let batches {
             try await pushInBatches(tables: tables, batches, total: total, progress: progress, into: &summary)
         } else {
+            var settled: [OutgoingOperation] = []
             while true {
                 if stopRequest?.isStopped == true {
                     summary.interrupted = true
                     break
                 }
-                let claimed = try store.claimOperations(tables: tables, limit: roundSize)
+                let claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: settled)
                 if claimed.isEmpty { break }
                 let round = await sendOneByOne(claimed)
-                try finish(round, into: &summary)
+                settled += try finish(round, into: &summary)
                 progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
                 if let stop = round.stop { throw stop }
             }
@@ -148,13 +163,15 @@ package struct Pusher: Sendable {
     ) async throws(TSyncError) {
         var onItsWay: (task: Task<Round, Never>, round: [OutgoingOperation])?
         var stop: TSyncError?
+        // Operations settled as their answers came: their items wait for the push again.
+        var settled: [OutgoingOperation] = []
         // Rounds start small and double up to the server's limit: the first batch is on its way
         // after a short claim, so the server is not idle while the pipeline fills.
         var roundSize = min(limits.maxOperations, 64)
         while true {
             var claimed: [OutgoingOperation] = []
             if stop == nil, stopRequest?.isStopped != true {
-                claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: onItsWay?.round ?? [])
+                claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: (onItsWay?.round ?? []) + settled)
                 roundSize = min(limits.maxOperations, roundSize * 2)
             }
             let round = claimed
@@ -163,7 +180,7 @@ package struct Pusher: Sendable {
             let previous = onItsWay
             if let previous {
                 let round = await previous.task.value
-                try finish(round, into: &summary)
+                settled += try finish(round, into: &summary)
                 progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
                 if stop == nil { stop = round.stop }
             }
@@ -301,8 +318,12 @@ package struct Pusher: Sendable {
     /// stays in flight; a later local change queues after it instead of collapsing into it, and
     /// the next push re-sends exactly what was sent, which `PushVerdict` then recognises as
     /// already applied (docs/DESIGN.md §2.4).
-    private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) {
-        try store.completeOperations(round.answered)
+    /// - Returns: the operations `settling` settled (counted as failed too, as the general path
+    ///   counts them until `SyncSession.pushSettling` counts what is left).
+    @discardableResult
+    private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) -> [OutgoingOperation] {
+        let atOnce = try store.completeOperations(round.answered, settling: settling)
+        var settled: [OutgoingOperation] = []
         for (outgoing, verdict) in round.answered {
             summary.items.add(table: outgoing.operation.table, id: outgoing.operation.itemID)
             switch verdict {
@@ -317,10 +338,22 @@ package struct Pusher: Sendable {
                     summary.conflicts += 1
                     summary.conflictsMet += 1
                 }
+                guard let done = atOnce[outgoing.operation.seq] else { continue }
+                switch done.outcome {
+                case .settled(let pending):
+                    settled.append(outgoing)
+                    summary.settled[done.policy, default: 0] += 1
+                    summary.settledItems.append(
+                        SettledItem(table: outgoing.operation.table, id: outgoing.operation.itemID, policy: done.policy))
+                    if pending { summary.settledToPush.insert(outgoing.operation.table) }
+                case .refused:
+                    summary.refusedAtOnce.insert(outgoing.operation.seq)
+                }
             }
         }
         summary.requests += round.requests
         try store.releaseOperations(round.unapplied)
+        return settled
     }
 
     /// Sends a round through the batch route: as few requests as the server's limits allow, one

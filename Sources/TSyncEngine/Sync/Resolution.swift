@@ -128,51 +128,87 @@ extension LocalStore {
         while start < settlements.count {
             let page = settlements[start..<min(settlements.count, start + max(1, pageSize))]
             start = page.endIndex
-            // A failure inside the page is kept aside, so the ones before it commit, then thrown.
-            let failure: (any Error)? = try write { db in
-                // The page's errors and their items in one statement. Settling an error changes
-                // only its own item's rows, so a row read here is what a read in the error's
-                // savepoint would find, unless an error before it in the page had the same
-                // item: that one is read again.
-                var rows: [Int64: ConflictRow] = [:]
-                for row in try ConflictRow.fetch(db, ids: page.map(\.errorID), table: nil) { rows[row.id] = row }
-                var touched = Set<ItemKey>()
-                for settlement in page {
-                    do {
-                        var row = rows[settlement.errorID]
-                        if let known = row, touched.contains(known.item) {
-                            row = try ConflictRow.fetch(db, ids: [settlement.errorID], table: nil).first
-                        }
-                        guard let row else {
-                            throw TSyncError(.invalidInput, "no error \(settlement.errorID) (already settled?)", remedy: .listErrors)
-                        }
-                        touched.insert(row.item)
-                        results.append(try Self.settle(db, settlement, row, dryRun: dryRun, readingBack: readingBack))
-                    } catch {
-                        return error
+            // First without a savepoint per error (SQLite copies every page a savepoint writes
+            // into its sub-journal, a temporary file: two system calls a page, the most of what
+            // `resolve --all --theirs` spent in the kernel). Settling writes nothing before it
+            // knows it will settle, so that is the same as long as nothing fails; when something
+            // does, the page is rolled back and settled again the careful way, error by error.
+            var careful = dryRun
+            while true {
+                let attempt: (settled: [(outcome: ResolutionOutcome, after: ItemAfterResolution?)], failure: (any Error)?)
+                do {
+                    attempt = try pool.write { [careful] db in
+                        try Self.settlePage(db, page, careful: careful, dryRun: dryRun, readingBack: readingBack)
                     }
+                } catch is SettleCarefully {
+                    careful = true
+                    continue
+                } catch {
+                    throw StoreFailure.map(error, location: location)
                 }
-                return nil
+                results += attempt.settled
+                // A failure inside the page was kept aside, so the ones before it commit, then thrown.
+                if let failure = attempt.failure { throw StoreFailure.map(failure, location: location) }
+                break
             }
-            if let failure { throw StoreFailure.map(failure, location: location) }
         }
         return results
     }
 
-    /// One error in a savepoint of the caller's transaction. The savepoint's statements are
-    /// cached (GRDB's `inSavepoint` compiles them each time, which a settle per error paid for).
+    /// One page in the caller's transaction. `careful`: each error in a savepoint of its own, a
+    /// failure kept aside (returned) with the ones before it settled; otherwise none, and a
+    /// failure (or, which settling never does, a refusal after a write) is `SettleCarefully`:
+    /// the caller rolls the page back and settles it again the careful way.
+    private static func settlePage(_ db: Database, _ page: ArraySlice<Settlement>, careful: Bool, dryRun: Bool, readingBack: Bool)
+        throws -> (settled: [(outcome: ResolutionOutcome, after: ItemAfterResolution?)], failure: (any Error)?)
+    {
+        var settled: [(outcome: ResolutionOutcome, after: ItemAfterResolution?)] = []
+        // The page's errors and their items in one statement. Settling an error changes only its
+        // own item's rows, so a row read here is what a read in the error's savepoint would find,
+        // unless an error before it in the page had the same item: that one is read again.
+        let texts = page.reduce(into: ConflictRow.Texts()) { $0.formUnion(.settling($1.resolution)) }
+        var rows: [Int64: ConflictRow] = [:]
+        for row in try ConflictRow.fetch(db, ids: page.map(\.errorID), table: nil, texts: texts) { rows[row.id] = row }
+        var touched = Set<ItemKey>()
+        for settlement in page {
+            do {
+                var row = rows[settlement.errorID]
+                if let known = row, touched.contains(known.item) {
+                    row = try ConflictRow.fetch(db, ids: [settlement.errorID], table: nil, texts: texts).first
+                }
+                guard let row else {
+                    throw TSyncError(.invalidInput, "no error \(settlement.errorID) (already settled?)", remedy: .listErrors)
+                }
+                touched.insert(row.item)
+                if careful {
+                    settled.append(try Self.settle(db, settlement, row, dryRun: dryRun, readingBack: readingBack))
+                } else {
+                    let changes = db.totalChangesCount
+                    let outcome = try Self.settle(db, details: row, settlement)
+                    if case .refused = outcome, db.totalChangesCount != changes { throw SettleCarefully() }
+                    settled.append((outcome, readingBack ? try ItemRows(table: row.table, id: row.itemID).after(db) : nil))
+                }
+            } catch {
+                if !careful { throw SettleCarefully() }
+                return (settled, error)
+            }
+        }
+        return (settled, nil)
+    }
+
+    /// One error in a savepoint of the caller's transaction, rolled back for a dry run or a
+    /// refused merge. The savepoint's statements are cached (GRDB's `inSavepoint` compiles them
+    /// each time, which a settle per error paid for).
     private static func settle(_ db: Database, _ settlement: Settlement, _ row: ConflictRow, dryRun: Bool, readingBack: Bool) throws
         -> (outcome: ResolutionOutcome, after: ItemAfterResolution?)
     {
-        let details = try row.details(settling: settlement.resolution)
-        let rows = ItemRows(table: row.table, id: row.itemID)
         try db.cachedStatement(sql: "SAVEPOINT settle").execute()
         do {
-            let outcome = try Self.settle(
-                db, details: details, skipped: settlement.resolution == .cancel ? nil : try row.skippedCopy(), rows: rows,
-                with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
-            let after = readingBack ? try rows.after(db) : nil
-            if dryRun { try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT settle").execute() }
+            let outcome = try Self.settle(db, details: row, settlement)
+            let after = readingBack ? try ItemRows(table: row.table, id: row.itemID).after(db) : nil
+            var undone = dryRun
+            if case .refused = outcome { undone = true }
+            if undone { try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT settle").execute() }
             try db.cachedStatement(sql: "RELEASE SAVEPOINT settle").execute()
             return (outcome, after)
         } catch {
@@ -182,6 +218,14 @@ extension LocalStore {
             try? db.cachedStatement(sql: "RELEASE SAVEPOINT settle").execute()
             throw error
         }
+    }
+
+    /// Settles the error `row` holds as `settlement` says, in the caller's transaction.
+    static func settle(_ db: Database, details row: ConflictRow, _ settlement: Settlement) throws -> ResolutionOutcome {
+        try Self.settle(
+            db, details: try row.details(settling: settlement.resolution),
+            skipped: settlement.resolution == .cancel ? nil : try row.skippedCopy(), rows: ItemRows(table: row.table, id: row.itemID),
+            with: settlement.resolution, theirs: settlement.theirs, prefer: settlement.prefer)
     }
 
     private static func settle(
@@ -203,8 +247,16 @@ extension LocalStore {
         if let skipped {
             if base.map({ Self.isNewer(skipped, than: $0) }) ?? true { base = skipped }
             if case .record(let copy)? = theirs, Self.isNewer(skipped, than: copy) { theirs = .record(skipped) }
-            try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id)
         }
+        // A merge is decided before anything is written: a refused one changes nothing (the
+        // skipped copy stays too), which lets a page of errors go without a savepoint each.
+        var merge: MergeStep?
+        if resolution == .merge {
+            let step = Self.mergeStep(details, theirs: try Self.require(theirs, for: details), prefer: prefer)
+            if case .refused(let reason) = step { return .refused(reason: reason) }
+            merge = step
+        }
+        if skipped != nil { try StoreRows.dropSkippedCopy(db, table: rows.table, id: rows.id) }
         switch resolution {
         case .cancel:
             return .settled(pending: true)
@@ -218,7 +270,18 @@ extension LocalStore {
             try Self.keepOurs(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details))
             return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
         case .merge:
-            return try Self.merge(db, details: details, rows: rows, theirs: try Self.require(theirs, for: details), prefer: prefer)
+            let theirs = try Self.require(theirs, for: details)
+            switch merge {
+            case .keepOurs(let body?):
+                try keepOurs(db, details: details, rows: rows, theirs: theirs, body: body)
+                return .settled(pending: true)
+            case .keepOurs(nil):
+                try keepOurs(db, details: details, rows: rows, theirs: theirs)
+                return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
+            case .takeTheirs, .refused, nil:
+                try takeTheirs(db, rows: rows, theirs: theirs)
+                return .settled(pending: false)
+            }
         }
     }
 
@@ -253,7 +316,10 @@ extension LocalStore {
     ///
     /// With `body`, the local record's fields become it in the same statement (a merge's result).
     static func keepOurs(_ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, body: String? = nil) throws {
-        try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [details.error.id])
+        // An error a push settles as its answer is applied was never recorded (its id is 0).
+        if details.error.id != 0 {
+            try db.cachedStatement(sql: "DELETE FROM errors WHERE id = ?").execute(arguments: [details.error.id])
+        }
         let rebaseOn: TSyncModel.Record?
         switch theirs {
         case .record(let record) where !record.system.deleted || details.error.kind != .delete: rebaseOn = record
@@ -297,39 +363,39 @@ extension LocalStore {
         return base
     }
 
-    static func merge(
-        _ db: Database, details: ConflictDetails, rows: ItemRows, theirs: ServerCopy, prefer: ThreeWayMerge.Side?
-    ) throws -> ResolutionOutcome {
+    /// What a merge of an error does, decided before anything is written.
+    enum MergeStep: Equatable {
+        /// Both sides changed something differently: nothing is settled.
+        case refused(String)
+        /// The merge is the server's copy (or the item is gone on both sides).
+        case takeTheirs
+        /// Ours, rebased on the server's copy, with the merged fields as its body (nil: a
+        /// delete that goes through, the server not having changed the item).
+        case keepOurs(body: String?)
+    }
+
+    static func mergeStep(_ details: ConflictDetails, theirs: ServerCopy, prefer: ThreeWayMerge.Side?) -> MergeStep {
         let oursFields = details.error.kind == .delete ? nil : details.ours?.fields
         let theirsRecord = theirs.live
         let base = mergeBase(details, theirs: theirsRecord)
         switch ThreeWayMerge.merge(base: base, ours: oursFields, theirs: theirsRecord?.fields, prefer: prefer) {
         case .merged(let fields):
             // Only a preference for ours merges against a deleted server copy: the item is created again.
-            if let theirsRecord, ThreeWayMerge.sameFields(fields, theirsRecord.fields) {
-                try takeTheirs(db, rows: rows, theirs: theirs)
-                return .settled(pending: false)
-            }
-            try keepOurs(db, details: details, rows: rows, theirs: theirs, body: StoredJSON.encode(fields))
-            return .settled(pending: true)
+            if let theirsRecord, ThreeWayMerge.sameFields(fields, theirsRecord.fields) { return .takeTheirs }
+            return .keepOurs(body: StoredJSON.encode(fields))
         case .deleted:
-            if oursFields == nil, theirsRecord != nil {
-                // We deleted an item the server did not change since: the delete goes through.
-                try keepOurs(db, details: details, rows: rows, theirs: theirs)
-                return .settled(pending: try StoreRows.hasOperations(db, table: rows.table, id: rows.id))
-            }
-            try takeTheirs(db, rows: rows, theirs: theirs)
-            return .settled(pending: false)
+            // We deleted an item the server did not change since: the delete goes through.
+            return oursFields == nil && theirsRecord != nil ? .keepOurs(body: nil) : .takeTheirs
         case .deleteConflict(let side):
             return .refused(
-                reason: side == .ours
+                side == .ours
                     ? "deleted here but changed on the server (\(ThreeWayMerge.differingFields(details.base?.fields, theirsRecord?.fields).joined(separator: ", ")))"
                     : "changed here (\(details.fieldsChangedByUs.joined(separator: ", "))) but deleted on the server")
         case .conflicting(let conflicts):
             let described = conflicts.map { conflict in
                 "\(conflict.field): ours \(Self.show(conflict.ours)), theirs \(Self.show(conflict.theirs))"
             }
-            return .refused(reason: "both sides changed " + described.joined(separator: "; "))
+            return .refused("both sides changed " + described.joined(separator: "; "))
         }
     }
 

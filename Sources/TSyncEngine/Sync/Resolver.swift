@@ -25,8 +25,8 @@ public struct ErrorFilter: Sendable, Equatable {
     }
 
     /// Whether the filter admits the error.
-    package func admits(_ details: ConflictDetails) -> Bool {
-        (classes.isEmpty || classes.contains(details.failureClass)) && (kinds.isEmpty || kinds.contains(details.error.kind))
+    package func admits(_ error: OperationError) -> Bool {
+        (classes.isEmpty || classes.contains(error.failureClass)) && (kinds.isEmpty || kinds.contains(error.kind))
     }
 }
 
@@ -60,8 +60,9 @@ public struct ResolveRequest: Sendable, Equatable {
 public struct ResolveReport: Sendable, Equatable {
     /// One error and what settling it did.
     public struct Entry: Sendable, Equatable {
-        /// The error, as it was before.
-        public var details: ConflictDetails
+        /// The error, as it was before, without the items it kept (`sentItem` and `serverItem`
+        /// are nil: `LocalStore.conflictDetails` has them, with base, ours and theirs).
+        public var error: OperationError
         /// Settled, or refused (a merge).
         public var outcome: ResolutionOutcome
         /// The item once settled (or as it would be, for a dry run).
@@ -95,17 +96,18 @@ package struct Resolver: Sendable {
         self.remote = remote
     }
 
-    /// The errors a selection names. Unknown ids are an `.invalidInput` error (exit 65) and nothing
-    /// is settled.
-    package func errors(_ selection: ErrorSelection) throws(TSyncError) -> [ConflictDetails] {
+    /// The errors a selection names, without their items (`LocalStore.errorsToSettle`). Unknown
+    /// ids are an `.invalidInput` error (exit 65) and nothing is settled.
+    package func errors(_ selection: ErrorSelection) throws(TSyncError) -> [OperationError] {
         switch selection {
         case .all:
-            return try store.conflictDetails()
+            return try store.errorsToSettle()
         case .table(let table):
-            return try store.conflictDetails(table: table)
+            return try store.errorsToSettle(table: table)
         case .ids(let ids):
-            let found = try store.conflictDetails(ids: ids)
-            let missing = ids.filter { id in !found.contains { $0.error.id == id } }
+            let found = try store.errorsToSettle(ids: ids)
+            let known = Set(found.map(\.id))
+            let missing = ids.filter { !known.contains($0) }
             if !missing.isEmpty {
                 throw TSyncError(
                     .invalidInput, "no error \(missing.map(String.init).joined(separator: ", ")) in the error table", remedy: .listErrors)
@@ -125,10 +127,10 @@ package struct Resolver: Sendable {
         let selected = try errors(request.selection).filter { request.filter.admits($0) }
         let copies = request.resolution.needsTheirs ? try await serverCopies(for: selected) : [:]
         let settled = try store.settle(
-            selected.map { Settlement(errorID: $0.error.id, with: request.resolution, theirs: copies[$0.item], prefer: request.prefer) },
+            selected.map { Settlement(errorID: $0.id, with: request.resolution, theirs: copies[$0.item], prefer: request.prefer) },
             dryRun: request.dryRun)
-        for (details, (outcome, after)) in zip(selected, settled) {
-            report.entries.append(.init(details: details, outcome: outcome, after: after))
+        for (error, (outcome, after)) in zip(selected, settled) {
+            report.entries.append(.init(error: error, outcome: outcome, after: after))
         }
         return report
     }
@@ -136,24 +138,28 @@ package struct Resolver: Sendable {
     /// The server's copy of each error's item, as settling takes it: read now from the server
     /// (`ServerCopies`; deleted copies included, so `--ours` knows a soft-deleted copy that
     /// refuses the id's insert), since a copy recorded with an error may be stale by now. Without
-    /// a remote, or when it cannot be reached, the recorded copy (and for a 404, none).
-    func serverCopies(for errors: [ConflictDetails]) async throws(TSyncError) -> [ItemKey: ServerCopy] {
+    /// a remote, or when it cannot be reached, the recorded copy (and for a 404, none), read
+    /// from the store then.
+    func serverCopies(for errors: [OperationError]) async throws(TSyncError) -> [ItemKey: ServerCopy] {
+        guard !errors.isEmpty else { return [:] }
         var copies: [ItemKey: ServerCopy] = [:]
-        for details in errors {
+        if let remote {
+            let keys = errors.map(\.item)
+            do {
+                let found = try await ServerCopies.read(keys, from: remote)
+                for key in keys { copies[key] = found[key].map(ServerCopy.record) ?? ServerCopy.none }
+                return copies
+            } catch {
+                if let status = error.refusedStatus, status == 403 || status == 404 { throw Self.unreadable(error, errors: errors) }
+                guard error.kind == .unreachable else { throw error }
+            }
+        }
+        for details in try store.conflictDetails(ids: errors.map(\.id)) {
             if let theirs = details.theirs {
                 copies[details.item] = .record(theirs)
             } else if details.error.httpStatus == 404 || details.error.httpStatus == 410 {
                 copies[details.item] = ServerCopy.none
             }
-        }
-        guard let remote, !errors.isEmpty else { return copies }
-        let keys = errors.map(\.item)
-        do {
-            let found = try await ServerCopies.read(keys, from: remote)
-            for key in keys { copies[key] = found[key].map(ServerCopy.record) ?? ServerCopy.none }
-        } catch {
-            if let status = error.refusedStatus, status == 403 || status == 404 { throw Self.unreadable(error, errors: errors) }
-            guard error.kind == .unreachable else { throw error }
         }
         return copies
     }
@@ -161,7 +167,7 @@ package struct Resolver: Sendable {
     /// A table the server no longer shows this account (a rule, a role or group it lost, a token
     /// narrowed to other tables): its copy cannot be known, so nothing is settled and every error
     /// stays, and the words say why rather than only the status.
-    static func unreadable(_ error: TSyncError, errors: [ConflictDetails]) -> TSyncError {
+    static func unreadable(_ error: TSyncError, errors: [OperationError]) -> TSyncError {
         let kept = errors.count == 1 ? "the error stays" : "the \(errors.count) errors stay"
         return TSyncError(
             .failure,

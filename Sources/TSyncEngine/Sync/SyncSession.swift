@@ -107,8 +107,8 @@ public struct SyncSession: Sendable {
         try store.tables().first?.table
     }
 
-    private func pusher(_ remote: RemoteClient) -> Pusher {
-        Pusher(store: store, remote: remote, stopRequest: stopRequest, concurrency: pushConcurrency)
+    private func pusher(_ remote: RemoteClient, settling policies: ConflictPolicies? = nil) -> Pusher {
+        Pusher(store: store, remote: remote, stopRequest: stopRequest, concurrency: pushConcurrency, settling: policies)
     }
 
     private func reporter(_ phase: String) -> SyncProgress? {
@@ -153,18 +153,25 @@ public struct SyncSession: Sendable {
     func pushSettling(_ remote: RemoteClient, tables: [String]?, policies: ConflictPolicies) async throws(TSyncError)
         -> PushSummary
     {
-        var summary = try await pusher(remote).push(tables: tables, progress: reporter("pushing"))
-        if policies.settlesNothing { return summary }
+        // A 412 that carried the server's copy is settled as its answer is applied (the same
+        // settle as below, on that copy, without the error's row written and read back); what
+        // is left in the error table (earlier commands' errors, other conflicts) is settled
+        // here. Push N of the command settles at once as long as round N may settle at all.
+        if policies.settlesNothing { return try await pusher(remote).push(tables: tables, progress: reporter("pushing")) }
+        var summary = try await pusher(remote, settling: policies).push(tables: tables, progress: reporter("pushing"))
         var refused = Set<Int64>()
+        var refusedAtOnce = summary.refusedAtOnce
+        var settledToPush = summary.settledToPush
         var rounds = 0
         while !summary.interrupted, rounds <= policies.retries {
             let conflicts = try store.conflictDetails(table: nil).filter { details in
                 (tables?.contains(details.error.table) ?? true) && ConflictPolicy.settledClasses.contains(details.failureClass)
                     && policies.policy(for: details.error.table) != .fail && !refused.contains(details.error.id)
+                    && !refusedAtOnce.contains(details.error.operationSeq)
             }
-            if conflicts.isEmpty { break }
+            if conflicts.isEmpty && settledToPush.isEmpty { break }
             rounds += 1
-            var again = Set<String>()
+            var again = settledToPush
             // A 412 this command met carries the server's copy as of its answer, as current as a
             // read now would be; the copies of the others (left by earlier commands, or answered
             // without one) are read again, as `resolve` reads them. A copy someone changes in
@@ -181,7 +188,7 @@ public struct SyncSession: Sendable {
                     unread.append(details)
                 }
             }
-            copies.merge(try await Resolver(store: store, remote: remote).serverCopies(for: unread)) { _, read in read }
+            copies.merge(try await Resolver(store: store, remote: remote).serverCopies(for: unread.map(\.error))) { _, read in read }
             var settling: [(details: ConflictDetails, policy: ConflictPolicy)] = []
             var settlements: [Settlement] = []
             for details in conflicts {
@@ -198,15 +205,17 @@ public struct SyncSession: Sendable {
                 switch outcome {
                 case .settled(let pending):
                     summary.settled[policy, default: 0] += 1
-                    summary.settledItems.append(
-                        SettledItem(table: table, id: details.error.itemID, policy: policy, errorID: details.error.id))
+                    summary.settledItems.append(SettledItem(table: table, id: details.error.itemID, policy: policy))
                     if pending { again.insert(table) }
                 case .refused:
                     refused.insert(details.error.id)
                 }
             }
             if again.isEmpty { break }
-            let next = try await pusher(remote).push(tables: again.sorted(), progress: reporter("pushing again"))
+            let next = try await pusher(remote, settling: rounds <= policies.retries ? policies : nil)
+                .push(tables: again.sorted(), progress: reporter("pushing again"))
+            refusedAtOnce.formUnion(next.refusedAtOnce)
+            settledToPush = next.settledToPush
             summary.add(next)
         }
         // What failed in this command and is still there: the errors a policy did not settle.
@@ -349,14 +358,14 @@ public struct SyncSession: Sendable {
         }
         return try await withRemote { remote throws(TSyncError) in
             let report = try await Resolver(store: store, remote: remote).resolve(request)
-            let tables = Array(Set(report.entries.map(\.details.error.table))).sorted()
+            let tables = Array(Set(report.entries.map(\.error.table))).sorted()
             guard thenPush, !request.dryRun, !tables.isEmpty else { return ResolveResult(report: report) }
             let push = try await pushSettling(remote, tables: tables, policies: ConflictPolicies())
             events?(.pushed(push))
             // What the report says of each item is what the push left.
             var pushed = report
             for index in pushed.entries.indices {
-                let error = pushed.entries[index].details.error
+                let error = pushed.entries[index].error
                 pushed.entries[index].after = try store.itemState(table: error.table, id: error.itemID)
             }
             return ResolveResult(report: pushed, push: push)
