@@ -2,14 +2,16 @@
 # Table rules' cost, a benchmark, not a test (tsync serve on loopback):
 #   1. a batched push and a cold pull of COUNT records by an account, against a table with a
 #      group rule (--access items:read=group:team,write=group:team) and against the same table
-#      shared; each pair alternated ROUNDS times, medians compared (aim: grouped/shared >= 0.9 as
-#      a rate, i.e. the grouped time at most 1/0.9 of the shared one);
+#      shared; each pair alternated ROUNDS times (each first in turn), medians compared (aim:
+#      grouped/shared >= 0.9 as a rate, i.e. the grouped time at most 1/0.9 of the shared one),
+#      with the client's and the server's CPU seconds beside them;
 #   2. a group's page of 50 (the first page of a pull, and one from the middle) read from tables of
 #      SIZES records over ten groups, the reader in one of them: p50 of 100 requests each (aim:
 #      flat, p50 at the largest at most 2x the smallest).
 # With -P the same on PostgreSQL (a database of its own per server in the server
-# TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh): there a shared
-# table's pull page is one call (`PullPage`), a group's the general path.
+# TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh): there a pull
+# page is one call, read ahead, for a shared table and for a group that is owed nothing else
+# (`PullPage`).
 # Usage: scripts/bench-access.sh [-P]   (COUNT=100000, SIZES="10000 100000 1000000", ROUNDS=3;
 # TSYNC_BIN=path skips the build)
 set -euo pipefail
@@ -69,16 +71,29 @@ echo "tsync table rules on $backend: group rule vs shared table ($(nproc) cores,
 echo "== push and pull of $count records, $rounds rounds alternated"
 items "$count" >"$work/items.ndjson"
 push_shared=() push_group=() pull_shared=() pull_group=()
+# CPU seconds beside the wall clock (the load stretches the one, not the other): the client's,
+# and the server's over the push or the pull (/proc/PID/stat).
+push_cpu_shared=() push_cpu_group=() pull_cpu_shared=() pull_cpu_group=()
+push_server_shared=() push_server_group=() pull_server_shared=() pull_server_group=()
+ticks=$(getconf CLK_TCK)
+server_cpu() { awk -v a="$1" -v b="$2" -v t="$ticks" 'BEGIN { printf "%.2f", (b - a) / t }'; }
 for round in $(seq 1 "$rounds"); do
-    for kind in shared group; do
+    # Alternated, and in turn first: a drift of the load falls on both.
+    order="shared group"
+    [ $((round % 2)) = 0 ] && order="group shared"
+    for kind in $order; do
         if [ "$kind" = group ]; then server "$kind-$round" --access "$rule"; else server "$kind-$round"; fi
         store "$work/w-$kind-$round" "$URL"
         "$bin" -C "$work/w-$kind-$round" insert items -q <"$work/items.ndjson"
+        before=$(cpu_ticks "${SERVE_PIDS[0]}")
         measure "$bin" -C "$work/w-$kind-$round" push -q
-        eval "push_$kind+=(\"$seconds\")"
+        after=$(cpu_ticks "${SERVE_PIDS[0]}")
+        eval "push_$kind+=(\"$seconds\") push_cpu_$kind+=(\"$cpu_seconds\") push_server_$kind+=(\"$(server_cpu "$before" "$after")\")"
         store "$work/r-$kind-$round" "$URL"
+        before=$(cpu_ticks "${SERVE_PIDS[0]}")
         measure "$bin" -C "$work/r-$kind-$round" pull items --query-id clone -q
-        eval "pull_$kind+=(\"$seconds\")"
+        after=$(cpu_ticks "${SERVE_PIDS[0]}")
+        eval "pull_$kind+=(\"$seconds\") pull_cpu_$kind+=(\"$cpu_seconds\") pull_server_$kind+=(\"$(server_cpu "$before" "$after")\")"
         pulled=$(sqlite3 "$work/r-$kind-$round/.tsync/store.sqlite" "SELECT count(*) FROM records")
         [ "$pulled" = "$count" ] || { echo "the $kind pull holds $pulled records, not $count" >&2; exit 1; }
         serve_stop_all
@@ -90,6 +105,13 @@ done
 ps=$(median "${push_shared[@]}") pg=$(median "${push_group[@]}") ls=$(median "${pull_shared[@]}") lg=$(median "${pull_group[@]}")
 echo "push: shared ${ps}s (${push_shared[*]}), group rule ${pg}s (${push_group[*]}); rate ratio $(ratio "$ps" "$pg") (aim >= 0.9)"
 echo "pull: shared ${ls}s (${pull_shared[*]}), group rule ${lg}s (${pull_group[*]}); rate ratio $(ratio "$ls" "$lg") (aim >= 0.9)"
+for step in push pull; do
+    for side in cpu server; do
+        eval "shared=(\"\${${step}_${side}_shared[@]}\") group=(\"\${${step}_${side}_group[@]}\")"
+        cs=$(median "${shared[@]}") cg=$(median "${group[@]}")
+        echo "$step: $([ "$side" = cpu ] && echo client || echo server) CPU shared ${cs}s (${shared[*]}), group rule ${cg}s (${group[*]}); ratio shared/group $(ratio "$cs" "$cg")"
+    done
+done
 
 echo "== a group's page of 50, p50 of 100 requests (ten groups, the reader in one)"
 first_p50=() middle_p50=()
