@@ -12,10 +12,10 @@ import TSyncQuery
 /// It reads what the general path reads, in the same order, each statement with its own snapshot
 /// (READ COMMITTED, as `tsync_pull_page`): the look at the writers, the group's page below the
 /// cap, then whether anything could be owed, then the labels. Nothing is owed when no exit from a
-/// group the account is in (since it joined) is at or after the page's start, and no label change
-/// of the account is at or after the start where this page could reach it: a superset of the
-/// rows the general path's exit and label-change statements could find. The labels, read last,
-/// must be those the request's token gave.
+/// group the account is in (since it joined), and no label change of the account, is at or after
+/// the page's start where this page could reach it (a full page that ends before the first): a
+/// superset of the rows the general path's exit and label-change statements could find, and of
+/// those its merge would keep. The labels, read last, must be those the request's token gave.
 extension PullPage {
     /// The view a group's walk is read under: the records whose `field` names one of `groups`,
     /// for `account`, whose labels must still be `groups` and `roles`.
@@ -103,13 +103,17 @@ extension PullPage {
                 USING table_key, groups, include_deleted, after_updated, after_id, cap, page_size;
             -- From a position only (from the start the general path reads no change either).
             IF after_updated <> '' THEN
-                IF EXISTS (
-                    SELECT 1 FROM tsync_record_exits AS e
-                    JOIN tsync_account_labels AS l ON l.account_name = account AND l.kind = 'group' AND l.label = e.grp AND l.since < e.at
-                    WHERE e.table_name = table_key AND e.at >= after_updated COLLATE "C")
-                THEN
+                -- The first exit from a group the account is in (since it joined), one index
+                -- probe per group: a page of page_size records that ends before it owes none.
+                SELECT min(x.at) INTO first_change FROM tsync_account_labels AS l
+                    CROSS JOIN LATERAL (SELECT e.at FROM tsync_record_exits AS e
+                        WHERE e.table_name = table_key AND e.grp = l.label AND e.at >= after_updated COLLATE "C" AND e.at > l.since
+                        ORDER BY e.at LIMIT 1) AS x
+                    WHERE l.account_name = account AND l.kind = 'group';
+                IF first_change IS NOT NULL AND (read_count < page_size OR last_updated >= first_change) THEN
                     RETURN;
                 END IF;
+                -- The same of the account's label changes.
                 SELECT min(c.at) INTO first_change FROM tsync_label_changes AS c
                     WHERE c.account_name = account AND c.at >= after_updated COLLATE "C";
                 IF first_change IS NOT NULL AND (read_count < page_size OR last_updated >= first_change) THEN
