@@ -86,7 +86,9 @@ extension PullPage {
                 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"');
             -- The group's page, as the renderer's `field eq 'g' or ...` selects it (the field a
             -- JSON string naming one of the groups), written as the field's index reads it. One
-            -- group is an equality, which walks the index in page order.
+            -- group is an equality, which walks the index in page order. The field's text is a
+            -- group's name also when it is a number, true or false, or an object or array that
+            -- reads so: only then is its JSON type read too.
             EXECUTE format(
                 $page$SELECT count(*)::integer, max(p.updated_at),
                     string_agg(concat_ws(E'\x1F', p.id, p.created_at, p.updated_at, p.version, p.flags, p.body), E'\x1E')
@@ -94,11 +96,14 @@ extension PullPage {
                             CASE WHEN r.deleted THEN 't' ELSE 'f' END || CASE WHEN r.body_text IS NULL THEN 'j' ELSE '' END AS flags,
                             coalesce(r.body_text, r.body::text) AS body
                         FROM tsync_records AS r
-                        WHERE r.table_name = $1 AND ("body"->>%L) COLLATE "C" %s AND jsonb_typeof("body"->%L) = 'string'
+                        WHERE r.table_name = $1 AND ("body"->>%L) COLLATE "C" %s %s
                             AND ($3 OR NOT r.deleted)
                             AND (r.updated_at, r.id) > ($4 COLLATE "C", $5 COLLATE "C") AND r.updated_at < $6 COLLATE "C"
                         ORDER BY r.updated_at, r.id LIMIT $7) AS p$page$,
-                field, CASE WHEN cardinality(groups) = 1 THEN '= $2[1]' ELSE '= ANY($2)' END, field)
+                field, CASE WHEN cardinality(groups) = 1 THEN '= $2[1]' ELSE '= ANY($2)' END,
+                CASE WHEN EXISTS (SELECT 1 FROM unnest(groups) AS g(name)
+                        WHERE g.name ~ '^[-+0-9.eE]*$' OR g.name IN ('true', 'false') OR left(g.name, 1) IN ('{', '['))
+                    THEN format('AND jsonb_typeof("body"->%L) = ''string''', field) ELSE '' END)
                 INTO read_count, last_updated, page
                 USING table_key, groups, include_deleted, after_updated, after_id, cap, page_size;
             -- From a position only (from the start the general path reads no change either).

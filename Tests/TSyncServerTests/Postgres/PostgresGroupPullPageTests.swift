@@ -32,6 +32,7 @@ struct PostgresGroupPullPageTests {
                 writes += (0..<4).map { RecordWrite(table: "items", action: .insert(Record(id: "s\($0)", fields: ["team": "g0"])), scope: .shared) }
                 writes.append(RecordWrite(table: "items", action: .insert(Record(id: "none", fields: ["n": .int(1)])), scope: .shared))
                 writes.append(RecordWrite(table: "items", action: .insert(Record(id: "num", fields: ["team": .int(0)])), scope: .shared))
+                writes.append(RecordWrite(table: "items", action: .insert(Record(id: "zero", fields: ["team": "0"])), scope: .shared))
                 #expect(try await inOneCall.write(writes, atomic: false).allSatisfy { $0.succeeded })
                 for id in ["r3", "r4"] {
                     try await Self.modify(inOneCall, id, .softDelete)
@@ -75,6 +76,11 @@ struct PostgresGroupPullPageTests {
                 // general path (which sends the walk's g1 records again at the join).
                 let both = try await Self.walk(inOneCall, general, ann, after: nil, expectCalls: nil)
                 #expect(Set(both.map(\.id)).count == 16)
+                // A group whose name a number's text reads as: the number is not in it.
+                #expect(try await inOneCall.changeLabels(name: "ann", kind: .group, add: ["0"], remove: []))
+                ann.groups = ["g0", "g1", "0"]
+                let numbered = try await Self.walk(inOneCall, general, ann, after: nil, expectCalls: nil)
+                #expect(numbered.contains { $0.id == "zero" } && !numbered.contains { $0.id == "num" })
             }
         }
     }
