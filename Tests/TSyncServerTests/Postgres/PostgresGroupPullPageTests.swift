@@ -23,13 +23,17 @@ struct PostgresGroupPullPageTests {
                 _ = try await inOneCall.declareIndexes([field])
                 try await inOneCall.createAccount(name: "ann", passwordHash: "unused", createdAt: Timestamp.now())
                 #expect(try await inOneCall.changeLabels(name: "ann", kind: .group, add: ["g0"], remove: []))
-                // Three groups in turn, a record of no group, a team that is not a string, and deletions.
+                // Three groups in turn, four more of g0, a record of no group, a team that is a number and
+                // one that is its text, and deletions.
                 var writes = (0..<18).map { index in
                     RecordWrite(
-                        table: "items", action: .insert(Record(id: "r\(index)", fields: ["team": .string("g\(index % 3)"), "n": .int(Int64(index))])),
+                        table: "items",
+                        action: .insert(Record(id: "r\(index)", fields: ["team": .string("g\(index % 3)"), "n": .int(Int64(index))])),
                         scope: .shared)
                 }
-                writes += (0..<4).map { RecordWrite(table: "items", action: .insert(Record(id: "s\($0)", fields: ["team": "g0"])), scope: .shared) }
+                writes += (0..<4).map {
+                    RecordWrite(table: "items", action: .insert(Record(id: "s\($0)", fields: ["team": "g0"])), scope: .shared)
+                }
                 writes.append(RecordWrite(table: "items", action: .insert(Record(id: "none", fields: ["n": .int(1)])), scope: .shared))
                 writes.append(RecordWrite(table: "items", action: .insert(Record(id: "num", fields: ["team": .int(0)])), scope: .shared))
                 writes.append(RecordWrite(table: "items", action: .insert(Record(id: "zero", fields: ["team": "0"])), scope: .shared))
@@ -120,7 +124,9 @@ struct PostgresGroupPullPageTests {
             query = view.narrowing(query)
             let walk = try #require(PullPage.walk(table: "items", query, scope: .shared, changes: changes))
             let called = try await PullPage.read(inOneCall.database, walk)
-            #expect(expectCalls.map { (called != nil) == $0 } ?? true, "the call answers \(position.map { "after \($0.1)" } ?? "from the start")")
+            #expect(
+                expectCalls.map { (called != nil) == $0 } ?? true,
+                "the call answers \(position.map { "after \($0.1)" } ?? "from the start")")
             let page = try #require(try await inOneCall.query(table: "items", query, scope: .shared, changes: changes))
             let generalPage = try #require(try await general.query(table: "items", query, scope: .shared, changes: changes))
             let records = try page.records()
