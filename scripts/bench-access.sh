@@ -75,8 +75,22 @@ push_shared=() push_group=() pull_shared=() pull_group=()
 # and the server's over the push or the pull (/proc/PID/stat).
 push_cpu_shared=() push_cpu_group=() pull_cpu_shared=() pull_cpu_group=()
 push_server_shared=() push_server_group=() pull_server_shared=() pull_server_group=()
+push_database_shared=() push_database_group=() pull_database_shared=() pull_database_group=()
 ticks=$(getconf CLK_TCK)
 server_cpu() { awk -v a="$1" -v b="$2" -v t="$ticks" 'BEGIN { printf "%.2f", (b - a) / t }'; }
+# On PostgreSQL also the database's: the backends serving DB, "PID TICKS" a line (a backend
+# that was not there before counts from 0).
+backends() {
+    [ "$postgres" = true ] || return 0
+    local pid
+    for pid in $(sql "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"); do
+        if [ -r "/proc/$pid/stat" ]; then echo "$pid $(cpu_ticks "$pid")"; fi
+    done
+}
+database_cpu() {
+    awk -v t="$ticks" 'NR == FNR { before[$1] = $2; next } { used += $2 - ($1 in before ? before[$1] : 0) } END { printf "%.2f", used / t }' \
+        <(echo "$1") <(echo "$2")
+}
 for round in $(seq 1 "$rounds"); do
     # Alternated, and in turn first: a drift of the load falls on both.
     order="shared group"
@@ -85,15 +99,17 @@ for round in $(seq 1 "$rounds"); do
         if [ "$kind" = group ]; then server "$kind-$round" --access "$rule"; else server "$kind-$round"; fi
         store "$work/w-$kind-$round" "$URL"
         "$bin" -C "$work/w-$kind-$round" insert items -q <"$work/items.ndjson"
-        before=$(cpu_ticks "${SERVE_PIDS[0]}")
+        before=$(cpu_ticks "${SERVE_PIDS[0]}") backends_before=$(backends)
         measure "$bin" -C "$work/w-$kind-$round" push -q
-        after=$(cpu_ticks "${SERVE_PIDS[0]}")
+        after=$(cpu_ticks "${SERVE_PIDS[0]}") backends_after=$(backends)
         eval "push_$kind+=(\"$seconds\") push_cpu_$kind+=(\"$cpu_seconds\") push_server_$kind+=(\"$(server_cpu "$before" "$after")\")"
+        eval "push_database_$kind+=(\"$(database_cpu "$backends_before" "$backends_after")\")"
         store "$work/r-$kind-$round" "$URL"
-        before=$(cpu_ticks "${SERVE_PIDS[0]}")
+        before=$(cpu_ticks "${SERVE_PIDS[0]}") backends_before=$(backends)
         measure "$bin" -C "$work/r-$kind-$round" pull items --query-id clone -q
-        after=$(cpu_ticks "${SERVE_PIDS[0]}")
+        after=$(cpu_ticks "${SERVE_PIDS[0]}") backends_after=$(backends)
         eval "pull_$kind+=(\"$seconds\") pull_cpu_$kind+=(\"$cpu_seconds\") pull_server_$kind+=(\"$(server_cpu "$before" "$after")\")"
+        eval "pull_database_$kind+=(\"$(database_cpu "$backends_before" "$backends_after")\")"
         pulled=$(sqlite3 "$work/r-$kind-$round/.tsync/store.sqlite" "SELECT count(*) FROM records")
         [ "$pulled" = "$count" ] || { echo "the $kind pull holds $pulled records, not $count" >&2; exit 1; }
         serve_stop_all
@@ -106,10 +122,12 @@ ps=$(median "${push_shared[@]}") pg=$(median "${push_group[@]}") ls=$(median "${
 echo "push: shared ${ps}s (${push_shared[*]}), group rule ${pg}s (${push_group[*]}); rate ratio $(ratio "$ps" "$pg") (aim >= 0.9)"
 echo "pull: shared ${ls}s (${pull_shared[*]}), group rule ${lg}s (${pull_group[*]}); rate ratio $(ratio "$ls" "$lg") (aim >= 0.9)"
 for step in push pull; do
-    for side in cpu server; do
+    sides="cpu server"
+    [ "$postgres" = true ] && sides="cpu server database"
+    for side in $sides; do
         eval "shared=(\"\${${step}_${side}_shared[@]}\") group=(\"\${${step}_${side}_group[@]}\")"
         cs=$(median "${shared[@]}") cg=$(median "${group[@]}")
-        echo "$step: $([ "$side" = cpu ] && echo client || echo server) CPU shared ${cs}s (${shared[*]}), group rule ${cg}s (${group[*]}); ratio shared/group $(ratio "$cs" "$cg")"
+        echo "$step: $([ "$side" = cpu ] && echo client || echo "$side") CPU shared ${cs}s (${shared[*]}), group rule ${cg}s (${group[*]}); ratio shared/group $(ratio "$cs" "$cg")"
     done
 done
 
