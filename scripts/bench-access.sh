@@ -2,14 +2,16 @@
 # Table rules' cost, a benchmark, not a test (tsync serve on loopback):
 #   1. a batched push and a cold pull of COUNT records by an account, against a table with a
 #      group rule (--access items:read=group:team,write=group:team) and against the same table
-#      shared; each pair alternated ROUNDS times, medians compared (aim: grouped/shared >= 0.9 as
-#      a rate, i.e. the grouped time at most 1/0.9 of the shared one);
+#      shared; each pair alternated ROUNDS times (each first in turn), medians compared (aim:
+#      grouped/shared >= 0.9 as a rate, i.e. the grouped time at most 1/0.9 of the shared one),
+#      with the client's and the server's CPU seconds beside them;
 #   2. a group's page of 50 (the first page of a pull, and one from the middle) read from tables of
 #      SIZES records over ten groups, the reader in one of them: p50 of 100 requests each (aim:
 #      flat, p50 at the largest at most 2x the smallest).
 # With -P the same on PostgreSQL (a database of its own per server in the server
-# TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh): there a shared
-# table's pull page is one call (`PullPage`), a group's the general path.
+# TSYNC_TEST_POSTGRES_URL names, else a throwaway cluster; scripts/postgres.sh): there a pull
+# page is one call, read ahead, for a shared table and for a group that is owed nothing else
+# (`PullPage`).
 # Usage: scripts/bench-access.sh [-P]   (COUNT=100000, SIZES="10000 100000 1000000", ROUNDS=3;
 # TSYNC_BIN=path skips the build)
 set -euo pipefail
@@ -69,16 +71,45 @@ echo "tsync table rules on $backend: group rule vs shared table ($(nproc) cores,
 echo "== push and pull of $count records, $rounds rounds alternated"
 items "$count" >"$work/items.ndjson"
 push_shared=() push_group=() pull_shared=() pull_group=()
+# CPU seconds beside the wall clock (the load stretches the one, not the other): the client's,
+# and the server's over the push or the pull (/proc/PID/stat).
+push_cpu_shared=() push_cpu_group=() pull_cpu_shared=() pull_cpu_group=()
+push_server_shared=() push_server_group=() pull_server_shared=() pull_server_group=()
+push_database_shared=() push_database_group=() pull_database_shared=() pull_database_group=()
+ticks=$(getconf CLK_TCK)
+server_cpu() { awk -v a="$1" -v b="$2" -v t="$ticks" 'BEGIN { printf "%.2f", (b - a) / t }'; }
+# On PostgreSQL also the database's: the backends serving DB, "PID TICKS" a line (a backend
+# that was not there before counts from 0).
+backends() {
+    [ "$postgres" = true ] || return 0
+    local pid
+    for pid in $(sql "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"); do
+        if [ -r "/proc/$pid/stat" ]; then echo "$pid $(cpu_ticks "$pid")"; fi
+    done
+}
+database_cpu() {
+    awk -v t="$ticks" 'NR == FNR { before[$1] = $2; next } { used += $2 - ($1 in before ? before[$1] : 0) } END { printf "%.2f", used / t }' \
+        <(echo "$1") <(echo "$2")
+}
 for round in $(seq 1 "$rounds"); do
-    for kind in shared group; do
+    # Alternated, and in turn first: a drift of the load falls on both.
+    order="shared group"
+    [ $((round % 2)) = 0 ] && order="group shared"
+    for kind in $order; do
         if [ "$kind" = group ]; then server "$kind-$round" --access "$rule"; else server "$kind-$round"; fi
         store "$work/w-$kind-$round" "$URL"
         "$bin" -C "$work/w-$kind-$round" insert items -q <"$work/items.ndjson"
+        before=$(cpu_ticks "${SERVE_PIDS[0]}") backends_before=$(backends)
         measure "$bin" -C "$work/w-$kind-$round" push -q
-        eval "push_$kind+=(\"$seconds\")"
+        after=$(cpu_ticks "${SERVE_PIDS[0]}") backends_after=$(backends)
+        eval "push_$kind+=(\"$seconds\") push_cpu_$kind+=(\"$cpu_seconds\") push_server_$kind+=(\"$(server_cpu "$before" "$after")\")"
+        eval "push_database_$kind+=(\"$(database_cpu "$backends_before" "$backends_after")\")"
         store "$work/r-$kind-$round" "$URL"
+        before=$(cpu_ticks "${SERVE_PIDS[0]}") backends_before=$(backends)
         measure "$bin" -C "$work/r-$kind-$round" pull items --query-id clone -q
-        eval "pull_$kind+=(\"$seconds\")"
+        after=$(cpu_ticks "${SERVE_PIDS[0]}") backends_after=$(backends)
+        eval "pull_$kind+=(\"$seconds\") pull_cpu_$kind+=(\"$cpu_seconds\") pull_server_$kind+=(\"$(server_cpu "$before" "$after")\")"
+        eval "pull_database_$kind+=(\"$(database_cpu "$backends_before" "$backends_after")\")"
         pulled=$(sqlite3 "$work/r-$kind-$round/.tsync/store.sqlite" "SELECT count(*) FROM records")
         [ "$pulled" = "$count" ] || { echo "the $kind pull holds $pulled records, not $count" >&2; exit 1; }
         serve_stop_all
@@ -90,9 +121,18 @@ done
 ps=$(median "${push_shared[@]}") pg=$(median "${push_group[@]}") ls=$(median "${pull_shared[@]}") lg=$(median "${pull_group[@]}")
 echo "push: shared ${ps}s (${push_shared[*]}), group rule ${pg}s (${push_group[*]}); rate ratio $(ratio "$ps" "$pg") (aim >= 0.9)"
 echo "pull: shared ${ls}s (${pull_shared[*]}), group rule ${lg}s (${pull_group[*]}); rate ratio $(ratio "$ls" "$lg") (aim >= 0.9)"
+for step in push pull; do
+    sides="cpu server"
+    [ "$postgres" = true ] && sides="cpu server database"
+    for side in $sides; do
+        eval "shared=(\"\${${step}_${side}_shared[@]}\") group=(\"\${${step}_${side}_group[@]}\")"
+        cs=$(median "${shared[@]}") cg=$(median "${group[@]}")
+        echo "$step: $([ "$side" = cpu ] && echo client || echo "$side") CPU shared ${cs}s (${shared[*]}), group rule ${cg}s (${group[*]}); ratio shared/group $(ratio "$cs" "$cg")"
+    done
+done
 
 echo "== a group's page of 50, p50 of 100 requests (ten groups, the reader in one)"
-first_p50=() middle_p50=()
+first_p50=() middle_p50=() first_server_p50=() middle_server_p50=()
 for size in "${sizes[@]}"; do
     server "page-$size" --access "$rule"
     token=$(curl -sf -H 'ZUMO-API-VERSION: 2.0.0' -H 'Content-Type: application/json' \
@@ -115,7 +155,8 @@ for size in "${sizes[@]}"; do
             INSERT INTO t_items (id, created_at, updated_at, version, deleted, owner, body)
             SELECT printf('item-%08d', i), t, t, printf('%016x', i), 0, NULL,
                    '{\"team\":\"g' || (i % 10) || '\",\"text\":\"record number ' || i || '\",\"priority\":' || (i % 1000) || '}'
-            FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch') AS t FROM n);"
+            FROM (SELECT i, strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + i / 1000.0, 'unixepoch') AS t FROM n);
+            PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
         middle=$(sql "SELECT updated_at FROM t_items WHERE id = printf('item-%08d', $size / 2 - ($size / 2) % 10)")
     fi
     filter=$(jq -rn --arg t "$middle" '"updatedAt gt datetimeoffset'"'"'\($t)'"'"'" | @uri')
@@ -123,18 +164,28 @@ for size in "${sizes[@]}"; do
         query='$orderby=updatedAt,id&$top=50&__includeDeleted=true'
         [ "$page" = middle ] && query="$query&\$filter=$filter"
         times=()
-        for _ in $(seq 1 100); do
-            times+=("$(curl -sf -o "$work/page.json" -w '%{time_total}' -H 'ZUMO-API-VERSION: 2.0.0' -H "X-ZUMO-AUTH: $token" "$URL/tables/items?$query")")
+        # Ten first, not counted: the first reads of a table just written warm its pages.
+        for request in $(seq 1 110); do
+            time=$(curl -sf -o "$work/page.json" -w '%{time_total}' -H 'ZUMO-API-VERSION: 2.0.0' -H "X-ZUMO-AUTH: $token" "$URL/tables/items?$query")
+            [ "$request" -gt 10 ] && times+=("$time")
         done
         got=$(jq 'length' "$work/page.json")
         [ "$got" = 50 ] || { echo "a $page page of $size holds $got records" >&2; exit 1; }
         [ "$(jq '[.[] | select(.team != "g0")] | length' "$work/page.json")" = 0 ] || { echo "another group's record in the page" >&2; exit 1; }
         p50=$(median "${times[@]}")
         eval "${page}_p50+=(\"$p50\")"
-        echo "$size records: $page page p50 ${p50}s (load$(uptime | sed 's/.*load average//'))"
+        # The server's own time for the same requests (its log: "GET … 200 1.234 ms"), which
+        # the load stretches less than curl's.
+        handled=$(grep -F "GET /tables/items?$query 200 " "$work/page-$size.log" | tail -n 100 | sed 's/.* 200 \([0-9.]*\) ms.*/\1/')
+        # shellcheck disable=SC2086
+        server_p50=$(median $handled)
+        eval "${page}_server_p50+=(\"$server_p50\")"
+        echo "$size records: $page page p50 ${p50}s, in the server ${server_p50} ms (load$(uptime | sed 's/.*load average//'))"
     done
     serve_stop_all
     forget
 done
-echo "first page: p50 ratio largest/smallest $(ratio "${first_p50[-1]}" "${first_p50[0]}") (aim <= 2)"
-echo "middle page: p50 ratio largest/smallest $(ratio "${middle_p50[-1]}" "${middle_p50[0]}") (aim <= 2)"
+for page in first middle; do
+    eval "client=(\"\${${page}_p50[@]}\") server=(\"\${${page}_server_p50[@]}\")"
+    echo "$page page: p50 ratio largest/smallest $(ratio "${client[-1]}" "${client[0]}") (aim <= 2); in the server $(ratio "${server[-1]}" "${server[0]}")"
+done

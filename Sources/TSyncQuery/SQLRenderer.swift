@@ -135,6 +135,15 @@ public struct SQLRenderer: Sendable {
         }
     }
 
+    /// The text of the literal in `field op literal` (either way round), when it is text.
+    private static func literalText(_ left: FilterExpression, _ right: FilterExpression) -> String? {
+        switch (left, right) {
+        case (.field, .literal(.string(let text))), (.literal(.string(let text)), .field): return text
+        case (.field, .literal(.dateTime(let time))), (.literal(.dateTime(let time)), .field): return time.iso8601
+        default: return nil
+        }
+    }
+
     /// The expression of the index on the user field `name`, if it has one.
     private func indexExpression(_ name: String) -> SQLTemplate? {
         guard schema.indexedFields.contains(name), schema.systemColumns[name] == nil else { return nil }
@@ -198,6 +207,15 @@ public struct SQLRenderer: Sendable {
             default: comparison = syntax.order("<=", l, r, kind: kind)
             }
             guard wherever, let range = indexRange(op, left, right, kind: kind) else { return comparison }
+            if op == .eq, kind == .text, schema.dialect == .sqlite, let text = Self.literalText(left, right),
+                text.first != "{", text.first != "["
+            {
+                // SQLite's index value is text only for a string (its text) or an object or array
+                // (its JSON text, which starts with `{` or `[`): equal to any other text, the field
+                // is that string. The range decides alone, and no row's JSON is read again for its
+                // type (most of a group's pull page, whose rule is such an equality).
+                return range
+            }
             return "(\(range) AND \(comparison))"
         }
     }

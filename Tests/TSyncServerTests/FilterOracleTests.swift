@@ -109,6 +109,31 @@ import TSyncQuery
         }
     }
 
+    /// An indexed field's equality with text is its index's range alone on SQLite, unless the
+    /// text could be an object's or array's JSON text (which the index holds for those): values
+    /// of every kind whose index value or text reads like the literal, each selected only when
+    /// the field is that very string.
+    @Test(arguments: TestBackend.available) func indexedEqualityWithTextSelectsOnlyThatString(backend: TestBackend) async throws {
+        let records: [Record] = [
+            Record(id: "a", fields: ["s": ["a"], "t": ["k": 1], "x": 1]),
+            Record(id: "b", fields: ["s": "[\"a\"]", "t": "{\"k\":1}", "x": "1"]),
+            Record(id: "c", fields: ["s": "a", "t": .null, "x": true]),
+            Record(id: "d", fields: ["s": "A", "t": 10, "x": "true"]),
+            Record(id: "e", fields: ["s": "", "t": "10", "x": .object([:])]),
+        ]
+        let filters = [
+            #"s eq '["a"]'"#, #"t eq '{"k":1}'"#, "x eq '1'", "x eq 'true'", "t eq '10'", "s eq 'a'", "'a' eq s", "s eq ''",
+            "x eq '{}'", "t eq '2026-01-31T09:30:05.000Z'",
+        ]
+        let (stored, selected, _) = try await Self.run(filters, records: records, on: backend, indexing: ["s", "t", "x"], orders: [])
+        for (index, filter) in filters.enumerated() {
+            let parsed = try ODataParser.parseFilter(filter)
+            let expected = stored.filter { FilterOracle.selects(parsed, $0) }.map(\.id)
+            #expect(selected[index] == expected, "\(filter) on \(backend)")
+        }
+        #expect(selected[0] == ["b"] && selected[1] == ["b"] && selected[2] == ["b"] && selected[5] == ["c"])
+    }
+
     /// The stored records (with their system properties) and the ids each filter selects, by id.
     static func run(_ filters: [String], records: [Record], on backend: TestBackend) async throws -> ([Record], [[String]]) {
         let (stored, selected, _) = try await run(filters, records: records, on: backend, orders: [])

@@ -219,6 +219,10 @@ enum PostgresSchema {
                 "CREATE INDEX tsync_record_exits_by_id ON tsync_record_exits (table_name, id, at)"
             ]
         ),
+        PostgresMigration(
+            version: 12, name: "a group's pull page in one round trip",
+            statements: [PullPage.groupFunctionDefinition]
+        ),
     ]
 
     /// How TSyncQuery addresses a record: system properties by column, user fields inside `body`.

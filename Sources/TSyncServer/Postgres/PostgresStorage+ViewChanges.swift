@@ -5,6 +5,16 @@ import TSyncQuery
 /// Records that leave or come into an account's view, on PostgreSQL (docs/DESIGN.md §11.1).
 extension PostgresStorage {
     public func query(table: String, _ query: RecordQuery, scope: OwnerScope, changes: ViewChanges) async throws -> RecordPage? {
+        // A group's pull page that owes nothing but the group's records: one call, read ahead
+        // as a shared table's (`PullPage.groupFunctionDefinition`).
+        if readsPagesInOneCall, capsPulls, let walk = PullPage.walk(table: table, query, scope: scope, changes: changes) {
+            let database = self.database
+            if let page = try await readAhead.page(walk, read: { try await PullPage.read(database, $0) }) {
+                var answer = RecordPage(written: page.written, totalCount: nil)
+                answer.deletedHorizon = try await deletedHorizon(table)
+                return answer
+            }
+        }
         let key = PostgresSchema.tableKey(table)
         let skip = query.skip ?? 0
         var widened = query

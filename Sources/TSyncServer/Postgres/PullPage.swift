@@ -32,6 +32,8 @@ enum PullPage {
         var includeDeleted: Bool
         var start: Start
         var top: Int
+        /// A group's walk (`tsync_pull_group_page`): nil for a table's or a user's.
+        var view: GroupView? = nil
 
         /// The page after this one, which ended at `last`.
         func next(after last: Start) -> Walk {
@@ -172,12 +174,18 @@ enum PullPage {
     /// The page of `walk`; nil when its text is not in the form this reads, for the general
     /// path to answer.
     static func read(_ database: PostgresDatabase, _ walk: Walk) async throws -> Page? {
-        try await database.call(Call(walk: walk)) { rows in
+        if let view = walk.view { return try await readGroup(database, walk, view) }
+        return try await database.call(Call(walk: walk)) { rows in
             guard let cell = rows.first?.first else { return nil }
-            guard let text = cell.bytes else { return Page(written: WrittenRecords(), last: nil) }
-            guard cell.format == .binary, cell.dataType == .text else { return nil }
-            return try text.withBytes { try page($0, top: walk.top) }
+            return try page(of: cell, top: walk.top)
         }
+    }
+
+    /// The page of a call's text cell (NULL: no records); nil when it is not text.
+    static func page(of cell: PostgresCell, top: Int) throws -> Page? {
+        guard let text = cell.bytes else { return Page(written: WrittenRecords(), last: nil) }
+        guard cell.format == .binary, cell.dataType == .text else { return nil }
+        return try text.withBytes { try page($0, top: top) }
     }
 
     /// The records of a page's text, written out; nil when a record has other than six columns,

@@ -1,4 +1,5 @@
 import GRDB
+import Synchronization
 import TSyncModel
 import TSyncQuery
 
@@ -128,10 +129,7 @@ extension SQLiteStorage {
             -> (String, StatementArguments)
         {
             let (condition, arguments) = after(at, id)
-            return (
-                sql.replacingOccurrences(of: "$AFTER", with: condition) + " ORDER BY \(at), \(id) LIMIT ?",
-                StatementArguments(before + arguments + rest + bound)
-            )
+            return (armText(sql, condition, at: at, id: id), StatementArguments(before + arguments + rest + bound))
         }
         switch changes.rule {
         case .role(let role):
@@ -234,6 +232,24 @@ extension SQLiteStorage {
                 }
             )
         }
+    }
+
+    /// The texts of the statements `arms` made, by their template and position: a pull's every
+    /// page runs the exits' statement, whose making (the position put into the template) was
+    /// most of what a group's page cost more than a shared one's. As few as the statements'
+    /// kinds (table, field, number of groups, kind of position); emptied past a bound all the same.
+    private static let armTexts = Mutex<[String: String]>([:])
+
+    /// `template` with its `$AFTER` replaced by `condition`, ordered by `at` and `id`, limited.
+    private static func armText(_ template: String, _ condition: String, at: String, id: String) -> String {
+        let key = [template, condition, at, id].joined(separator: "\u{1F}")
+        if let text = armTexts.withLock({ $0[key] }) { return text }
+        let text = template.replacing("$AFTER", with: condition) + " ORDER BY \(at), \(id) LIMIT ?"
+        armTexts.withLock { texts in
+            if texts.count >= 4096 { texts = [:] }
+            texts[key] = text
+        }
+        return text
     }
 
     /// Removes `remove` and adds `add` to the account's labels of `kind`, each change written as
