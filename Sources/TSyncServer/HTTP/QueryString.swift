@@ -61,18 +61,21 @@ struct QueryString {
     }
 
     static func encode(_ text: String) -> String {
-        var output = ""
+        let digits = Array("0123456789ABCDEF".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
+                output.append(byte)
             default:
-                let hex = String(byte, radix: 16, uppercase: true)
-                output += "%" + (hex.count == 1 ? "0" + hex : hex)
+                output.append(UInt8(ascii: "%"))
+                output.append(digits[Int(byte >> 4)])
+                output.append(digits[Int(byte & 0xF)])
             }
         }
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
