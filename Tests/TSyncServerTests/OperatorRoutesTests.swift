@@ -58,6 +58,19 @@ struct OperatorRoutesTests {
         #expect(QueryRedaction.isSecret("X-ZUMO-AUTH") && !QueryRedaction.isSecret("$orderby"))
     }
 
+    /// An ASCII query is split by byte: into the pairs the general way finds.
+    @Test func plainQueriesAreSplitAsInGeneral() {
+        let queries = [
+            "", "&", "&&a", "a", "a=", "=b", "a=b=c", "$top=5&$filter=a%20eq%201", "a=1&&b=2&", "a==&=&b",
+            "$filter=updatedAt%20ge%20datetimeoffset'2026-01-01T00:00:00.000Z'&$orderby=updatedAt,id&$top=1000&__includeDeleted=true",
+        ]
+        for query in queries {
+            let fast = QueryString.pairs(query).map { "\($0.name)|\($0.value ?? "-")" }
+            let general = QueryString.pairsInGeneral(query).map { "\($0.name)|\($0.value ?? "-")" }
+            #expect(fast == general, "\(query)")
+        }
+    }
+
     @Test func requestIDsFromTrustedPeersOnlyAndPlain() {
         #expect(RequestID.choose(presented: "abc-123", trusted: true) == "abc-123")
         #expect(RequestID.choose(presented: "abc-123", trusted: false) != "abc-123")

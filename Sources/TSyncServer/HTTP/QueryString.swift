@@ -5,11 +5,27 @@ struct QueryString {
 
     init(_ raw: String?) throws(APIError) {
         guard let raw, !raw.isEmpty else { return }
-        for part in raw.split(separator: "&", omittingEmptySubsequences: true) {
+        for (name, value) in Self.pairs(raw) {
+            let decoded = try Self.decode(name)
+            items.append((decoded, try value.map(Self.decode) ?? ""))
+        }
+    }
+
+    /// The `name=value` pairs of a raw query, not decoded. Every request has its query split: an
+    /// ASCII one (as clients send it, percent-encoded) by byte, as its bytes are its characters;
+    /// any other by character (`pairsInGeneral`).
+    static func pairs(_ raw: String) -> [(name: Substring, value: Substring?)] {
+        guard raw.utf8.allSatisfy({ $0 < 0x80 }) else { return pairsInGeneral(raw) }
+        return raw.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { part in
+            let pieces = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            return (Substring(pieces[0]), pieces.count > 1 ? Substring(pieces[1]) : nil)
+        }
+    }
+
+    static func pairsInGeneral(_ raw: String) -> [(name: Substring, value: Substring?)] {
+        raw.split(separator: "&", omittingEmptySubsequences: true).map { part in
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = try Self.decode(pieces[0])
-            let value = pieces.count > 1 ? try Self.decode(pieces[1]) : ""
-            items.append((name, value))
+            return (pieces[0], pieces.count > 1 ? pieces[1] : nil)
         }
     }
 
