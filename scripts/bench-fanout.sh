@@ -71,7 +71,7 @@ done
 # The writer alone first: what the server's writes cost without watchers.
 serve_start "$bin" "$work/write.log" --db "sqlite:$work/write.db" "${options[@]}"
 echo "== the writer alone"
-python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers 0 --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
+python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
 serve_stop_all
 serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
 python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}"
@@ -94,5 +94,8 @@ if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
     done
     echo "== PostgreSQL, two servers on one database"
     python3 scripts/bench/fanout.py hold "${urls[@]}" --watchers "$count" --pid "$(IFS=,; echo "${pids[*]}")"
+    echo "== the writer alone, both servers"
+    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" |
+        grep -E "^(writes|cpu)"
     python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")"
 fi

@@ -332,11 +332,11 @@ def writer(urls, table, rate, seconds, pipe):
 
 def follow(args):
     pids = [int(p) for p in args.pid.split(",") if p]
-    workers = start_workers(args.urls, args.watchers, "feed", "follow")
+    workers = start_workers(args.urls, args.watchers, args.table, "follow")
     wait_held(args.urls, args.watchers, 60)
     cpu_before = sum(cpu_seconds(pid) for pid in pids)
     parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=writer, args=(args.urls, "feed", args.rate, args.seconds, child), daemon=True)
+    process = multiprocessing.Process(target=writer, args=(args.urls, args.table, args.rate, args.seconds, child), daemon=True)
     process.start()
     written = parent.recv()
     process.join()
@@ -378,6 +378,7 @@ def main():
     parser.add_argument("--pid", default="")
     parser.add_argument("--rate", type=float, default=1000)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--table", default="feed", help="follow: the table written and followed")
     args = parser.parse_args()
     hold(args) if args.mode == "hold" else follow(args)
 
