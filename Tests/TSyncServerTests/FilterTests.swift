@@ -134,6 +134,7 @@ import TSyncQuery
                 "updatedAt ge datetimeoffset'2026-01-01T00:00:00.000Z' and (updatedAt gt datetimeoffset'2026-01-01T00:00:00.000Z' "
                     + "or (updatedAt eq datetimeoffset'2026-01-01T00:00:00.000Z' and id gt 'a'))",
                 "startswith(text, 'Buy') or n lt -2", "n eq eq 1", "(n eq 1", "n eq 'open", "text eq 'caf\u{E9}'",
+                Array(repeating: "n eq 1", count: 100).joined(separator: " or "),
             ] + (0..<(ParsedFilters.capacity + 10)).map { "n eq \($0)" }
         for _ in 0..<2 {
             for text in texts {

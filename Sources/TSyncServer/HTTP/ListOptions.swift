@@ -73,14 +73,17 @@ struct ListOptions {
 /// `$filter`s parsed lately, by their text. Watchers that follow a table ask again after each
 /// page from the checkpoint that page left them at, and watchers given the same page ask with the
 /// same text: parsing it once for all of them takes most of what a request's options cost. At
-/// most `capacity` are kept (then all are dropped), each no longer than the server's
-/// `maximumFilterLength`; a filter that fails to parse is not kept.
+/// most `capacity` are kept (then all are dropped), each of at most `longestKept` bytes (a
+/// checkpoint's filter is about 200), so what clients can make it keep stays small; a filter
+/// that fails to parse is not kept.
 final class ParsedFilters: Sendable {
     static let capacity = 256
+    static let longestKept = 512
     private let parsed = Mutex<[String: FilterExpression]>([:])
 
     /// `ODataParser.parseFilter(text)`, parsed once while kept.
     func filter(_ text: String) throws(TSyncError) -> FilterExpression {
+        guard text.utf8.count <= Self.longestKept else { return try ODataParser.parseFilter(text) }
         if let known = parsed.withLock({ $0[text] }) { return known }
         let filter = try ODataParser.parseFilter(text)
         parsed.withLock { parsed in
