@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Fan-out benchmark, not a test: what held reads cost `tsync serve` and how fast one commit
 # reaches them. Release build; raw HTTP clients in Python (scripts/bench/fanout.py, one epoll
-# loop a process), so what is measured is the server, not a client library.
+# loop a process, at least four processes), so what is measured is the server, not a client
+# library: an answer's time is the kernel's time of its arrival (SO_TIMESTAMPNS), not when a busy
+# client got round to it, and each mode also prints the client's own delay and the servers' CPU
+# seconds (user+system, which the machine's load does not stretch) per answer or per write.
 #   held     W held reads (Prefer: wait=25, an empty page) on one SQLite server: its resident
 #            memory (VmRSS) before and once its tsync_live_waiting gauge says all are held,
 #            divided by W (aim: < 40 KB each); then one write, and the time from its commit
@@ -9,7 +12,8 @@
 #   follow   F watchers following one table as `tsync watch` does (held reads from a checkpoint,
 #            asked again at once after each page) while a writer POSTs R records a second for
 #            S seconds: each record's delivery to each watcher, p50/p99/max (aim at 1,000 x
-#            1,000/s: p99 < 50 ms), and how many watchers ended short of every record (aim: 0).
+#            1,000/s: p99 < 50 ms), and how many watchers ended short of every record (aim: 0);
+#            the same writer without watchers first, for what the writes alone cost.
 #   PostgreSQL (with TSYNC_TEST_POSTGRES_URL or PG_URL): held and follow again with the watchers
 #            split over two servers on one database, the writes alternating between them.
 # The server needs an open file per held read: serve raises its soft limit to the hard one and
@@ -64,8 +68,13 @@ for count in "${held[@]}"; do
     serve_stop_all
 done
 
+# The writer alone first: what the server's writes cost without watchers.
+serve_start "$bin" "$work/write.log" --db "sqlite:$work/write.db" "${options[@]}"
+echo "== the writer alone"
+python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
+serve_stop_all
 serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
-python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds"
+python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}"
 serve_stop_all
 
 pg_url=${PG_URL:-${TSYNC_TEST_POSTGRES_URL:-}}
@@ -85,5 +94,8 @@ if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
     done
     echo "== PostgreSQL, two servers on one database"
     python3 scripts/bench/fanout.py hold "${urls[@]}" --watchers "$count" --pid "$(IFS=,; echo "${pids[*]}")"
-    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds"
+    echo "== the writer alone, both servers"
+    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" |
+        grep -E "^(writes|cpu)"
+    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")"
 fi

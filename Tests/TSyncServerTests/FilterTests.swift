@@ -1,5 +1,6 @@
 import Testing
 import TSyncModel
+import TSyncQuery
 @testable import TSyncServer
 
 /// Every `$filter` operator and function of docs/DESIGN.md §4 through the server, against known rows.
@@ -119,6 +120,31 @@ import TSyncModel
                 let answer = try await http.get("/tables/items?$filter=" + QueryString.encode(bad))
                 #expect(answer.status == 400, "\(bad): \(answer.text)")
                 #expect(answer.error != nil)
+            }
+        }
+    }
+
+    /// A filter kept parsed is the filter parsed anew, and one that fails fails alike, each time,
+    /// also once more filters than are kept have been read.
+    @Test func keptFiltersAreParsedAsInGeneral() {
+        let filters = ParsedFilters()
+        let texts =
+            [
+                "n eq 1",
+                "updatedAt ge datetimeoffset'2026-01-01T00:00:00.000Z' and (updatedAt gt datetimeoffset'2026-01-01T00:00:00.000Z' "
+                    + "or (updatedAt eq datetimeoffset'2026-01-01T00:00:00.000Z' and id gt 'a'))",
+                "startswith(text, 'Buy') or n lt -2", "n eq eq 1", "(n eq 1", "n eq 'open", "text eq 'caf\u{E9}'",
+                Array(repeating: "n eq 1", count: 100).joined(separator: " or "),
+            ] + (0..<(ParsedFilters.capacity + 10)).map { "n eq \($0)" }
+        for _ in 0..<2 {
+            for text in texts {
+                let general = Result { () throws(TSyncError) in try ODataParser.parseFilter(text) }
+                let kept = Result { () throws(TSyncError) in try filters.filter(text) }
+                switch (general, kept) {
+                case (.success(let expected), .success(let got)): #expect(got == expected, "\(text)")
+                case (.failure(let expected), .failure(let got)): #expect(got.message == expected.message, "\(text)")
+                default: Issue.record("\(text): \(general) but kept \(kept)")
+                }
             }
         }
     }

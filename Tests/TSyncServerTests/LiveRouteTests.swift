@@ -102,4 +102,16 @@ import TSyncModel
     func otherPreferencesAskForNoWait(_ header: String) {
         #expect(LiveWait.requested(header) == nil)
     }
+
+    /// The header as tsync sends it is read from its bytes: the same seconds as the general way.
+    @Test func thePlainHeaderIsReadAsInGeneral() {
+        let headers = [
+            "wait=0", "wait=5", "wait=25", "wait=007", "wait=99999", "wait=9999999999999999999", "wait=", "wait=+5", "wait= 5",
+            "Wait=5", "wait=5 ", "wait=5,", "wait=5;x", "wait=\u{FF15}", "wait=\u{0665}", "waits=5", "wait==5",
+        ]
+        for header in headers {
+            #expect(LiveWait.requested(header) == LiveWait.requestedInGeneral(header), "\(header)")
+        }
+        #expect(LiveWait.requested("wait=25") == 25 && LiveWait.requested("wait=007") == 7)
+    }
 }

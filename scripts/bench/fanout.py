@@ -26,12 +26,26 @@ import os
 import re
 import select
 import socket
+import struct
 import sys
 import time
 import urllib.parse
 import urllib.request
 
 PER_PROCESS = 9000  # open files per process stay below a hard limit of 10,000 or more
+PROCESSES = 4  # at least: a process's turn-around after an answer is part of a watcher's loop
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; SCM_TIMESTAMPNS has the same number
+
+
+def received(sock):
+    """(bytes, the kernel's time of their arrival in seconds since the epoch): the arrival, not
+    when this loop got round to the socket, so a busy client does not add to what is measured."""
+    data, ancillary, _, _ = sock.recvmsg(1 << 20, 64)
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            seconds, nanoseconds = struct.unpack("qq", payload[:16])
+            return data, seconds + nanoseconds / 1e9
+    return data, time.time()
 
 
 def rss_kb(pid):
@@ -40,6 +54,13 @@ def rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid):
+    """User and system time of a process so far (a figure the machine's load does not stretch)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def gauge(url, name):
@@ -108,10 +129,13 @@ days = {}
 
 
 def stamp_seconds(day, hours, minutes, seconds):
-    base = days.get(day)
+    """Seconds since the epoch; the minute's start is worked out once (a follow run reads a
+    million stamps a second)."""
+    base = days.get((day, hours, minutes))
     if base is None:
-        base = days[day] = calendar.timegm(time.strptime(day.decode(), "%Y-%m-%d"))
-    return base + int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+        base = days[(day, hours, minutes)] = (calendar.timegm(time.strptime(day.decode(), "%Y-%m-%d"))
+                                              + int(hours) * 3600 + int(minutes) * 60)
+    return base + float(seconds)
 
 
 def worker(urls, count, offset, table, mode, pipe):
@@ -125,6 +149,7 @@ def worker(urls, count, offset, table, mode, pipe):
         host, port = host_port(urls[(offset + i) % len(urls)])
         sock = socket.create_connection((host, port), timeout=30)
         sock.setblocking(False)
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         state[sock.fileno()] = {"sock": sock, "host": host, "port": port, "buffer": b"", "checkpoint": None, "got": 0}
         sock.send(request(host, port, read_path(table, None)))
         poll.register(sock.fileno(), select.EPOLLIN)
@@ -132,16 +157,17 @@ def worker(urls, count, offset, table, mode, pipe):
     pipe.send("ready")
     answered = []  # hold: seconds since the epoch at which each held read was answered with records
     latencies = []  # follow: seconds from a record's commit to its receipt, every record and watcher
+    pages = 0  # follow: answers received
+    lags = []  # this client's own delay: from an answer's arrival to its handling (hold) or to the next request (follow)
     stopping = False
     while not stopping:
         for fd, _ in poll.poll(1.0):
-            now = time.time()
             if fd == pipe.fileno():
                 stopping = pipe.recv() == "stop"
                 continue
             entry = state[fd]
             try:
-                data = entry["sock"].recv(1 << 20)
+                data, now = received(entry["sock"])
             except BlockingIOError:
                 continue
             except OSError:  # reset by the server: counted as never answered
@@ -159,9 +185,11 @@ def worker(urls, count, offset, table, mode, pipe):
                 if mode == "hold":
                     if stamps:
                         answered.append(now)
+                        lags.append(time.time() - now)
                         poll.unregister(fd)
                         break
                 else:
+                    pages += 1
                     for stamp in stamps:
                         latencies.append(now - stamp_seconds(*stamp))
                     if stamps:
@@ -172,20 +200,25 @@ def worker(urls, count, offset, table, mode, pipe):
                         entry["checkpoint"] = (f"{day.decode()}T{hours.decode()}:{minutes.decode()}:{seconds.decode()}Z", ident)
                 try:
                     entry["sock"].send(request(entry["host"], entry["port"], read_path(table, entry["checkpoint"])))
+                    if stamps:
+                        lags.append(time.time() - now)
                 except OSError:
                     poll.unregister(fd)
                     break
-    pipe.send({"answered": answered, "latencies": latencies, "got": [entry["got"] for entry in state.values()]})
+    pipe.send({"answered": answered, "latencies": latencies, "lags": lags, "cpu": time.process_time(), "pages": pages, "got": [entry["got"] for entry in state.values()]})
     for entry in state.values():
         entry["sock"].close()
 
 
 def start_workers(urls, watchers, table, mode):
     workers = []
-    for offset in range(0, watchers, PER_PROCESS):
+    if watchers == 0:
+        return workers
+    share = -(-watchers // max(PROCESSES, -(-watchers // PER_PROCESS)))
+    for offset in range(0, watchers, share):
         parent, child = multiprocessing.Pipe()
         process = multiprocessing.Process(
-            target=worker, args=(urls, min(PER_PROCESS, watchers - offset), offset, table, mode, child), daemon=True)
+            target=worker, args=(urls, min(share, watchers - offset), offset, table, mode, child), daemon=True)
         process.start()
         workers.append((process, parent))
     for _, pipe in workers:
@@ -236,16 +269,25 @@ def hold(args):
     parked = sum(gauge(u, 'tsync_live_waiting') for u in args.urls)
     print(f"held     {args.watchers} connections, {parked:.0f} reads held, in {opened:.1f} s: server RSS {before} KB -> {held} KB, "
           f"{(held - before) / args.watchers:.1f} KB a connection")
+    cpu_before = sum(cpu_seconds(pid) for pid in pids)
     record = post(args.urls[0], "held", {"id": "wake", "n": 1})
     committed = stamp_seconds(*STAMP.search(json.dumps(record, separators=(",", ":")).encode()).groups())
     deadline = time.time() + 30
     while time.time() < deadline and sum(gauge(url, "tsync_live_waiting") for url in args.urls) > 0:
         time.sleep(0.1)
+    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
     time.sleep(0.5)
     reports = stop_workers(workers)
     values = sorted(t - committed for report in reports for t in report["answered"])
     print(f"fan-out  {len(values)}/{args.watchers} answered after one write: p50 {percentile(values, 50) * 1000:.0f} ms  "
           f"p99 {percentile(values, 99) * 1000:.0f} ms  max {values[-1] * 1000 if values else float('nan'):.0f} ms")
+    print(f"cpu      the server(s) from the write to the last answer: {cpu:.2f} s user+system, "
+          f"{cpu / max(1, len(values)) * 1e6:.0f} us an answer")
+    if values and os.environ.get("FANOUT_WINDOW"):  # for a profile of the fan-out alone
+        print(f"window   {committed:.6f} {committed + values[-1]:.6f}")
+    lags = sorted(v for report in reports for v in report["lags"])
+    print(f"client   from an answer's arrival (kernel time, what is measured) to its handling by this client: "
+          f"p50 {percentile(lags, 50) * 1000:.0f} ms  p99 {percentile(lags, 99) * 1000:.0f} ms (not counted above)")
     print(f"summary hold {args.watchers}: {(held - before) / args.watchers:.1f} KB each ({parked:.0f} held); "
           f"fan-out p99 {percentile(values, 99) * 1000:.0f} ms ({len(values)}/{args.watchers})")
 
@@ -289,10 +331,12 @@ def writer(urls, table, rate, seconds, pipe):
 
 
 def follow(args):
-    workers = start_workers(args.urls, args.watchers, "feed", "follow")
+    pids = [int(p) for p in args.pid.split(",") if p]
+    workers = start_workers(args.urls, args.watchers, args.table, "follow")
     wait_held(args.urls, args.watchers, 60)
+    cpu_before = sum(cpu_seconds(pid) for pid in pids)
     parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=writer, args=(args.urls, "feed", args.rate, args.seconds, child), daemon=True)
+    process = multiprocessing.Process(target=writer, args=(args.urls, args.table, args.rate, args.seconds, child), daemon=True)
     process.start()
     written = parent.recv()
     process.join()
@@ -300,6 +344,7 @@ def follow(args):
     deadline = time.time() + 10
     while time.time() < deadline and sum(gauge(url, "tsync_live_waiting") for url in args.urls) < args.watchers:
         time.sleep(0.1)
+    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
     time.sleep(1)
     reports = stop_workers(workers)
     values = sorted(v for report in reports for v in report["latencies"])
@@ -308,10 +353,19 @@ def follow(args):
     behind = sum(1 for g in got if g < delivered)
     print(f"writes   {written['sent']} in {written['seconds']:.1f} s ({written['sent'] / written['seconds']:.0f}/s, "
           f"{written['failed']} failed) over {len(args.urls)} server(s)")
-    print(f"follow   {args.watchers} watchers, {len(values)} deliveries of {delivered * args.watchers}: "
+    pages = sum(report["pages"] for report in reports)
+    print(f"follow   {args.watchers} watchers, {len(values)} deliveries of {delivered * args.watchers} in {pages} answers: "
           f"p50 {percentile(values, 50) * 1000:.1f} ms  p99 {percentile(values, 99) * 1000:.1f} ms  "
           f"max {values[-1] * 1000 if values else float('nan'):.1f} ms; {behind} watchers short of every record "
           f"(fewest {min(got) if got else 0})")
+    if pids:
+        print(f"cpu      the server(s) from the first write to every watcher held again: {cpu:.2f} s user+system, "
+              f"{cpu / max(1, written['sent']) * 1e3:.2f} ms a write")
+    lags = sorted(v for report in reports for v in report["lags"])
+    print(f"client   from a page's arrival to the watcher's next request: p50 {percentile(lags, 50) * 1000:.1f} ms  "
+          f"p99 {percentile(lags, 99) * 1000:.1f} ms (counted above: a record committed meanwhile waits for it)")
+    print(f"client   CPU of the watchers' processes: {sum(report['cpu'] for report in reports):.2f} s "
+          f"(shares the cores with the server)")
     print(f"summary follow {args.watchers} x {args.rate}/s on {len(args.urls)} server(s): p99 {percentile(values, 99) * 1000:.1f} ms, "
           f"{written['sent'] / written['seconds']:.0f} writes/s, {behind} behind")
 
@@ -324,6 +378,7 @@ def main():
     parser.add_argument("--pid", default="")
     parser.add_argument("--rate", type=float, default=1000)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--table", default="feed", help="follow: the table written and followed")
     args = parser.parse_args()
     hold(args) if args.mode == "hold" else follow(args)
 

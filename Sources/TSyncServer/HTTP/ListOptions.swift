@@ -1,3 +1,4 @@
+import Synchronization
 import TSyncModel
 import TSyncQuery
 
@@ -11,13 +12,14 @@ struct ListOptions {
     /// each bounded here, so a client cannot make the server echo an unbounded header.
     static let parameterNames: Set<String> = ["$filter", "$orderby", "$top", "$skip", "$select", "$inlinecount", "__includeDeleted"]
 
-    init(_ parameters: QueryString, configuration: ServerConfiguration) throws {
+    /// `filters` keeps the filters parsed lately (the list route's), nil to parse every one.
+    init(_ parameters: QueryString, configuration: ServerConfiguration, filters: ParsedFilters? = nil) throws {
         query = RecordQuery()
         if let filter = try parameters.single("$filter"), !filter.trimmingSpaces().isEmpty {
             guard filter.count <= configuration.maximumFilterLength else {
                 throw APIError.badRequest("$filter is longer than \(configuration.maximumFilterLength) characters")
             }
-            query.filter = try ODataParser.parseFilter(filter)
+            query.filter = try filters?.filter(filter) ?? ODataParser.parseFilter(filter)
         }
         if let orderBy = try parameters.single("$orderby"), !orderBy.trimmingSpaces().isEmpty {
             guard orderBy.count <= configuration.maximumFilterLength else {
@@ -65,5 +67,29 @@ struct ListOptions {
             throw .badRequest("invalid \(name) \(Identifiers.quoted(text)): use a whole number from 0 to \(Int32.max)")
         }
         return Int(value)
+    }
+}
+
+/// `$filter`s parsed lately, by their text. Watchers that follow a table ask again after each
+/// page from the checkpoint that page left them at, and watchers given the same page ask with the
+/// same text: parsing it once for all of them takes most of what a request's options cost. At
+/// most `capacity` are kept (then all are dropped), each of at most `longestKept` bytes (a
+/// checkpoint's filter is about 200), so what clients can make it keep stays small; a filter
+/// that fails to parse is not kept.
+final class ParsedFilters: Sendable {
+    static let capacity = 256
+    static let longestKept = 512
+    private let parsed = Mutex<[String: FilterExpression]>([:])
+
+    /// `ODataParser.parseFilter(text)`, parsed once while kept.
+    func filter(_ text: String) throws(TSyncError) -> FilterExpression {
+        guard text.utf8.count <= Self.longestKept else { return try ODataParser.parseFilter(text) }
+        if let known = parsed.withLock({ $0[text] }) { return known }
+        let filter = try ODataParser.parseFilter(text)
+        parsed.withLock { parsed in
+            if parsed.count >= Self.capacity { parsed.removeAll(keepingCapacity: true) }
+            parsed[text] = filter
+        }
+        return filter
     }
 }

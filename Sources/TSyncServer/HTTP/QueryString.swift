@@ -5,11 +5,27 @@ struct QueryString {
 
     init(_ raw: String?) throws(APIError) {
         guard let raw, !raw.isEmpty else { return }
-        for part in raw.split(separator: "&", omittingEmptySubsequences: true) {
+        for (name, value) in Self.pairs(raw) {
+            let decoded = try Self.decode(name)
+            items.append((decoded, try value.map(Self.decode) ?? ""))
+        }
+    }
+
+    /// The `name=value` pairs of a raw query, not decoded. Every request has its query split: an
+    /// ASCII one (as clients send it, percent-encoded) by byte, as its bytes are its characters;
+    /// any other by character (`pairsInGeneral`).
+    static func pairs(_ raw: String) -> [(name: Substring, value: Substring?)] {
+        guard raw.utf8.allSatisfy({ $0 < 0x80 }) else { return pairsInGeneral(raw) }
+        return raw.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { part in
+            let pieces = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            return (Substring(pieces[0]), pieces.count > 1 ? Substring(pieces[1]) : nil)
+        }
+    }
+
+    static func pairsInGeneral(_ raw: String) -> [(name: Substring, value: Substring?)] {
+        raw.split(separator: "&", omittingEmptySubsequences: true).map { part in
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = try Self.decode(pieces[0])
-            let value = pieces.count > 1 ? try Self.decode(pieces[1]) : ""
-            items.append((name, value))
+            return (pieces[0], pieces.count > 1 ? pieces[1] : nil)
         }
     }
 
@@ -61,18 +77,21 @@ struct QueryString {
     }
 
     static func encode(_ text: String) -> String {
-        var output = ""
+        let digits = Array("0123456789ABCDEF".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
+                output.append(byte)
             default:
-                let hex = String(byte, radix: 16, uppercase: true)
-                output += "%" + (hex.count == 1 ? "0" + hex : hex)
+                output.append(UInt8(ascii: "%"))
+                output.append(digits[Int(byte >> 4)])
+                output.append(digits[Int(byte & 0xF)])
             }
         }
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -188,7 +188,8 @@ enum QueryRedaction {
         var target = path
         if let query, !query.isEmpty { target += "?" + redacted(query) }
         target = redactingTokens(target)
-        if target.count > limit { target = String(target.prefix(limit)) + "…" }
+        // Characters are counted only when the bytes could be too many (a count walks the text).
+        if target.utf8.count > limit, target.count > limit { target = String(target.prefix(limit)) + "…" }
         return target
     }
 
@@ -228,6 +229,7 @@ enum QueryRedaction {
         }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
+        var replaced = false
         var index = 0
         while index < bytes.count {
             var end = index
@@ -244,20 +246,66 @@ enum QueryRedaction {
                 out.append(bytes[index])
                 index += 1
             } else {
-                if length >= tokenLength, upper, lower { out += Array("REDACTED".utf8) } else { out += bytes[index..<end] }
+                if length >= tokenLength, upper, lower {
+                    out += Array("REDACTED".utf8)
+                    replaced = true
+                } else {
+                    out += bytes[index..<end]
+                }
                 index = end
             }
         }
-        return String(decoding: out, as: UTF8.self)
+        return replaced ? String(decoding: out, as: UTF8.self) : text
     }
 
+    /// The query with the values of secret-named parameters replaced. Every request's log line
+    /// runs this (a woken held read's among them, thousands at once): a query with no such name
+    /// is returned as it is, found so without Foundation's string search (`isSecret`).
     static func redacted(_ query: String) -> String {
-        query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-            guard let equals = pair.firstIndex(of: "=") else { return String(pair) }
-            let name = (pair[..<equals].removingPercentEncoding ?? String(pair[..<equals])).lowercased()
-            guard secretWords.contains(where: { name.contains($0) }) else { return String(pair) }
+        if query.utf8.allSatisfy({ $0 < 0x80 }), !hasSecretName(query) { return query }
+        return query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            guard let equals = pair.firstIndex(of: "="), isSecret(pair[..<equals]) else { return String(pair) }
             return pair[..<equals] + "=REDACTED"
         }.joined(separator: "&")
+    }
+
+    /// Whether any `name=value` pair of an ASCII query has a secret name: its bytes are its
+    /// characters, so pairs and names are found by byte (`redacted` splits any other by character).
+    private static func hasSecretName(_ query: String) -> Bool {
+        let bytes = query.utf8
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            if let equals = bytes[start..<end].firstIndex(of: UInt8(ascii: "=")), isSecret(Substring(bytes[start..<equals])) { return true }
+            start = end == bytes.endIndex ? end : bytes.index(after: end)
+        }
+        return false
+    }
+
+    /// The secret words as bytes, for `isSecret`'s plain path.
+    private static let secretWordBytes = secretWords.map { Array($0.utf8) }
+
+    /// Whether a parameter's name (as sent, percent-encoded) contains a secret word, in any case.
+    /// A name of plain ASCII without `%` is compared byte by byte, lower-cased as ASCII; any other
+    /// name goes the general way (`isSecretDecoded`), which decodes it and lower-cases it as
+    /// Unicode does (a Kelvin sign lower-cases to `k`).
+    static func isSecret(_ name: Substring) -> Bool {
+        var lower: [UInt8] = []
+        lower.reserveCapacity(name.utf8.count)
+        for byte in name.utf8 {
+            guard byte < 0x80, byte != UInt8(ascii: "%") else { return isSecretDecoded(name) }
+            lower.append((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
+        }
+        return secretWordBytes.contains { word in
+            guard lower.count >= word.count else { return false }
+            return (0...(lower.count - word.count)).contains { start in lower[start..<start + word.count].elementsEqual(word) }
+        }
+    }
+
+    /// `isSecret` the general way: the name decoded, lower-cased, searched.
+    static func isSecretDecoded(_ name: Substring) -> Bool {
+        let name = (name.removingPercentEncoding ?? String(name)).lowercased()
+        return secretWords.contains(where: { name.contains($0) })
     }
 }
 

@@ -12,6 +12,8 @@ struct TableRoutes: Sendable {
     let metrics: ServerMetrics?
     /// The table rules in force (`ServerConfiguration.rules`), worked out once.
     let rules: AccessRules
+    /// The `$filter`s read lately, parsed.
+    let filters = ParsedFilters()
 
     init(storage: any ServerStorage, configuration: ServerConfiguration, metrics: ServerMetrics? = nil) {
         self.storage = storage
@@ -59,7 +61,7 @@ struct TableRoutes: Sendable {
     private func listRead(_ request: Request, _ context: ServerRequestContext) throws -> ListRead {
         let table = try tableName(context)
         let parameters = try QueryString(request.uri.query)
-        let options = try ListOptions(parameters, configuration: configuration)
+        let options = try ListOptions(parameters, configuration: configuration, filters: filters)
         // The rules' view: a group's records only, by a filter ANDed with the client's, so the
         // page, its count and a held read's answer see nothing outside it.
         // A pull of an account also gets what left or came into its view (docs/DESIGN.md §11.1).
@@ -107,9 +109,9 @@ struct TableRoutes: Sendable {
                 interest: interest)
         }
         // A full page links the next one (`Link: <…>; rel=next`).
-        var next: (top: Int, url: String)?
+        var next: (top: Int, link: NextPageLink)?
         if let top = options.query.top, top > 0 {
-            next = (top, nextPageURL(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top))
+            next = (top, nextPage(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top))
         }
         return ListRead(table: table, page: page, live: live, next: next, schemaTag: configuration.schema(of: table)?.tag)
     }
@@ -273,15 +275,34 @@ struct TableRoutes: Sendable {
         _ request: Request, _ context: ServerRequestContext, parameters: QueryString, skip: Int,
         keeping: Set<String> = ListOptions.parameterNames
     ) -> String {
+        nextPage(request, context, parameters: parameters, skip: skip, keeping: keeping).url
+    }
+
+    /// `nextPageURL`, not yet written out: a list read makes one for every page, and only a
+    /// full page links it.
+    func nextPage(
+        _ request: Request, _ context: ServerRequestContext, parameters: QueryString, skip: Int,
+        keeping: Set<String> = ListOptions.parameterNames
+    ) -> NextPageLink {
         var scheme = configuration.tls == nil ? "http" : "https"
         if context.fromTrustedProxy {
             let forwarded = request.headers[.forwarded]?.lowercased() ?? ""
             if request.headers[.forwardedProto]?.lowercased() == "https" || forwarded.contains("proto=https") { scheme = "https" }
         }
         let authority = request.head.authority ?? "\(configuration.host):\(configuration.port)"
-        let query = parameters.replacing("$skip", with: String(skip), keeping: keeping)
-        return "\(scheme)://\(authority)\(request.uri.path)?\(query)"
+        return NextPageLink(prefix: "\(scheme)://\(authority)\(request.uri.path)?", parameters: parameters, skip: skip, keeping: keeping)
     }
+}
+
+/// The address of the page after this one (`TableRoutes.nextPage`).
+struct NextPageLink: Sendable {
+    /// Scheme, authority and path, up to the `?`.
+    let prefix: String
+    let parameters: QueryString
+    let skip: Int
+    let keeping: Set<String>
+
+    var url: String { prefix + parameters.replacing("$skip", with: String(skip), keeping: keeping) }
 }
 
 /// A list read worked out before its page is read (`TableRoutes.listRead`): an object, so that
@@ -300,11 +321,12 @@ private final class ListRead: Sendable {
     /// Set when the read asks to be held and the server holds reads.
     let live: Live?
     /// The page size asked for, and the next page's address.
-    let next: (top: Int, url: String)?
+    let next: (top: Int, link: NextPageLink)?
     let schemaTag: String?
 
     init(
-        table: String, page: @escaping @Sendable ((any Channel)?) async throws -> PageBody, live: Live?, next: (top: Int, url: String)?,
+        table: String, page: @escaping @Sendable ((any Channel)?) async throws -> PageBody, live: Live?,
+        next: (top: Int, link: NextPageLink)?,
         schemaTag: String?
     ) {
         self.table = table
@@ -322,7 +344,7 @@ private final class ListRead: Sendable {
             headers[.preferenceApplied] = "wait=\(granted)"
             headers[.accelBuffering] = "no"
         }
-        if let next, page.count == next.top { headers[.link] = "<\(next.url)>; rel=next" }
+        if let next, page.count == next.top { headers[.link] = "<\(next.link.url)>; rel=next" }
         // Tombstones older than this were removed (`--keep-deleted`): a client whose checkpoint
         // is older may have missed deletes (docs/DESIGN.md §6.5).
         if let horizon = page.deletedHorizon { headers[.deletedHorizon] = horizon.iso8601 }
