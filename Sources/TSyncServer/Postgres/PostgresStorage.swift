@@ -690,13 +690,26 @@ public final class PostgresStorage: ServerStorage {
         case .modify(_, .update(let patch), _): fields = patch
         case .modify: return nil
         }
-        if JSONSerializer.string(.object(fields)).contains("\\u0000") {
+        // Looked for in the values, not in their serialized text (a serialization per write, and
+        // a text holding a backslash and "u0000" read as the character).
+        if fields.contains(where: { holdsNUL($0.key) || holdsNUL($0.value) }) {
             return "the record holds a value the PostgreSQL database cannot store: the character U+0000 in a string"
         }
         if fields.values.contains(where: holdsNegativeZero) {
             return "the record holds -0.0, which the PostgreSQL database would store as 0: send 0.0 (or the number as a string)"
         }
         return nil
+    }
+
+    private static func holdsNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+
+    private static func holdsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): holdsNUL(text)
+        case .array(let elements): elements.contains(where: holdsNUL)
+        case .object(let object): object.contains { holdsNUL($0.key) || holdsNUL($0.value) }
+        default: false
+        }
     }
 
     private static func holdsNegativeZero(_ value: JSONValue) -> Bool {
