@@ -105,6 +105,88 @@ import TSyncModel
         #expect(single.map { $0.prefix(3) } == ["201", "409", "412", "200", "409", "404", "200", "200", "400"])
     }
 
+    /// A batch's changes go into the database together (on PostgreSQL one `UPDATE … FROM unnest`
+    /// per table): a record changed several times in one batch, one changed with a stale version
+    /// between them, one deleted, undeleted and changed, one inserted and then changed, one
+    /// changed after its delete, end as the same requests one by one leave them: answers, records
+    /// and history alike.
+    @Test func changesOfOneBatchEndAsTheSameRequestsOneByOne() async throws {
+        typealias Step = (method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)
+        @Sendable func steps(_ versionOfD: String) -> [Step] {
+            [
+                ("PATCH", "todo", "a", ["text": "one"], nil),
+                ("PATCH", "todo", "a", ["n": 2], nil),
+                ("PATCH", "todo", "a", ["text": "two"], "\"stale\""),  // 412
+                ("POST", "todo", nil, ["id": "b", "text": "new"], nil),
+                ("PATCH", "todo", "b", ["text": "newer"], nil),
+                ("DELETE", "notes", "n", nil, nil),
+                ("POST", "notes", "n", nil, nil),  // undelete
+                ("PATCH", "notes", "n", ["text": "back"], nil),
+                ("DELETE", "todo", "c", nil, nil),
+                ("PATCH", "todo", "c", ["text": "gone"], nil),  // 404: deleted
+                ("PATCH", "todo", "d", ["text": "checked"], "\"\(versionOfD)\""),
+                ("PATCH", "todo", "a", ["text": "three", "n": nil], nil),
+            ]
+        }
+        func run(batched: Bool) async throws -> [String] {
+            try await withTestServer { http in
+                try await http.insert("todo", ["id": "a", "text": "first"])
+                try await http.insert("todo", ["id": "c", "text": "c"])
+                let d = try await http.insert("todo", ["id": "d", "text": "d"])
+                try await http.insert("notes", ["id": "n", "text": "note"])
+                let script = steps(try #require(d["version"]?.stringValue))
+                var answers: [String] = []
+                if batched {
+                    let operations: [JSONValue] = script.map { step in
+                        var operation: [String: JSONValue] = ["method": .string(step.method), "table": .string(step.table)]
+                        if let id = step.id { operation["id"] = .string(id) }
+                        if let item = step.item { operation["item"] = item }
+                        if let ifMatch = step.ifMatch { operation["ifMatch"] = .string(ifMatch) }
+                        return .object(operation)
+                    }
+                    let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
+                    guard case .array(let results)? = reply.object["results"] else { throw BatchTestFailure("no results: \(reply.text)") }
+                    for result in results {
+                        var status = 0
+                        if case .int(let code)? = result.objectValue?["status"] { status = Int(code) }
+                        answers.append(summary(status, result.objectValue?["item"] ?? result))
+                    }
+                } else {
+                    for step in script {
+                        let path = "/tables/\(step.table)" + (step.id.map { "/\($0)" } ?? "")
+                        let headers = step.ifMatch.map { ["If-Match": $0] } ?? [:]
+                        let reply: Reply
+                        switch step.method {
+                        case "POST": reply = try await http.post(path, step.item, headers: headers)
+                        case "PATCH": reply = try await http.patch(path, step.item ?? [:], headers: headers)
+                        default: reply = try await http.delete(path, headers: headers)
+                        }
+                        answers.append(summary(reply.status, reply.json).replacing(#/operation \d+: /#, with: ""))
+                    }
+                }
+                for (table, id) in [("todo", "a"), ("todo", "b"), ("todo", "c"), ("todo", "d"), ("notes", "n")] {
+                    let record = try await http.get("/tables/\(table)/\(id)?__includeDeleted=true")
+                    answers.append("\(table)/\(id): " + summary(record.status, record.json))
+                    let history = try await http.get("/tables/$history/\(table)/\(id)")
+                    guard case .array(let versions)? = history.object["results"] else { throw BatchTestFailure(history.text) }
+                    answers.append(
+                        "\(table)/\(id) history: "
+                            + versions.map { version in
+                                let operation = version.objectValue?["operation"]?.stringValue ?? "?"
+                                return operation + " " + summary(200, version.objectValue?["item"])
+                            }.joined(separator: "; "))
+                }
+                return answers.map { $0.replacing(#/operation \d+: /#, with: "") }
+            }
+        }
+        let single = try await run(batched: false)
+        let batched = try await run(batched: true)
+        #expect(batched == single)
+        #expect(
+            single.prefix(12).map { $0.prefix(3) } == ["200", "200", "412", "201", "200", "200", "200", "200", "200", "404", "200", "200"])
+        #expect(single.contains(#"todo/a: 200 {"id":"a","deleted":false,"n":null,"text":"three"}"#), "\(single)")
+    }
+
     @Test func anAtomicBatchWritesNothingWhenOneOperationFails() async throws {
         try await withTestServer { http in
             _ = try await seed(http)
@@ -230,4 +312,9 @@ import TSyncModel
             #expect(reply.status != 200 && reply.object["results"] == nil)
         }
     }
+}
+
+private struct BatchTestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -317,12 +317,14 @@ package struct RemoteClient: Sendable {
     package func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
         // Each operation is serialized once: its bytes are what `encodedSize` measured.
         var body = Array(#"{"atomic":\#(atomic),"operations":["#.utf8)
+        var items: [Range<Int>?] = []
+        items.reserveCapacity(operations.count)
         for (index, operation) in operations.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
-            body.append(contentsOf: operation.encoded)
+            items.append(operation.write(to: &body))
         }
         body.append(contentsOf: Array("]}".utf8))
-        let response = try await send(.POST, endpoint.url(path: ["tables", "/$batch"]), bytes: body)
+        var response = try await send(.POST, endpoint.url(path: ["tables", "/$batch"]), bytes: body, parsesSuccess: false)
         if response.status == 413 { return .tooLarge(response.errorMessage ?? "the batch is too large") }
         guard (200..<300).contains(response.status) else {
             // A failure of the batch as a whole (a proxy that does not route it answers 404) is
@@ -333,6 +335,14 @@ package struct RemoteClient: Sendable {
                 "it answered the batch with HTTP \(response.status) (\(response.errorMessage ?? "no sync server's error body"))",
                 operations: operations.count)
         }
+        // tsync serve's answer, read from its bytes; any other (or one the reader is unsure of) parsed.
+        if response.status == 200,
+            let answers = try BatchResults.read(
+                response.body, to: operations, sentItems: { index in items[index].map { body[$0] } }, endpoint: endpoint)
+        {
+            return .answers(answers)
+        }
+        if response.status == 200 { response.parse() }
         guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"] else {
             // The server may have applied the batch; its answer is unreadable. The operations
             // stay in flight and the next push learns their fate.
@@ -660,8 +670,45 @@ package struct BatchOperation: Sendable {
         return .object(object)
     }
 
+    /// Appends the operation as it goes into a batch body: the bytes `JSONSerializer` writes for
+    /// `json` (its members in the serializer's order: id, ifMatch, item, method, table). Returns
+    /// where the item's bytes are in `output`, which the answer's record is compared with
+    /// (`BatchResults.read`).
+    @discardableResult
+    func write(to output: inout [UInt8]) -> Range<Int>? {
+        output.append(UInt8(ascii: "{"))
+        if method != .insert {
+            output.append(contentsOf: #""id":"#.utf8)
+            JSONSerializer.writeString(id, to: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        if let version {
+            output.append(contentsOf: #""ifMatch":"#.utf8)
+            JSONSerializer.writeString(EntityTag.quoted(version), to: &output)
+            output.append(UInt8(ascii: ","))
+        }
+        var itemRange: Range<Int>?
+        if let item {
+            output.append(contentsOf: #""item":"#.utf8)
+            let start = output.count
+            JSONSerializer.write(.object(item), to: &output)
+            itemRange = start..<output.count
+            output.append(UInt8(ascii: ","))
+        }
+        output.append(contentsOf: #""method":"#.utf8)
+        JSONSerializer.writeString(method.rawValue, to: &output)
+        output.append(contentsOf: #","table":"#.utf8)
+        JSONSerializer.writeString(table, to: &output)
+        output.append(UInt8(ascii: "}"))
+        return itemRange
+    }
+
     /// The operation as it goes into a batch body.
-    package var encoded: [UInt8] { JSONSerializer.bytes(json) }
+    package var encoded: [UInt8] {
+        var bytes: [UInt8] = []
+        write(to: &bytes)
+        return bytes
+    }
 
     /// Its size in a batch body, to keep batches under the server's byte limit.
     package var encodedSize: Int { encoded.count + 1 }

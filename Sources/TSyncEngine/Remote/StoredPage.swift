@@ -127,7 +127,8 @@ enum StoredPageDecoder {
         return cursor.take(UInt8(ascii: "]"))
     }
 
-    private static func readRecord(
+    /// One record of a page (also an item of a batch answer, `BatchAnswerDecoder`).
+    static func readRecord(
         _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], members: inout CanonicalJSONCursor.Members
     ) -> StoredRecord? {
         guard cursor.take(UInt8(ascii: "{")) else { return nil }

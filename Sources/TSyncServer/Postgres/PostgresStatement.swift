@@ -49,6 +49,12 @@ struct PostgresStatement {
         return "$\(bindings.count)"
     }
 
+    /// Binds a boolean array, e.g. for `unnest($1::boolean[])`.
+    mutating func bind(_ flags: [Bool]) -> String {
+        bindings.append(flags)
+        return "$\(bindings.count)"
+    }
+
     /// Appends a fragment that was rendered with `firstArgumentIndex: nextArgumentIndex`.
     mutating func append(_ fragment: SQLFragment) {
         sql += fragment.sql

@@ -72,6 +72,13 @@ struct PostgresStorageTests {
             let insert = try await http.post("/tables/t", ["id": "nul", "text": "a\u{0}b"])
             #expect(insert.status == 400, "\(insert.text)")
             #expect(insert.error?.contains("U+0000") == true)
+            for item: JSONValue in [["id": "key", "a\u{0}b": 1], ["id": "deep", "list": [1, ["x": "\u{0}"]]]] {
+                #expect(try await http.post("/tables/t", item).status == 400, "\(item)")
+            }
+            // A backslash and "u0000" are six characters PostgreSQL stores like any others.
+            let escaped = try await http.post("/tables/t", ["id": "text", "text": "a\\u0000b"])
+            #expect(escaped.status == 201, "\(escaped.text)")
+            #expect(try await http.get("/tables/t/text").object["text"] == "a\\u0000b")
             try await http.insert("t", ["id": "ok", "text": "ab"])
             let patch = try await http.patch("/tables/t/ok", ["text": "a\u{0}b"])
             #expect(patch.status == 400, "\(patch.text)")
