@@ -148,14 +148,7 @@ extension PullPage {
         var view: GroupView
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings()
-            bindings.append(walk.table)
-            bindings.append(Int32(WriteFloor.tableHash(walk.table)))
-            bindings.append(Int32(WriteFloor.writersKey))
-            bindings.append(walk.includeDeleted)
-            bindings.append(walk.start.updatedAt)
-            bindings.append(walk.start.id)
-            bindings.append(Int32(walk.top))
+            var bindings = walk.bindings(withOwner: false)
             bindings.append(view.field)
             bindings.append(view.groups)
             bindings.append(view.account)

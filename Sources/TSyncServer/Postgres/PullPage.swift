@@ -41,6 +41,22 @@ enum PullPage {
             next.start = last
             return next
         }
+
+        /// The values both functions begin with, in their parameters' order: the table, its
+        /// writers' lock, the owner where `withOwner` (a group's function takes none), and the
+        /// position and size of the page.
+        func bindings(withOwner: Bool) -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(table)
+            bindings.append(Int32(WriteFloor.tableHash(table)))
+            bindings.append(Int32(WriteFloor.writersKey))
+            if withOwner { bindings.append(owner) }
+            bindings.append(includeDeleted)
+            bindings.append(start.updatedAt)
+            bindings.append(start.id)
+            bindings.append(Int32(top))
+            return bindings
+        }
     }
 
     /// A page the function read: its records, and where the last one stands.
@@ -155,18 +171,7 @@ enum PullPage {
 
         var walk: Walk
 
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings()
-            bindings.append(walk.table)
-            bindings.append(Int32(WriteFloor.tableHash(walk.table)))
-            bindings.append(Int32(WriteFloor.writersKey))
-            bindings.append(walk.owner)
-            bindings.append(walk.includeDeleted)
-            bindings.append(walk.start.updatedAt)
-            bindings.append(walk.start.id)
-            bindings.append(Int32(walk.top))
-            return bindings
-        }
+        func makeBindings() throws -> PostgresBindings { walk.bindings(withOwner: true) }
 
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
     }
