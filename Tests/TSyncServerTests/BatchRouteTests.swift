@@ -7,6 +7,15 @@ import TSyncModel
 /// runs on SQLite and on PostgreSQL when configured.
 @Suite struct BatchRouteTests {
     /// The same mixed sequence of writes, one request each and as one batch, on two tables.
+    /// A step of a script as the batch route's operation.
+    static func operation(_ step: (method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)) -> JSONValue {
+        var operation: [String: JSONValue] = ["method": .string(step.method), "table": .string(step.table)]
+        if let id = step.id { operation["id"] = .string(id) }
+        if let item = step.item { operation["item"] = item }
+        if let ifMatch = step.ifMatch { operation["ifMatch"] = .string(ifMatch) }
+        return .object(operation)
+    }
+
     static func script(_ versionOfA: String) -> [(method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)] {
         [
             ("POST", "todo", nil, ["id": "new", "text": "fresh"], nil),
@@ -76,13 +85,7 @@ import TSyncModel
         }
         let batched = try await withTestServer { http in
             let version = try await seed(http)
-            let operations: [JSONValue] = Self.script(version).map { step in
-                var operation: [String: JSONValue] = ["method": .string(step.method), "table": .string(step.table)]
-                if let id = step.id { operation["id"] = .string(id) }
-                if let item = step.item { operation["item"] = item }
-                if let ifMatch = step.ifMatch { operation["ifMatch"] = .string(ifMatch) }
-                return .object(operation)
-            }
+            let operations = Self.script(version).map(Self.operation)
             let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
             #expect(reply.status == 200, "\(reply.text)")
             guard case .array(let results)? = reply.object["results"] else { return [String]() }
@@ -137,13 +140,7 @@ import TSyncModel
                 let script = steps(try #require(d["version"]?.stringValue))
                 var answers: [String] = []
                 if batched {
-                    let operations: [JSONValue] = script.map { step in
-                        var operation: [String: JSONValue] = ["method": .string(step.method), "table": .string(step.table)]
-                        if let id = step.id { operation["id"] = .string(id) }
-                        if let item = step.item { operation["item"] = item }
-                        if let ifMatch = step.ifMatch { operation["ifMatch"] = .string(ifMatch) }
-                        return .object(operation)
-                    }
+                    let operations = script.map(Self.operation)
                     let reply = try await http.post("/tables/$batch", ["operations": .array(operations)])
                     guard case .array(let results)? = reply.object["results"] else { throw BatchTestFailure("no results: \(reply.text)") }
                     for result in results {
