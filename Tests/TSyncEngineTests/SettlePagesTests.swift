@@ -10,17 +10,24 @@ import TSyncModel
 @Suite struct SettlePagesTests {
     static let count = 9
 
+    /// `count` items pulled at v1 and changed here: even ones on `text`, odd ones on `note`.
+    private func changed() throws -> (TemporaryStore, [String]) {
+        let temporary = try TemporaryStore()
+        let ids = (0..<Self.count).map { "x\($0)" }
+        try temporary.store.applyServerPage(
+            table: "todo", records: ids.map { LocalStore.serverRecord($0, ["text": "base", "note": "n"], version: "v1") })
+        for (index, id) in ids.enumerated() {
+            _ = try temporary.store.update(
+                table: "todo", id: id, fields: index % 2 == 0 ? ["text": .string("ours \(index)")] : ["note": "ours"])
+        }
+        return (temporary, ids)
+    }
+
     /// `count` items pulled at v1 and changed here, each push answered 412 with a server copy:
     /// even items clash on `text` (a merge refuses them), odd ones do not.
     private func conflicted() throws -> (TemporaryStore, [Settlement]) {
-        let temporary = try TemporaryStore()
+        let (temporary, ids) = try changed()
         let store = temporary.store
-        let ids = (0..<Self.count).map { "x\($0)" }
-        try store.applyServerPage(
-            table: "todo", records: ids.map { LocalStore.serverRecord($0, ["text": "base", "note": "n"], version: "v1") })
-        for (index, id) in ids.enumerated() {
-            _ = try store.update(table: "todo", id: id, fields: index % 2 == 0 ? ["text": .string("ours \(index)")] : ["note": "ours"])
-        }
         var theirs: [String: TSyncModel.Record] = [:]
         for id in ids { theirs[id] = LocalStore.serverRecord(id, ["text": .string("theirs \(id)"), "note": "n"], version: "v2") }
         let claimed = try store.claimOperations(tables: nil, limit: 100)
@@ -112,14 +119,8 @@ import TSyncModel
     /// at v2: even items clash on `text` with it, odd ones do not; x4 has a newer copy a pull
     /// skipped (v3), and x5 a second change queued behind the one in flight.
     private func answered() throws -> (TemporaryStore, [(OutgoingOperation, PushVerdict)]) {
-        let temporary = try TemporaryStore()
+        let (temporary, ids) = try changed()
         let store = temporary.store
-        let ids = (0..<Self.count).map { "x\($0)" }
-        try store.applyServerPage(
-            table: "todo", records: ids.map { LocalStore.serverRecord($0, ["text": "base", "note": "n"], version: "v1") })
-        for (index, id) in ids.enumerated() {
-            _ = try store.update(table: "todo", id: id, fields: index % 2 == 0 ? ["text": .string("ours \(index)")] : ["note": "ours"])
-        }
         try store.applyServerPage(
             table: "todo", records: [LocalStore.serverRecord("x4", ["text": "skipped", "note": "n"], version: "v3", at: 3_000)])
         let claimed = try store.claimOperations(tables: nil, limit: 100)
