@@ -136,6 +136,76 @@ import TSyncModel
         #expect(answers.filter { $0 == ["all"] }.count == Self.reads - 1, "\(answers)")
     }
 
+    /// A held read woken by a commit, among many others woken with it, gets the answer a lone read
+    /// of its question gets at once: the same status, headers and body bytes (but for the
+    /// response's date and request id). Three questions held together, so a read given another
+    /// question's answer would show.
+    @Test(arguments: ServerBackend.available)
+    func aWokenReadIsAnsweredAsALoneReadOfItsQuestion(_ backend: ServerBackend) async throws {
+        let directory = try TemporaryDirectory()
+        try await backend.withServer(
+            options: ["--metrics", "--max-client-connections", "1024", "--max-account-requests", "1024"], in: directory
+        ) { _, url, _ in
+            try await CommandSlots.shared.exclusively { try await Self.answeredAsAlone(url) }
+        }
+    }
+
+    static func answeredAsAlone(_ url: String) async throws {
+        let since = "$filter=updatedAt%20gt%20datetimeoffset'2000-01-01T00:00:00.000Z'"
+        let questions = [
+            "/tables/notes?\(since)&$orderby=updatedAt,id&__includeDeleted=true",
+            "/tables/notes?\(since)&$orderby=updatedAt,id&$select=id,n",
+            "/tables/notes?\(since)%20and%20n%20gt%200&$orderby=updatedAt,id&$top=50&$select=id,text",
+        ]
+        let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
+        let perQuestion = 20
+        let sockets = try await Self.hold(perQuestion * questions.count, port: port, path: { questions[$0 % questions.count] })
+        let held = try await eventually(timeout: .seconds(25), every: .milliseconds(50)) {
+            try await HTTP.metric("tsync_live_waiting", at: url)
+        } until: {
+            $0 == sockets.count
+        }
+        #expect(held == sockets.count, "the server holds every read (it says \(held.map(String.init) ?? "nothing"))")
+
+        let write = try await HTTP.send("POST", url + "/tables/notes", body: #"{"id": "wake", "n": 7, "text": "żółw \\ \"q\""}"#)
+        #expect(write.status == 201, "\(write.body)")
+        let woken = await withTaskGroup(of: (Int, String).self) { group in
+            for (index, socket) in sockets.enumerated() { group.addTask { (index, await socket.readToEnd()) } }
+            var answers = [String](repeating: "", count: sockets.count)
+            for await (index, answer) in group { answers[index] = answer }
+            return answers
+        }
+        // The same requests again, one at a time: the page is there, so each is answered at once, alone.
+        var alone: [String] = []
+        for question in questions {
+            let socket = try RawSocket(port: port, timeout: 40)
+            #expect(
+                await socket.write(
+                    "GET \(question) HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nPrefer: wait=25\r\nConnection: close\r\n\r\n"
+                ))
+            alone.append(await socket.readToEnd())
+        }
+        #expect(Set(alone.map { Self.comparable($0).body }).count == questions.count, "three questions, three pages: \(alone)")
+        for (index, answer) in woken.enumerated() {
+            let expected = Self.comparable(alone[index % questions.count])
+            let got = Self.comparable(answer)
+            #expect(got.head.first?.hasPrefix("HTTP/1.1 200") == true, "\(answer)")
+            #expect(got.head == expected.head, "read \(index) (\(questions[index % questions.count])): headers")
+            #expect(got.body == expected.body, "read \(index) (\(questions[index % questions.count])): body")
+        }
+    }
+
+    /// An answer's status line and headers (sorted, but its date and request id) and its body bytes.
+    static func comparable(_ answer: String) -> (head: [String], body: [UInt8]) {
+        guard let split = answer.range(of: "\r\n\r\n") else { return ([answer], []) }
+        let lines = answer[..<split.lowerBound].components(separatedBy: "\r\n")
+        let headers = lines.dropFirst().filter { line in
+            let name = line.split(separator: ":").first?.lowercased() ?? ""
+            return name != "date" && name != "x-request-id"
+        }
+        return ([lines.first ?? ""] + headers.sorted(), Array(answer[split.upperBound...].utf8))
+    }
+
     @Test func aSharedQueryNeverAnswersOneUserWithAnothersRecords() async throws {
         let server = try await ServeFixture(
             authenticated: true,
