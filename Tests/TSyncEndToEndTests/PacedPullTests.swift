@@ -33,7 +33,7 @@ import TSyncModel
             // its lateness past 0.1 s: about 0.1, 0.2, ... 0.65 s by the last.
             let widest = gaps[slow].max() ?? 0
             #expect(widest >= 0.3, "the pull waits while answers are late: \(Self.shown(gaps))")
-            // Four fifths of the gap a page once answers are quick: about 3 ms by the end.
+            // Half of the gap a page once answers are quick: nothing by the end.
             let last = gaps.suffix(5).sorted()[2]
             #expect(last < 0.1 && last < widest / 3, "the gap closes once answers are quick: \(Self.shown(gaps))")
 

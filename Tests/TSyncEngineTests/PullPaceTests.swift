@@ -31,8 +31,12 @@ struct PullPaceTests {
         for _ in 0..<40 { pace.answered(after: .seconds(5)) }
         #expect(pace.gap == PullPace.longest)
         pace.answered(after: .milliseconds(20))
-        #expect(pace.gap == PullPace.longest * 4 / 5, "the last two were 5 s and 20 ms: no queue now")
-        for _ in 0..<40 { pace.answered(after: .milliseconds(20)) }
+        #expect(pace.gap == PullPace.longest / 2, "the last two were 5 s and 20 ms: no queue now")
+        // The first 100 ms beside a 20 ms is no queue yet (it halves the gap); the second is.
+        pace.answered(after: .milliseconds(100))
+        pace.answered(after: .milliseconds(100))
+        #expect(pace.gap == PullPace.longest / 2 / 2 * 4 / 5, "80 ms of queue: under the 0.1 s accepted, over half of it")
+        for _ in 0..<20 { pace.answered(after: .milliseconds(20)) }
         #expect(pace.gap == .zero)
     }
 }

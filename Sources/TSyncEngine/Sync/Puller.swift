@@ -505,7 +505,9 @@ private final class PageFetch: Sendable {
 /// late, to the clients. As delay-based congestion control does (LEDBAT, RFC 6817), the queue is
 /// told from the round trip: the least of the last two round trips over the least this pull has
 /// seen. While that is more than `target`, the gap before each request grows by half the excess;
-/// once it is below, the gap shrinks to four fifths a page. So a lone pull, whose round trip
+/// once it is below, the gap shrinks to four fifths a page, and to half while the queue is under
+/// half of `target` (the crowd has thinned: the last pulls of a crowd, or a lone pull after a
+/// burst, need not wait out gaps learnt in it). So a lone pull, whose round trip
 /// stays at its least (however long the network makes it), never waits, and a single slow
 /// answer (a server's checkpoint, a lost packet) does not count, since the next one is quick.
 final class PullPace: Sendable {
@@ -536,7 +538,7 @@ final class PullPace: Sendable {
             if queue > Self.target {
                 state.gap = min(Self.longest, state.gap + (queue - Self.target) / 2)
             } else {
-                state.gap = state.gap * 4 / 5
+                state.gap = queue < Self.target / 2 ? state.gap / 2 : state.gap * 4 / 5
                 if state.gap < .milliseconds(1) { state.gap = .zero }
             }
         }
