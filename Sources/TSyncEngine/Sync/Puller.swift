@@ -507,9 +507,11 @@ private final class PageFetch: Sendable {
 /// seen. While that is more than `target`, the gap before each request grows by half the excess;
 /// once it is below, the gap shrinks to four fifths a page, and to half while the queue is under
 /// half of `target` (the crowd has thinned: the last pulls of a crowd, or a lone pull after a
-/// burst, need not wait out gaps learnt in it). So a lone pull, whose round trip
-/// stays at its least (however long the network makes it), never waits, and a single slow
-/// answer (a server's checkpoint, a lost packet) does not count, since the next one is quick.
+/// burst, need not wait out gaps learnt in it). So a lone pull, whose round trip stays at its
+/// least (however long the network makes it), never waits, and a single slow answer (a server's
+/// checkpoint, a lost packet) does not count, since the next one is quick. A crowd that starts at
+/// one moment learns slowly: each pull's first round trips are queued already, and one that never
+/// had a quick answer sees no queue (LEDBAT's latecomer; docs/PERFORMANCE.md, "Pacing the pull").
 final class PullPace: Sendable {
     private struct State {
         /// The least round trip seen: the server and the network with no queue.
