@@ -13,7 +13,8 @@
 # (CLIENT_NICE=0 shares the cores evenly, and the page times then measure the clients' CPU queue).
 # The servers' CPU seconds per page are printed too: a figure no machine's load stretches.
 # Usage: scripts/bench-clones.sh   (COUNT=1000000 CLONES=200 INSTANCES=3; TSYNC_BIN=path skips
-# the build). Needs sqlite3, curl, jq, /usr/bin/time; haproxy for INSTANCES > 1.
+# the build; KEEP=dir keeps the servers', haproxy's and the clones' logs there). Needs sqlite3,
+# curl, jq, /usr/bin/time; haproxy for INSTANCES > 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${COUNT:-1000000}
@@ -28,6 +29,7 @@ work=$(mktemp -d /tmp/tsync-bench-clones.XXXXXX)
 haproxy_pid=""
 database=""
 cleanup() {
+    if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.log "$work"/c*.result "$KEEP"/ 2>/dev/null || true; fi
     [ -n "$haproxy_pid" ] && kill "$haproxy_pid" 2>/dev/null
     serve_stop_all
     if [ -n "$database" ]; then psql -q "$pg_url" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1 || true; fi
@@ -153,6 +155,27 @@ if n:
 ticks = (int(os.environ["TICKS_AFTER"]) - int(os.environ["TICKS_BEFORE"])) / os.sysconf("SC_CLK_TCK")
 if n:
     print(f"servers' CPU: {ticks:.1f} s in all, {1000 * ticks / n:.2f} ms a page")
+PY
+# Page requests at the instances at once, from their log lines (each ends at its time stamp and
+# began its duration before): what the clones asked for at once, against what was served.
+python3 - "$work"/serve-*.log <<'PY'
+import datetime, re, sys
+events = []
+for name in sys.argv[1:]:
+    for line in open(name):
+        m = re.match(r'(\S+) info \S+ GET /tables/rows\?\S+ \d+ ([0-9.]+) ms', line)
+        if m:
+            end = datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp()
+            events += [(end - float(m.group(2)) / 1000, 1), (end, -1)]
+events.sort()
+if events:
+    now = top = 0
+    area = 0.0
+    for (t, step), (t_next, _) in zip(events, events[1:] + [events[-1]]):
+        now += step
+        top = max(top, now)
+        area += now * (t_next - t)
+    print(f"page requests at the instances at once: at most {top}, {area / (events[-1][0] - events[0][0]):.1f} on average")
 PY
 if [ -n "$haproxy_pid" ]; then
     echo "haproxy: $(grep -c 'is DOWN' "$work/haproxy.log" || true) instance(s) marked down during the run"

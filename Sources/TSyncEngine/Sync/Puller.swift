@@ -156,7 +156,9 @@ package struct Puller: Sendable {
             request.wait == nil
             ? { @Sendable guess in pageRequest(at: PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))) }
             : nil
-        var fetching: PageFetch? = PageFetch(remote, first, ahead: ahead)
+        // A held read's long wait is the server's answer, not a queue: only a plain pull is paced.
+        let pace = request.wait == nil ? PullPace() : nil
+        var fetching: PageFetch? = PageFetch(remote, first, ahead: ahead, pace: pace)
         var total: Int?
         // The ids read while walking a run of equal timestamps by offset: a page of the walk that
         // brings none new means the server ignores $skip there, which would loop forever.
@@ -239,7 +241,7 @@ package struct Puller: Sendable {
             // A page shorter than asked is not the end (a server may cap $top without a Link, as
             // the Azure servers do): only an empty page is.
             if !page.records.isEmpty {
-                fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead)
+                fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead, pace: pace)
             }
             let query = SavedQuery(
                 table: request.table, queryID: queryID, filter: filter, checkpoint: kept, lastPullAt: Timestamp.now())
@@ -256,7 +258,8 @@ package struct Puller: Sendable {
         var skip = 0
         var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
         first.inlineCount = progress != nil  // the total, for the progress line
-        var fetching: PageFetch? = PageFetch(remote, first)
+        let pace = PullPace()
+        var fetching: PageFetch? = PageFetch(remote, first, pace: pace)
         var total: Int?
         defer { fetching?.cancel() }
         // A server that ignores $skip, or whose next links go round in a circle, would send the
@@ -296,7 +299,8 @@ package struct Puller: Sendable {
                     remote,
                     PageRequest(
                         table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
-                        nextLink: nextLink))
+                        nextLink: nextLink),
+                    pace: pace)
             }
             let result = try store.applyServerPage(table: request.table, stored: page.records)
             if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
@@ -415,15 +419,24 @@ private final class PageFetch: Sendable {
     /// tsync's own client reads the page straight into the store's form; with `ahead`, it asks
     /// for the pages after it as they arrive (only tsync's own client: another remote reads one
     /// page at a time). `budget`: pages it may ask for ahead of itself.
-    init(_ remote: any SyncRemote, _ request: PageRequest, ahead: Ahead? = nil, guessed: PullPosition? = nil, budget: Int = depth) {
+    /// `pace`: the pull's, which sets how long the request waits before it is sent and learns
+    /// from its round trip.
+    init(
+        _ remote: any SyncRemote, _ request: PageRequest, ahead: Ahead? = nil, guessed: PullPosition? = nil, budget: Int = depth,
+        pace: PullPace? = nil
+    ) {
         self.guessed = guessed
         let next = Next(budget: budget)
         self.next = next
         task = Task {
-            await Self.read(remote, request) { body in
+            if let gap = pace?.gap, gap > .zero {
+                // Cancelled while it waits, the read below ends at once with the cancellation.
+                try? await Task.sleep(for: gap)
+            }
+            return await Self.read(remote, request, pace: pace) { body in
                 guard let ahead, let guess = StoredPageDecoder.lastPosition(body) else { return }
                 let position = PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))
-                next.arrived { budget in PageFetch(remote, ahead(guess), ahead: ahead, guessed: position, budget: budget) }
+                next.arrived { budget in PageFetch(remote, ahead(guess), ahead: ahead, guessed: position, budget: budget, pace: pace) }
             }
         }
     }
@@ -457,14 +470,79 @@ private final class PageFetch: Sendable {
         next.cancel()
     }
 
+    /// The page, its round trip told to `pace` as soon as it is known (an answer that is no page
+    /// tells nothing).
     private static func read(
-        _ remote: any SyncRemote, _ request: PageRequest, arrived: @escaping @Sendable ([UInt8]) -> Void
+        _ remote: any SyncRemote, _ request: PageRequest, pace: PullPace?, arrived: @escaping @Sendable ([UInt8]) -> Void
     ) async -> Result<StoredPage, TSyncError> {
+        let sent = ContinuousClock.now
         do throws(TSyncError) {
-            if let client = remote as? RemoteClient { return .success(try await client.readStoredPage(request, arrived: arrived)) }
-            return .success(StoredPage(try await remote.readPage(request)))
+            if let client = remote as? RemoteClient {
+                return .success(
+                    try await client.readStoredPage(request) { body in
+                        pace?.answered(after: ContinuousClock.now - sent)
+                        arrived(body)
+                    })
+            }
+            let page = StoredPage(try await remote.readPage(request))
+            pace?.answered(after: ContinuousClock.now - sent)
+            return .success(page)
         } catch {
             return .failure(error)
+        }
+    }
+}
+
+/// How long a pull waits before it asks for its next page: nothing while the server answers about
+/// as fast as it ever did, more while its answers come later than that (docs/DESIGN.md §8).
+///
+/// A pull has one page request in flight at a time (`PageFetch` asks the next as the page before
+/// arrives), so a crowd of pulls keeps one request each at the servers, and the time a request
+/// spends there is the crowd over what the servers serve a second (Little's law): 200 clones,
+/// 215 pages a second, near a second a page, all of it queue. A pull that waits before asking
+/// takes no longer, since the servers serve no more pages a second for its asking sooner, but the
+/// queue moves from the server, where it holds connections and memory and makes every answer
+/// late, to the clients. As delay-based congestion control does (LEDBAT, RFC 6817), the queue is
+/// told from the round trip: the least of the last two round trips over the least this pull has
+/// seen. While that is more than `target`, the gap before each request grows by half the excess;
+/// once it is below, the gap shrinks to four fifths a page, and to half while the queue is under
+/// half of `target` (the crowd has thinned: the last pulls of a crowd, or a lone pull after a
+/// burst, need not wait out gaps learnt in it). So a lone pull, whose round trip stays at its
+/// least (however long the network makes it), never waits, and a single slow answer (a server's
+/// checkpoint, a lost packet) does not count, since the next one is quick. A crowd that starts at
+/// one moment learns slowly: each pull's first round trips are queued already, and one that never
+/// had a quick answer sees no queue (LEDBAT's latecomer; docs/PERFORMANCE.md, "Pacing the pull").
+final class PullPace: Sendable {
+    private struct State {
+        /// The least round trip seen: the server and the network with no queue.
+        var least: Duration?
+        var previous: Duration?
+        var gap = Duration.zero
+    }
+    private let state = Mutex(State())
+
+    /// Queueing a pull accepts before it waits between requests.
+    static let target = Duration.milliseconds(100)
+    /// The longest gap: the pull stays alive in any crowd (a request's deadline is far longer).
+    static let longest = Duration.seconds(4)
+
+    /// The time to wait before sending the next request.
+    var gap: Duration { state.withLock { $0.gap } }
+
+    /// Learns from a request's round trip: the time from its sending to its whole answer.
+    func answered(after roundTrip: Duration) {
+        state.withLock { state in
+            let least = min(state.least ?? roundTrip, roundTrip)
+            state.least = least
+            let recent = min(state.previous ?? roundTrip, roundTrip)
+            state.previous = roundTrip
+            let queue = recent - least
+            if queue > Self.target {
+                state.gap = min(Self.longest, state.gap + (queue - Self.target) / 2)
+            } else {
+                state.gap = queue < Self.target / 2 ? state.gap / 2 : state.gap * 4 / 5
+                if state.gap < .milliseconds(1) { state.gap = .zero }
+            }
         }
     }
 }

@@ -39,6 +39,18 @@ final class LossyProxy: Sendable {
         var interposedCount = 0
         var requestDelay: TimeInterval = 0
         var forwardedCount = 0
+        var timedPath: String?
+        var readDelays: [TimeInterval] = []
+        var reads: [TimedRead] = []
+        var readsHeld = 0
+    }
+
+    /// A GET that `timeReads` watched: when it came, when its answer went back (nil while it is
+    /// held), and how many such GETs the proxy held at that moment, this one included.
+    struct TimedRead: Sendable {
+        var arrived: ContinuousClock.Instant
+        var answered: ContinuousClock.Instant?
+        var inFlight: Int
     }
     private let state = Mutex(State())
     let url: String
@@ -91,6 +103,19 @@ final class LossyProxy: Sendable {
     /// Holds every request this long before forwarding it: a slow server, so a test can act while
     /// a long push is under way.
     func delay(_ seconds: TimeInterval) { state.withLock { s in s.requestDelay = seconds } }
+
+    /// Watches every GET whose path starts with `pathPrefix` (`reads`), and holds the n-th of them
+    /// (from 0) `delays[n]` seconds before forwarding it (those past the end, not at all): a server
+    /// whose answers come late for a while, as behind a queue.
+    func timeReads(_ pathPrefix: String, delays: [TimeInterval]) {
+        state.withLock { s in
+            s.timedPath = pathPrefix
+            s.readDelays = delays
+        }
+    }
+
+    /// The GETs watched so far (`timeReads`), in the order they came.
+    var reads: [TimedRead] { state.withLock { s in s.reads } }
 
     /// How many requests reached the server so far.
     var forwarded: Int { state.withLock { s in s.forwardedCount } }
@@ -164,7 +189,10 @@ final class LossyProxy: Sendable {
                 guard Self.writeAll(client, response) else { return }
                 continue
             }
-            let delay = state.withLock { s in s.requestDelay }
+            let timed = beginRead(head)
+            defer { if let timed { endRead(timed) } }
+            let delay = state.withLock { s in s.requestDelay + (timed.map { s.readDelays.indices.contains($0) ? s.readDelays[$0] : 0 } ?? 0)
+            }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
             guard let answer = forward(request) else { return }
             state.withLock { s in s.forwardedCount += 1 }
@@ -173,6 +201,23 @@ final class LossyProxy: Sendable {
             case .replace(let response, _)?: guard Self.writeAll(client, response) else { return }
             case nil: guard Self.writeAll(client, answer) else { return }
             }
+        }
+    }
+
+    /// The index of this request among the watched GETs, if it is one (`timeReads`).
+    private func beginRead(_ head: String) -> Int? {
+        state.withLock { s in
+            guard let path = s.timedPath, head.hasPrefix("GET " + path) else { return nil }
+            s.readsHeld += 1
+            s.reads.append(TimedRead(arrived: .now, inFlight: s.readsHeld))
+            return s.reads.count - 1
+        }
+    }
+
+    private func endRead(_ index: Int) {
+        state.withLock { s in
+            s.readsHeld -= 1
+            s.reads[index].answered = .now
         }
     }
 
