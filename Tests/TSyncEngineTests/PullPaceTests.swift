@@ -40,3 +40,49 @@ struct PullPaceTests {
         #expect(pace.gap == .zero)
     }
 }
+
+/// Where the server says how long a read waited for its database (`Server-Timing: queue`), the
+/// pull takes it as the queue, which round trips alone cannot show to a crowd that started at once.
+struct ServerSaidQueueTests {
+    @Test func aQueueTheServerSaysWidensTheGapThoughRoundTripsNeverChange() {
+        let pace = PullPace()
+        for _ in 0..<3 { pace.answered(after: .milliseconds(900), queued: .milliseconds(700)) }
+        #expect(pace.gap == .milliseconds(900), "three times half of 0.6 s past the 0.1 s accepted")
+        // One quick answer among queued ones does not count, as with round trips.
+        pace.answered(after: .milliseconds(900), queued: .zero)
+        #expect(pace.gap == .milliseconds(900) / 2)
+        for _ in 0..<30 { pace.answered(after: .milliseconds(900), queued: .zero) }
+        #expect(pace.gap == .zero, "the server says no queue: the gap closes")
+    }
+
+    @Test func roundTripsStillCountWhereTheServerSaysLess() {
+        let pace = PullPace()
+        pace.answered(after: .milliseconds(20), queued: .zero)
+        pace.answered(after: .milliseconds(620), queued: .zero)
+        pace.answered(after: .milliseconds(620), queued: .zero)
+        #expect(pace.gap == .milliseconds(250), "a queue before the database (a proxy, the event loops) counts too")
+    }
+}
+
+/// The `Server-Timing` metric the client reads: `queue`'s duration, and nothing it cannot take
+/// as a plain wait (a proxy's rewrite, another server's metrics).
+struct ServerTimingHeaderTests {
+    static func queue(_ values: [String]) -> Duration? {
+        ServerTiming.queue(in: values)
+    }
+
+    @Test func readsTheQueueMetric() {
+        #expect(Self.queue(["queue;dur=12.345"]) == .microseconds(12_345))
+        #expect(Self.queue(["db;dur=3, queue;dur=0.5"]) == .microseconds(500), "among others, in one field")
+        #expect(Self.queue(["cache;desc=\"hit\"", "queue; desc=\"db\" ; dur=7"]) == .milliseconds(7), "in another field, with spaces")
+        #expect(Self.queue(["queue;dur=0"]) == .zero)
+    }
+
+    @Test(arguments: [
+        [], ["db;dur=5"], ["queue"], ["queue;dur="], ["queue;dur=-1"], ["queue;dur=abc"], ["queue;dur=nan"], ["queue;dur=inf"],
+        ["queue;dur=1e300"], ["queue;dur=3600001"], ["queued;dur=5"],
+    ])
+    func takesNothingItCannotRead(_ values: [String]) {
+        #expect(Self.queue(values) == nil, "\(values)")
+    }
+}

@@ -165,13 +165,14 @@ package struct RemoteClient: Sendable {
     /// A page in the store's form: a page as `tsync serve` writes it is read straight into it
     /// (`StoredPageDecoder`); any other goes the way of `readPage`, with its rules and errors.
     /// `arrived` sees a 200's body before it is read (`Puller` guesses the next page's position
-    /// from it, to ask for that page while this one is read).
+    /// from it, to ask for that page while this one is read), with the time the server says the
+    /// read waited for its database (`Server-Timing: queue`), if it says.
     package func readStoredPage(
-        _ request: PageRequest, arrived: (@Sendable ([UInt8]) -> Void)? = nil
+        _ request: PageRequest, arrived: (@Sendable ([UInt8], _ queued: Duration?) -> Void)? = nil
     ) async throws(TSyncError) -> StoredPage {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
-        if response.status == 200 { arrived?(response.body) }
+        if response.status == 200 { arrived?(response.body, ServerTiming.queue(in: response.headers["Server-Timing"])) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             var page = StoredPage(
                 records: decoded.records, nextLink: LinkHeader.next(in: response.headers), totalCount: decoded.totalCount,

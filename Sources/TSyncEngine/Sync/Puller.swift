@@ -470,8 +470,8 @@ private final class PageFetch: Sendable {
         next.cancel()
     }
 
-    /// The page, its round trip told to `pace` as soon as it is known (an answer that is no page
-    /// tells nothing).
+    /// The page, its round trip (and the server's word on its queue) told to `pace` as soon as it
+    /// is known (an answer that is no page tells nothing).
     private static func read(
         _ remote: any SyncRemote, _ request: PageRequest, pace: PullPace?, arrived: @escaping @Sendable ([UInt8]) -> Void
     ) async -> Result<StoredPage, TSyncError> {
@@ -479,8 +479,8 @@ private final class PageFetch: Sendable {
         do throws(TSyncError) {
             if let client = remote as? RemoteClient {
                 return .success(
-                    try await client.readStoredPage(request) { body in
-                        pace?.answered(after: ContinuousClock.now - sent)
+                    try await client.readStoredPage(request) { body, queued in
+                        pace?.answered(after: ContinuousClock.now - sent, queued: queued)
                         arrived(body)
                     })
             }
@@ -510,13 +510,18 @@ private final class PageFetch: Sendable {
 /// burst, need not wait out gaps learnt in it). So a lone pull, whose round trip stays at its
 /// least (however long the network makes it), never waits, and a single slow answer (a server's
 /// checkpoint, a lost packet) does not count, since the next one is quick. A crowd that starts at
-/// one moment learns slowly: each pull's first round trips are queued already, and one that never
-/// had a quick answer sees no queue (LEDBAT's latecomer; docs/PERFORMANCE.md, "Pacing the pull").
+/// one moment would learn slowly from round trips alone: each pull's first round trips are queued
+/// already, and one that never had a quick answer sees no queue (LEDBAT's latecomer;
+/// docs/PERFORMANCE.md, "Pacing the pull"). So where the server says how long a read waited for
+/// its database (`Server-Timing: queue`, as `tsync serve` does), the queue is the larger of the
+/// two: the least of the last two waits it said, or what the round trips tell.
 final class PullPace: Sendable {
     private struct State {
         /// The least round trip seen: the server and the network with no queue.
         var least: Duration?
         var previous: Duration?
+        /// The wait the server said for the request before (`Server-Timing: queue`).
+        var previousQueued: Duration?
         var gap = Duration.zero
     }
     private let state = Mutex(State())
@@ -529,14 +534,19 @@ final class PullPace: Sendable {
     /// The time to wait before sending the next request.
     var gap: Duration { state.withLock { $0.gap } }
 
-    /// Learns from a request's round trip: the time from its sending to its whole answer.
-    func answered(after roundTrip: Duration) {
+    /// Learns from a request's round trip, the time from its sending to its whole answer, and
+    /// from the time the server says the request waited for its database, if it says.
+    func answered(after roundTrip: Duration, queued: Duration? = nil) {
         state.withLock { state in
             let least = min(state.least ?? roundTrip, roundTrip)
             state.least = least
             let recent = min(state.previous ?? roundTrip, roundTrip)
             state.previous = roundTrip
-            let queue = recent - least
+            var queue = recent - least
+            if let queued {
+                queue = max(queue, min(state.previousQueued ?? queued, queued))
+            }
+            state.previousQueued = queued
             if queue > Self.target {
                 state.gap = min(Self.longest, state.gap + (queue - Self.target) / 2)
             } else {

@@ -10,4 +10,18 @@ extension HTTPField.Name {
     static let forwarded = HTTPField.Name("Forwarded")!
     static let deletedHorizon = HTTPField.Name("X-TSync-Deleted-Horizon")!
     static let schemaTag = HTTPField.Name("X-TSync-Schema")!
+    static let serverTiming = HTTPField.Name("Server-Timing")!
+}
+
+/// `Server-Timing` (W3C): the one metric tsync sends, `queue`, the milliseconds a read waited
+/// for the database.
+enum ServerTiming {
+    static func queue(_ waited: Duration) -> String {
+        let microseconds = waited.components.seconds * 1_000_000 + waited.components.attoseconds / 1_000_000_000_000
+        return "queue;dur=\(microseconds / 1000).\(String(microseconds % 1000).leftPadded(to: 3))"
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

@@ -12,10 +12,12 @@ enum QueryDeadline {
     /// How often the connection is looked at while the work runs.
     static let clientCheckInterval = Duration.milliseconds(100)
 
+    /// `wait`, when given, keeps how long the work waited for the database (`Server-Timing`).
     static func run<T: Sendable>(
-        seconds: Int, channel: (any Channel)?, client: String? = nil, _ work: @escaping @Sendable () async throws -> T
+        seconds: Int, channel: (any Channel)?, client: String? = nil, wait: DatabaseWait = DatabaseWait(),
+        _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        try await ReadShares.$client.withValue(client) { try await run(seconds: seconds, channel: channel, work) }
+        try await ReadShares.$client.withValue(client) { try await run(seconds: seconds, channel: channel, wait: wait, work) }
     }
 
     /// Told by the storage when the work has a connection of the database (`reached`): a
@@ -23,10 +25,9 @@ enum QueryDeadline {
     @TaskLocal static var wait: DatabaseWait?
 
     private static func run<T: Sendable>(
-        seconds: Int, channel: (any Channel)?, _ work: @escaping @Sendable () async throws -> T
+        seconds: Int, channel: (any Channel)?, wait: DatabaseWait, _ work: @escaping @Sendable () async throws -> T
     ) async throws -> T {
-        let wait = DatabaseWait()
-        return try await withThrowingTaskGroup(of: T.self) { group in
+        try await withThrowingTaskGroup(of: T.self) { group in
             group.addTask { try await $wait.withValue(wait) { try await work() } }
             group.addTask {
                 try await Task.sleep(for: .seconds(seconds))
@@ -62,14 +63,28 @@ extension ServerRequestContext {
     }
 }
 
-/// Whether a request's work has reached the database (`QueryDeadline.wait`).
+/// Whether a request's work has reached the database (`QueryDeadline.wait`), and how long it
+/// waited for it: its turn in the read shares and the pool, which a page's answer tells the
+/// client (`Server-Timing: queue`), so that a crowd of pulls can tell a queue from a slow network.
 final class DatabaseWait: Sendable {
-    private let over = Atomic(false)
+    private let began = ContinuousClock.now
+    /// Nanoseconds from `began` to the first `reached`, -1 before.
+    private let waited = Atomic<Int64>(-1)
 
     /// The work has its connection (PostgreSQL) or reader (SQLite) and runs.
-    func reached() { over.store(true, ordering: .relaxed) }
+    func reached() {
+        let elapsed = ContinuousClock.now - began
+        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        _ = waited.compareExchange(expected: -1, desired: max(0, nanoseconds), ordering: .relaxed)
+    }
 
-    var isOver: Bool { over.load(ordering: .relaxed) }
+    var isOver: Bool { waited.load(ordering: .relaxed) >= 0 }
+
+    /// The time the work waited for the database, once it reached it.
+    var duration: Duration? {
+        let nanoseconds = waited.load(ordering: .relaxed)
+        return nanoseconds < 0 ? nil : .nanoseconds(nanoseconds)
+    }
 }
 
 /// A query ran past the query timeout and was stopped: 503, with a message that says so and

@@ -75,7 +75,8 @@ struct TableRoutes: Sendable {
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
         let page: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
             do {
-                let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client) {
+                let wait = DatabaseWait()
+                let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client, wait: wait) {
                     () async throws -> RecordPage in
                     guard let changes = view.changes else { return try await storage.query(table: table, query, scope: scope) }
                     guard let page = try await storage.query(table: table, query, scope: scope, changes: changes) else {
@@ -83,7 +84,9 @@ struct TableRoutes: Sendable {
                     }
                     return page
                 }
-                return try Self.body(page, query)
+                var body = try Self.body(page, query)
+                body.queued = wait.duration
+                return body
             } catch var error as QueryTimedOut {
                 // Only what the request asked for: a pull that sent no $filter is not told to narrow one.
                 var advice = query.filter == nil ? [] : ["narrow the $filter"]
@@ -351,6 +354,9 @@ private final class ListRead: Sendable {
         // The table's record type, by its tag: a client reads `GET /tables/$schema/{table}` when
         // it changed (docs/DESIGN.md §16).
         if let schemaTag { headers[.schemaTag] = schemaTag }
+        // How long the read waited for the database: a pull slows down while it grows
+        // (`PullPace`, docs/DESIGN.md §8). A held read's answer may be shared, and says nothing.
+        if granted == nil, let queued = page.queued { headers[.serverTiming] = ServerTiming.queue(queued) }
         headers[.contentType] = "application/json; charset=utf-8"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: page.bytes))
     }

@@ -125,6 +125,8 @@ struct PageBody: Sendable {
     var count: Int
     /// `RecordPage.deletedHorizon`, for `X-TSync-Deleted-Horizon`.
     var deletedHorizon: Timestamp? = nil
+    /// How long the read waited for the database (`DatabaseWait`), for `Server-Timing`.
+    var queued: Duration? = nil
 }
 
 /// Set once the server begins to stop, read by the wait loop (a class, so the shutdown handler
