@@ -22,6 +22,12 @@ struct DirectBindings {
         try text.withUTF8 { try bind(bytes: $0) }
     }
 
+    /// Binds the next parameter to an integer.
+    mutating func bind(_ integer: Int64) throws {
+        index += 1
+        try check(sqlite3_bind_int64(statement.sqliteStatement, index, integer))
+    }
+
     /// Binds the next parameter to the timestamp's `iso8601` text, or to NULL, with no `String`
     /// made of it.
     mutating func bind(_ timestamp: Timestamp?) throws {

@@ -1,3 +1,4 @@
+import GRDB
 import Testing
 import TSyncModel
 
@@ -205,5 +206,68 @@ import TSyncModel
         try store.delete(table: "todo", ids: ["e"])
         #expect(try store.purge(table: "todo", force: true) == PurgeResult(records: 1, ids: ["d"], operations: 2, queries: 1))
         #expect(try store.pendingOperations().isEmpty)
+    }
+
+    /// A claim saves each record's item from its stored text (`LocalStore.savedItem`) where the
+    /// text names only user fields; the JSON functions (`claimFromRecords`) save the rest. Both
+    /// must save the same values, which the next push re-sends if no answer came.
+    @Test func aClaimSavesFromTheStoredTextTheItemTheJSONFunctionsSave() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        try store.insert(
+            table: "odd",
+            objects: [
+                ["id": "unicode", "s": "é e\u{301} 🦊 \u{7F}", "ключ": "значение"],
+                ["id": "escapes", "s": "\"quoted\" \\ back\n\t\u{01} </script>"],
+                ["id": "numbers", "a": .double(100), "b": .double(-0.0), "c": .int(.max), "d": .int(.min), "e": .double(1.5e-300)],
+                ["id": "nested", "o": ["x": [1, ["y": nil], [], [:]], "": true], "z": false],
+                ["id": "empty"],
+            ])
+        try store.applyServerPage(table: "odd", records: [LocalStore.serverRecord("pulled", ["n": 1], version: "v1")])
+        try store.update(table: "odd", id: "pulled", fields: ["n": 2])
+        try store.insert(table: "odd", objects: [["id": "written"], ["id": "names-version"], ["id": "names-id"]])
+        // Stored texts as the store does not write them, but may hold (an older store's, a hand-made one).
+        try store.write { db in
+            for (id, body) in [
+                ("written", #"{ "b" : 1e2, "a":-0,"s":"\u00e9\/" , "n":[1.0,2E+1]}"#),
+                ("names-version", #"{"version":"mine","text":"t"}"#),
+                ("names-id", #"{"id":"other","createdAt":"2020-01-01T00:00:00.000Z","x":1}"#),
+            ] {
+                try db.execute(sql: "UPDATE records SET body = ? WHERE tbl = 'odd' AND id = ?", arguments: [body, id])
+            }
+            try db.execute(sql: "UPDATE records SET version = 'v9' WHERE tbl = 'odd' AND id = 'names-version'")
+        }
+        func saved() throws -> [Int64: JSONValue] {
+            try store.read { db in
+                try Row.fetchAll(db, sql: "SELECT seq, item FROM operations WHERE state = 'inflight'").reduce(into: [:]) { saved, row in
+                    saved[row[0]] = try JSONParser.parse(row[1] as String)
+                }
+            }
+        }
+        let claimed = try store.claimOperations(tables: nil, limit: 100)
+        #expect(claimed.count == 9)
+        let fromText = try saved()
+        try store.write { db in
+            let written = try String.fetchOne(db, sql: "SELECT o.item FROM operations o WHERE o.item_id = 'written'")
+            #expect(written?.contains(#""b" : 1e2, "a":-0"#) == true, "taken from the text as it is")
+        }
+
+        try store.releaseOperations(claimed)
+        let seqs = JSONSerializer.string(.array(claimed.map { .int($0.operation.seq) }))
+        try store.write { db in try db.execute(sql: LocalStore.claimFromRecords, arguments: [seqs]) }
+        let byFunctions = try saved()
+        #expect(fromText.count == 9 && fromText == byFunctions)
+        for outgoing in claimed {
+            var item = outgoing.item
+            if let version = outgoing.version { item["version"] = .string(version) }
+            #expect(fromText[outgoing.operation.seq] == .object(item), "\(outgoing.operation.itemID)")
+        }
+        #expect(claimed.first { $0.operation.itemID == "pulled" }?.version == "v1")
+        #expect(claimed.first { $0.operation.itemID == "names-version" }?.version == "v9")
+
+        // Claimed again after a push that died: exactly the items the first claim took.
+        let again = try temporary.reopen().claimOperations(tables: nil, limit: 100)
+        #expect(again.map(\.sentBefore) == Array(repeating: true, count: 9))
+        #expect(again.map(\.item) == claimed.map(\.item) && again.map(\.version) == claimed.map(\.version))
     }
 }

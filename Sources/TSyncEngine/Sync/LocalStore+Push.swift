@@ -72,9 +72,8 @@ extension LocalStore {
     package func pushableOperationCount(tables: [String]?) throws(TSyncError) -> Int {
         try read { db in
             let (clause, arguments) = Self.tableClause(tables)
-            return try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM operations o WHERE \(clause) AND NOT EXISTS (\(Self.blockedByError))",
-                arguments: arguments) ?? 0
+            let unblocked = try Self.hasErrors(db) ? " AND NOT EXISTS (\(Self.blockedByError))" : ""
+            return try Int.fetchOne(db, sql: "SELECT count(*) FROM operations o WHERE \(clause)\(unblocked)", arguments: arguments) ?? 0
         }
     }
 
@@ -105,17 +104,27 @@ extension LocalStore {
         -> [OutgoingOperation]
     {
         try write { db in
-            let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay)
+            var savedItems: [Int64: String] = [:]
+            let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
             var fromRecords: [JSONValue] = []
+            let save = try db.cachedStatement(sql: "UPDATE operations SET state = 'inflight', item = ? WHERE seq = ?")
             for outgoing in claimed where outgoing.operation.state == .pending {
-                guard outgoing.operation.kind == .delete else {
-                    fromRecords.append(.int(outgoing.operation.seq))
+                let seq = outgoing.operation.seq
+                let text: String
+                if outgoing.operation.kind == .delete {
+                    var saved = outgoing.item
+                    if let version = outgoing.version { saved["version"] = .string(version) }
+                    text = StoredJSON.encode(saved)
+                } else if let fromBody = savedItems[seq] {
+                    text = fromBody
+                } else {
+                    fromRecords.append(.int(seq))
                     continue
                 }
-                var saved = outgoing.item
-                if let version = outgoing.version { saved["version"] = .string(version) }
-                try db.cachedStatement(sql: "UPDATE operations SET state = 'inflight', item = ? WHERE seq = ?")
-                    .execute(arguments: [StoredJSON.encode(saved), outgoing.operation.seq])
+                var values = DirectBindings(save)
+                try values.bind(text)
+                try values.bind(seq)
+                try save.execute()
             }
             if !fromRecords.isEmpty {
                 try db.execute(sql: Self.claimFromRecords, arguments: [JSONSerializer.string(.array(fromRecords))])
@@ -261,7 +270,9 @@ extension LocalStore {
     /// what `selectPushable` sends: the record's fields without server properties, its `id`, and
     /// the version of its base, else its own. One statement for the whole claim, SQLite's JSON
     /// functions doing what a decode and an encode per operation did (the fields' text is copied,
-    /// so the saved item reads back as the very values sent).
+    /// so the saved item reads back as the very values sent). Only for a record whose stored text
+    /// names `id` or a server property: the others' items are made from their text as it is read
+    /// (`savedItem`), which spared the two JSON functions' parse and write of every body.
     static let claimFromRecords = """
         UPDATE operations AS o SET state = 'inflight', item = (
             SELECT CASE WHEN v.version IS NULL THEN json_set(v.fields, '$.id', o.item_id)
@@ -299,6 +310,16 @@ extension LocalStore {
     static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [OutgoingOperation] = []) throws
         -> [OutgoingOperation]
     {
+        var unused: [Int64: String] = [:]
+        return try selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &unused)
+    }
+
+    /// The same, and for each pending insert or update whose stored text names neither `id` nor a
+    /// server property (every record the store writes), the item a claim saves, by `seq`
+    /// (`savedItem`).
+    static func selectPushable(
+        _ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [OutgoingOperation], savedItems: inout [Int64: String]
+    ) throws -> [OutgoingOperation] {
         var (clause, arguments) = tableClause(tables, inQueueOrder: true)
         if !onItsWay.isEmpty {
             clause += " AND o.seq NOT IN (SELECT value FROM json_each(?))"
@@ -318,7 +339,7 @@ extension LocalStore {
                 FROM operations o
                 LEFT JOIN records r ON r.tbl = o.tbl AND r.id = o.item_id
                 LEFT JOIN bases b ON b.tbl = o.tbl AND b.id = o.item_id
-                WHERE \(clause) AND NOT EXISTS (\(blockedByError))
+                WHERE \(clause)\(try hasErrors(db) ? " AND NOT EXISTS (\(blockedByError))" : "")
                 ORDER BY o.seq
                 """, arguments: arguments)
         var selected: [OutgoingOperation] = []
@@ -341,7 +362,11 @@ extension LocalStore {
                 wire = try StoredJSON.decodeObject(text, what: "operation \(operation.seq)")
             } else if let body = row[7] as String? {
                 wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
-                if let version = row[8] as String? { wire["version"] = .string(version) }
+                let ownVersion = row[8] as String?
+                if let saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion) {
+                    savedItems[operation.seq] = saved
+                }
+                if let ownVersion { wire["version"] = .string(ownVersion) }
             } else {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
@@ -358,6 +383,46 @@ extension LocalStore {
             if let limit, selected.count >= limit { break }
         }
         return selected
+    }
+}
+
+extension LocalStore {
+    /// Whether the error table has a row: without one no operation is held back, and a claim's
+    /// query leaves out the check of each operation against it (`blockedByError`, an index search
+    /// per operation, a third of the query).
+    static func hasErrors(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM errors)")) ?? true
+    }
+
+    /// The item a claim saves for a pending insert or update (`claimFromRecords` makes the same
+    /// values with SQLite's JSON functions): `id`, the version, and the record's stored text
+    /// `body` as it is, whose members `fields` (its parse) shows to be user fields only. Nil when
+    /// the text names `id` or a server property, or is not plainly an object: then the JSON
+    /// functions make it.
+    static func savedItem(body: String, fields: [String: JSONValue], id: String, version: String?) -> String? {
+        guard fields["id"] == nil, !RecordInput.serverProperties.contains(where: { fields[$0] != nil }) else { return nil }
+        var text: [UInt8] = []
+        text.reserveCapacity(body.utf8.count + id.utf8.count + (version?.utf8.count ?? 0) + 24)
+        text.append(contentsOf: #"{"id":"#.utf8)
+        JSONSerializer.writeString(id, to: &text)
+        if let version {
+            text.append(contentsOf: #","version":"#.utf8)
+            JSONSerializer.writeString(version, to: &text)
+        }
+        var body = body
+        let plain = body.withUTF8 { body -> Bool in
+            guard body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") else { return false }
+            var rest = body.dropFirst()
+            while let first = rest.first, first == 0x20 || first == 0x0A || first == 0x0D || first == 0x09 { rest = rest.dropFirst() }
+            if rest.first == UInt8(ascii: "}") {
+                text.append(UInt8(ascii: "}"))
+            } else {
+                text.append(UInt8(ascii: ","))
+                text.append(contentsOf: rest)
+            }
+            return true
+        }
+        return plain ? String(decoding: text, as: UTF8.self) : nil
     }
 }
 

@@ -13,46 +13,68 @@ extension SQLiteStorage {
     /// of one per version: DESIGN §6.5).
     struct HistoryRows {
         let keeps: Bool
-        private var values: [DatabaseValue] = []
-        private var count = 0
+        private var rows: [Version] = []
+
+        /// One version as `tsync_history` keeps it.
+        private struct Version {
+            var table: String
+            var id: String
+            var createdAt: String?
+            var updatedAt: String?
+            var version: String?
+            var deleted: Bool
+            var owner: String?
+            var user: String?
+            var operation: String
+            var body: String
+        }
 
         init(keeps: Bool) { self.keeps = keeps }
 
         mutating func append(_ write: RecordWrite, _ stored: TSyncModel.Record, owner: String?, body: String) {
             guard keeps else { return }
-            values += [
-                SQLiteSchema.clockKey(write.table).databaseValue, stored.id.databaseValue,
-                stored.system.createdAt?.iso8601.databaseValue ?? .null, stored.system.updatedAt?.iso8601.databaseValue ?? .null,
-                stored.system.version.databaseValue, stored.system.deleted.databaseValue, owner.databaseValue, write.user.databaseValue,
-                write.operation.rawValue.databaseValue, body.databaseValue,
-            ]
-            count += 1
+            rows.append(
+                Version(
+                    table: SQLiteSchema.clockKey(write.table), id: stored.id, createdAt: stored.system.createdAt?.iso8601,
+                    updatedAt: stored.system.updatedAt?.iso8601, version: stored.system.version, deleted: stored.system.deleted,
+                    owner: owner, user: write.user, operation: write.operation.rawValue, body: body))
         }
 
         /// How many versions were appended, for `truncate(to:)`.
-        var mark: Int { count }
+        var mark: Int { rows.count }
 
         /// Forgets the versions appended after `mark` (their writes were rolled back).
         mutating func truncate(to mark: Int) {
-            guard mark < count else { return }
-            values.removeSubrange((mark * 10)...)
-            count = mark
+            guard mark < rows.count else { return }
+            rows.removeSubrange(mark...)
         }
 
-        /// Writes the versions appended so far.
+        /// Writes the versions appended so far, bound directly (`SQLiteBindings`).
         mutating func flush(_ db: Database) throws {
             var start = 0
-            while start < count {
-                let rows = Swift.min(Self.rowsPerStatement, count - start)
+            while start < rows.count {
+                let count = Swift.min(Self.rowsPerStatement, rows.count - start)
                 let statement = try db.cachedStatement(
                     sql:
                         "INSERT INTO tsync_history (table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body) VALUES "
-                        + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
-                try statement.execute(arguments: StatementArguments(values[(start * 10)..<((start + rows) * 10)]))
-                start += rows
+                        + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", "))
+                var values = SQLiteBindings(statement)
+                for row in rows[start..<(start + count)] {
+                    try values.bind(row.table)
+                    try values.bind(row.id)
+                    try values.bind(row.createdAt)
+                    try values.bind(row.updatedAt)
+                    try values.bind(row.version)
+                    try values.bind(row.deleted)
+                    try values.bind(row.owner)
+                    try values.bind(row.user)
+                    try values.bind(row.operation)
+                    try values.bind(row.body)
+                }
+                try statement.execute()
+                start += count
             }
-            values = []
-            count = 0
+            rows = []
         }
 
         /// 10 parameters a row: far below SQLite's limit of 32,766 per statement.

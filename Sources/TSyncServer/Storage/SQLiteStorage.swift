@@ -379,12 +379,18 @@ public final class SQLiteStorage: ServerStorage {
         if case .owner(let name) = write.scope { owner = name }
         func insert(_ stored: Record) throws -> Bool {
             let body = JSONSerializer.string(.object(stored.fields))
-            try db.cachedStatement(
-                sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
-            ).execute(arguments: [
-                stored.id, stored.system.createdAt?.iso8601, stored.system.updatedAt?.iso8601, stored.system.version,
-                stored.system.deleted, owner, body,
-            ])
+            // Once for each record a batch inserts: bound directly (`SQLiteBindings`).
+            let statement = try db.cachedStatement(
+                sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
+            var values = SQLiteBindings(statement)
+            try values.bind(stored.id)
+            try values.bind(stored.system.createdAt?.iso8601)
+            try values.bind(stored.system.updatedAt?.iso8601)
+            try values.bind(stored.system.version)
+            try values.bind(stored.system.deleted)
+            try values.bind(owner)
+            try values.bind(body)
+            try statement.execute()
             guard db.changesCount == 1 else { return false }
             versions.append(write, stored, owner: owner, body: body)
             return true
@@ -415,8 +421,15 @@ public final class SQLiteStorage: ServerStorage {
             return .inserted(stored)
         case .store(let next, isNew: false):
             let body = JSONSerializer.string(.object(next.fields))
-            try db.cachedStatement(sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
-                .execute(arguments: [next.system.updatedAt?.iso8601, next.system.version, next.system.deleted, body, next.id])
+            let statement = try db.cachedStatement(
+                sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
+            var values = SQLiteBindings(statement)
+            try values.bind(next.system.updatedAt?.iso8601)
+            try values.bind(next.system.version)
+            try values.bind(next.system.deleted)
+            try values.bind(body)
+            try values.bind(next.id)
+            try statement.execute()
             if let found, let group = write.access.exitedGroup(from: found.record, to: next) {
                 try db.cachedStatement(
                     sql: "INSERT INTO tsync_record_exits (table_name, grp, id, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
