@@ -52,6 +52,7 @@ let package = Package(
                 "TSyncModel",
                 "TSyncQuery",
                 "TSyncTransport",
+                "CSQLiteSettings",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -61,6 +62,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // SQLite's process-wide settings (`sqlite3_config`, variadic: not callable from Swift).
+        .systemLibrary(name: "CSQLiteSettings"),
         .systemLibrary(
             name: "CArgon2",
             pkgConfig: "libargon2",

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TSyncEngine
 import TSyncModel
 
 /// The `tsync` command: parses, runs one subcommand, and turns any error into a message on
@@ -168,5 +169,8 @@ struct TSync: AsyncParsableCommand {
 /// What the `tsync` executable runs, and all it runs: the commands are this library's, so their
 /// parts can be tested in-process.
 package enum CommandLineTool {
-    package static func main() async { await TSync.main() }
+    package static func main() async {
+        SQLiteSettings.apply()
+        await TSync.main()
+    }
 }

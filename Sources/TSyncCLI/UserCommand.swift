@@ -31,6 +31,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Create an account.",
             discussion: """
                 EXAMPLES
@@ -68,6 +69,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove an account and revoke its tokens (its records stay).",
             discussion: """
                 On a terminal it asks first, as purge does (--yes: do not ask); when stdin is not \
@@ -122,6 +124,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the accounts, one name per line.",
             discussion: """
                 An account with roles or groups has them after its name and a tab, as role:ROLE \
@@ -161,6 +164,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Passwd: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "passwd",
             abstract: "Change an account's password and revoke its tokens.",
             discussion: """
                 EXAMPLES
@@ -185,6 +189,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Unlock: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "unlock",
             abstract: "Let an account log in again at once after too many failed logins.",
             discussion: """
                 Clears the counts of failed logins that lock the account out for the rest of \

@@ -45,7 +45,8 @@ extension LocalStore {
     /// Inserts the records of NDJSON, a JSON array (`csv` false) or CSV read from `source` as
     /// `insert(table:records:)` does, a batch at a time in one transaction, so memory stays flat
     /// however long the input; `inserted` gets each id in input order (before the commit).
-    /// Input is read inside the transaction: other writers wait for it.
+    /// Input is read inside the transaction (on a thread of its own, `RecordsAhead`): other
+    /// writers wait for it.
     ///
     /// Nil: nothing was inserted (rolled back), and the caller reads the whole input the general
     /// way (`NewRecords`, `insert(table:records:)`), which words any error exactly as it always has:
@@ -61,20 +62,13 @@ extension LocalStore {
         } catch {
             return nil
         }
-        var records = StreamedRecords(source, format: csv ? .csv : .json)
         // Read ahead before taking the write lock, as an insert did when it held its input: an
         // input of up to this many records is read whole, and other writers wait only for its
-        // writes. Beyond it, input is read inside the transaction.
-        var ahead: [(id: String, body: String)] = []
-        var aheadBytes = 0
-        var progress = StreamedRecords.Progress.more
-        while progress == .more, ahead.count < Self.readAhead.records, aheadBytes < Self.readAhead.bytes {
-            let start = ahead.count
-            guard let next = try? records.next(into: &ahead, limit: start + Self.insertChunkSize), next != .declined
-            else { return nil }
-            progress = next
-            for record in ahead[start...] { aheadBytes += record.body.utf8.count }
-        }
+        // writes. Beyond it, the reader reads on while the transaction writes.
+        let reader = RecordsAhead(StreamedRecords(source, format: csv ? .csv : .json), limit: Self.readAhead)
+        reader.start()
+        defer { reader.stop() }
+        guard reader.readAhead() else { return nil }
         let queuedAt = Timestamp.now().iso8601
         return try? write { db -> Int in
             let cacheSize = try Self.bulkWriteSettings(db)
@@ -84,21 +78,13 @@ extension LocalStore {
                 try Bool.fetchOne(
                     db, sql: "SELECT EXISTS (SELECT 1 FROM operations WHERE tbl = ? AND kind = 'delete')",
                     arguments: [table]) ?? false
-            var batch: [(id: String, body: String)] = []
-            batch.reserveCapacity(Self.insertChunkSize)
             var count = 0
-            var read = 0
-            var last = false
-            while !last {
-                batch.removeAll(keepingCapacity: true)
-                if read < ahead.count {
-                    batch.append(contentsOf: ahead[read..<min(read + Self.insertChunkSize, ahead.count)])
-                    read += batch.count
-                    last = read == ahead.count && progress == .end
-                } else {
-                    progress = try records.next(into: &batch, limit: Self.insertChunkSize)
-                    guard progress != .declined else { throw StreamDeclined() }
-                    last = progress == .end
+            reading: while true {
+                let batch: [(id: String, body: String)]
+                switch reader.next() {
+                case .batch(let next): batch = next
+                case .end: break reading
+                case .declined: throw StreamDeclined()
                 }
                 if tableHasDeletes {
                     for record in batch {
@@ -107,14 +93,18 @@ extension LocalStore {
                             newest: newest.kind, inFlight: newest.state == .inflight, new: .insert, table: table, id: record.id)
                     }
                 }
-                guard !batch.isEmpty else { continue }
-                try insertRows(db, table: table, batch[...], queuedAt: queuedAt, rollingBack: true)
+                var chunkStart = 0
+                while chunkStart < batch.count {
+                    let chunk = batch[chunkStart..<min(chunkStart + Self.insertChunkSize, batch.count)]
+                    chunkStart = chunk.endIndex
+                    try insertRows(db, table: table, chunk, queuedAt: queuedAt, rollingBack: true)
+                }
                 for record in batch { inserted(record.id) }
                 count += batch.count
             }
             // What an empty input means is the general path's to say.
             guard count > 0 else { throw StreamDeclined() }
-            try FieldOrder.remember(db, table: table, records.fieldOrder)
+            try FieldOrder.remember(db, table: table, reader.fieldOrder)
             return count
         }
     }
@@ -139,7 +129,8 @@ extension LocalStore {
         try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)")
     }
 
-    /// What a streamed insert reads before it takes the write lock, at most.
+    /// What a streamed insert reads before it takes the write lock, at most, and how far its
+    /// reader may run ahead of the writes after (`RecordsAhead`).
     static let readAhead = (records: 16_384, bytes: 8 << 20)
 
     /// Rolls back a streamed insert the general path is to redo.

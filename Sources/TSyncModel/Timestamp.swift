@@ -44,6 +44,17 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
+    /// Appends the bytes of `iso8601` to `bytes`, built in place: a pull lays the texts of a chunk
+    /// of records, two of these each, end to end in one buffer.
+    public func appendISO8601(to bytes: inout [UInt8]) {
+        guard let (year, month, day, msOfDay) = fourDigitYear else { return bytes.append(contentsOf: iso8601.utf8) }
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 24))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            _ = Self.write(year, month, day, msOfDay, into: UnsafeMutableBufferPointer(rebasing: buffer[start...]))
+        }
+    }
+
     /// The calendar date and the milliseconds of the day, when the year has four digits (the
     /// fixed-width form); nil outside years 0-9999.
     private var fourDigitYear: (year: Int64, month: Int64, day: Int64, msOfDay: Int64)? {

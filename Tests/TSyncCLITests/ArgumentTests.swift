@@ -1,3 +1,4 @@
+import ArgumentParser
 import Testing
 import TSyncModel
 
@@ -20,6 +21,19 @@ import TSyncModel
         } catch {
             #expect("\(error)".contains("give a number and a unit, e.g. 90s, 15m, 12h or 30d"), "\(text): \(error)")
         }
+    }
+
+    /// ArgumentParser names a command without a configured name from its type, by reflection,
+    /// for every command in the tree at every start of tsync, whichever runs: a millisecond or
+    /// more of each command's start.
+    @Test func everyCommandIsNamedInItsConfiguration() {
+        var unnamed: [String] = []
+        var commands: [any ParsableCommand.Type] = [TSync.self]
+        while let command = commands.popLast() {
+            if command.configuration.commandName == nil { unnamed.append("\(command)") }
+            commands += command.configuration.subcommands
+        }
+        #expect(unnamed == [])
     }
 
     @Test func aPointInTimeIsAnInstantOrADurationBeforeNow() throws {
