@@ -51,7 +51,9 @@ import TSyncModel
             #expect(slowTook > .seconds(1), "the slow read was slow: \(slowTook) (\(slowReply.status))")
             // It waited for the slow read's end: what the slow read took after it was sent.
             let expected = Self.milliseconds(slowTook) - Self.milliseconds(queuedStarted - slowStarted)
-            #expect(behindWait >= 300 && behindWait >= expected / 2, "the read behind a slow one says it waited: \(behindWait) of \(expected) ms")
+            #expect(
+                behindWait >= 300 && behindWait >= expected / 2,
+                "the read behind a slow one says it waited: \(behindWait) of \(expected) ms")
             #expect(behindWait <= Self.milliseconds(heldFor) + 50, "no more than it took: \(behindWait) ms of \(heldFor)")
         }
     }
