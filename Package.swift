@@ -53,6 +53,7 @@ let package = Package(
                 "TSyncQuery",
                 "TSyncTransport",
                 "CSQLiteSettings",
+                "TSyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -64,6 +65,15 @@ let package = Package(
         ),
         // SQLite's process-wide settings (`sqlite3_config`, variadic: not callable from Swift).
         .systemLibrary(name: "CSQLiteSettings"),
+        // What the store and the server share of SQLite below GRDB.
+        .target(
+            name: "TSyncSQLite",
+            dependencies: [
+                "TSyncModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
+        ),
         .systemLibrary(
             name: "CArgon2",
             pkgConfig: "libargon2",
@@ -75,6 +85,7 @@ let package = Package(
                 "TSyncModel",
                 "TSyncQuery",
                 "TSyncTransport",
+                "TSyncSQLite",
                 "CArgon2",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import TSyncModel
 import TSyncQuery
+import TSyncSQLite
 
 /// What `upsert` did, id by id, in input order (an id given twice counts once, where it first
 /// appears).

@@ -1,6 +1,7 @@
 import GRDB
 import GRDBSQLite
 import TSyncModel
+import TSyncSQLite
 
 /// Local changes: each writes the working copy and the operation queue in one transaction,
 /// applying the collapse rules of `QueueCollapse` and capturing the item's base on its first change.

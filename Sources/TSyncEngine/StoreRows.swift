@@ -1,6 +1,7 @@
 import GRDB
 import GRDBSQLite
 import TSyncModel
+import TSyncSQLite
 
 /// Small SQL helpers shared by the store's extensions. Each takes the transaction's `Database`, so
 /// callers compose them inside one `read` or `write`.

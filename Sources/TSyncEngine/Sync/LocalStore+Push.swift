@@ -1,5 +1,6 @@
 import GRDB
 import TSyncModel
+import TSyncSQLite
 
 /// An item of a table, compared by the bytes of its table name and id, as SQLite compares them
 /// (Swift's `String ==` would take "é" and "e" + U+0301 for one id).

@@ -1,6 +1,7 @@
 import GRDB
 import TSyncModel
 import TSyncQuery
+import TSyncSQLite
 
 /// The history of records on SQLite (docs/DESIGN.md §6.5): `tsync_history`, one row per version,
 /// written in the write's own transaction; `tsync_deleted_horizons`, per table the newest
@@ -49,7 +50,7 @@ extension SQLiteStorage {
             rows.removeSubrange(mark...)
         }
 
-        /// Writes the versions appended so far, bound directly (`SQLiteBindings`).
+        /// Writes the versions appended so far, bound directly (`DirectBindings`).
         mutating func flush(_ db: Database) throws {
             var start = 0
             while start < rows.count {
@@ -58,7 +59,7 @@ extension SQLiteStorage {
                     sql:
                         "INSERT INTO tsync_history (table_name, id, created_at, updated_at, version, deleted, owner, user_name, operation, body) VALUES "
                         + Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: count).joined(separator: ", "))
-                var values = SQLiteBindings(statement)
+                var values = DirectBindings(statement)
                 for row in rows[start..<(start + count)] {
                     try values.bind(row.table)
                     try values.bind(row.id)

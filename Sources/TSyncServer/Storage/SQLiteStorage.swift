@@ -8,6 +8,7 @@ import GRDBSQLite
 import Synchronization
 import TSyncModel
 import TSyncQuery
+import TSyncSQLite
 
 /// GRDB has a `Record` class too; here a record is always the sync record.
 private typealias Record = TSyncModel.Record
@@ -379,10 +380,10 @@ public final class SQLiteStorage: ServerStorage {
         if case .owner(let name) = write.scope { owner = name }
         func insert(_ stored: Record) throws -> Bool {
             let body = JSONSerializer.string(.object(stored.fields))
-            // Once for each record a batch inserts: bound directly (`SQLiteBindings`).
+            // Once for each record a batch inserts: bound directly (`DirectBindings`).
             let statement = try db.cachedStatement(
                 sql: "INSERT INTO \"\(sqlName)\" (\(SQLiteSchema.recordColumns)) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING")
-            var values = SQLiteBindings(statement)
+            var values = DirectBindings(statement)
             try values.bind(stored.id)
             try values.bind(stored.system.createdAt?.iso8601)
             try values.bind(stored.system.updatedAt?.iso8601)
@@ -423,7 +424,7 @@ public final class SQLiteStorage: ServerStorage {
             let body = JSONSerializer.string(.object(next.fields))
             let statement = try db.cachedStatement(
                 sql: "UPDATE \"\(sqlName)\" SET updated_at = ?, version = ?, deleted = ?, body = ? WHERE id = ?")
-            var values = SQLiteBindings(statement)
+            var values = DirectBindings(statement)
             try values.bind(next.system.updatedAt?.iso8601)
             try values.bind(next.system.version)
             try values.bind(next.system.deleted)

@@ -3,34 +3,39 @@ import GRDBSQLite
 import TSyncModel
 
 /// Values bound straight to a prepared statement, in order: for the statements that write a
-/// page of records, dozens of rows at a time. GRDB's own arguments make a `DatabaseValue` of
-/// each value and bind it from there, which was most of the time a pull spent writing a page.
-struct DirectBindings {
+/// page of records, dozens of rows at a time (the store's), or run once per stored version (the
+/// server's). GRDB's own arguments make a `DatabaseValue` of each value through generic code not
+/// specialized across modules: that was most of the time a pull spent writing a page, and a
+/// twentieth of what the server spent on a push.
+package struct DirectBindings {
     private let statement: Statement
     private var index: CInt = 0
 
     /// Starts binding `statement` from its first parameter. It is reset and its old values
     /// cleared; GRDB is told it has its arguments, so that `execute()` runs it as bound here.
-    init(_ statement: Statement) {
+    package init(_ statement: Statement) {
         statement.setUncheckedArguments(StatementArguments())
         self.statement = statement
     }
 
     /// Binds the next parameter to `text`, or to NULL. SQLite copies the bytes.
-    mutating func bind(_ text: String?) throws {
+    package mutating func bind(_ text: String?) throws {
         guard var text else { return try bindNull() }
         try text.withUTF8 { try bind(bytes: $0) }
     }
 
+    /// Binds the next parameter to 1 or 0, as GRDB stores a `Bool`.
+    package mutating func bind(_ flag: Bool) throws { try bind(Int64(flag ? 1 : 0)) }
+
     /// Binds the next parameter to an integer.
-    mutating func bind(_ integer: Int64) throws {
+    package mutating func bind(_ integer: Int64) throws {
         index += 1
         try check(sqlite3_bind_int64(statement.sqliteStatement, index, integer))
     }
 
     /// Binds the next parameter to the timestamp's `iso8601` text, or to NULL, with no `String`
     /// made of it.
-    mutating func bind(_ timestamp: Timestamp?) throws {
+    package mutating func bind(_ timestamp: Timestamp?) throws {
         guard let timestamp else { return try bindNull() }
         try timestamp.withISO8601 { try bind(bytes: $0) }
     }
@@ -39,7 +44,7 @@ struct DirectBindings {
     /// caller keeps them until the statement has run, and clears its bindings
     /// (`sqlite3_clear_bindings`) before the bytes go. A bulk insert's six texts a record were
     /// each copied to an allocation of SQLite's.
-    mutating func bind(unowned bytes: UnsafeBufferPointer<UInt8>) throws {
+    package mutating func bind(unowned bytes: UnsafeBufferPointer<UInt8>) throws {
         guard let address = bytes.baseAddress else { return try bind(bytes: bytes) }
         index += 1
         try check(sqlite3_bind_text(statement.sqliteStatement, index, address, CInt(bytes.count), nil))
