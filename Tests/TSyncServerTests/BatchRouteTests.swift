@@ -6,9 +6,11 @@ import TSyncModel
 /// in order, in one transaction; `"atomic": true` is all or nothing; limits answer 413. Every test
 /// runs on SQLite and on PostgreSQL when configured.
 @Suite struct BatchRouteTests {
-    /// The same mixed sequence of writes, one request each and as one batch, on two tables.
+    /// A write of a script: what one request of a single route sends.
+    typealias Step = (method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)
+
     /// A step of a script as the batch route's operation.
-    static func operation(_ step: (method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)) -> JSONValue {
+    static func operation(_ step: Step) -> JSONValue {
         var operation: [String: JSONValue] = ["method": .string(step.method), "table": .string(step.table)]
         if let id = step.id { operation["id"] = .string(id) }
         if let item = step.item { operation["item"] = item }
@@ -16,7 +18,7 @@ import TSyncModel
         return .object(operation)
     }
 
-    static func script(_ versionOfA: String) -> [(method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)] {
+    static func script(_ versionOfA: String) -> [Step] {
         [
             ("POST", "todo", nil, ["id": "new", "text": "fresh"], nil),
             ("POST", "todo", nil, ["id": "a", "text": "again"], nil),  // 409 with the item
@@ -28,6 +30,17 @@ import TSyncModel
             ("POST", "notes", "n", nil, nil),  // undelete: 200
             ("PATCH", "todo", "a", ["id": "other"], nil),  // 400: body id is not the URL id
         ]
+    }
+
+    /// A step of a script sent alone, to its single route.
+    static func sendAlone(_ step: Step, _ http: TestHTTP) async throws -> Reply {
+        let path = "/tables/\(step.table)" + (step.id.map { "/\($0)" } ?? "")
+        let headers = step.ifMatch.map { ["If-Match": $0] } ?? [:]
+        switch step.method {
+        case "POST": return try await http.post(path, step.item, headers: headers)
+        case "PATCH": return try await http.patch(path, step.item ?? [:], headers: headers)
+        default: return try await http.delete(path, headers: headers)
+        }
     }
 
     /// Seeds `todo/a` and `notes/n`; returns the version of `todo/a`.
@@ -71,14 +84,7 @@ import TSyncModel
             let version = try await seed(http)
             var answers: [String] = []
             for step in Self.script(version) {
-                let path = "/tables/\(step.table)" + (step.id.map { "/\($0)" } ?? "")
-                let headers = step.ifMatch.map { ["If-Match": $0] } ?? [:]
-                let reply: Reply
-                switch step.method {
-                case "POST": reply = try await http.post(path, step.item, headers: headers)
-                case "PATCH": reply = try await http.patch(path, step.item ?? [:], headers: headers)
-                default: reply = try await http.delete(path, headers: headers)
-                }
+                let reply = try await Self.sendAlone(step, http)
                 answers.append(summary(reply.status, reply.json))
             }
             return answers
@@ -114,7 +120,6 @@ import TSyncModel
     /// changed after its delete, end as the same requests one by one leave them: answers, records
     /// and history alike.
     @Test func changesOfOneBatchEndAsTheSameRequestsOneByOne() async throws {
-        typealias Step = (method: String, table: String, id: String?, item: JSONValue?, ifMatch: String?)
         @Sendable func steps(_ versionOfD: String) -> [Step] {
             [
                 ("PATCH", "todo", "a", ["text": "one"], nil),
@@ -150,14 +155,7 @@ import TSyncModel
                     }
                 } else {
                     for step in script {
-                        let path = "/tables/\(step.table)" + (step.id.map { "/\($0)" } ?? "")
-                        let headers = step.ifMatch.map { ["If-Match": $0] } ?? [:]
-                        let reply: Reply
-                        switch step.method {
-                        case "POST": reply = try await http.post(path, step.item, headers: headers)
-                        case "PATCH": reply = try await http.patch(path, step.item ?? [:], headers: headers)
-                        default: reply = try await http.delete(path, headers: headers)
-                        }
+                        let reply = try await Self.sendAlone(step, http)
                         answers.append(summary(reply.status, reply.json).replacing(#/operation \d+: /#, with: ""))
                     }
                 }
