@@ -31,7 +31,11 @@ import Testing
             } until: {
                 $0.status == "503"
             }
-            #expect(probe.status == "503", "the held connection takes the only place: \(probe)")
+            // When it does not, say what became of the held connection and what the server wrote:
+            // a failure that cannot be run again must be read from its message.
+            #expect(
+                probe.status == "503",
+                "the held connection takes the only place: \(probe); held connection: \(held.stateNow); server log:\n\(server.log)")
             return (held, try await TSyncProcess(["push"], in: sandbox.path, environment: environment).wait())
         }
         #expect(busy.status == 3, "\(busy)")

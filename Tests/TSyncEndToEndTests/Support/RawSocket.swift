@@ -88,6 +88,16 @@ final class RawSocket: Sendable {
         }
     }
 
+    /// Without waiting: "open" (nothing to read yet), "closed by the peer", or how many bytes
+    /// wait to be read. For a failure's message: what became of a connection a test holds.
+    var stateNow: String {
+        var byte: UInt8 = 0
+        let count = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if count == 0 { return "closed by the peer" }
+        if count < 0 { return errno == EAGAIN || errno == EWOULDBLOCK ? "open" : "failed (errno \(errno))" }
+        return "open, with bytes to read"
+    }
+
     private func sendAll(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
