@@ -582,9 +582,9 @@ public final class PostgresStorage: ServerStorage {
     /// joined to the batch's values, whatever PostgreSQL's statistics say. Joined by id, a table
     /// filled since its last `ANALYZE` (one a push just filled) was planned as a scan of the
     /// whole table, or a walk of its primary key, in each batch: the database's time in
-    /// proportion to the table, not to the batch. (JIT is off as well: a batch of 100,000
-    /// addresses is costed high enough to be compiled, 50–100 ms for nothing.) A record this
-    /// batch inserted has no `ctid` read: it is updated by id, as before.
+    /// proportion to the table, not to the batch. A record this batch inserted, or one of a
+    /// batch too large to be read one by one (`lockedRead`), has no `ctid` read: it is updated
+    /// by id.
     struct PendingUpdates {
         struct Group {
             var key: String
@@ -643,7 +643,7 @@ public final class PostgresStorage: ServerStorage {
             let inserted = group.rows.indices.filter { group.rows[$0].isEmpty }
             var statements: [PostgresStatement] = []
             if !found.isEmpty {
-                statements.append(PostgresStatement("SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)"))
+                statements.append(PostgresStatement("SELECT set_config('enable_seqscan', 'off', true)"))
                 statements.append(statement(group, found, byRow: true))
             }
             if !inserted.isEmpty { statements.append(statement(group, inserted, byRow: false)) }
@@ -712,20 +712,22 @@ public final class PostgresStorage: ServerStorage {
     /// looked up on its own (a `LATERAL` subquery with a `LIMIT`, which the planner cannot turn
     /// into a join or a scan): as `id = ANY(…)`, a table filled since its last `ANALYZE` (one a
     /// push is filling) was read whole for each batch, the ids a filter on every row of it. More
-    /// ids are looked up as a set: there a read of the table is of the batch's own order, and
-    /// one lookup each cost about three times as much.
+    /// ids are looked up as a set, without their `ctid`s (so they are updated by id): there a
+    /// read of the table is of the batch's own order, and one lookup each cost about three
+    /// times as much.
     static func lockedRead(key: String, ids: [String]) -> PostgresStatement {
-        let columns = "ctid::text, \(PostgresSchema.recordColumns)"
         var select = PostgresStatement("WITH locked AS (")
         let table: String
         if ids.count <= idsLookedUpOneByOne {
             let wanted = select.bind(ids)
             table = select.bind(key)
-            select.append("SELECT r.* FROM unnest(\(wanted)::text[]) AS k(wanted) CROSS JOIN LATERAL (SELECT \(columns) ")
+            select.append("SELECT r.* FROM unnest(\(wanted)::text[]) AS k(wanted) CROSS JOIN LATERAL (SELECT ctid::text, ")
+            select.append(PostgresSchema.recordColumns + " ")
             select.append("FROM tsync_records WHERE table_name = \(table) AND id = k.wanted LIMIT 1 FOR UPDATE) AS r) ")
         } else {
             table = select.bind(key)
-            select.append("SELECT \(columns) FROM tsync_records WHERE table_name = \(table) AND id = ANY(\(select.bind(ids))) FOR UPDATE) ")
+            select.append("SELECT NULL::text, \(PostgresSchema.recordColumns) FROM tsync_records ")
+            select.append("WHERE table_name = \(table) AND id = ANY(\(select.bind(ids))) FOR UPDATE) ")
         }
         select.append("SELECT (SELECT max(updated_at) FROM tsync_records WHERE table_name = \(table)), locked.* ")
         select.append("FROM (SELECT 1) AS one LEFT JOIN locked ON true")
