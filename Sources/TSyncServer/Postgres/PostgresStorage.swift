@@ -423,12 +423,15 @@ public final class PostgresStorage: ServerStorage {
             var stamps: [String: Timestamp] = [:]
             // Ids by their bytes: Swift's String equality would merge "é" and "e" + U+0301.
             var found: [String: [[UInt8]: (record: Record, owner: String?)]] = [:]
+            // Where each record read stands (its `ctid`), for the `UPDATE` (`PendingUpdates`).
+            var rows: [String: [[UInt8]: String]] = [:]
             for (key, ids) in tables where !refused.contains(key) {
                 // With this instance's `NOTIFY` of the table, for the other instances' listeners.
                 let notice = (PostgresChangeListener.channel, "\(instance) \(key)")
                 let floor = try await WriteFloor.register(transaction, key: key, now: now, notice: notice)
-                let (records, newest) = try await Self.currentRecords(transaction, key: key, ids: ids)
+                let (records, places, newest) = try await Self.currentRecords(transaction, key: key, ids: ids)
                 found[key] = records
+                rows[key] = places
                 stamps[key] = WriteFloor.stamp(floor: floor, now: now, newest: newest)
             }
             var outcomes: [WriteOutcome] = []
@@ -467,7 +470,7 @@ public final class PostgresStorage: ServerStorage {
                     } else {
                         // Changes wait too, and go in after the new records (one may change a
                         // record inserted earlier in this batch).
-                        updates.append(key: key, stored)
+                        updates.append(key: key, stored, row: rows[key]?[Array(stored.id.utf8)])
                         if let current, let group = write.access.exitedGroup(from: current.record, to: stored) {
                             try await Self.recordExit(transaction, key: key, group: group, stored)
                         }
@@ -572,11 +575,23 @@ public final class PostgresStorage: ServerStorage {
     /// was a round trip each, 100,000 of them for a push of 100,000 updates. The steps (the
     /// version checks) read the records as this batch leaves them (`found`), so a record changed
     /// twice in a batch is written once, as the last change left it.
-    private struct PendingUpdates {
+    ///
+    /// A record the batch's locked read found is updated where that read found it (its `ctid`,
+    /// which cannot move while the transaction holds the row's lock), with sequential scans off
+    /// for the rest of the transaction: its rows are then read by address (a TID scan) and
+    /// joined to the batch's values, whatever PostgreSQL's statistics say. Joined by id, a table
+    /// filled since its last `ANALYZE` (one a push just filled) was planned as a scan of the
+    /// whole table, or a walk of its primary key, in each batch: the database's time in
+    /// proportion to the table, not to the batch. A record this batch inserted, or one of a
+    /// batch too large to be read one by one (`lockedRead`), has no `ctid` read: it is updated
+    /// by id.
+    struct PendingUpdates {
         struct Group {
             var key: String
             /// Each id's position in the arrays, by its bytes.
             var positions: [[UInt8]: Int] = [:]
+            /// Each record's `ctid` (as text), or "" for one inserted by this batch.
+            var rows: [String] = []
             var ids: [String] = []
             var stamps: [String] = []
             var versions: [String] = []
@@ -584,9 +599,9 @@ public final class PostgresStorage: ServerStorage {
             var bodies: [String] = []
         }
 
-        private var groups: [Group] = []
+        private(set) var groups: [Group] = []
 
-        mutating func append(key: String, _ record: Record) {
+        mutating func append(key: String, _ record: Record, row: String?) {
             guard let updatedAt = record.system.updatedAt else { return }
             let index: Int
             if let existing = groups.firstIndex(where: { $0.key == key }) {
@@ -605,6 +620,7 @@ public final class PostgresStorage: ServerStorage {
                 return
             }
             groups[index].positions[id] = groups[index].ids.count
+            groups[index].rows.append(row ?? "")
             groups[index].ids.append(record.id)
             groups[index].stamps.append(updatedAt.iso8601)
             groups[index].versions.append(record.system.version ?? "")
@@ -614,19 +630,45 @@ public final class PostgresStorage: ServerStorage {
 
         mutating func flush(_ transaction: PostgresTransaction) async throws {
             for group in groups {
-                var statement = PostgresStatement()
-                let rows = [
-                    statement.bind(group.ids) + "::text[]", statement.bind(group.stamps) + "::text[]",
-                    statement.bind(group.versions) + "::text[]", statement.bind(group.deleted) + "::boolean[]",
-                    statement.bind(group.bodies) + "::text[]",
-                ]
-                statement.append(
-                    "UPDATE tsync_records AS r SET updated_at = u.stamp, version = u.version, deleted = u.deleted, "
-                        + "body = u.body::jsonb, body_text = u.body FROM unnest(\(rows.joined(separator: ", "))) "
-                        + "AS u(id, stamp, version, deleted, body) WHERE r.table_name = \(statement.bind(group.key)) AND r.id = u.id")
-                try await transaction.execute(statement)
+                for statement in Self.statements(group) { try await transaction.execute(statement) }
             }
             groups = []
+        }
+
+        /// The statements of one table's changes: the settings and the `UPDATE` of the records
+        /// found where they stand, and the `UPDATE` by id of those this batch inserted (none,
+        /// usually).
+        static func statements(_ group: Group) -> [PostgresStatement] {
+            let found = group.rows.indices.filter { !group.rows[$0].isEmpty }
+            let inserted = group.rows.indices.filter { group.rows[$0].isEmpty }
+            var statements: [PostgresStatement] = []
+            if !found.isEmpty {
+                statements.append(PostgresStatement("SELECT set_config('enable_seqscan', 'off', true)"))
+                statements.append(statement(group, found, byRow: true))
+            }
+            if !inserted.isEmpty { statements.append(statement(group, inserted, byRow: false)) }
+            return statements
+        }
+
+        private static func statement(_ group: Group, _ indices: [Int], byRow: Bool) -> PostgresStatement {
+            var statement = PostgresStatement()
+            func column(_ values: [String]) -> String { statement.bind(indices.map { values[$0] }) + "::text[]" }
+            let columns = [
+                column(group.ids), column(group.stamps), column(group.versions),
+                statement.bind(indices.map { group.deleted[$0] }) + "::boolean[]", column(group.bodies),
+            ]
+            statement.append(
+                "UPDATE tsync_records AS r SET updated_at = u.stamp, version = u.version, deleted = u.deleted, "
+                    + "body = u.body::jsonb, body_text = u.body FROM unnest(\(columns.joined(separator: ", "))) "
+                    + "AS u(id, stamp, version, deleted, body) WHERE ")
+            // By address, the id matched again: nothing on the table's indexed columns, which
+            // would let the planner read it by `table_name` (all of it) instead.
+            if byRow {
+                statement.append("r.ctid = ANY(\(column(group.rows))::tid[]) AND r.id = u.id")
+            } else {
+                statement.append("r.table_name = \(statement.bind(group.key)) AND r.id = u.id")
+            }
+            return statement
         }
     }
 
@@ -645,28 +687,84 @@ public final class PostgresStorage: ServerStorage {
     /// The current rows of `ids`, locked until commit, with their owners, and the newest
     /// `updatedAt` of the table in this statement's snapshot (nil when it has no record).
     private static func currentRecords(_ transaction: PostgresTransaction, key: String, ids: [String]) async throws
-        -> ([[UInt8]: (record: Record, owner: String?)], newest: Timestamp?)
+        -> ([[UInt8]: (record: Record, owner: String?)], rows: [[UInt8]: String], newest: Timestamp?)
     {
-        // One round trip: the locked rows (none for new ids) beside the table's newest time.
-        var select = PostgresStatement("WITH locked AS (SELECT \(PostgresSchema.recordColumns) FROM tsync_records WHERE table_name = ")
-        let table = select.bind(key)
-        select.append(table + " AND id = ANY(" + select.bind(ids) + ") FOR UPDATE) ")
-        select.append("SELECT (SELECT max(updated_at) FROM tsync_records WHERE table_name = \(table)), locked.* ")
-        select.append("FROM (SELECT 1) AS one LEFT JOIN locked ON true")
         var records: [[UInt8]: (record: Record, owner: String?)] = [:]
+        var places: [[UInt8]: String] = [:]
         var newest: Timestamp?
-        for row in try await transaction.rows(select) {
-            let (maximum, id, createdAt, updatedAt, version, deleted, owner, body) = try row.decode(
-                (String?, String?, String?, String?, String?, Bool?, String?, String?).self)
+        for row in try await transaction.rows(lockedRead(key: key, ids: ids)) {
+            let (maximum, place, id, createdAt, updatedAt, version, deleted, owner, body) = try row.decode(
+                (String?, String?, String?, String?, String?, String?, Bool?, String?, String?).self)
             if let maximum = maximum.flatMap(Timestamp.init(iso8601:)) { newest = Swift.max(newest ?? maximum, maximum) }
             guard let id, let createdAt, let updatedAt, let version, let deleted, let body else { continue }
             let record = try record(id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, body: body)
             records[Array(id.utf8)] = (record, owner)
+            if let place { places[Array(id.utf8)] = place }
             // A row locked after waiting for another writer is its newest version, which may be
             // newer than the snapshot's maximum.
             if let stamp = record.system.updatedAt { newest = Swift.max(newest ?? stamp, stamp) }
         }
-        return (records, newest)
+        return (records, places, newest)
+    }
+
+    /// The read of `currentRecords`, in one round trip: the locked rows (none for new ids), each
+    /// with its `ctid`, beside the table's newest time. Up to `idsLookedUpOneByOne` ids, each is
+    /// looked up on its own (a `LATERAL` subquery with a `LIMIT`, which the planner cannot turn
+    /// into a join or a scan): as `id = ANY(…)`, a table filled since its last `ANALYZE` (one a
+    /// push is filling) was read whole for each batch, the ids a filter on every row of it. More
+    /// ids are looked up as a set, without their `ctid`s (so they are updated by id): there a
+    /// read of the table is of the batch's own order, and one lookup each cost about three
+    /// times as much.
+    static func lockedRead(key: String, ids: [String]) -> PostgresStatement {
+        var select = PostgresStatement("WITH locked AS (")
+        let table: String
+        if ids.count <= idsLookedUpOneByOne {
+            let wanted = select.bind(ids)
+            table = select.bind(key)
+            select.append("SELECT r.* FROM unnest(\(wanted)::text[]) AS k(wanted) CROSS JOIN LATERAL (SELECT ctid::text, ")
+            select.append(PostgresSchema.recordColumns + " ")
+            select.append("FROM tsync_records WHERE table_name = \(table) AND id = k.wanted LIMIT 1 FOR UPDATE) AS r) ")
+        } else {
+            table = select.bind(key)
+            select.append("SELECT NULL::text, \(PostgresSchema.recordColumns) FROM tsync_records ")
+            select.append("WHERE table_name = \(table) AND id = ANY(\(select.bind(ids))) FOR UPDATE) ")
+        }
+        select.append("SELECT (SELECT max(updated_at) FROM tsync_records WHERE table_name = \(table)), locked.* ")
+        select.append("FROM (SELECT 1) AS one LEFT JOIN locked ON true")
+        return select
+    }
+
+    /// The most ids `lockedRead` looks up one by one: a batch of the batch route (1,000 by
+    /// default) or a group of single writes (`maximumGroupWrites`) is.
+    static let idsLookedUpOneByOne = 5000
+
+    /// PostgreSQL's plans for a batch's locked read of `ids` of `table` and for its `UPDATE`s
+    /// of them (each record set to its current values; `inserted` of them as if this batch had
+    /// inserted them): the tests read them to see that no statement reads the whole table.
+    func batchWritePlans(table: String, ids: [String], inserted: Set<String> = []) async throws -> [String] {
+        let key = PostgresSchema.tableKey(table)
+        return try await database.transaction { transaction in
+            var read = Self.lockedRead(key: key, ids: ids)
+            read.prepend("EXPLAIN ")
+            var plans = try await transaction.rows(read).map { try $0.decode(String.self) }
+            let (found, places, _) = try await Self.currentRecords(transaction, key: key, ids: ids)
+            var updates = PendingUpdates()
+            for id in ids {
+                guard let record = found[Array(id.utf8)]?.record else { continue }
+                updates.append(key: key, record, row: inserted.contains(id) ? nil : places[Array(id.utf8)])
+            }
+            for group in updates.groups {
+                for var statement in PendingUpdates.statements(group) {
+                    guard statement.sql.hasPrefix("UPDATE") else {
+                        try await transaction.execute(statement)
+                        continue
+                    }
+                    statement.prepend("EXPLAIN ")
+                    plans += try await transaction.rows(statement).map { try $0.decode(String.self) }
+                }
+            }
+            return .rollback(plans)
+        }
     }
 
     private static func owner(of scope: OwnerScope, current: String?) -> String? {

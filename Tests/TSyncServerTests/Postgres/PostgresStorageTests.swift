@@ -24,6 +24,39 @@ struct PostgresStorageTests {
         }
     }
 
+    /// A batch reads and changes its records one by one (through the primary key, then by
+    /// address), however stale the planner's statistics: on a table just filled (never
+    /// analyzed) a batch's locked read and `UPDATE` were planned as reads of the whole table,
+    /// in each batch of a push. The records this batch inserted are changed by id.
+    @Test func aBatchReadsItsRecordsOneByOne() async throws {
+        try await TestBackend.postgres.withFreshStorage { storage in
+            let postgres = try #require(storage as? PostgresStorage)
+            // One more than are looked up one by one: this batch, and the update of all of them
+            // below, look them up as a set.
+            let ids = (0...PostgresStorage.idsLookedUpOneByOne).map { "r\($0)" }
+            let inserts = ids.map { RecordWrite(table: "items", action: .insert(Record(id: $0, fields: ["n": 1])), scope: .shared) }
+            let inserted = try await postgres.write(inserts, atomic: false)
+            #expect(inserted.allSatisfy { $0.succeeded })
+            for batch in [Array(ids[1000..<2000]), ["r7", "r8"]] {
+                let plans = try await postgres.batchWritePlans(table: "items", ids: batch).joined(separator: " | ")
+                #expect(plans.contains("Index Scan using tsync_records_pkey") && plans.contains("Tid Scan on tsync_records"), "\(plans)")
+                #expect(!plans.contains("Seq Scan on tsync_records") && !plans.contains("Bitmap Heap Scan on tsync_records"), "\(plans)")
+            }
+            let mixed = try await postgres.batchWritePlans(table: "items", ids: ["r1", "r2"], inserted: ["r2"])
+            #expect(mixed.filter { $0.hasPrefix("Update on tsync_records") }.count == 2, "\(mixed)")
+            let updates = zip(ids, inserted).map { id, outcome in
+                var version = ""
+                if case .inserted(let record) = outcome { version = record.system.version ?? "" }
+                return RecordWrite(
+                    table: "items", action: .modify(id: id, change: .update(["n": 2]), expected: .oneOf([version])), scope: .shared)
+            }
+            #expect(try await postgres.write(updates, atomic: false).allSatisfy(\.succeeded))
+            for id in ["r0", "r2500", ids[ids.count - 1]] {
+                #expect(try await postgres.record(table: "items", id: id, scope: .shared)?.fields["n"] == 2)
+            }
+        }
+    }
+
     /// A page sends the text tsync stored, as on SQLite, not jsonb's own form (which orders keys by
     /// length and writes 1e300 as 301 digits); rows stored before that text was kept are parsed.
     @Test func pagesAreAnsweredFromTheStoredText() async throws {
