@@ -88,7 +88,8 @@ import Testing
         }
         let order = [SortKey(field: "updatedAt"), SortKey(field: "id")]
         let rows = try await storage.pool.read { db in
-            try Row.fetchAll(db, sql: #"SELECT updated_at, id FROM "\#(table)" ORDER BY updated_at, id"#).map { row -> (Timestamp, String) in
+            try Row.fetchAll(db, sql: #"SELECT updated_at, id FROM "\#(table)" ORDER BY updated_at, id"#).map {
+                row -> (Timestamp, String) in
                 (try #require(Timestamp(iso8601: row[0])), row[1])
             }
         }
@@ -118,7 +119,9 @@ import Testing
         #expect(compared > records.count, "the pages held records")
         // Pages from different checkpoints are one statement (GRDB's cache of them stays small).
         let texts = try [0, 3].map { index in
-            try storage.statements(sqlName: table, RecordQuery(filter: checkpoint(after: index), orderBy: order, top: 10, includeDeleted: true), scope: .shared).0
+            try storage.statements(
+                sqlName: table, RecordQuery(filter: checkpoint(after: index), orderBy: order, top: 10, includeDeleted: true), scope: .shared
+            ).0
         }
         #expect(texts[0] == texts[1], "\(texts)")
         // A table never written: the empty page.

@@ -193,7 +193,8 @@ public final class SQLiteStorage: ServerStorage {
         guard let filter = query.filter else { return true }
         guard case .binary(.and, .binary(.ge, .field("updatedAt"), .literal(.dateTime(let from))), let rest) = filter,
             case .binary(.or, .binary(.gt, .field("updatedAt"), .literal(.dateTime(let after))), let tie) = rest,
-            case .binary(.and, .binary(.eq, .field("updatedAt"), .literal(.dateTime(let at))), .binary(.gt, .field("id"), .literal(.string))) = tie
+            case .binary(
+                .and, .binary(.eq, .field("updatedAt"), .literal(.dateTime(let at))), .binary(.gt, .field("id"), .literal(.string))) = tie
         else { return false }
         return from == after && after == at
     }
