@@ -25,8 +25,8 @@ import TSyncModel
     /// With one read at a time for alice, her quick read waits behind her slow one: its answer
     /// says about that wait, and a read that waited for nothing says next to none. A pull's page,
     /// which the server reads at once when her share is free (`ServerStorage.quickQuery`), waits
-    /// in her share like any other.
-    @Test(arguments: ["/tables/t?$top=1", "/tables/t?$orderby=updatedAt,id&$top=1&__includeDeleted=true"])
+    /// in her share like any other. One case at a time: one's slow read would hold up the other's.
+    @Test(.serialized, arguments: ["/tables/t?$top=1", "/tables/t?$orderby=updatedAt,id&$top=1&__includeDeleted=true"])
     func aPageSaysHowLongItsReadWaitedForTheDatabase(_ quick: String) async throws {
         var configuration = ServerConfiguration()
         configuration.queryTimeoutSeconds = 6
