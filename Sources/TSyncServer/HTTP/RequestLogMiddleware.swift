@@ -286,19 +286,35 @@ enum QueryRedaction {
     private static let secretWordBytes = secretWords.map { Array($0.utf8) }
 
     /// Whether a parameter's name (as sent, percent-encoded) contains a secret word, in any case.
-    /// A name of plain ASCII without `%` is compared byte by byte, lower-cased as ASCII; any other
-    /// name goes the general way (`isSecretDecoded`), which decodes it and lower-cases it as
-    /// Unicode does (a Kelvin sign lower-cases to `k`).
+    /// A name of ASCII (sent so or as `%XX`, as a pull's `%24filter`) is compared byte by byte,
+    /// lower-cased as ASCII; any other name goes the general way (`isSecretDecoded`), which
+    /// decodes it and lower-cases it as Unicode does (a Kelvin sign lower-cases to `k`).
     static func isSecret(_ name: Substring) -> Bool {
         var lower: [UInt8] = []
         lower.reserveCapacity(name.utf8.count)
-        for byte in name.utf8 {
-            guard byte < 0x80, byte != UInt8(ascii: "%") else { return isSecretDecoded(name) }
+        var bytes = name.utf8.makeIterator()
+        while var byte = bytes.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = bytes.next().flatMap(hexValue), let low = bytes.next().flatMap(hexValue) else {
+                    return isSecretDecoded(name)
+                }
+                byte = high << 4 | low
+            }
+            guard byte < 0x80 else { return isSecretDecoded(name) }
             lower.append((UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte)
         }
         return secretWordBytes.contains { word in
             guard lower.count >= word.count else { return false }
             return (0...(lower.count - word.count)).contains { start in lower[start..<start + word.count].elementsEqual(word) }
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
         }
     }
 

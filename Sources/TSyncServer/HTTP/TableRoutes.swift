@@ -76,6 +76,16 @@ struct TableRoutes: Sendable {
         let page: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
             do {
                 let wait = DatabaseWait()
+                // A pull's page, when it is short and the client's share is free, is read where
+                // the request is (`ServerStorage.quickQuery`); any other the general way.
+                if channel != nil, view.changes == nil,
+                    let page = try QueryDeadline.$wait.withValue(
+                        wait, operation: { try storage.quickQuery(table: table, query, scope: scope, client: client) })
+                {
+                    var body = try Self.body(page, query)
+                    body.queued = wait.duration
+                    return body
+                }
                 let page = try await QueryDeadline.run(seconds: timeout, channel: channel, client: client, wait: wait) {
                     () async throws -> RecordPage in
                     guard let changes = view.changes else { return try await storage.query(table: table, query, scope: scope) }

@@ -22,6 +22,12 @@ struct MeteredStorage: ServerStorage {
         return page
     }
 
+    func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? {
+        guard let page = try base.quickQuery(table: table, query, scope: scope, client: client) else { return nil }
+        metrics.recordRead(records: page.count)
+        return page
+    }
+
     func query(table: String, _ query: RecordQuery, scope: OwnerScope, changes: ViewChanges) async throws -> RecordPage? {
         let page = try await base.query(table: table, query, scope: scope, changes: changes)
         metrics.recordRead(records: page?.count ?? 0)

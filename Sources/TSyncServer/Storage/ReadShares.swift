@@ -76,6 +76,19 @@ final class ReadShares: Sendable {
         return try await body()
     }
 
+    /// Runs `body` in a slot of `client` when one is free now and no read waits for one (as
+    /// `run` would start it at once); nil, without running it, otherwise.
+    func runIfFree<Result>(_ client: String, _ body: () throws -> Result) rethrows -> Result? {
+        let started = state.withLock { state in
+            guard state.queue.isEmpty, state.mayStart(client) else { return false }
+            state.start(client)
+            return true
+        }
+        guard started else { return nil }
+        defer { release(client) }
+        return try body()
+    }
+
     private func acquire(_ client: String) async throws {
         let id: UInt64? = state.withLock { state in
             if state.queue.isEmpty, state.mayStart(client) {

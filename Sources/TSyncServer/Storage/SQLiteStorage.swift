@@ -154,13 +154,63 @@ public final class SQLiteStorage: ServerStorage {
         }
     }
 
+    public func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? {
+        guard Self.isShort(query, scope: scope) else { return nil }
+        let sqlName = SQLiteSchema.recordTableName(table)
+        let statements = try statements(sqlName: sqlName, query, scope: scope)
+        // GRDB's blocking read runs on this thread (its reader's queue is idle: `DispatchQueue.sync`).
+        let read = { () throws -> RecordPage in
+            try self.pool.read { db in
+                QueryDeadline.wait?.reached()
+                let horizon = try Self.deletedHorizon(db, table: table)
+                guard try self.tableExists(db, sqlName) else {
+                    var page = RecordPage(records: [], totalCount: nil)
+                    page.deletedHorizon = horizon
+                    return page
+                }
+                // Prepared once per connection: a pull's pages differ in their arguments only, and
+                // these forms are few (two a table), so GRDB's cache of them stays small.
+                var page = try Self.page(db, statements, query, cached: true)
+                page.deletedHorizon = horizon
+                return page
+            }
+        }
+        guard let client else { return try read() }
+        return try shares.runIfFree(client, read)
+    }
+
+    /// The pages `quickQuery` reads: a walk of the `(updated_at, id)` index that stops after
+    /// `$top` rows: a pull's page, with no filter or the checkpoint's `updatedAt ge T and
+    /// (updatedAt gt T or updatedAt eq T and id gt S)` (the `ge` gives SQLite the index's range;
+    /// without it SQLite may read every later record and sort them), in `updatedAt, id` order,
+    /// deleted records included (a page of live ones could walk any number of tombstones), no
+    /// count, no `$skip`, over the shared records (`owner` narrows by another index).
+    static func isShort(_ query: RecordQuery, scope: OwnerScope) -> Bool {
+        guard scope == .shared, query.includeDeleted, !query.includeTotalCount, (query.skip ?? 0) == 0,
+            let top = query.top, top <= quickPageMaximum,
+            query.orderBy == [SortKey(field: "updatedAt"), SortKey(field: "id")]
+        else { return false }
+        guard let filter = query.filter else { return true }
+        guard case .binary(.and, .binary(.ge, .field("updatedAt"), .literal(.dateTime(let from))), let rest) = filter,
+            case .binary(.or, .binary(.gt, .field("updatedAt"), .literal(.dateTime(let after))), let tie) = rest,
+            case .binary(
+                .and, .binary(.eq, .field("updatedAt"), .literal(.dateTime(let at))), .binary(.gt, .field("id"), .literal(.string))) = tie
+        else { return false }
+        return from == after && after == at
+    }
+
+    /// The largest page `quickQuery` reads (the default page size).
+    static let quickPageMaximum = 1000
+
     /// A page of `statements` (`statements(sqlName:…)`), whose rows are `recordColumns`.
-    static func page(_ db: Database, _ statements: PageStatements, _ query: RecordQuery) throws -> RecordPage {
+    /// `cached` takes the SELECT from GRDB's cache of the connection, which keeps what it is given:
+    /// only for statements of a few forms (a client's filters may take any).
+    static func page(_ db: Database, _ statements: PageStatements, _ query: RecordQuery, cached: Bool = false) throws -> RecordPage {
         let (selectSQL, selectArguments, countSQL, countArguments) = statements
         do {
             // The columns' text as it is, read by position: written out as the page sends it
             // straight from SQLite's bytes, or kept as `PageRecord.stored` for a `$select`.
-            let statement = try db.makeStatement(sql: selectSQL)
+            let statement = try cached ? db.cachedStatement(sql: selectSQL) : db.makeStatement(sql: selectSQL)
             let rows = try Row.fetchCursor(statement, arguments: selectArguments)
             let total = { () throws -> Int? in
                 query.includeTotalCount ? try Int.fetchOne(db, sql: countSQL, arguments: countArguments) ?? 0 : nil
@@ -173,7 +223,7 @@ public final class SQLiteStorage: ServerStorage {
                 }
                 return RecordPage(items: items, totalCount: try total())
             }
-            var written = WrittenRecords()
+            var written = WrittenRecords(expected: query.top ?? 0)
             let handle = statement.sqliteStatement
             func text(_ column: CInt) -> UnsafeBufferPointer<UInt8> {
                 // NULL (which the schema forbids) reads as empty text.

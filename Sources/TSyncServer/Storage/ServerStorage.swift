@@ -19,6 +19,14 @@ public protocol ServerStorage: Sendable {
     /// One page of a query. A table that was never written answers an empty page.
     func query(table: String, _ query: RecordQuery, scope: OwnerScope) async throws -> RecordPage
 
+    /// `query`, read at once on the caller's thread when the storage can tell the read is short
+    /// (a pull's page: an index walk bounded by `$top`) and `client`'s share of the database is
+    /// free now (`ReadShares`); nil otherwise, and the caller reads the page the general way.
+    /// A page is most of a pull's requests, and the general way's hops from thread to thread
+    /// (the query deadline's tasks, the database's queue and back) cost the server more than
+    /// the read (docs/PERFORMANCE.md, "Bulk sync"). Being short, the read needs no deadline.
+    func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage?
+
     /// A pull's page for an account whose view of the table changes (docs/DESIGN.md §11.1):
     /// `query`, narrowed to what the account may read now, merged in (`updatedAt`, `id`) order
     /// with the records that left its view (as deletions) or came into it after the page's
@@ -147,6 +155,7 @@ extension ServerStorage {
     public var changes: ChangeFeed? { nil }
     public func shareReads(perClient: Int) {}
     public func limitTables(perAccount: Int) {}
+    public func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? { nil }
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
@@ -204,8 +213,14 @@ public struct RecordPage: Sendable {
 public struct WrittenRecords: Sendable {
     public var bytes: [UInt8] = []
     public private(set) var count = 0
+    /// The records the page will likely hold: after the first, room for as many more like it is
+    /// made at once (a page's bytes grew by doubling, copied each time).
+    private let expected: Int
 
-    public init() {}
+    public init(expected: Int = 0) { self.expected = min(expected, 10_000) }
+
+    /// The most made room for at once: a page of large records grows as before.
+    static let largestReserve = 4 << 20
 
     /// Appends a record as `PageRecord.write` writes it.
     mutating func append(_ record: PageRecord) throws {
@@ -225,6 +240,7 @@ public struct WrittenRecords: Sendable {
         try columns(&writer, &bytes)
         if !writer.finish(&bytes) { try general().write(to: &bytes) }
         count += 1
+        if count == 1, expected > 1 { bytes.reserveCapacity(min(bytes.count * expected / 4 * 5, Self.largestReserve)) }
     }
 }
 
@@ -244,20 +260,21 @@ struct StoredRecordWriter {
         self.deleted = deleted
     }
 
+    // Each string's closing quote is written with what follows it: two appends a column.
     mutating func id(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        string(after: #"{"id":"#, text, to: &output)
+        string(after: #"{"id":""#, text, to: &output)
     }
 
     mutating func createdAt(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        string(after: #","createdAt":"#, text, to: &output)
+        string(after: #"","createdAt":""#, text, to: &output)
     }
 
     mutating func updatedAt(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        string(after: deleted ? #","deleted":true,"updatedAt":"# : #","deleted":false,"updatedAt":"#, text, to: &output)
+        string(after: deleted ? #"","deleted":true,"updatedAt":""# : #"","deleted":false,"updatedAt":""#, text, to: &output)
     }
 
     mutating func version(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        string(after: #","version":"#, text, to: &output)
+        string(after: #"","version":""#, text, to: &output)
     }
 
     mutating func fields(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
@@ -266,10 +283,10 @@ struct StoredRecordWriter {
             return
         }
         if text.count > 2 {
-            output.append(UInt8(ascii: ","))
+            Self.append(#"","#, to: &output)
             output.append(contentsOf: UnsafeBufferPointer(rebasing: text.dropFirst()))
         } else {
-            output.append(UInt8(ascii: "}"))
+            Self.append(#""}"#, to: &output)
         }
     }
 
@@ -279,32 +296,63 @@ struct StoredRecordWriter {
         return sure
     }
 
-    /// A string with nothing to escape, copied as it is.
+    /// A string with nothing to escape, copied as it is, after `prefix` (which opens its quote).
     private mutating func string(after prefix: StaticString, _ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         guard sure, Self.isPlain(text) else {
             sure = false
             return
         }
-        output.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-        output.append(UInt8(ascii: "\""))
+        Self.append(prefix, to: &output)
         output.append(contentsOf: text)
-        output.append(UInt8(ascii: "\""))
     }
 
-    /// Nothing to escape, and valid UTF-8: one pass over the bytes, and a second only for text
-    /// above ASCII.
+    private static func append(_ text: StaticString, to output: inout [UInt8]) {
+        output.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// Nothing to escape, and valid UTF-8: one pass over the bytes, eight at a time, and a
+    /// second only for text above ASCII.
     private static func isPlain(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
-        var ascii = true
-        for byte in text {
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
-            if byte >= 0x80 { ascii = false }
-        }
-        return ascii || String(validating: text, as: UTF8.self) != nil
+        let (escape, ascii) = scan(text, escapes: true)
+        return !escape && (ascii || String(validating: text, as: UTF8.self) != nil)
     }
 
     /// Valid UTF-8, as a `String` of the column would hold it.
     private static func isUTF8(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
-        text.allSatisfy { $0 < 0x80 } || String(validating: text, as: UTF8.self) != nil
+        scan(text, escapes: false).ascii || String(validating: text, as: UTF8.self) != nil
+    }
+
+    /// Whether `text` holds a byte a JSON string must escape (below 0x20, `"`, `\`; looked for
+    /// only with `escapes`) and whether all its bytes are ASCII. Eight bytes a step: a page's
+    /// columns are most of what the server reads, and a byte a step was a fifth of its CPU.
+    static func scan(_ text: UnsafeBufferPointer<UInt8>, escapes: Bool) -> (escape: Bool, ascii: Bool) {
+        guard let base = text.baseAddress else { return (false, true) }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var any: UInt64 = 0
+        var found: UInt64 = 0
+        var index = 0
+        while index + 8 <= text.count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            any |= word
+            if escapes {
+                // A byte is zero in `x` exactly when some byte of `(x - 1…) & ~x` has its high bit
+                // (and one below 0x20 likewise with `x - 0x20…`), in each byte's own bit.
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                found |= ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+            }
+            index += 8
+        }
+        var escape = found & highs != 0
+        var ascii = any & highs == 0
+        while index < text.count {
+            let byte = base[index]
+            if escapes, byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { escape = true }
+            if byte >= 0x80 { ascii = false }
+            index += 1
+        }
+        return (escape, ascii)
     }
 }
 
