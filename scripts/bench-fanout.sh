@@ -13,7 +13,9 @@
 #            asked again at once after each page) while a writer POSTs R records a second for
 #            S seconds: each record's delivery to each watcher, p50/p99/max (aim at 1,000 x
 #            1,000/s: p99 < 50 ms), and how many watchers ended short of every record (aim: 0);
-#            the same writer without watchers first, for what the writes alone cost.
+#            the same less the time each record waited for its watcher's client to ask (the
+#            clients share the cores: what is left is the server's part); the same writer
+#            without watchers first, for what the writes alone cost.
 #   PostgreSQL (with TSYNC_TEST_POSTGRES_URL or PG_URL): held and follow again with the watchers
 #            split over two servers on one database, the writes alternating between them.
 # The server needs an open file per held read: serve raises its soft limit to the hard one and

@@ -108,6 +108,44 @@ import TSyncQuery
         #expect(feed.parked("t") == 0)
     }
 
+    /// One commit to two tables is matched table by table: the same question on both is woken
+    /// on the table whose record it may take, not on the other; there, only a waiter that parked
+    /// after the write started wakes (its page may have stopped below the write), though it asks
+    /// what the early ones ask, whose answer (no) is worked out once: more early waiters than one
+    /// make it likely that the late one is matched after that answer is known.
+    @Test func aCommitToTwoTablesWakesEachTablesWaitersByItsOwnRecords() async throws {
+        let feed = ChangeFeed()
+        let interest = LiveInterest(scope: .shared, includeDeleted: false, filter: try ODataParser.parseFilter("n eq 1"))
+        let question = LiveQuestion(scope: .shared, parameters: ["$filter", "n eq 1"])
+        for table in ["a", "b"] { #expect(feed.admit(limit: 10, table: table)) }
+        defer { for table in ["a", "b"] { feed.release(table: table) } }
+        func park(_ table: String, _ count: Int) async throws -> [Task<Void, Never>] {
+            let before = feed.parked(table)
+            let generation = feed.generation(table)
+            let tasks = (0..<count).map { _ in
+                Task { await feed.wait(table: table, question, interest, after: generation, until: .now + .seconds(20), channel: nil) }
+            }
+            try await eventually(timeout: .seconds(5), every: .milliseconds(5)) { feed.parked(table) == before + count }
+            return tasks
+        }
+        let onA = try await park("a", 3)
+        let onB = try await park("b", 15)
+        let started = feed.ticket()
+        let late = try await park("b", 1)
+        feed.committed(
+            ["a", "b"],
+            changes: [
+                LiveChange(table: "a", record: Record(id: "x", fields: ["n": .int(1)]), owner: nil),
+                LiveChange(table: "b", record: Record(id: "y", fields: ["n": .int(2)]), owner: nil),
+            ], since: started)
+        for task in onA + late { await task.value }
+        #expect(feed.parked("a") == 0)
+        #expect(feed.parked("b") == 15, "b's record is not one its early waiters take")
+        feed.committed(["b"])
+        for task in onB { await task.value }
+        #expect(feed.parked("b") == 0)
+    }
+
     /// The answers kept are bounded in all: past the bound, other tables' answers make room.
     @Test func theAnswersKeptAreBoundedInAll() async throws {
         let feed = ChangeFeed(maximumKeptBytesInAll: 100_000)

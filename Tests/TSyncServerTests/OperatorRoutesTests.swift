@@ -58,6 +58,29 @@ struct OperatorRoutesTests {
         #expect(QueryRedaction.isSecret("X-ZUMO-AUTH") && !QueryRedaction.isSecret("$orderby"))
     }
 
+    /// A text with no row of `tokenLength` token or `%XX` bytes is returned unread: as the
+    /// general way returns it, and a text with one is read the general way.
+    @Test func textsWithoutATokenRowAreRedactedAsInGeneral() {
+        let token = "Ab3" + String(repeating: "x", count: QueryRedaction.tokenLength - 3)
+        let texts = [
+            "", "/tables/todo", "/tables/todo?$filter=updatedAt%20ge%20datetimeoffset'2026-01-01T00:00:00.000Z'&$top=1000",
+            "/tables/" + token, "/tables/" + String(token.dropLast()), "/tables/t?$filter=id%20eq%20'" + token + "'",
+            "/x/" + String(repeating: "a", count: 60), "/x/" + String(repeating: "%41b", count: 20), "/x/%4" + token + "%",
+            "caf\u{E9}/" + token,
+            String(repeating: "%", count: 50), String(repeating: "-_", count: 30) + "Aa",
+        ]
+        for text in texts {
+            #expect(QueryRedaction.redactingTokens(text) == QueryRedaction.redactingTokensInGeneral(text), "\(text)")
+        }
+        #expect(QueryRedaction.redactingTokens("/tables/" + token) == "/tables/REDACTED")
+    }
+
+    /// Printable ASCII is left as it is without reading its scalars: as the general way leaves it.
+    @Test func plainLogTextIsEscapedAsInGeneral() {
+        let texts = ["", "/tables/todo?$top=5", "a\u{1b}[31mb\nc", "tab\there", "del\u{7F}", "caf\u{E9}", "a\u{85}b", "x\u{2028}y", "~ !"]
+        for text in texts { #expect(LogText.escaped(text) == LogText.escapedInGeneral(text), "\(text)") }
+    }
+
     /// An ASCII query is split by byte: into the pairs the general way finds.
     @Test func plainQueriesAreSplitAsInGeneral() {
         let queries = [

@@ -15,7 +15,9 @@ its connections, so the work is split over several processes (multiprocessing).
       N watchers that follow one table as `tsync watch` does (held reads from a checkpoint,
       `updatedAt, id`, re-asked at once after each page), and a writer that POSTs R single
       records a second for S seconds, alternating between the URLs. Each record's delivery time
-      to each watcher (receipt minus its updatedAt), and whether every watcher got every record.
+      to each watcher (receipt minus its updatedAt), and whether every watcher got every record;
+      and the same less the time a record waited for this client to ask for it (the clients
+      share the cores with the server: what is left is the server's part).
 """
 
 import argparse
@@ -150,13 +152,18 @@ def worker(urls, count, offset, table, mode, pipe):
         sock = socket.create_connection((host, port), timeout=30)
         sock.setblocking(False)
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        state[sock.fileno()] = {"sock": sock, "host": host, "port": port, "buffer": b"", "checkpoint": None, "got": 0}
+        state[sock.fileno()] = {"sock": sock, "host": host, "port": port, "buffer": b"", "checkpoint": None, "got": 0,
+                                "sent": time.time(), "arrived": 0.0}
         sock.send(request(host, port, read_path(table, None)))
         poll.register(sock.fileno(), select.EPOLLIN)
     poll.register(pipe.fileno(), select.EPOLLIN)
     pipe.send("ready")
     answered = []  # hold: seconds since the epoch at which each held read was answered with records
     latencies = []  # follow: seconds from a record's commit to its receipt, every record and watcher
+    # follow: the part of each latency this client spent, not the server: from the record's commit
+    # (or the previous page's arrival, when later) to the request that got it, when it went after
+    # the commit (the record was there; the client had not asked yet)
+    own = []
     pages = 0  # follow: answers received
     lags = []  # this client's own delay: from an answer's arrival to its handling (hold) or to the next request (follow)
     stopping = False
@@ -190,8 +197,12 @@ def worker(urls, count, offset, table, mode, pipe):
                         break
                 else:
                     pages += 1
+                    sent, arrived = entry["sent"], entry["arrived"]
                     for stamp in stamps:
-                        latencies.append(now - stamp_seconds(*stamp))
+                        committed = stamp_seconds(*stamp)
+                        latencies.append(now - committed)
+                        own.append(sent - max(committed, arrived) if committed < sent else 0.0)
+                    entry["arrived"] = now
                     if stamps:
                         entry["got"] += len(stamps)
                         last = body.rfind(b'"id":"')
@@ -200,12 +211,13 @@ def worker(urls, count, offset, table, mode, pipe):
                         entry["checkpoint"] = (f"{day.decode()}T{hours.decode()}:{minutes.decode()}:{seconds.decode()}Z", ident)
                 try:
                     entry["sock"].send(request(entry["host"], entry["port"], read_path(table, entry["checkpoint"])))
+                    entry["sent"] = time.time()
                     if stamps:
                         lags.append(time.time() - now)
                 except OSError:
                     poll.unregister(fd)
                     break
-    pipe.send({"answered": answered, "latencies": latencies, "lags": lags, "cpu": time.process_time(), "pages": pages, "got": [entry["got"] for entry in state.values()]})
+    pipe.send({"answered": answered, "latencies": latencies, "own": own, "lags": lags, "cpu": time.process_time(), "pages": pages, "got": [entry["got"] for entry in state.values()]})
     for entry in state.values():
         entry["sock"].close()
 
@@ -361,6 +373,9 @@ def follow(args):
     if pids:
         print(f"cpu      the server(s) from the first write to every watcher held again: {cpu:.2f} s user+system, "
               f"{cpu / max(1, written['sent']) * 1e3:.2f} ms a write")
+    servers = sorted(v - o for report in reports for v, o in zip(report["latencies"], report["own"]))
+    print(f"server   the same deliveries less the time the record waited for the watcher's client to ask: "
+          f"p50 {percentile(servers, 50) * 1000:.1f} ms  p99 {percentile(servers, 99) * 1000:.1f} ms")
     lags = sorted(v for report in reports for v in report["lags"])
     print(f"client   from a page's arrival to the watcher's next request: p50 {percentile(lags, 50) * 1000:.1f} ms  "
           f"p99 {percentile(lags, 99) * 1000:.1f} ms (counted above: a record committed meanwhile waits for it)")

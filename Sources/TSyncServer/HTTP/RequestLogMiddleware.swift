@@ -202,6 +202,30 @@ enum QueryRedaction {
     /// both upper- and lower-case letters, which a random token lacks about once in five billion:
     /// hex digests and long lower-case ids stay readable.
     static func redactingTokens(_ text: String) -> String {
+        // A token-shaped run is at least `tokenLength` bytes in a row of base64url or `%XX`: a
+        // text without such a row (every request's, nearly) is returned unread and uncopied.
+        var row = 0
+        var longest = 0
+        for byte in text.utf8 {
+            row = isTokenOrEscapeByte(byte) ? row + 1 : 0
+            longest = max(longest, row)
+        }
+        guard longest >= tokenLength else { return text }
+        return redactingTokensInGeneral(text)
+    }
+
+    /// Whether `byte` may be part of a token-shaped run: a base64url byte, or one of a `%XX`.
+    private static func isTokenOrEscapeByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "%"):
+            true
+        default: false
+        }
+    }
+
+    /// `redactingTokens` reading every run.
+    static func redactingTokensInGeneral(_ text: String) -> String {
         let bytes = Array(text.utf8)
         func isTokenByte(_ byte: UInt8) -> Bool {
             switch byte {
@@ -337,6 +361,13 @@ public enum LogText {
     }
 
     public static func escaped(_ text: String) -> String {
+        // Printable ASCII (a request's path and query, nearly always) is found so by byte.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
+        return escapedInGeneral(text)
+    }
+
+    /// `escaped` reading every scalar.
+    static func escapedInGeneral(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var out = ""
         for scalar in text.unicodeScalars {

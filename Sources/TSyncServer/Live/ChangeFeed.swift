@@ -55,15 +55,29 @@ public final class ChangeFeed: Sendable {
 
     /// A parked request: what wakes it besides a commit.
     private struct Waiter {
-        var continuation: CheckedContinuation<Void, Never>
+        /// The rest, behind one reference: a commit and the sweep read every waiter of a table,
+        /// and a copy of one is then one retain, not one for each of its parts.
+        let parked: Parked
         var deadline: ContinuousClock.Instant
-        /// Its client's connection: a closed one ends the wait.
-        var channel: (any Channel)?
-        /// What commits may answer it.
-        var interest: LiveInterest
-        var question: LiveQuestion
         /// The feed's clock when it parked: a writer that started before may have held its page back.
         var ticket: UInt64
+        var continuation: CheckedContinuation<Void, Never> { parked.continuation }
+    }
+
+    private final class Parked: Sendable {
+        let continuation: CheckedContinuation<Void, Never>
+        /// Its client's connection: a closed one ends the wait.
+        let channel: (any Channel)?
+        /// What commits may answer it.
+        let interest: LiveInterest
+        let question: LiveQuestion
+
+        init(_ continuation: CheckedContinuation<Void, Never>, channel: (any Channel)?, interest: LiveInterest, question: LiveQuestion) {
+            self.continuation = continuation
+            self.channel = channel
+            self.interest = interest
+            self.question = question
+        }
     }
 
     private struct State {
@@ -151,35 +165,43 @@ public final class ChangeFeed: Sendable {
     /// (SQLite). Every other waiter wakes only when one of `changes` may answer it.
     public func committed(_ tables: some Sequence<String>, changes: [LiveChange], since ticket: UInt64?) {
         let keys = Set(tables.map(Self.key))
-        let parked = state.withLock { state -> [(key: String, id: UInt64, interest: LiveInterest, question: LiveQuestion)] in
-            var parked: [(key: String, id: UInt64, interest: LiveInterest, question: LiveQuestion)] = []
+        // By table: a woken waiter is matched and removed by its id, without its table's name each time.
+        let parked = state.withLock { state -> [(key: String, waiters: [(id: UInt64, parked: Parked, anything: Bool)])] in
+            var parked: [(key: String, waiters: [(id: UInt64, parked: Parked, anything: Bool)])] = []
             for key in keys where state.tables[key] != nil {
                 state.advance(key)
-                for (id, waiter) in state.tables[key]?.waiters ?? [:] {
-                    if let ticket, ticket < waiter.ticket {
-                        parked.append((key, id, LiveInterest.everything, waiter.question))
-                    } else {
-                        parked.append((key, id, waiter.interest, waiter.question))
-                    }
-                }
+                guard let waiters = state.tables[key]?.waiters, !waiters.isEmpty else { continue }
+                parked.append((key, waiters.map { id, waiter in (id, waiter.parked, ticket.map { $0 < waiter.ticket } ?? false) }))
             }
             return parked
         }
         guard !parked.isEmpty else { return }
         let byTable = Dictionary(grouping: changes, by: \.table)
         let match = { @Sendable in
-            var answers: [String: [LiveQuestion: Bool]] = [:]
-            var woken: [(String, UInt64)] = []
-            for waiter in parked {
-                let wants =
-                    answers[waiter.key]?[waiter.question]
-                    ?? (waiter.interest.isEverything || (byTable[waiter.key] ?? []).contains { waiter.interest.mayWant($0) })
-                if !waiter.interest.isEverything { answers[waiter.key, default: [:]][waiter.question] = wants }
-                if wants { woken.append((waiter.key, waiter.id)) }
+            var woken: [(key: String, ids: [UInt64])] = []
+            for (key, waiters) in parked {
+                let changes = byTable[key] ?? []
+                // Waiters that ask the same question are answered alike: it is matched once.
+                var answers: [LiveQuestion: Bool] = [:]
+                var ids: [UInt64] = []
+                for (id, waiter, anything) in waiters {
+                    let interest = waiter.interest
+                    let wants: Bool
+                    if anything || interest.isEverything {
+                        wants = true
+                    } else if let known = answers[waiter.question] {
+                        wants = known
+                    } else {
+                        wants = changes.contains { interest.mayWant($0) }
+                        answers[waiter.question] = wants
+                    }
+                    if wants { ids.append(id) }
+                }
+                woken.append((key, ids))
             }
             self.resume(woken)
         }
-        if parked.count * max(1, changes.count) <= Self.inlineMatches { match() } else { Task { match() } }
+        if parked.reduce(0, { $0 + $1.waiters.count }) * max(1, changes.count) <= Self.inlineMatches { match() } else { Task { match() } }
     }
 
     /// The answer to `question` on `table` at `generation`: the one every held read that asks it
@@ -293,7 +315,7 @@ public final class ChangeFeed: Sendable {
                     let ticket = state.tick()
                     // In place: a copy of the table's entry would copy its 10,000 waiters for each one parked.
                     state.tables[key]?.waiters[id] = Waiter(
-                        continuation: continuation, deadline: deadline, channel: channel, interest: interest, question: question,
+                        parked: Parked(continuation, channel: channel, interest: interest, question: question), deadline: deadline,
                         ticket: ticket)
                     defer { state.sweeping = true }
                     return (true, !state.sweeping)
@@ -302,7 +324,7 @@ public final class ChangeFeed: Sendable {
                 if startSweep { Task { await self.sweep() } }
             }
         } onCancel: {
-            resume([(key, id)])
+            resume([(key, [id])])
         }
     }
 
@@ -319,7 +341,7 @@ public final class ChangeFeed: Sendable {
                 for key in state.tables.compactMap({ $0.value.waiters.isEmpty ? nil : $0.key }) {
                     let ids =
                         state.tables[key]?.waiters.compactMap { id, waiter in
-                            waiter.deadline <= now || waiter.channel?.isActive == false ? id : nil
+                            waiter.deadline <= now || waiter.parked.channel?.isActive == false ? id : nil
                         } ?? []
                     // Removed in place (no copy of the other waiters).
                     for id in ids {
@@ -335,10 +357,17 @@ public final class ChangeFeed: Sendable {
         }
     }
 
-    /// Resumes the waiters named that are still parked.
-    private func resume(_ waiters: [(String, UInt64)]) {
+    /// Resumes the waiters named (by table) that are still parked.
+    private func resume(_ waiters: [(key: String, ids: [UInt64])]) {
         let continuations = state.withLock { state in
-            waiters.compactMap { key, id in state.tables[key]?.waiters.removeValue(forKey: id)?.continuation }
+            var continuations: [CheckedContinuation<Void, Never>] = []
+            for (key, ids) in waiters where state.tables[key] != nil {
+                // Removed in place: a copy of the table's entry would copy its other waiters.
+                for id in ids {
+                    if let waiter = state.tables[key]?.waiters.removeValue(forKey: id) { continuations.append(waiter.continuation) }
+                }
+            }
+            return continuations
         }
         for continuation in continuations { continuation.resume() }
     }

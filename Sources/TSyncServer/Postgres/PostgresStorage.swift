@@ -290,8 +290,10 @@ public final class PostgresStorage: ServerStorage {
         let writes = requests.map(\.write)
         let ticket = requests.compactMap(\.ticket).min()
         var answers: [Result<[WriteOutcome], any Error>]
+        var wake: (@Sendable () -> Void)?
         do {
-            let outcomes = try await writeAlone(writes, atomic: false, ticket: ticket)
+            let outcomes: [WriteOutcome]
+            (outcomes, wake) = try await writeWakingLater(writes, atomic: false, ticket: ticket)
             answers = outcomes.map { .success([$0]) }
         } catch  where requests.count > 1 && Self.rolledBack(error) {
             answers = await withTaskGroup(of: (Int, Result<[WriteOutcome], any Error>).self) { group in
@@ -314,6 +316,9 @@ public final class PostgresStorage: ServerStorage {
         let stamps = answers.compactMap { try? $0.get() }.joined().compactMap(\.stamp)
         if let newest = stamps.max() { groups.gave(key, newest.millisecondsSinceEpoch) }
         for (request, answer) in zip(requests, answers) { request.answer.resume(with: answer) }
+        // The writers first, then the held reads: each resumed task queues behind those resumed
+        // before it, and the wake may resume thousands; the next group waits for neither.
+        wake?()
     }
 
     /// Whether a write transaction's error came from a statement, which PostgreSQL rolled back:
@@ -326,7 +331,18 @@ public final class PostgresStorage: ServerStorage {
     /// Writes `writes` in one transaction (one call for a lone insert), running it again after
     /// a unique violation or a deadlock.
     private func writeAlone(_ writes: [RecordWrite], atomic: Bool, ticket: UInt64?) async throws -> [WriteOutcome] {
+        let (outcomes, wake) = try await writeWakingLater(writes, atomic: atomic, ticket: ticket)
+        wake()
+        return outcomes
+    }
+
+    /// `writeAlone` with the commit's wake of the held reads returned, not run: a group's writers
+    /// are answered before it (`commit`).
+    private func writeWakingLater(_ writes: [RecordWrite], atomic: Bool, ticket: UInt64?) async throws -> (
+        [WriteOutcome], wake: @Sendable () -> Void
+    ) {
         let tables = Self.idsByTable(writes)
+        let changes = changes
         var attempt = 0
         while true {
             attempt += 1
@@ -336,17 +352,16 @@ public final class PostgresStorage: ServerStorage {
                 {
                     let outcome = try await writing { try await insertOne(writes[0]) }
                     // Committed, or its floor withdrawn: the held reads it may answer or have held back look again.
-                    changes?.committed(tables.map(\.0), changes: ChangeFeed.changes(writes, [outcome]), since: ticket)
-                    return [outcome]
+                    let woken = ChangeFeed.changes(writes, [outcome])
+                    return ([outcome], { changes?.committed(tables.map(\.0), changes: woken, since: ticket) })
                 }
                 let (outcomes, committed) = try await writing { try await writeOnce(writes, tables: tables, atomic: atomic) }
                 if committed {
                     // Every table's floor ends with the commit, also where nothing was written.
-                    changes?.committed(tables.map(\.0), changes: ChangeFeed.changes(writes, outcomes), since: ticket)
-                } else {
-                    await floorsWithdrawn(tables.map(\.0))
+                    return (outcomes, { changes?.committed(tables.map(\.0), changes: ChangeFeed.changes(writes, outcomes), since: ticket) })
                 }
-                return outcomes
+                await floorsWithdrawn(tables.map(\.0))
+                return (outcomes, {})
             } catch let error as PostgresServerError where (error.isUniqueViolation || error.isDeadlock) && attempt < Self.maximumAttempts {
                 // Two transactions inserted one id (or locked rows in opposite orders): the
                 // other committed, or was chosen to go on. Run again: the records read now

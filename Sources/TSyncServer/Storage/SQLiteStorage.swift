@@ -397,11 +397,13 @@ public final class SQLiteStorage: ServerStorage {
                     outcomes += answered
                 }
             }
+            // The writers first, then the held reads: each resumed task queues behind those resumed
+            // before it, and the wake may resume thousands (docs/DESIGN.md §8.1).
+            for (request, result) in zip(requests, results) { request.answer.resume(with: result) }
             // A page never stops below a write here (writes are serialized): no ticket (docs/DESIGN.md §8.1).
             changes?.committed(
                 zip(written, outcomes).lazy.filter { $0.1.succeeded }.map { $0.0.table }, changes: ChangeFeed.changes(written, outcomes),
                 since: nil)
-            for (request, result) in zip(requests, results) { request.answer.resume(with: result) }
         } catch {
             for request in requests { request.answer.resume(throwing: error) }
         }
