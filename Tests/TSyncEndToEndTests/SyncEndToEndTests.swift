@@ -386,6 +386,33 @@ import TSyncModel
         #expect(Set(onServer.keys) == Set((0..<count).map { "k\($0)" }))
     }
 
+    /// tsync itself killed (SIGKILL) while a pull is under way, at three points of it: the store
+    /// holds whole pages with the checkpoint of the last one committed, and the next pull reads
+    /// exactly the rest.
+    @Test func pullKilledMidwayKeepsWhatItCommittedAndResumes() async throws {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        let count = 3000
+        try await writer.ok(["insert", "big"], stdin: (0..<count).map { #"{"id": "b\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
+        try await writer.ok(["push", "-q"])
+        for threshold in [100, 800, 1600] {
+            let reader = try await TSyncSandbox(remote: server.url)
+            let pull = try TSyncProcess(["pull", "big", "--query-id", "all", "--page-size", "10"], in: reader.path)
+            try await eventually(every: .milliseconds(5)) {
+                let query = try await reader.run(["query", "big", "--json"])  // 65 until the first page is stored
+                return try query.status == 0 && JSONOutput.array(query.stdout).count >= threshold
+            }
+            #expect(pull.isRunning, "the pull is still running when it is killed")
+            pull.signal(SIGKILL)
+            _ = await pull.wait()
+            let stored = try JSONOutput.array(try await reader.ok(["query", "big", "--json"])).count
+            #expect(stored >= threshold && stored < count && stored % 10 == 0, "whole pages: \(stored)")
+            let resumed = try JSONOutput.object(try await reader.ok(["pull", "big", "--query-id", "all", "--json"]))
+            #expect(JSONOutput.int(resumed["received"]) == count - stored, "resumed after the \(stored) records already stored")
+            #expect(try JSONOutput.array(try await reader.ok(["query", "big", "--json"])).count == count)
+        }
+    }
+
     /// The server killed (SIGKILL) while a pull is under way; the pull stops (exit 3) with the
     /// pages it stored and their checkpoint, and the next pull fetches exactly the rest.
     @Test func pullInterruptedByAServerCrashResumesFromItsCheckpoint() async throws {
