@@ -319,7 +319,7 @@ enum QueryRedaction {
         var bytes = name.utf8.makeIterator()
         while var byte = bytes.next() {
             if byte == UInt8(ascii: "%") {
-                guard let high = bytes.next().flatMap(hexValue), let low = bytes.next().flatMap(hexValue) else {
+                guard let high = bytes.next().flatMap(QueryString.hexValue), let low = bytes.next().flatMap(QueryString.hexValue) else {
                     return isSecretDecoded(name)
                 }
                 byte = high << 4 | low
@@ -330,15 +330,6 @@ enum QueryRedaction {
         return secretWordBytes.contains { word in
             guard lower.count >= word.count else { return false }
             return (0...(lower.count - word.count)).contains { start in lower[start..<start + word.count].elementsEqual(word) }
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
         }
     }
 
