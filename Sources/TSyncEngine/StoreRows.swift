@@ -48,14 +48,18 @@ enum StoreRows {
     /// work (arguments, binding, lookup) a large part of a pull.
     static let upsertChunkSize = 64
 
-    /// Writes `records` as `upsertRecord` does, in order, several rows per statement, and empties it.
-    /// With `written`: a row the store holds at the record's version already (the echo of a push)
-    /// is left as it is, and the ids of the rows written are added to `written`.
-    static func upsertRecords(_ db: Database, table: String, _ records: inout [StoredRecord], written: inout Set<String>?) throws {
-        guard !records.isEmpty else { return }
+    /// Writes the records of `page` at `chunk` as `upsertRecord` does, in order, several rows per
+    /// statement, and empties `chunk`. Positions rather than copies: a copy of each record (three
+    /// strings retained, then released) was a cost of its own. With `written`: a row the store
+    /// holds at the record's version already (the echo of a push) is left as it is, and the ids
+    /// of the rows written are added to `written`.
+    static func upsertRecords(
+        _ db: Database, table: String, _ page: [StoredRecord], _ chunk: inout [Int], written: inout Set<String>?
+    ) throws {
+        guard !chunk.isEmpty else { return }
         let statement = try db.cachedStatement(
-            sql: records.count == upsertChunkSize
-                ? chunkUpsertSQL[written == nil ? 0 : 1] : upsertSQL(records.count, reporting: written != nil))
+            sql: chunk.count == upsertChunkSize
+                ? chunkUpsertSQL[written == nil ? 0 : 1] : upsertSQL(chunk.count, reporting: written != nil))
         // The chunk's texts laid end to end and bound where they lie while the statement runs, as
         // `insertRows` binds an insert's: bound one by one, SQLite copied each of a record's five
         // texts into an allocation of its own and freed them all when the next chunk cleared
@@ -63,9 +67,11 @@ enum StoreRows {
         // absent (a record without a version) has the length -1 and is bound to NULL.
         var texts: [UInt8] = []
         texts.reserveCapacity(
-            records.reduce(table.utf8.count) { $0 + $1.id.utf8.count + $1.body.utf8.count + ($1.version?.utf8.count ?? 0) + 48 })
+            chunk.reduce(table.utf8.count) {
+                $0 + page[$1].id.utf8.count + page[$1].body.utf8.count + (page[$1].version?.utf8.count ?? 0) + 48
+            })
         var lengths: [Int] = []
-        lengths.reserveCapacity(records.count * 5)
+        lengths.reserveCapacity(chunk.count * 5)
         func append(_ text: String?) {
             guard let text else { return lengths.append(-1) }
             texts.append(contentsOf: text.utf8)
@@ -78,12 +84,12 @@ enum StoreRows {
             lengths.append(texts.count - start)
         }
         texts.append(contentsOf: table.utf8)
-        for record in records {
-            append(record.id)
-            append(record.body)
-            append(record.createdAt)
-            append(record.updatedAt)
-            append(record.version)
+        for index in chunk {
+            append(page[index].id)
+            append(page[index].body)
+            append(page[index].createdAt)
+            append(page[index].updatedAt)
+            append(page[index].version)
         }
         try texts.withUnsafeBufferPointer { texts in
             // No statement keeps an address into `texts` once it ends, whatever throws.
@@ -92,7 +98,7 @@ enum StoreRows {
             var values = DirectBindings(statement)
             var offset = tableText.count
             var next = lengths.makeIterator()
-            for _ in records {
+            for _ in chunk {
                 try values.bind(unowned: tableText)
                 for _ in 0..<5 {
                     guard let length = next.next(), length >= 0 else {
@@ -110,7 +116,7 @@ enum StoreRows {
                 try statement.execute()
             }
         }
-        records.removeAll(keepingCapacity: true)
+        chunk.removeAll(keepingCapacity: true)
     }
 
     /// The statements of `upsertRecords` for a whole chunk (without, then with `written`): made

@@ -158,6 +158,45 @@ import TSyncModel
         #expect(try store.savedQuery(table: "todo", queryID: "all") == query)
     }
 
+    /// The checkpoint's id order by `memcmp` is the general order of UTF-8 bytes, for ids held
+    /// inline and on the heap, equal prefixes, composed and decomposed accents, and bytes above
+    /// 0x7F (where a signed comparison would go wrong).
+    @Test func checkpointIdsCompareByTheirBytesAsTheGeneralPathDoes() {
+        let ids = [
+            "", "a", "b", "ab", "aa", "A", "item-0000001", "item-0000002", "item-00000010",
+            "a-much-longer-identifier-than-fits-inline", "a-much-longer-identifier-than-fits-inlinf",
+            "a-much-longer-identifier-than-fits-inline-and-more", "\u{E9}", "e\u{301}", "e", "f", "\u{7F}", "\u{80}",
+            "\u{FFFF}", "\u{1F600}", "z\u{1F600}z", "z\u{1F600}", "with\u{0}nul", "with",
+        ]
+        let time = Timestamp(millisecondsSinceEpoch: 1_000)
+        for a in ids {
+            for b in ids {
+                let general = a.utf8.lexicographicallyPrecedes(b.utf8)
+                #expect(Checkpoint.bytesPrecede(a, b) == general, "\(a.debugDescription) < \(b.debugDescription)")
+                #expect((Checkpoint(updatedAt: time, id: a) < Checkpoint(updatedAt: time, id: b)) == general)
+            }
+        }
+    }
+
+    /// A page in the store's form moves the position as the same page of records does.
+    @Test func aStoredPageMovesThePositionAsItsRecordsDo() throws {
+        func record(_ id: String, _ milliseconds: Int64) -> TSyncModel.Record {
+            TSyncModel.Record(id: id, fields: [:], system: SystemProperties(updatedAt: Timestamp(millisecondsSinceEpoch: milliseconds)))
+        }
+        let start = PullPosition(checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 5), id: "m"))
+        let pages: [[TSyncModel.Record]] = [
+            [record("n", 5), record("a", 6), record("b", 6), record("c", 7)],
+            [record("b", 5), record("a", 5)],
+            [record("n", 5), record("a", 6), record("a-much-longer-identifier-than-fits-inline", 6)],
+            [],
+        ]
+        for page in pages {
+            let general = try Checkpoint.position(after: page, from: start)
+            #expect(try Checkpoint.position(afterStored: page.map(StoredRecord.init), from: start) == general)
+        }
+        #expect(try Checkpoint.position(after: pages[1], from: start).skip == 2)
+    }
+
     @Test func savedQueriesRoundTrip() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store

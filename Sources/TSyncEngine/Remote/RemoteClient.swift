@@ -434,25 +434,30 @@ package struct RemoteClient: Sendable {
         // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
         let deadline = NIODeadline.now() + timeout
         let response: HTTPClientResponse
-        var bytes = ByteBuffer()
+        // The body is gathered straight into the array the answer keeps: gathered into a
+        // `ByteBuffer` first, each page of a pull was copied twice.
+        var bytes: [UInt8] = []
         let started = ContinuousClock.now
         var answered: Int?
         defer {
             observer?(
                 RemoteExchange(
                     method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
-                    bytesSent: bytesSent, bytesReceived: bytes.readableBytes, duration: ContinuousClock.now - started))
+                    bytesSent: bytesSent, bytesReceived: bytes.count, duration: ContinuousClock.now - started))
         }
         do {
             response = try await http.execute(request, deadline: deadline)
             answered = Int(response.status.code)
+            if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > 0 {
+                bytes.reserveCapacity(min(length, Self.maximumAnswerBytes))
+            }
             for try await chunk in response.body {
                 guard NIODeadline.now() <= deadline else { throw HTTPClientError.deadlineExceeded }
-                guard bytes.readableBytes + chunk.readableBytes <= Self.maximumAnswerBytes else {
+                guard bytes.count + chunk.readableBytes <= Self.maximumAnswerBytes else {
                     throw TSyncError(
                         .failure, "the server's answer is larger than \(Self.maximumAnswerBytes >> 20) MiB", remedy: .smallerPages)
                 }
-                bytes.writeImmutableBuffer(chunk)
+                bytes.append(contentsOf: chunk.readableBytesView)
             }
         } catch let error as TSyncError {
             throw error
@@ -462,7 +467,7 @@ package struct RemoteClient: Sendable {
             throw failure
         }
         var answer = HTTPAnswer(status: Int(response.status.code), headers: response.headers, json: nil)
-        answer.body = Array(bytes.readableBytesView)
+        answer.body = bytes
         return answer
     }
 

@@ -99,32 +99,33 @@ extension LocalStore {
             var candidates: [(index: Int, kind: PulledChange.Kind)] = []
             // Upserts are written several rows per statement, in page order: a delete writes
             // those before it first (the page may name its id twice).
-            var upserts: [StoredRecord] = []
+            var upserts: [Int] = []
             upserts.reserveCapacity(StoreRows.upsertChunkSize)
-            for (index, record) in records.enumerated() {
+            // By position, not `enumerated()`: a copy of each record was a cost of its own.
+            for index in records.indices {
                 if busy.contains(index) {
                     // Not applied, and the checkpoint moves past it: kept for `resolve`.
-                    try StoreRows.saveSkippedCopy(db, table: table, record: try record.record())
+                    try StoreRows.saveSkippedCopy(db, table: table, record: try records[index].record())
                     result.skipped += 1
                     continue
                 }
-                if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: record.id) }
-                if record.deleted {
-                    try StoreRows.upsertRecords(db, table: table, &upserts, written: &written)
-                    try StoreRows.deleteRecord(db, table: table, id: record.id)
+                if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: records[index].id) }
+                if records[index].deleted {
+                    try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
+                    try StoreRows.deleteRecord(db, table: table, id: records[index].id)
                     let removed = db.changesCount
                     result.removed += removed
                     if detailed, removed > 0 { candidates.append((index, .removed)) }
                 } else {
-                    upserts.append(record)
+                    upserts.append(index)
                     result.upserted += 1
                     if detailed { candidates.append((index, .upserted)) }
                     if upserts.count == StoreRows.upsertChunkSize {
-                        try StoreRows.upsertRecords(db, table: table, &upserts, written: &written)
+                        try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
                     }
                 }
             }
-            try StoreRows.upsertRecords(db, table: table, &upserts, written: &written)
+            try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
             if let written {
                 result.changes = candidates.compactMap { index, kind in
                     let record = records[index]
