@@ -448,8 +448,10 @@ package struct RemoteClient: Sendable {
         do {
             response = try await http.execute(request, deadline: deadline)
             answered = Int(response.status.code)
+            // Room for the length the server names, up to 8 MiB (a page is a few hundred KB): a
+            // hostile server could name the whole limit and send nothing.
             if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > 0 {
-                bytes.reserveCapacity(min(length, Self.maximumAnswerBytes))
+                bytes.reserveCapacity(min(length, 8 << 20))
             }
             for try await chunk in response.body {
                 guard NIODeadline.now() <= deadline else { throw HTTPClientError.deadlineExceeded }
