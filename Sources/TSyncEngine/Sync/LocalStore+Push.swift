@@ -329,7 +329,6 @@ extension LocalStore {
             for outgoing in onItsWay { seqs.append(outgoing.operation.seq) }
             arguments += [seqs.text]
         }
-        let busy = Set(onItsWay.map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
         // Columns are read by position (by name, each read searched the column names). Of the
         // base, only its version (a string) and whether it is deleted: SQLite reads them where a
         // decode of the whole base was a sixth of a claim.
@@ -346,14 +345,13 @@ extension LocalStore {
                 WHERE \(clause)\(try hasErrors(db) ? " AND NOT EXISTS (\(blockedByError))" : "")
                 ORDER BY o.seq
                 """, arguments: arguments)
+        // The items taken, those of the round on its way first. Sized once: grown row by row,
+        // the set was rehashed a dozen times in each claim.
+        let room = min(limit ?? 0, 10_000)
         var selected: [OutgoingOperation] = []
-        var items = busy
-        if let limit {
-            // Grown row by row, the set was rehashed a dozen times in each claim.
-            let room = min(limit, 10_000)
-            selected.reserveCapacity(room)
-            items.reserveCapacity(busy.count + room)
-        }
+        selected.reserveCapacity(room)
+        var items = Set<ItemKey>(minimumCapacity: onItsWay.count + room)
+        for outgoing in onItsWay { items.insert(ItemKey(table: outgoing.operation.table, id: outgoing.operation.itemID)) }
         while let row = try rows.next() {
             let table: String = row[1]
             let itemID: String = row[2]
