@@ -26,14 +26,10 @@ enum DeliveredOperations {
     /// than `retention`: the oldest rows come first, so only the expired ones are read.
     static func append(_ db: Database, _ pushed: [(PendingOperation, String?)]) throws {
         let now = Timestamp.now().millisecondsSinceEpoch
-        let rows = JSONSerializer.string(
-            .array(
-                pushed.map { operation, version in
-                    .array([
-                        .string(operation.table), .string(operation.itemID), .string(operation.kind.rawValue),
-                        version.map(JSONValue.string) ?? .null,
-                    ])
-                }))
+        var rows = JSONRowsText(count: pushed.count, bytesPerRow: 64)
+        for (operation, version) in pushed {
+            rows.append(operation.table, operation.itemID, operation.kind.rawValue, version)
+        }
         try db.execute(
             sql: """
                 INSERT INTO pushes (tbl, item_id, kind, version, pushed_at)
@@ -41,7 +37,7 @@ enum DeliveredOperations {
                        json_extract(value, '$[3]'), ?
                 FROM json_each(?)
                 """,
-            arguments: [now, rows])
+            arguments: [now, rows.text])
         try db.execute(
             sql: "DELETE FROM pushes WHERE id < (SELECT id FROM pushes WHERE pushed_at >= ? ORDER BY id LIMIT 1)",
             arguments: [now - retention])

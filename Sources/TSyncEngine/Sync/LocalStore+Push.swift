@@ -106,15 +106,15 @@ extension LocalStore {
     {
         try write { db in
             var savedItems: [Int64: String] = [:]
-            let claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
+            var claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
             var fromRecords: [JSONValue] = []
             let save = try db.cachedStatement(sql: "UPDATE operations SET state = 'inflight', item = ? WHERE seq = ?")
-            for outgoing in claimed where outgoing.operation.state == .pending {
-                let seq = outgoing.operation.seq
+            for index in claimed.indices where claimed[index].operation.state == .pending {
+                let seq = claimed[index].operation.seq
                 let text: String
-                if outgoing.operation.kind == .delete {
-                    var saved = outgoing.item
-                    if let version = outgoing.version { saved["version"] = .string(version) }
+                if claimed[index].operation.kind == .delete {
+                    var saved = claimed[index].item
+                    if let version = claimed[index].version { saved["version"] = .string(version) }
                     text = StoredJSON.encode(saved)
                 } else if let fromBody = savedItems[seq] {
                     text = fromBody
@@ -130,12 +130,13 @@ extension LocalStore {
             if !fromRecords.isEmpty {
                 try db.execute(sql: Self.claimFromRecords, arguments: [JSONSerializer.string(.array(fromRecords))])
             }
-            return claimed.map { outgoing in
-                var outgoing = outgoing
-                outgoing.sentBefore = outgoing.operation.state == .inflight
-                outgoing.operation.state = .inflight
-                return outgoing
+            // Read and changed in place, by index: a copy of each operation (its item's
+            // dictionary retained and released) was a cost of its own.
+            for index in claimed.indices {
+                claimed[index].sentBefore = claimed[index].operation.state == .inflight
+                claimed[index].operation.state = .inflight
             }
+            return claimed
         }
     }
 
@@ -324,9 +325,10 @@ extension LocalStore {
         var (clause, arguments) = tableClause(tables, inQueueOrder: true)
         if !onItsWay.isEmpty {
             clause += " AND o.seq NOT IN (SELECT value FROM json_each(?))"
-            arguments += [JSONSerializer.string(.array(onItsWay.map { .int($0.operation.seq) }))]
+            var seqs = JSONRowsText(count: onItsWay.count, bytesPerRow: 8)
+            for outgoing in onItsWay { seqs.append(outgoing.operation.seq) }
+            arguments += [seqs.text]
         }
-        let busy = Set(onItsWay.map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
         // Columns are read by position (by name, each read searched the column names). Of the
         // base, only its version (a string) and whether it is deleted: SQLite reads them where a
         // decode of the whole base was a sixth of a claim.
@@ -343,8 +345,13 @@ extension LocalStore {
                 WHERE \(clause)\(try hasErrors(db) ? " AND NOT EXISTS (\(blockedByError))" : "")
                 ORDER BY o.seq
                 """, arguments: arguments)
+        // The items taken, those of the round on its way first. Sized once: grown row by row,
+        // the set was rehashed a dozen times in each claim.
+        let room = min(limit ?? 0, 10_000)
         var selected: [OutgoingOperation] = []
-        var items = busy
+        selected.reserveCapacity(room)
+        var items = Set<ItemKey>(minimumCapacity: onItsWay.count + room)
+        for outgoing in onItsWay { items.insert(ItemKey(table: outgoing.operation.table, id: outgoing.operation.itemID)) }
         while let row = try rows.next() {
             let table: String = row[1]
             let itemID: String = row[2]
@@ -459,8 +466,13 @@ extension LocalStore {
     /// one JSON array: statement by statement they were half of what a push spent in the store.
     static func completeOperations(_ db: Database, _ accepted: [(OutgoingOperation, TSyncModel.Record?)]) throws {
         guard !accepted.isEmpty else { return }
-        let seqs = JSONSerializer.string(.array(accepted.map { .int($0.0.operation.seq) }))
-        try db.execute(sql: "DELETE FROM operations WHERE seq IN (SELECT value FROM json_each(?))", arguments: [seqs])
+        var seqs = JSONRowsText(count: accepted.count, bytesPerRow: 8)
+        var keys = JSONRowsText(count: accepted.count, bytesPerRow: 32)
+        for (outgoing, _) in accepted {  // one copy of each element (by index, each access copied the tuple)
+            seqs.append(outgoing.operation.seq)
+            keys.append(outgoing.operation.table, outgoing.operation.itemID)
+        }
+        try db.execute(sql: "DELETE FROM operations WHERE seq IN (SELECT value FROM json_each(?))", arguments: [seqs.text])
         guard db.changesCount == accepted.count else {
             throw TSyncError.invalidInput("\(accepted.count - db.changesCount) of the completed operations are no longer queued")
         }
@@ -475,8 +487,6 @@ extension LocalStore {
                 newerSkipped[index] = skipped
             }
         }
-        let keys = JSONSerializer.string(
-            .array(accepted.map { .array([.string($0.0.operation.table), .string($0.0.operation.itemID)]) }))
         let newerChange = Set(
             try Int.fetchAll(
                 db,
@@ -485,7 +495,7 @@ extension LocalStore {
                         SELECT 1 FROM operations o
                         WHERE o.tbl = json_extract(j.value, '$[0]') AND o.item_id = json_extract(j.value, '$[1]'))
                     """,
-                arguments: [keys]))
+                arguments: [keys.text]))
         // Logged with the version the store holds once done: the newer copy's, where it was taken.
         try DeliveredOperations.append(
             db,
@@ -493,13 +503,15 @@ extension LocalStore {
                 let taken = newerChange.contains(index) ? item.1 : newerSkipped[index] ?? item.1
                 return (item.0.operation, taken?.system.version)
             })
-        var idle: [JSONValue] = []
+        var idle = JSONRowsText(count: accepted.count, bytesPerRow: 32)
+        var anyIdle = false
         for (index, (outgoing, answer)) in accepted.enumerated() {
             let operation = outgoing.operation
             let table = operation.table
             let id = operation.itemID
             guard newerChange.contains(index) else {
-                idle.append(.array([.string(table), .string(id)]))
+                idle.append(table, id)
+                anyIdle = true
                 if let skipped = newerSkipped[index] {
                     if skipped.system.deleted {
                         try StoreRows.deleteRecord(db, table: table, id: id)
@@ -528,12 +540,12 @@ extension LocalStore {
                 try StoreRows.dropSkippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID)
             }
         }
-        guard !idle.isEmpty else { return }
+        guard anyIdle else { return }
         try db.execute(
             sql: """
                 DELETE FROM bases WHERE (tbl, id) IN (
                     SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
                 """,
-            arguments: [JSONSerializer.string(.array(idle))])
+            arguments: [idle.text])
     }
 }

@@ -1,0 +1,47 @@
+import Testing
+import TSyncModel
+
+@testable import TSyncEngine
+
+/// `JSONRowsText` writes what the general path (`JSONSerializer.string` of the `JSONValue`
+/// array) writes, byte for byte, strings that need escaping included.
+@Suite struct JSONRowsTextTests {
+    static let strings = ["items", "", "quote \" \\ /", "line\nfeed\t\u{1}\u{1F}", "é", "e\u{301}", "日本語", "😀", "null"]
+
+    @Test func integersAsTheSerializerWritesThem() {
+        let values: [Int64] = [0, 1, -1, 42, .max, .min]
+        var rows = JSONRowsText(count: 1, bytesPerRow: 1)
+        for value in values { rows.append(value) }
+        #expect(rows.text == JSONSerializer.string(.array(values.map { .int($0) })))
+        #expect(JSONRowsText(count: 0, bytesPerRow: 8).text == JSONSerializer.string(.array([])))
+    }
+
+    @Test func pairsAsTheSerializerWritesThem() throws {
+        var rows = JSONRowsText(count: 2, bytesPerRow: 4)
+        var general: [JSONValue] = []
+        for a in Self.strings {
+            for b in Self.strings.reversed() {
+                rows.append(a, b)
+                general.append(.array([.string(a), .string(b)]))
+            }
+        }
+        #expect(rows.text == JSONSerializer.string(.array(general)))
+        #expect(try JSONParser.parse(rows.text) == .array(general))
+    }
+
+    @Test func rowsOfFourAsTheSerializerWritesThem() throws {
+        var rows = JSONRowsText(count: 0, bytesPerRow: 0)
+        var general: [JSONValue] = []
+        for (index, string) in Self.strings.enumerated() {
+            let last: String? = index.isMultiple(of: 3) ? nil : Self.strings[Self.strings.count - 1 - index]
+            rows.append(string, "t\(index)", Self.strings[(index + 1) % Self.strings.count], last)
+            general.append(
+                .array([
+                    .string(string), .string("t\(index)"), .string(Self.strings[(index + 1) % Self.strings.count]),
+                    last.map(JSONValue.string) ?? .null,
+                ]))
+        }
+        #expect(rows.text == JSONSerializer.string(.array(general)))
+        #expect(try JSONParser.parse(rows.text) == .array(general))
+    }
+}
