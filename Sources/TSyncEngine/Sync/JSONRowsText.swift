@@ -22,26 +22,30 @@ struct JSONRowsText {
 
     /// A row of two strings.
     mutating func append(_ a: String, _ b: String) {
-        separate()
-        bytes.append(UInt8(ascii: "["))
-        JSONSerializer.writeString(a, to: &bytes)
-        bytes.append(UInt8(ascii: ","))
-        JSONSerializer.writeString(b, to: &bytes)
+        beginRow(a)
+        field(b)
         bytes.append(UInt8(ascii: "]"))
     }
 
     /// A row of three strings and a fourth, or null.
     mutating func append(_ a: String, _ b: String, _ c: String, _ d: String?) {
+        beginRow(a)
+        field(b)
+        field(c)
+        field(d)
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    private mutating func beginRow(_ value: String) {
         separate()
         bytes.append(UInt8(ascii: "["))
-        JSONSerializer.writeString(a, to: &bytes)
+        JSONSerializer.writeString(value, to: &bytes)
+    }
+
+    /// A row's next field: a string, or null.
+    private mutating func field(_ value: String?) {
         bytes.append(UInt8(ascii: ","))
-        JSONSerializer.writeString(b, to: &bytes)
-        bytes.append(UInt8(ascii: ","))
-        JSONSerializer.writeString(c, to: &bytes)
-        bytes.append(UInt8(ascii: ","))
-        if let d { JSONSerializer.writeString(d, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
-        bytes.append(UInt8(ascii: "]"))
+        if let value { JSONSerializer.writeString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
     }
 
     /// The array's text.
