@@ -16,6 +16,17 @@ import TSyncModel
         #expect(JSONRowsText(count: 0, bytesPerRow: 8).text == JSONSerializer.string(.array([])))
     }
 
+    /// Empty until a row is appended, whatever its kind (a completion skips its statement then).
+    @Test func isEmptyUntilARowIsAppended() {
+        var rows = JSONRowsText(count: 1, bytesPerRow: 8)
+        #expect(rows.isEmpty)
+        rows.append("", "")
+        #expect(!rows.isEmpty)
+        var numbers = JSONRowsText(count: 1, bytesPerRow: 8)
+        numbers.append(0)
+        #expect(!numbers.isEmpty)
+    }
+
     @Test func pairsAsTheSerializerWritesThem() throws {
         var rows = JSONRowsText(count: 2, bytesPerRow: 4)
         var general: [JSONValue] = []

@@ -48,6 +48,9 @@ struct JSONRowsText {
         if let value { JSONSerializer.writeString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
     }
 
+    /// Whether no row was appended.
+    var isEmpty: Bool { first }
+
     /// The array's text.
     var text: String {
         var bytes = bytes

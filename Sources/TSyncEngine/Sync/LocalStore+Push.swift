@@ -504,14 +504,12 @@ extension LocalStore {
                 return (item.0.operation, taken?.system.version)
             })
         var idle = JSONRowsText(count: accepted.count, bytesPerRow: 32)
-        var anyIdle = false
         for (index, (outgoing, answer)) in accepted.enumerated() {
             let operation = outgoing.operation
             let table = operation.table
             let id = operation.itemID
             guard newerChange.contains(index) else {
                 idle.append(table, id)
-                anyIdle = true
                 if let skipped = newerSkipped[index] {
                     if skipped.system.deleted {
                         try StoreRows.deleteRecord(db, table: table, id: id)
@@ -540,7 +538,7 @@ extension LocalStore {
                 try StoreRows.dropSkippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID)
             }
         }
-        guard anyIdle else { return }
+        guard !idle.isEmpty else { return }
         try db.execute(
             sql: """
                 DELETE FROM bases WHERE (tbl, id) IN (
