@@ -92,7 +92,7 @@ public struct SyncServer: Sendable {
             bodyTimeout: .seconds(Int64(configuration.bodyTimeoutSeconds)),
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
             trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }),
-            metrics: metrics)
+            metrics: metrics, onStop: { [changes = storage.changes] in changes?.stop() })
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in

@@ -94,6 +94,34 @@ import TSyncModel
         #expect(try await Self.metric(server, "tsync_live_waiting") == 0)
     }
 
+    /// SIGTERM answers every held read at once with what there is (an empty page), not at the
+    /// end of its 25 s wait or when the server's 20 s limit to stop cancels it, and the server
+    /// exits 0.
+    @Test func heldReadsAreAnsweredAtOnceWhenTheServerStops() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--no-auth", "--metrics", "--port", "0", "--db", "sqlite:" + directory.path + "/server.db"],
+            log: directory.path)
+        let base = try await server.waitForAddress()
+        let port = try #require(URLComponents(string: base)?.port)
+        let count = 20
+        let sockets = try await Self.hold(count, port: port)
+        let held = try await eventually(timeout: .seconds(25), every: .milliseconds(50)) {
+            try await HTTP.metric("tsync_live_waiting", at: base)
+        } until: {
+            $0 == count
+        }
+        #expect(held == count, "the server holds \(count) reads (it says \(held.map(String.init) ?? "nothing"))")
+
+        let start = ContinuousClock.now
+        let stopping = Task { try await server.terminate(signal: SIGTERM, timeout: .seconds(40)) }
+        let answers = await Self.answers(sockets)
+        let answered = ContinuousClock.now - start
+        #expect(answers.allSatisfy { $0 == [] }, "every held read answered with an empty page: \(answers)")
+        #expect(answered < .seconds(10), "answered \(answered) after SIGTERM")
+        #expect(try await stopping.value == 0)
+    }
+
     /// Held reads that all ask different questions: a write runs a query only for the reads its
     /// record may answer (the filter matched in memory), not one per read.
     @Test func aWriteCostsAQueryOnlyForTheHeldReadsItMayAnswer() async throws {

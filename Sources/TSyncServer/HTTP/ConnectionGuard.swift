@@ -30,7 +30,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         self.limits = limits
         inner = HTTP1Channel(
             responder: responder,
-            configuration: .init(additionalChannelHandlers: [RequestHeadSignal()], idleTimeout: limits.idleTimeout))
+            configuration: .init(idleTimeout: limits.idleTimeout))
     }
 
     static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
@@ -56,8 +56,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         }.flatMapThrowing { value in
             // Where the HTTP version is still known (NIOHTTP1's parts, before HTTP types).
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try channel.pipeline.syncOperations.addHandler(CloseUnlessKeepAlive(), position: .after(decoder))
-            try channel.pipeline.syncOperations.addHandler(MalformedRequestAnswer(), position: .after(decoder))
+            try channel.pipeline.syncOperations.addHandler(HTTPExchange(), position: .after(decoder))
             return value
         }
     }
@@ -94,14 +93,19 @@ final class ConnectionLimits: Sendable {
     static let flushGrace = TimeAmount.seconds(5)
     private let open = Mutex(0)
     private let shares = ClientShares()
+    /// Called once, when the server begins to stop (the first connection told to quiesce).
+    private let onStop: @Sendable () -> Void
+    private let stopped = Atomic(false)
     /// `tsync_open_connections`, set as the count moves, and the refusals counted.
     private let metrics: ServerMetrics?
 
     init(
         maximumConnections: Int, clientConnections: Int? = nil, headerTimeout: TimeAmount, bodyTimeout: TimeAmount = .seconds(60),
-        idleTimeout: TimeAmount, trustedProxies: Set<String> = [], metrics: ServerMetrics? = nil
+        idleTimeout: TimeAmount, trustedProxies: Set<String> = [], metrics: ServerMetrics? = nil,
+        onStop: @escaping @Sendable () -> Void = {}
     ) {
         self.metrics = metrics
+        self.onStop = onStop
         self.maximumConnections = maximumConnections
         self.clientConnections = clientConnections ?? maximumConnections
         self.reserved = maximumConnections / 8
@@ -149,10 +153,15 @@ final class ConnectionLimits: Sendable {
     }
 
     var openConnections: Int { open.withLock { $0 } }
+
+    /// The server begins to stop (Hummingbird tells every open connection to quiesce).
+    func stopping() {
+        if !stopped.exchange(true, ordering: .relaxed) { onStop() }
+    }
 }
 
 /// First in the pipeline on the bytes of HTTP (after TLS, if any): counts the connection, and
-/// closes it when a request head takes longer than the header timeout. `RequestHeadSignal`, after the HTTP decoder, tells it
+/// closes it when a request head takes longer than the header timeout. `HTTPExchange`, after the HTTP decoder, tells it
 /// when a head has arrived and when a response has ended.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -178,9 +187,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// for the idle timeout is gone, and the answer queued for it is dropped with the connection.
     private var writeDeadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
-    /// Writes handed on and not yet on the socket.
-    private var unflushedWrites = 0
-    /// A close asked for while writes were unflushed, done once they are (or at `flushGrace`).
+    /// A close from the server's side, done once the writes before it are on the socket (or at
+    /// `flushGrace`).
     private var deferredClose: (mode: CloseMode, promise: EventLoopPromise<Void>?)?
     private var uploadCutoff: Scheduled<Void>?
     /// Waiting for the connection to take more (`whenWritable`).
@@ -289,6 +297,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
+        if event is ChannelShouldQuiesceEvent { limits.stopping() }
         if event is ChannelShouldQuiesceEvent, counted, awaitingBody, !responding {
             // Stopping while an upload arrives: it gets a while to finish, then 503 (and close).
             let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -301,32 +310,23 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireUserInboundEventTriggered(event)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        unflushedWrites += 1
-        let written = promise ?? context.eventLoop.makePromise()
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        written.futureResult.whenComplete { _ in loopBound.value.writeDone() }
-        context.write(data, promise: written)
-    }
-
     /// A close from the server's side (Hummingbird closes a connection when it stops, or after
     /// `Connection: close`) would drop what is not on the socket yet: the rest of an answer whose
     /// transaction has committed. It waits for those writes, at most `flushGrace`; a second close
-    /// goes at once.
+    /// goes at once. The socket takes writes in order, so an empty write after them is on it
+    /// when they are: one promise for the close, not one for every write of every answer (two or
+    /// three an answer, each with its callback, for each of the reads one commit wakes).
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        guard mode == .all, unflushedWrites > 0, deferredClose == nil else {
+        guard mode == .all, deferredClose == nil, context.channel.isActive else {
             context.close(mode: mode, promise: promise)
             return
         }
         deferredClose = (mode, promise)
-        context.flush()
+        let written = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in loopBound.value.closeDeferred() }
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer())), promise: written)
         context.eventLoop.scheduleTask(in: ConnectionLimits.flushGrace) { loopBound.value.closeDeferred() }
-    }
-
-    private func writeDone() {
-        unflushedWrites -= 1
-        if unflushedWrites == 0 { closeDeferred() }
     }
 
     private func closeDeferred() {
@@ -399,73 +399,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         deadline = context.eventLoop.scheduleTask(in: limits.headerTimeout) {
             loopBound.value.close(promise: nil)
-        }
-    }
-}
-
-/// After the HTTP decoder: tells `ConnectionGuard` when a request head and its end arrive, and
-/// when the response to it begins and ends.
-final class RequestHeadSignal: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
-
-    private var guardHandler: ConnectionGuard?
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        guardHandler = try? context.pipeline.syncOperations.handler(type: ConnectionGuard.self)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            guardHandler?.headArrived(expectsContinue: head.headerFields[.expect]?.lowercased() == "100-continue")
-        case .end: guardHandler?.bodyArrived()
-        case .body: break
-        }
-        context.fireChannelRead(data)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head: guardHandler?.responseStarted()
-        case .end: guardHandler?.responseEnded()
-        case .body: break
-        }
-        context.write(data, promise: promise)
-    }
-}
-
-/// Closes a connection after its answer when the request did not ask to keep it (HTTP/1.0 without
-/// `Connection: keep-alive`, or `Connection: close`), saying so in the answer: Hummingbird only
-/// looks at `Connection: close`, and would keep an HTTP/1.0 client's connection open.
-final class CloseUnlessKeepAlive: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private var closeAfterAnswer = false
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head(let head) = unwrapInboundIn(data) { closeAfterAnswer = !head.isKeepAlive }
-        context.fireChannelRead(data)
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head(var head) where closeAfterAnswer:
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            context.write(wrapOutboundOut(.head(head)), promise: promise)
-        case .end where closeAfterAnswer:
-            let written = context.eventLoop.makePromise(of: Void.self)
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
-            written.futureResult.cascade(to: promise)
-            context.writeAndFlush(data, promise: written)
-        default:
-            context.write(data, promise: promise)
         }
     }
 }

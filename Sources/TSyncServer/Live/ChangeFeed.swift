@@ -89,6 +89,8 @@ public final class ChangeFeed: Sendable {
         var waiting = 0
         var queries = 0
         var keptBytes = 0
+        /// The server stops (`stop`): no read parks any more.
+        var stopping = false
 
         mutating func tick() -> UInt64 {
             clock &+= 1
@@ -270,6 +272,18 @@ public final class ChangeFeed: Sendable {
     /// listener that reconnected), so everyone asks again.
     func wakeAll() { committed(state.withLock { Array($0.tables.keys) }) }
 
+    /// The server begins to stop: every held read is answered with what there is now, and no
+    /// read parks from now on, so the server stops without waiting out the waits. Called once,
+    /// when the server's connections are told to quiesce (`ConnectionLimits.stopping`), not by a
+    /// shutdown handler that every wait installs and removes.
+    public func stop() {
+        state.withLock { $0.stopping = true }
+        wakeAll()
+    }
+
+    /// Whether `stop` was called.
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
     /// Takes a place for one more held read of `table`; false when `limit` are held. (A stranger
     /// cannot take one on a server with accounts: the read is refused, 401, before it gets here.)
     /// The table's entry lives until its last held read is `release`d.
@@ -301,7 +315,7 @@ public final class ChangeFeed: Sendable {
 
     /// Waits until a commit may have answered `interest` on the table after `generation` (see
     /// `committed`), `deadline` (within `sweepInterval`), the client's connection closes, the
-    /// task is cancelled, or the server shuts down (through a commit, `LiveWait`).
+    /// task is cancelled, or the server stops (`stop`).
     func wait(
         table: String, _ question: LiveQuestion, _ interest: LiveInterest, after generation: UInt64,
         until deadline: ContinuousClock.Instant, channel: (any Channel)?
@@ -311,7 +325,7 @@ public final class ChangeFeed: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let (parked, startSweep) = state.withLock { state -> (Bool, Bool) in
-                    guard state.tables[key]?.generation == generation, !Task.isCancelled else { return (false, false) }
+                    guard state.tables[key]?.generation == generation, !state.stopping, !Task.isCancelled else { return (false, false) }
                     let ticket = state.tick()
                     // In place: a copy of the table's entry would copy its 10,000 waiters for each one parked.
                     state.tables[key]?.waiters[id] = Waiter(

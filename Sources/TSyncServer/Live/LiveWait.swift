@@ -3,8 +3,6 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import TSyncModel
-import ServiceLifecycle
-import Synchronization
 
 /// The live route (docs/DESIGN.md §4, §8.1): a page read with `Prefer: wait=N` (RFC 7240) that
 /// would be empty is held until a commit to its table, or N seconds (at most `maximumSeconds`),
@@ -71,24 +69,17 @@ struct LiveWait: Sendable {
             return try await query()
         }
         let deadline = ContinuousClock.now + .seconds(granted)
-        let shutdown = ShutdownFlag()
         while true {
             // Taken before the query: a commit while it runs wakes the wait below at once.
             let generation = feed.generation(table)
             let page = try await feed.answer(table: table, question, generation: generation, counted)
-            if page.count > 0 || ContinuousClock.now >= deadline || shutdown.isSet || channel?.isActive == false
+            // Stopping: what there is now is the answer, so the server stops without delay.
+            if page.count > 0 || ContinuousClock.now >= deadline || feed.isStopping || channel?.isActive == false
                 || Task.isCancelled
             {
                 return (page, granted)
             }
-            let feed = feed
-            await withGracefulShutdownHandler {
-                await feed.wait(table: table, question, interest, after: generation, until: deadline, channel: channel)
-            } onGracefulShutdown: {
-                // Shutting down: answer what there is now, so the server stops without delay.
-                shutdown.set()
-                feed.committed([table])
-            }
+            await feed.wait(table: table, question, interest, after: generation, until: deadline, channel: channel)
         }
     }
 }
@@ -127,14 +118,6 @@ struct PageBody: Sendable {
     var deletedHorizon: Timestamp? = nil
     /// How long the read waited for the database (`DatabaseWait`), for `Server-Timing`.
     var queued: Duration? = nil
-}
-
-/// Set once the server begins to stop, read by the wait loop (a class, so the shutdown handler
-/// and the loop share it).
-private final class ShutdownFlag: Sendable {
-    private let flag = Mutex(false)
-    var isSet: Bool { flag.withLock { $0 } }
-    func set() { flag.withLock { $0 = true } }
 }
 
 extension HTTPField.Name {
