@@ -538,7 +538,8 @@ extension LocalStore {
                 try StoreRows.dropSkippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID)
             }
         }
-        guard !idle.isEmpty else { return }
+        // A push of new records has no bases to drop: the statement's lookups, one per item, are left out.
+        guard !idle.isEmpty, try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM bases)")) != false else { return }
         try db.execute(
             sql: """
                 DELETE FROM bases WHERE (tbl, id) IN (
