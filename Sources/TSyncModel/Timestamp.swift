@@ -88,7 +88,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
                 date[7] = UInt8(ascii: "-")
                 putDigits(day, 2, at: 8, in: date)
                 let raw = UnsafeRawBufferPointer(date)
-                memo = DayMemo(days: days, head: raw.loadUnaligned(as: UInt64.self), tail: raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
+                memo = DayMemo(
+                    days: days, head: raw.loadUnaligned(as: UInt64.self), tail: raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
             }
         }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in

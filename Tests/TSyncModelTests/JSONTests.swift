@@ -90,7 +90,8 @@ import Testing
         }
         let day: Int64 = 86_400_000
         var instants: [Int64] = [0, -1, 1, day - 1, day, -day, -day - 1, 1_795_971_168_044, 1_709_164_800_000, 1_709_251_199_999]
-        let edges: [Int64] = [-62_167_219_200_000, 253_402_300_799_999, 951_782_400_000, 4_107_542_400_000]  // 0000, 9999, 2000-02-29, 2100-03-01
+        // The first instant of 0000, the last of 9999, 2000-02-29 and 2100-03-01.
+        let edges: [Int64] = [-62_167_219_200_000, 253_402_300_799_999, 951_782_400_000, 4_107_542_400_000]
         for edge in edges {
             let around: [Int64] = [edge - day, edge - 1, edge, edge + 1, edge + day]
             instants += around
