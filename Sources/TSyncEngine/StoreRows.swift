@@ -77,10 +77,11 @@ enum StoreRows {
             texts.append(contentsOf: text.utf8)
             lengths.append(text.utf8.count)
         }
+        var days = Timestamp.DayMemo()
         func append(_ timestamp: Timestamp?) {
             guard let timestamp else { return lengths.append(-1) }
             let start = texts.count
-            timestamp.appendISO8601(to: &texts)
+            timestamp.appendISO8601(to: &texts, memo: &days)
             lengths.append(texts.count - start)
         }
         texts.append(contentsOf: table.utf8)

@@ -55,6 +55,63 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
+    /// The date of the last timestamp a `DayMemo` read or wrote, and its day: a page's timestamps
+    /// (two a record) mostly fall on a few days, and the calendar's arithmetic for the date was
+    /// half of what reading or writing one cost. Start one per page or chunk with `DayMemo()`.
+    public struct DayMemo: Sendable {
+        /// `Int64.min` until a date is kept (no day of a four-digit year is that far).
+        var days = Int64.min
+        /// `YYYY-MM-DD`: the first eight bytes, then the last two.
+        var head: UInt64 = 0
+        var tail: UInt16 = 0
+
+        public init() {}
+
+        init(days: Int64, head: UInt64, tail: UInt16) {
+            self.days = days
+            self.head = head
+            self.tail = tail
+        }
+    }
+
+    /// Appends the bytes of `iso8601` as `appendISO8601(to:)` does, the date taken from `memo`
+    /// when it is the day `memo` holds, and kept there otherwise.
+    public func appendISO8601(to bytes: inout [UInt8], memo: inout DayMemo) {
+        let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
+        if days != memo.days {
+            let (year, month, day) = Self.civil(fromDays: days)
+            guard (0...9999).contains(year) else { return appendISO8601(to: &bytes) }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 10) { date in
+                putDigits(year, 4, at: 0, in: date)
+                date[4] = UInt8(ascii: "-")
+                putDigits(month, 2, at: 5, in: date)
+                date[7] = UInt8(ascii: "-")
+                putDigits(day, 2, at: 8, in: date)
+                let raw = UnsafeRawBufferPointer(date)
+                memo = DayMemo(
+                    days: days, head: raw.loadUnaligned(as: UInt64.self), tail: raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
+            }
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            let raw = UnsafeMutableRawBufferPointer(text)
+            raw.storeBytes(of: memo.head, as: UInt64.self)
+            raw.storeBytes(of: memo.tail, toByteOffset: 8, as: UInt16.self)
+            text[10] = UInt8(ascii: "T")
+            let seconds = msOfDay / 1000
+            twoDigits(seconds / 3600, at: 11, in: text)
+            text[13] = UInt8(ascii: ":")
+            twoDigits(seconds / 60 % 60, at: 14, in: text)
+            text[16] = UInt8(ascii: ":")
+            twoDigits(seconds % 60, at: 17, in: text)
+            text[19] = UInt8(ascii: ".")
+            let millisecond = msOfDay % 1000
+            text[20] = UInt8(truncatingIfNeeded: 48 + millisecond / 100)
+            twoDigits(millisecond % 100, at: 21, in: text)
+            text[23] = UInt8(ascii: "Z")
+            bytes.append(contentsOf: UnsafeBufferPointer(text))
+        }
+    }
+
     /// The calendar date and the milliseconds of the day, when the year has four digits (the
     /// fixed-width form); nil outside years 0-9999.
     private var fourDigitYear: (year: Int64, month: Int64, day: Int64, msOfDay: Int64)? {
@@ -83,14 +140,6 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         putDigits(msOfDay % 1000, 3, at: 20, in: buffer)
         buffer[23] = UInt8(ascii: "Z")
         return 24
-    }
-
-    private static func putDigits(_ value: Int64, _ width: Int, at offset: Int, in buffer: UnsafeMutableBufferPointer<UInt8>) {
-        var value = value
-        for position in stride(from: offset + width - 1, through: offset, by: -1) {
-            buffer[position] = UInt8(truncatingIfNeeded: 48 + value % 10)
-            value /= 10
-        }
     }
 
     /// Calendar fields in UTC, for the OData date functions.
@@ -201,6 +250,31 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return Timestamp(millisecondsSinceEpoch: ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond)
     }
 
+    /// Reads the fixed-width form as `fixedWidth` does (nil for anything else, which the
+    /// general parser then decides), the date's day taken from `memo` when its ten bytes are the
+    /// date `memo` holds (checked when `memo` took it), and kept there otherwise.
+    public static func fixedWidth(_ text: UnsafeBufferPointer<UInt8>, memo: inout DayMemo) -> Timestamp? {
+        guard text.count == 24, text[10] == UInt8(ascii: "T"), text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"),
+            text[19] == UInt8(ascii: "."), text[23] == UInt8(ascii: "Z"),
+            let hour = twoDigits(at: 11, in: text), let minute = twoDigits(at: 14, in: text),
+            let second = twoDigits(at: 17, in: text), let centis = twoDigits(at: 20, in: text), text[22] &- 48 < 10,
+            hour < 24, minute < 60, second < 60
+        else { return nil }
+        let raw = UnsafeRawBufferPointer(text)
+        let head = raw.loadUnaligned(as: UInt64.self)
+        let tail = raw.loadUnaligned(fromByteOffset: 8, as: UInt16.self)
+        if head != memo.head || tail != memo.tail || memo.days == Int64.min {
+            guard text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), let century = twoDigits(at: 0, in: text),
+                let years = twoDigits(at: 2, in: text), let month = twoDigits(at: 5, in: text),
+                let day = twoDigits(at: 8, in: text), (1...12).contains(month), day >= 1,
+                day <= daysInMonth(year: century * 100 + years, month: month)
+            else { return nil }
+            memo = DayMemo(days: days(fromCivil: century * 100 + years, month, day), head: head, tail: tail)
+        }
+        let millisecond = centis * 10 + Int64(text[22] &- 48)
+        return Timestamp(millisecondsSinceEpoch: (memo.days * 86_400 + (hour * 60 + minute) * 60 + second) * 1000 + millisecond)
+    }
+
     // Howard Hinnant's civil-calendar algorithms, proleptic Gregorian.
     static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
@@ -231,6 +305,31 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         default: return 31
         }
     }
+}
+
+/// Writes `value` (0-9999) as `width` decimal digits at `offset`.
+private func putDigits(_ value: Int64, _ width: Int, at offset: Int, in buffer: UnsafeMutableBufferPointer<UInt8>) {
+    var value = value
+    for position in stride(from: offset + width - 1, through: offset, by: -1) {
+        buffer[position] = UInt8(truncatingIfNeeded: 48 + value % 10)
+        value /= 10
+    }
+}
+
+/// Writes `value` (0-99) as two decimal digits at `offset`.
+@inline(__always)
+private func twoDigits(_ value: Int64, at offset: Int, in buffer: UnsafeMutableBufferPointer<UInt8>) {
+    buffer[offset] = UInt8(truncatingIfNeeded: 48 + value / 10)
+    buffer[offset + 1] = UInt8(truncatingIfNeeded: 48 + value % 10)
+}
+
+/// Two ASCII digits at `offset` as their value, or nil when either is not a digit.
+@inline(__always)
+private func twoDigits(at offset: Int, in text: UnsafeBufferPointer<UInt8>) -> Int64? {
+    let tens = text[offset] &- 48
+    let ones = text[offset + 1] &- 48
+    guard tens < 10, ones < 10 else { return nil }
+    return Int64(tens) * 10 + Int64(ones)
 }
 
 private func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {

@@ -79,6 +79,76 @@ import Testing
         }
         #expect(Timestamp(iso8601: "2024-02-29T23:59:59.999Z")?.iso8601 == "2024-02-29T23:59:59.999Z")
     }
+
+    /// Instants a pull's page may hold: runs on one day (the memo's case), day and year
+    /// boundaries either side, leap days, the first and last four-digit years and beyond them.
+    static var instants: [Int64] {
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> Int64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int64(bitPattern: state >> 1)
+        }
+        let day: Int64 = 86_400_000
+        var instants: [Int64] = [0, -1, 1, day - 1, day, -day, -day - 1, 1_795_971_168_044, 1_709_164_800_000, 1_709_251_199_999]
+        // The first instant of 0000, the last of 9999, 2000-02-29 and 2100-03-01.
+        let edges: [Int64] = [-62_167_219_200_000, 253_402_300_799_999, 951_782_400_000, 4_107_542_400_000]
+        for edge in edges {
+            let around: [Int64] = [edge - day, edge - 1, edge, edge + 1, edge + day]
+            instants += around
+        }
+        for _ in 0..<400 { instants.append(next() % 400_000_000_000_000) }  // within years -10,700 to 14,600
+        for _ in 0..<200 { instants.append(1_795_000_000_000 + next() % (3 * day)) }  // three days, in no order
+        var run: Int64 = 1_795_971_168_044
+        for _ in 0..<200 {
+            run += next() % 5_000 + 1
+            instants.append(run)
+        }
+        return instants
+    }
+
+    @Test func aDayMemoWritesWhatTheGeneralWriterWrites() {
+        var memo = Timestamp.DayMemo()
+        for milliseconds in Self.instants {
+            let stamp = Timestamp(millisecondsSinceEpoch: milliseconds)
+            var bytes: [UInt8] = [1, 2]
+            stamp.appendISO8601(to: &bytes, memo: &memo)
+            #expect(bytes == [1, 2] + Array(stamp.iso8601.utf8), "\(milliseconds)")
+        }
+    }
+
+    /// The memo reads a text exactly when it is in the fixed-width form, and as the general parser
+    /// does; any other text, however close (every byte of valid texts changed in turn), it leaves
+    /// to the general parser, with a memo that holds the text's own date, another, or none.
+    @Test func aDayMemoReadsWhatTheGeneralParserReads() {
+        let replacements = Array("09-:T.Z a/".utf8) + [0x80, 0x00, UInt8(ascii: "z"), UInt8(ascii: "+")]
+        var kept = Timestamp.DayMemo()
+        for milliseconds in Self.instants {
+            let stamp = Timestamp(millisecondsSinceEpoch: milliseconds)
+            let text = Array(stamp.iso8601.utf8)
+            func read(_ text: [UInt8], _ memo: inout Timestamp.DayMemo) -> Timestamp? {
+                text.withUnsafeBufferPointer { Timestamp.fixedWidth($0, memo: &memo) }
+            }
+            // Outside years 0-9999 the text is longer, or not one the parser takes back ("00-1-…").
+            let fixed = text.count == 24 && Timestamp(iso8601: stamp.iso8601) == stamp
+            var fresh = Timestamp.DayMemo()
+            #expect(read(text, &fresh) == (fixed ? stamp : nil), "\(stamp.iso8601)")
+            #expect(read(text, &kept) == (fixed ? stamp : nil), "\(stamp.iso8601)")
+            guard fixed else { continue }
+            for position in text.indices {
+                for byte in replacements where byte != text[position] {
+                    var changed = text
+                    changed[position] = byte
+                    let general = Timestamp(iso8601: String(decoding: changed, as: UTF8.self))
+                    let fixed = general.map { Array($0.iso8601.utf8) == changed } ?? false
+                    var sameDay = fresh
+                    var none = Timestamp.DayMemo()
+                    for memo in [read(changed, &sameDay), read(changed, &none), read(changed, &kept)] {
+                        #expect(memo == (fixed ? general : nil), "\(String(decoding: changed, as: UTF8.self))")
+                    }
+                }
+            }
+        }
+    }
 }
 
 @Suite struct IdentifierTests {

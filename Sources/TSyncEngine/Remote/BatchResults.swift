@@ -235,7 +235,9 @@ enum BatchAnswerDecoder {
                 guard entry.status == nil, let status = cursor.integer() else { return nil }
                 entry.status = status
             } else if cursor.range(name, is: "item") {
-                guard !seenItem, let record = StoredPageDecoder.readRecord(&cursor, body: &body, members: &members) else { return nil }
+                var days = Timestamp.DayMemo()
+                guard !seenItem, let record = StoredPageDecoder.readRecord(&cursor, body: &body, members: &members, days: &days)
+                else { return nil }
                 seenItem = true
                 entry.item = .stored(record)
             } else if cursor.range(name, is: "error") {

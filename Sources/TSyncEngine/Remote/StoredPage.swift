@@ -120,8 +120,9 @@ enum StoredPageDecoder {
         var body: [UInt8] = []
         body.reserveCapacity(512)
         var members = CanonicalJSONCursor.Members(start: 0)
+        var days = Timestamp.DayMemo()
         repeat {
-            guard let record = readRecord(&cursor, body: &body, members: &members) else { return false }
+            guard let record = readRecord(&cursor, body: &body, members: &members, days: &days) else { return false }
             records.append(record)
         } while cursor.take(UInt8(ascii: ","))
         return cursor.take(UInt8(ascii: "]"))
@@ -129,7 +130,8 @@ enum StoredPageDecoder {
 
     /// One record of a page (also an item of a batch answer, `BatchAnswerDecoder`).
     static func readRecord(
-        _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], members: inout CanonicalJSONCursor.Members
+        _ cursor: inout CanonicalJSONCursor, body: inout [UInt8], members: inout CanonicalJSONCursor.Members,
+        days: inout Timestamp.DayMemo
     ) -> StoredRecord? {
         guard cursor.take(UInt8(ascii: "{")) else { return nil }
         body.removeAll(keepingCapacity: true)
@@ -151,10 +153,10 @@ enum StoredPageDecoder {
                     else { return nil }
                     id = text
                 } else if system, cursor.range(name, is: "createdAt") {
-                    guard createdAt == nil, let timestamp = timestamp(&cursor) else { return nil }
+                    guard createdAt == nil, let timestamp = timestamp(&cursor, memo: &days) else { return nil }
                     createdAt = timestamp
                 } else if system, cursor.range(name, is: "updatedAt") {
-                    guard updatedAt == nil, let timestamp = timestamp(&cursor) else { return nil }
+                    guard updatedAt == nil, let timestamp = timestamp(&cursor, memo: &days) else { return nil }
                     updatedAt = timestamp
                 } else if system, cursor.range(name, is: "version") {
                     guard version == nil else { return nil }
@@ -198,15 +200,16 @@ enum StoredPageDecoder {
         return body.withUnsafeBufferPointer { buffer in
             var cursor = CanonicalJSONCursor(buffer)
             cursor.index = start
+            var days = Timestamp.DayMemo()
             guard cursor.take(UInt8(ascii: "{")), let name = cursor.memberName(), cursor.range(name, is: "id"),
                 let id = cursor.plainStringValue()
             else { return nil }
             while cursor.take(UInt8(ascii: ",")), let name = cursor.memberName() {
                 if cursor.range(name, is: "updatedAt") {
-                    guard case .some(.some(let updatedAt)) = timestamp(&cursor) else { return nil }
+                    guard case .some(.some(let updatedAt)) = timestamp(&cursor, memo: &days) else { return nil }
                     return (id, updatedAt)
                 } else if cursor.range(name, is: "createdAt") {
-                    guard timestamp(&cursor) != nil else { return nil }
+                    guard timestamp(&cursor, memo: &days) != nil else { return nil }
                 } else if cursor.range(name, is: "deleted") {
                     guard cursor.booleanOrNull() != nil else { return nil }
                 } else {
@@ -217,9 +220,19 @@ enum StoredPageDecoder {
         }
     }
 
-    /// A date string or null: `.some(nil)` for null, nil when neither.
-    private static func timestamp(_ cursor: inout CanonicalJSONCursor) -> Timestamp?? {
+    /// A date string or null: `.some(nil)` for null, nil when neither. One in the fixed-width form
+    /// (nearly all) is read straight from its bytes, its date through `memo`; any other goes
+    /// through the string and the general parser, which decide.
+    private static func timestamp(_ cursor: inout CanonicalJSONCursor, memo: inout Timestamp.DayMemo) -> Timestamp?? {
         if cursor.null() { return .some(nil) }
+        let start = cursor.index
+        if start + 26 <= cursor.bytes.count, cursor.bytes[start] == UInt8(ascii: "\""),
+            cursor.bytes[start + 25] == UInt8(ascii: "\""),
+            let timestamp = Timestamp.fixedWidth(UnsafeBufferPointer(rebasing: cursor.bytes[start + 1..<start + 25]), memo: &memo)
+        {
+            cursor.index = start + 26
+            return timestamp
+        }
         guard let range = cursor.plainString(),
             let timestamp = Timestamp(iso8601: UnsafeBufferPointer(rebasing: cursor.bytes[range]))
         else { return nil }
