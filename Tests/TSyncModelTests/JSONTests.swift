@@ -29,6 +29,26 @@ import Testing
         }
     }
 
+    /// A field named as a system member present, or `id`, leaves the direct path for the
+    /// general one; named as one absent, it is written as a field. Either way, the same bytes.
+    @Test func recordsWithFieldsNamedAsSystemMembersMatchTheirWireObject() {
+        let full = SystemProperties(
+            createdAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_123),
+            updatedAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_456), version: "v1", deleted: false)
+        let clashes: [[String: JSONValue]] = [
+            ["id": "inner"], ["deleted": true], ["createdAt": "x", "a": 1], ["updatedAt": 1, "zz": 2], ["version": "mine"],
+            ["a": 1, "id": 2, "z": 3], ["zzz": 1, "version": .null],
+        ]
+        for fields in clashes {
+            for system in [SystemProperties(), full] {
+                let record = Record(id: "r", fields: fields, system: system)
+                var direct: [UInt8] = Array("prefix,".utf8)
+                JSONSerializer.writeRecord(record, to: &direct)
+                #expect(direct == Array("prefix,".utf8) + JSONSerializer.bytes(.object(record.wireObject)), "\(fields)")
+            }
+        }
+    }
+
     @Test func reportsLineAndColumn() {
         #expect(throws: TSyncError.invalidInput("invalid JSON at line 2, column 7: unexpected '}', expected a value")) {
             try JSONParser.parse("{\"a\": 1,\n \"b\": }")
