@@ -49,6 +49,18 @@ import Testing
         }
     }
 
+    /// Strings without escapes: ASCII ones are made directly, others validated as UTF-8; both
+    /// must read as the general decoding reads them, and invalid UTF-8 must still be refused.
+    @Test func unescapedStringsReadAsValidatedUTF8() throws {
+        for text in ["", "plain", "a b~", "é", "x😀y", "\u{7F}", "mixed é and ASCII"] {
+            let bytes = Array("[\"".utf8) + Array(text.utf8) + Array("\"]".utf8)
+            #expect(try JSONParser.parse(bytes: bytes) == .array([.string(text)]), "\(text)")
+        }
+        for invalid: [UInt8] in [[0x80], [0x61, 0xC3], [0xED, 0xA0, 0x80], [0xFF, 0x61]] {
+            #expect(throws: TSyncError.self) { try JSONParser.parse(bytes: Array("\"".utf8) + invalid + Array("\"".utf8)) }
+        }
+    }
+
     @Test func reportsLineAndColumn() {
         #expect(throws: TSyncError.invalidInput("invalid JSON at line 2, column 7: unexpected '}', expected a value")) {
             try JSONParser.parse("{\"a\": 1,\n \"b\": }")
