@@ -145,15 +145,19 @@ public struct JSONParser {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let string = try decodeUTF8(start..<index)
+                // ASCII is valid UTF-8 as it is: made without the generic validation, which
+                // costs a type lookup for each string (the keys and values of every record).
+                let string = ascii ? String(decoding: bytes[start..<index], as: UTF8.self) : try decodeUTF8(start..<index)
                 index += 1
                 return string
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in a string (escape it)") }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         var buffer = Array(bytes[start..<index])

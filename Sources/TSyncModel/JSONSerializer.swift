@@ -20,37 +20,60 @@ public enum JSONSerializer {
     }
 
     /// Appends a record as the protocol sends it: the bytes of `.object(record.wireObject)`,
-    /// written without building that object (a server answers with thousands per request).
+    /// written without building that object (a server answers with thousands per request), nor
+    /// a list of its system members, nor a lookup of each of their names among the fields: the
+    /// sorted fields are merged with the system members in their fixed order, and a field that
+    /// bears the name of one present (or `id`) sends the record back to the general path.
     public static func writeRecord(_ record: Record, to output: inout [UInt8]) {
-        var system: [(key: String, value: JSONValue)] = []  // in output order
-        if let createdAt = record.system.createdAt { system.append(("createdAt", .string(createdAt.iso8601))) }
-        system.append(("deleted", .bool(record.system.deleted)))
-        if let updatedAt = record.system.updatedAt { system.append(("updatedAt", .string(updatedAt.iso8601))) }
-        if let version = record.system.version { system.append(("version", .string(version))) }
-        guard record.fields["id"] == nil, !system.contains(where: { record.fields[$0.key] != nil }) else {
-            // Not a record as `Record(wire:)` makes them: the general path decides.
-            return write(.object(record.wireObject), to: &output)
-        }
+        let start = output.count
         output.append(contentsOf: #"{"id":"#.utf8)
         writeString(record.id, to: &output)
-        var fields = record.fields.sorted { $0.key < $1.key }[...]
-        var rest = system[...]
-        while let next = nextMember(&fields, &rest) {
-            output.append(UInt8(ascii: ","))
-            writeString(next.key, to: &output)
-            output.append(UInt8(ascii: ":"))
-            write(next.value, to: &output)
+        let sorted = record.fields.sorted { $0.key < $1.key }
+        var next = 0
+        /// Writes the fields that sort before `name` (all that are left without one); false when
+        /// one is `name` itself, or `id`.
+        func fields(before name: String?, _ output: inout [UInt8]) -> Bool {
+            while next < sorted.count {
+                let (key, value) = sorted[next]
+                if let name, !(key < name) { return key != name }
+                next += 1
+                if key == "id" { return false }
+                output.append(UInt8(ascii: ","))
+                writeString(key, to: &output)
+                output.append(UInt8(ascii: ":"))
+                write(value, to: &output)
+            }
+            return true
+        }
+        /// The members `wireObject` adds, in code-point order (`createdAt` < `deleted` < `updatedAt` < `version`).
+        func system(_ output: inout [UInt8]) -> Bool {
+            if let createdAt = record.system.createdAt {
+                guard fields(before: "createdAt", &output) else { return false }
+                output.append(contentsOf: #","createdAt":""#.utf8)
+                createdAt.appendISO8601(to: &output)
+                output.append(UInt8(ascii: "\""))
+            }
+            guard fields(before: "deleted", &output) else { return false }
+            output.append(contentsOf: (record.system.deleted ? #","deleted":true"# : #","deleted":false"#).utf8)
+            if let updatedAt = record.system.updatedAt {
+                guard fields(before: "updatedAt", &output) else { return false }
+                output.append(contentsOf: #","updatedAt":""#.utf8)
+                updatedAt.appendISO8601(to: &output)
+                output.append(UInt8(ascii: "\""))
+            }
+            if let version = record.system.version {
+                guard fields(before: "version", &output) else { return false }
+                output.append(contentsOf: #","version":"#.utf8)
+                writeString(version, to: &output)
+            }
+            return fields(before: nil, &output)
+        }
+        guard system(&output) else {
+            // Not a record as `Record(wire:)` makes them: the general path decides.
+            output.removeSubrange(start...)
+            return write(.object(record.wireObject), to: &output)
         }
         output.append(UInt8(ascii: "}"))
-    }
-
-    /// Takes the member that comes first in code-point order from two sorted lists.
-    private static func nextMember(
-        _ a: inout ArraySlice<(key: String, value: JSONValue)>, _ b: inout ArraySlice<(key: String, value: JSONValue)>
-    ) -> (key: String, value: JSONValue)? {
-        guard let first = a.first else { return b.popFirst() }
-        guard let other = b.first else { return a.popFirst() }
-        return first.key < other.key ? a.popFirst() : b.popFirst()
     }
 
     /// Key order of the output: `id` first, the rest in code-point order.

@@ -29,6 +29,38 @@ import Testing
         }
     }
 
+    /// A field named as a system member present, or `id`, leaves the direct path for the
+    /// general one; named as one absent, it is written as a field. Either way, the same bytes.
+    @Test func recordsWithFieldsNamedAsSystemMembersMatchTheirWireObject() {
+        let full = SystemProperties(
+            createdAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_123),
+            updatedAt: Timestamp(millisecondsSinceEpoch: 1_700_000_000_456), version: "v1", deleted: false)
+        let clashes: [[String: JSONValue]] = [
+            ["id": "inner"], ["deleted": true], ["createdAt": "x", "a": 1], ["updatedAt": 1, "zz": 2], ["version": "mine"],
+            ["a": 1, "id": 2, "z": 3], ["zzz": 1, "version": .null],
+        ]
+        for fields in clashes {
+            for system in [SystemProperties(), full] {
+                let record = Record(id: "r", fields: fields, system: system)
+                var direct: [UInt8] = Array("prefix,".utf8)
+                JSONSerializer.writeRecord(record, to: &direct)
+                #expect(direct == Array("prefix,".utf8) + JSONSerializer.bytes(.object(record.wireObject)), "\(fields)")
+            }
+        }
+    }
+
+    /// Strings without escapes: ASCII ones are made directly, others validated as UTF-8; both
+    /// must read as the general decoding reads them, and invalid UTF-8 must still be refused.
+    @Test func unescapedStringsReadAsValidatedUTF8() throws {
+        for text in ["", "plain", "a b~", "é", "x😀y", "\u{7F}", "mixed é and ASCII"] {
+            let bytes = Array("[\"".utf8) + Array(text.utf8) + Array("\"]".utf8)
+            #expect(try JSONParser.parse(bytes: bytes) == .array([.string(text)]), "\(text)")
+        }
+        for invalid: [UInt8] in [[0x80], [0x61, 0xC3], [0xED, 0xA0, 0x80], [0xFF, 0x61]] {
+            #expect(throws: TSyncError.self) { try JSONParser.parse(bytes: Array("\"".utf8) + invalid + Array("\"".utf8)) }
+        }
+    }
+
     @Test func reportsLineAndColumn() {
         #expect(throws: TSyncError.invalidInput("invalid JSON at line 2, column 7: unexpected '}', expected a value")) {
             try JSONParser.parse("{\"a\": 1,\n \"b\": }")

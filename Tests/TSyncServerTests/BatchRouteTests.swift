@@ -114,6 +114,52 @@ import TSyncModel
         #expect(single.map { $0.prefix(3) } == ["201", "409", "412", "200", "409", "404", "200", "200", "400"])
     }
 
+    /// A batch asks the rules once per table and operation and keeps what they allow (a push
+    /// sends thousands of writes to one table); a refusal is asked again each time. Operations
+    /// of several tables and rules, interleaved and repeated, answer as their single routes do.
+    @Test func aBatchUnderTableRulesAnswersWhatTheSingleRoutesAnswer() async throws {
+        var configuration = ServerConfiguration(requiresAuthentication: false)
+        try configuration.access.add(parsing: "locked:insert=nobody")
+        try configuration.access.add(parsing: "notes:delete=nobody")
+        let steps: [Step] = [
+            ("POST", "todo", nil, ["id": "t1", "text": "one"], nil),  // 201
+            ("POST", "locked", nil, ["id": "l1"], nil),  // 403
+            ("DELETE", "notes", "n", nil, nil),  // 403
+            ("POST", "bad-name", nil, ["id": "s1"], nil),  // 400: not a table name
+            ("POST", "todo", nil, ["id": "t2", "text": "two"], nil),  // 201
+            ("POST", "locked", nil, ["id": "l2"], nil),  // 403 again
+            ("PATCH", "notes", "n", ["text": "changed"], nil),  // 200
+            ("POST", "bad-name", nil, ["id": "s2"], nil),  // 400 again
+            ("DELETE", "notes", "n", nil, nil),  // 403 again
+            ("PATCH", "todo", "t1", ["text": "uno"], nil),  // 200
+            ("POST", "todo", nil, ["id": "t1", "text": "again"], nil),  // 409
+        ]
+        let single = try await withTestServer(configuration) { http in
+            try await http.insert("notes", ["id": "n", "text": "note"])
+            var answers: [String] = []
+            for step in steps {
+                let reply = try await Self.sendAlone(step, http)
+                answers.append(summary(reply.status, reply.json))
+            }
+            return answers
+        }
+        let batched = try await withTestServer(configuration) { http in
+            try await http.insert("notes", ["id": "n", "text": "note"])
+            let reply = try await http.post("/tables/$batch", ["operations": .array(steps.map(Self.operation))])
+            #expect(reply.status == 200, "\(reply.text)")
+            guard case .array(let results)? = reply.object["results"] else { return [String]() }
+            #expect(try await http.get("/tables/todo/t1").object["text"] == "uno")
+            #expect(try await http.get("/tables/locked/l2").status == 404)
+            return results.map { result in
+                var status = 0
+                if case .int(let code)? = result.objectValue?["status"] { status = Int(code) }
+                return summary(status, result.objectValue?["item"] ?? result).replacing(#/operation \d+: /#, with: "")
+            }
+        }
+        #expect(batched == single)
+        #expect(single.map { $0.prefix(3) } == ["201", "403", "403", "400", "201", "403", "200", "400", "403", "200", "409"])
+    }
+
     /// A batch's changes go into the database together (on PostgreSQL one `UPDATE … FROM unnest`
     /// per table): a record changed several times in one batch, one changed with a stale version
     /// between them, one deleted, undeleted and changed, one inserted and then changed, one

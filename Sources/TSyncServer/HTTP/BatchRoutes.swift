@@ -58,9 +58,10 @@ struct BatchRoutes: Sendable {
         // Each operation becomes a write, or the error its single route would have answered.
         var parsed: [Result<WriteRequest, APIError>] = []
         parsed.reserveCapacity(operations.count)
+        var permits: [PermitKey: TableRoutes.WritePermit] = [:]
         for (index, operation) in operations.enumerated() {
             do throws(APIError) {
-                parsed.append(.success(try writeRequest(operation, itemsFit: itemsFit, context: context)))
+                parsed.append(.success(try writeRequest(operation, itemsFit: itemsFit, permits: &permits, context: context)))
             } catch {
                 parsed.append(.failure(APIError(error.status, "operation \(index + 1): \(error.message)", item: error.item)))
             }
@@ -94,9 +95,19 @@ struct BatchRoutes: Sendable {
         return object["id"]?.stringValue ?? object["item"]?.objectValue?["id"]?.stringValue
     }
 
+    /// A table and an operation on it, by which a batch keeps the permits it was given.
+    private struct PermitKey: Hashable {
+        var table: String
+        var operation: AccessOperation
+    }
+
     /// The write an operation asks for. An item is measured as the serializer writes it, unless
-    /// `itemsFit` (the whole body was within the item limit).
-    private func writeRequest(_ operation: JSONValue, itemsFit: Bool, context: ServerRequestContext) throws(APIError) -> WriteRequest {
+    /// `itemsFit` (the whole body was within the item limit). `permits`: those of the batch's
+    /// earlier operations; a refusal is not kept, so each refused operation is asked again and
+    /// answers as its single route would.
+    private func writeRequest(
+        _ operation: JSONValue, itemsFit: Bool, permits: inout [PermitKey: TableRoutes.WritePermit], context: ServerRequestContext
+    ) throws(APIError) -> WriteRequest {
         guard let object = operation.objectValue else {
             throw APIError.badRequest("an operation is a JSON object, not \(operation.kindName)")
         }
@@ -120,6 +131,15 @@ struct BatchRoutes: Sendable {
             item = value
         case let other?: throw APIError.badRequest(#""item" must be a JSON object, not \#(other.kindName)"#)
         }
-        return try tables.writeRequest(method, table: table, id: id, body: item, ifMatch: object["ifMatch"]?.stringValue, context)
+        let key = PermitKey(table: table, operation: TableRoutes.accessOperation(method, id: id))
+        let permit: TableRoutes.WritePermit
+        if let kept = permits[key] {
+            permit = kept
+        } else {
+            permit = try tables.writePermit(table, key.operation, context)
+            permits[key] = permit
+        }
+        return try tables.writeRequest(
+            method, table: table, id: id, body: item, ifMatch: object["ifMatch"]?.stringValue, context, permit: permit)
     }
 }

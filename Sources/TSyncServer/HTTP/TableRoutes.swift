@@ -253,28 +253,53 @@ struct TableRoutes: Sendable {
 
     /// A write as the protocol states it, with what the table rules require of it
     /// (`AccessRules.writeAccess`): the single routes and the batch route build theirs here.
-    func writeRequest(
-        _ method: WriteRequest.Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?,
-        _ context: ServerRequestContext
-    ) throws(APIError) -> WriteRequest {
-        let operation: AccessOperation
-        switch (method, id) {
-        case (.post, nil): operation = .insert
-        case (.delete, _): operation = .delete
-        default: operation = .update
-        }
+    /// What every write of one operation on one table by one caller shares, whatever its record:
+    /// the scope and access the rules give, and the table's schema.
+    struct WritePermit {
+        var scope: OwnerScope
+        var access: WriteAccess
+        var schema: RecordSchema?
+    }
+
+    /// The permit of `operation` on `table` for the caller: 400 for a bad table name, 401 or 403
+    /// from the rules. A batch asks once per table and operation, not once per write: a push
+    /// sends thousands of writes to one table, and the answer depends on nothing else.
+    func writePermit(_ table: String, _ operation: AccessOperation, _ context: ServerRequestContext) throws(APIError) -> WritePermit {
         do {
             try Identifiers.validateTableName(table)
         } catch {
             throw APIError.badRequest(error.message)
         }
         let (scope, access) = try rules.writeAccess(table, operation, context.caller)
+        return WritePermit(scope: scope, access: access, schema: configuration.schema(of: table))
+    }
+
+    /// The operation a write asks the rules for.
+    static func accessOperation(_ method: WriteRequest.Method, id: String?) -> AccessOperation {
+        switch (method, id) {
+        case (.post, nil): .insert
+        case (.delete, _): .delete
+        default: .update
+        }
+    }
+
+    /// - Parameter permit: `writePermit` of this table and operation, when the caller has it already.
+    func writeRequest(
+        _ method: WriteRequest.Method, table: String, id: String?, body: [String: JSONValue]?, ifMatch: String?,
+        _ context: ServerRequestContext, permit: WritePermit? = nil
+    ) throws(APIError) -> WriteRequest {
+        let asked: WritePermit
+        if let permit {
+            asked = permit
+        } else {
+            asked = try writePermit(table, Self.accessOperation(method, id: id), context)
+        }
         var request = try WriteRequest(
-            method: method, table: table, id: id, body: body, ifMatch: ifMatch, scope: scope, user: context.accountName,
-            schema: configuration.schema(of: table))
-        request.write.access = access
+            method: method, table: table, id: id, body: body, ifMatch: ifMatch, scope: asked.scope, user: context.accountName,
+            schema: asked.schema)
+        request.write.access = asked.access
         // An insert the rules refuse is refused here, before the storage would create its table.
-        if case .insert(let record) = request.write.action, let message = access.refusal(current: nil, owner: nil, next: record) {
+        if case .insert(let record) = request.write.action, let message = asked.access.refusal(current: nil, owner: nil, next: record) {
             throw APIError(.forbidden, message)
         }
         return request
