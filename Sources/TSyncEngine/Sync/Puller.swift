@@ -511,7 +511,7 @@ private final class PageFetch: Sendable {
 /// as fast as it ever did, more while its answers come later than that (docs/DESIGN.md §8).
 ///
 /// A pull has one page request in flight at a time (`PageFetch` asks the next as the page before
-/// arrives), so a crowd of pulls keeps one request each at the servers, and the time a request
+/// arrives, from its headers on), so a crowd of pulls keeps one request each at the servers, and the time a request
 /// spends there is the crowd over what the servers serve a second (Little's law): 200 clones,
 /// 215 pages a second, near a second a page, all of it queue. A pull that waits before asking
 /// takes no longer, since the servers serve no more pages a second for its asking sooner, but the
