@@ -115,6 +115,17 @@ extension RemoteClient {
         headers.first(name: "X-TSync-Deleted-Horizon").flatMap(Timestamp.init(iso8601:))
     }
 
+    /// `X-TSync-Page-End: <updatedAt> <id>`: where the page ends, as its server claims (docs/DESIGN.md
+    /// §8). Nil when absent or not in that form (a plain v2 server, or a proxy that drops it, sends none).
+    static func pageEnd(_ headers: HTTPHeaders) -> (id: String, updatedAt: Timestamp)? {
+        guard let value = headers.first(name: "X-TSync-Page-End"), value.utf8.count <= 512,
+            let space = value.firstIndex(of: " "), let updatedAt = Timestamp(iso8601: String(value[..<space]))
+        else { return nil }
+        let id = String(value[value.index(after: space)...])
+        guard !id.isEmpty else { return nil }
+        return (id, updatedAt)
+    }
+
     private static func recordVersion(_ value: JSONValue) -> RecordVersion? {
         guard let object = value.objectValue, let version = object["version"]?.stringValue,
             let updatedAt = object["updatedAt"]?.stringValue.flatMap(Timestamp.init(iso8601:)),

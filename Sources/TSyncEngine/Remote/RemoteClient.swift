@@ -167,11 +167,22 @@ package struct RemoteClient: Sendable {
     /// `arrived` sees a 200's body before it is read (`Puller` guesses the next page's position
     /// from it, to ask for that page while this one is read), with the time the server says the
     /// read waited for its database (`Server-Timing: queue`), if it says.
+    /// `ends`: told where the page ends, before its body is read, when the server says so in its
+    /// headers (`X-TSync-Page-End`, which `tsync serve` sends): a claim, checked by the caller
+    /// against the page once it is read.
     package func readStoredPage(
-        _ request: PageRequest, arrived: (@Sendable ([UInt8], _ queued: Duration?) -> Void)? = nil
+        _ request: PageRequest, arrived: (@Sendable ([UInt8], _ queued: Duration?) -> Void)? = nil,
+        ends: (@Sendable (_ id: String, _ updatedAt: Timestamp) -> Void)? = nil
     ) async throws(TSyncError) -> StoredPage {
         let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
-        var response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false)
+        var headed: (@Sendable (HTTPHeaders) -> Void)?
+        if let ends {
+            headed = { headers in
+                if let end = Self.pageEnd(headers) { ends(end.id, end.updatedAt) }
+            }
+        }
+        var response = try await send(
+            .GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false, headed: headed)
         if response.status == 200 { arrived?(response.body, ServerTiming.queue(in: response.headers["Server-Timing"])) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             var page = StoredPage(
@@ -392,13 +403,13 @@ package struct RemoteClient: Sendable {
 
     func send(
         _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true,
-        discovering: Bool = false, prefer: String? = nil, parsesSuccess: Bool = true
+        discovering: Bool = false, prefer: String? = nil, parsesSuccess: Bool = true, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
     ) async throws(TSyncError) -> HTTPAnswer {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
         if method != .GET, !serverCheck.isProven { _ = try await proveServer() }
         let request = request(method, url, body: body, ifMatch: ifMatch, authenticated: authenticated, prefer: prefer)
-        var answer = try await exchange(request, bytesSent: body?.count ?? 0)
+        var answer = try await exchange(request, bytesSent: body?.count ?? 0, headed: headed)
         // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
         if parsesSuccess || answer.status != 200 { answer.parse() }
         try screen(answer, method: method, url: url, authenticated: authenticated, discovering: discovering)
@@ -428,8 +439,11 @@ package struct RemoteClient: Sendable {
     }
 
     /// One exchange, its answer's body read whole (not parsed), told to the observer; a failure
-    /// before an answer is thrown in words (`failedExchange`).
-    private func exchange(_ request: HTTPClientRequest, bytesSent: Int) async throws(TSyncError) -> HTTPAnswer {
+    /// before an answer is thrown in words (`failedExchange`). `headed` sees a 200's headers
+    /// before its body is read.
+    private func exchange(
+        _ request: HTTPClientRequest, bytesSent: Int, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
+    ) async throws(TSyncError) -> HTTPAnswer {
         // One deadline for the whole exchange, body included: a server that sends its headers at
         // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
         let deadline = NIODeadline.now() + timeout
@@ -448,6 +462,7 @@ package struct RemoteClient: Sendable {
         do {
             response = try await http.execute(request, deadline: deadline)
             answered = Int(response.status.code)
+            if response.status == .ok { headed?(response.headers) }
             // Room for the length the server names, up to 8 MiB (a page is a few hundred KB): a
             // hostile server could name the whole limit and send nothing.
             if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > 0 {

@@ -149,9 +149,10 @@ package struct Puller: Sendable {
         // The total, for the progress line; none without one (a count of a large table can take
         // the server longer than the page, and the pull does not need it).
         first.inlineCount = request.wait == nil && progress != nil
-        // A plain pull asks for the next page as soon as a page arrives, at the position its last
-        // record gives, guessed from the bytes (`StoredPageDecoder.lastPosition`) while the page
-        // is read; the guess is used only when the page, once read, gives the same position.
+        // A plain pull asks for the next page as soon as it knows where a page ends: from the
+        // server's `X-TSync-Page-End` before the body, or else guessed from the body's bytes
+        // (`StoredPageDecoder.lastPosition`); the page asked so is used only when the page, once
+        // read, gives the same position (`takeAhead`), else dropped and the right one asked.
         let ahead: PageFetch.Ahead? =
             request.wait == nil
             ? { @Sendable guess in pageRequest(at: PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))) }
@@ -376,6 +377,8 @@ private final class PageFetch: Sendable {
             /// Pages this one may still ask for ahead of itself.
             var budget: Int
             var cancelled = false
+            /// Where the page ends was told already (by the server's header or the body's guess).
+            var told = false
         }
         private let state: Mutex<State>
 
@@ -383,10 +386,13 @@ private final class PageFetch: Sendable {
             state = Mutex(State(budget: budget))
         }
 
-        /// The page arrived: `start` asks for the next, now if the budget allows.
+        /// Where the page ends is known: `start` asks for the next, now if the budget allows. Only
+        /// the first word counts: the server's header comes before the body's guess, and a wrong
+        /// one costs the request it started (`takeAhead`), never a second request in flight.
         func arrived(_ start: @escaping @Sendable (_ budget: Int) -> PageFetch) {
             state.withLock { state in
-                guard !state.cancelled else { return }
+                guard !state.cancelled, !state.told else { return }
+                state.told = true
                 if state.budget > 0 { state.fetch = start(state.budget - 1) } else { state.start = start }
             }
         }
@@ -433,10 +439,15 @@ private final class PageFetch: Sendable {
                 // Cancelled while it waits, the read below ends at once with the cancellation.
                 try? await Task.sleep(for: gap)
             }
-            return await Self.read(remote, request, pace: pace) { body in
-                guard let ahead, let guess = StoredPageDecoder.lastPosition(body) else { return }
+            @Sendable func ends(_ guess: (id: String, updatedAt: Timestamp)) {
+                guard let ahead else { return }
                 let position = PullPosition(checkpoint: Checkpoint(updatedAt: guess.updatedAt, id: guess.id))
                 next.arrived { budget in PageFetch(remote, ahead(guess), ahead: ahead, guessed: position, budget: budget, pace: pace) }
+            }
+            // Where the page ends: said by the server with the headers (`X-TSync-Page-End`), so
+            // the next request overlaps this body; else guessed from the body as it arrives.
+            return await Self.read(remote, request, pace: pace, ends: { id, updatedAt in ends((id, updatedAt)) }) { body in
+                if let guess = StoredPageDecoder.lastPosition(body) { ends(guess) }
             }
         }
     }
@@ -473,16 +484,19 @@ private final class PageFetch: Sendable {
     /// The page, its round trip (and the server's word on its queue) told to `pace` as soon as it
     /// is known (an answer that is no page tells nothing).
     private static func read(
-        _ remote: any SyncRemote, _ request: PageRequest, pace: PullPace?, arrived: @escaping @Sendable ([UInt8]) -> Void
+        _ remote: any SyncRemote, _ request: PageRequest, pace: PullPace?,
+        ends: @escaping @Sendable (_ id: String, _ updatedAt: Timestamp) -> Void, arrived: @escaping @Sendable ([UInt8]) -> Void
     ) async -> Result<StoredPage, TSyncError> {
         let sent = ContinuousClock.now
         do throws(TSyncError) {
             if let client = remote as? RemoteClient {
                 return .success(
-                    try await client.readStoredPage(request) { body, queued in
-                        pace?.answered(after: ContinuousClock.now - sent, queued: queued)
-                        arrived(body)
-                    })
+                    try await client.readStoredPage(
+                        request,
+                        arrived: { body, queued in
+                            pace?.answered(after: ContinuousClock.now - sent, queued: queued)
+                            arrived(body)
+                        }, ends: ends))
             }
             let page = StoredPage(try await remote.readPage(request))
             pace?.answered(after: ContinuousClock.now - sent)
@@ -497,7 +511,7 @@ private final class PageFetch: Sendable {
 /// as fast as it ever did, more while its answers come later than that (docs/DESIGN.md §8).
 ///
 /// A pull has one page request in flight at a time (`PageFetch` asks the next as the page before
-/// arrives), so a crowd of pulls keeps one request each at the servers, and the time a request
+/// arrives, from its headers on), so a crowd of pulls keeps one request each at the servers, and the time a request
 /// spends there is the crowd over what the servers serve a second (Little's law): 200 clones,
 /// 215 pages a second, near a second a page, all of it queue. A pull that waits before asking
 /// takes no longer, since the servers serve no more pages a second for its asking sooner, but the

@@ -10,6 +10,7 @@ extension HTTPField.Name {
     static let forwarded = HTTPField.Name("Forwarded")!
     static let deletedHorizon = HTTPField.Name("X-TSync-Deleted-Horizon")!
     static let schemaTag = HTTPField.Name("X-TSync-Schema")!
+    static let pageEnd = HTTPField.Name("X-TSync-Page-End")!
     static let serverTiming = HTTPField.Name("Server-Timing")!
 }
 

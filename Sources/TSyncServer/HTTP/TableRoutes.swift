@@ -154,7 +154,7 @@ struct TableRoutes: Sendable {
         }
         body.writeInteger(UInt8(ascii: "]"))
         if page.totalCount != nil { body.writeInteger(UInt8(ascii: "}")) }
-        return PageBody(bytes: body, count: page.count, deletedHorizon: page.deletedHorizon)
+        return PageBody(bytes: body, count: page.count, deletedHorizon: page.deletedHorizon, end: PageEnd.value(page, query))
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -389,6 +389,8 @@ private final class ListRead: Sendable {
         // The table's record type, by its tag: a client reads `GET /tables/$schema/{table}` when
         // it changed (docs/DESIGN.md §16).
         if let schemaTag { headers[.schemaTag] = schemaTag }
+        // Where the page ends, ahead of its body: the client asks for the next page meanwhile.
+        if let end = page.end { headers[.pageEnd] = end }
         // How long the read waited for the database: a pull slows down while it grows
         // (`PullPace`, docs/DESIGN.md §8). A held read's answer may be shared, and says nothing.
         if granted == nil, let queued = page.queued { headers[.serverTiming] = ServerTiming.queue(queued) }

@@ -118,6 +118,8 @@ struct PageBody: Sendable {
     var deletedHorizon: Timestamp? = nil
     /// How long the read waited for the database (`DatabaseWait`), for `Server-Timing`.
     var queued: Duration? = nil
+    /// `X-TSync-Page-End`'s value (`PageEnd`).
+    var end: String? = nil
 }
 
 extension HTTPField.Name {

@@ -196,6 +196,13 @@ public struct RecordPage: Sendable {
     /// The number of records on the page.
     public var count: Int { written?.count ?? items.count }
 
+    /// The last record's `updatedAt` and `id` text, taken from its row as the page was read (for
+    /// `X-TSync-Page-End`); nil for a page with no records.
+    public var end: (updatedAt: String, id: String)? {
+        if let written { return written.end }
+        return items.last?.end
+    }
+
     /// The records, parsed.
     public func records() throws -> [Record] {
         guard let written else { return try items.map { try $0.record() } }
@@ -213,6 +220,24 @@ public struct RecordPage: Sendable {
 public struct WrittenRecords: Sendable {
     public var bytes: [UInt8] = []
     public private(set) var count = 0
+    /// The last record appended: where its `updatedAt` and `id` text lie in `bytes`, or the
+    /// record itself when it was written the general way (its text escaped, or not the stored one).
+    private var last: Last?
+
+    private enum Last {
+        case text(updatedAt: Range<Int>, id: Range<Int>)
+        case record(PageRecord)
+    }
+
+    /// `RecordPage.end`: read back from the last record's columns, not from the page's JSON.
+    var end: (updatedAt: String, id: String)? {
+        switch last {
+        case .text(let updatedAt, let id)?:
+            (String(decoding: bytes[updatedAt], as: UTF8.self), String(decoding: bytes[id], as: UTF8.self))
+        case .record(let record)?: record.end
+        case nil: nil
+        }
+    }
     /// The records the page will likely hold: after the first, room for as many more like it is
     /// made at once (a page's bytes grew by doubling, copied each time).
     private let expected: Int
@@ -226,6 +251,7 @@ public struct WrittenRecords: Sendable {
     mutating func append(_ record: PageRecord) throws {
         if count > 0 { bytes.append(UInt8(ascii: ",")) }
         try record.write(to: &bytes)
+        last = .record(record)
         count += 1
     }
 
@@ -238,7 +264,13 @@ public struct WrittenRecords: Sendable {
         if count > 0 { bytes.append(UInt8(ascii: ",")) }
         var writer = StoredRecordWriter(deleted: deleted, output: bytes)
         try columns(&writer, &bytes)
-        if !writer.finish(&bytes) { try general().write(to: &bytes) }
+        if writer.finish(&bytes), let updatedAt = writer.updatedAtText, let id = writer.idText {
+            last = .text(updatedAt: updatedAt, id: id)
+        } else {
+            let record = try general()
+            try record.write(to: &bytes)
+            last = .record(record)
+        }
         count += 1
         if count == 1, expected > 1 { bytes.reserveCapacity(min(bytes.count * expected / 4 * 5, Self.largestReserve)) }
     }
@@ -254,6 +286,9 @@ struct StoredRecordWriter {
     private let start: Int
     private let deleted: Bool
     private var sure = true
+    /// Where the `id` and `updatedAt` text went in the output (`WrittenRecords.end`).
+    private(set) var idText: Range<Int>?
+    private(set) var updatedAtText: Range<Int>?
 
     init(deleted: Bool, output: [UInt8]) {
         start = output.count
@@ -263,6 +298,7 @@ struct StoredRecordWriter {
     // Each string's closing quote is written with what follows it: two appends a column.
     mutating func id(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         string(after: #"{"id":""#, text, to: &output)
+        if sure { idText = output.count - text.count..<output.count }
     }
 
     mutating func createdAt(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
@@ -271,6 +307,7 @@ struct StoredRecordWriter {
 
     mutating func updatedAt(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         string(after: deleted ? #"","deleted":true,"updatedAt":""# : #"","deleted":false,"updatedAt":""#, text, to: &output)
+        if sure { updatedAtText = output.count - text.count..<output.count }
     }
 
     mutating func version(_ text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
@@ -371,6 +408,14 @@ public enum PageRecord: Sendable {
         switch self {
         case .parsed(let record): record.id
         case .stored(let id, _, _, _, _, _): id
+        }
+    }
+
+    /// Its `updatedAt` text and `id` (`RecordPage.end`); nil for a record without `updatedAt`.
+    var end: (updatedAt: String, id: String)? {
+        switch self {
+        case .parsed(let record): record.system.updatedAt.map { ($0.iso8601, record.id) }
+        case .stored(let id, _, let updatedAt, _, _, _): (updatedAt, id)
         }
     }
 

@@ -43,6 +43,8 @@ final class LossyProxy: Sendable {
         var readDelays: [TimeInterval] = []
         var reads: [TimedRead] = []
         var readsHeld = 0
+        var rewrites: [(name: String, transform: @Sendable (_ value: String, _ body: [UInt8]) -> String?)] = []
+        var rewrittenCount = 0
     }
 
     /// A GET that `timeReads` watched: when it came, when its answer went back (nil while it is
@@ -116,6 +118,16 @@ final class LossyProxy: Sendable {
 
     /// The GETs watched so far (`timeReads`), in the order they came.
     var reads: [TimedRead] { state.withLock { s in s.reads } }
+
+    /// Rewrites the header `name` of every answer passed on: `transform` gets its value and the
+    /// answer's body, and gives the value sent instead, or nil to strip it (a proxy that drops the
+    /// headers it does not know, or a server that claims what is not so).
+    func rewriteHeader(_ name: String, _ transform: @escaping @Sendable (_ value: String, _ body: [UInt8]) -> String?) {
+        state.withLock { s in s.rewrites.append((name, transform)) }
+    }
+
+    /// How many headers `rewriteHeader` rewrote or stripped so far.
+    var rewritten: Int { state.withLock { s in s.rewrittenCount } }
 
     /// How many requests reached the server so far.
     var forwarded: Int { state.withLock { s in s.forwardedCount } }
@@ -199,9 +211,31 @@ final class LossyProxy: Sendable {
             switch action {
             case .drop?: return  // the server has applied it; the client never hears
             case .replace(let response, _)?: guard Self.writeAll(client, response) else { return }
-            case nil: guard Self.writeAll(client, answer) else { return }
+            case nil: guard Self.writeAll(client, rewritten(answer)) else { return }
             }
         }
+    }
+
+    /// The answer with its headers rewritten (`rewriteHeader`); the body as it came.
+    private func rewritten(_ answer: [UInt8]) -> [UInt8] {
+        let rewrites = state.withLock { s in s.rewrites }
+        let end = Array("\r\n\r\n".utf8)
+        guard !rewrites.isEmpty, let blank = answer.indices.first(where: { answer[$0...].starts(with: end) }) else { return answer }
+        let body = Array(answer[(blank + 4)...])
+        var lines: [String] = []
+        var count = 0
+        for line in String(decoding: answer[..<blank], as: UTF8.self).components(separatedBy: "\r\n") {
+            let name = line.prefix { $0 != ":" }
+            guard let rewrite = rewrites.first(where: { $0.name.lowercased() == name.lowercased() }), name.count < line.count else {
+                lines.append(line)
+                continue
+            }
+            count += 1
+            let value = line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
+            if let replaced = rewrite.transform(value, body) { lines.append("\(name): \(replaced)") }
+        }
+        state.withLock { s in s.rewrittenCount += count }
+        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body
     }
 
     /// The index of this request among the watched GETs, if it is one (`timeReads`).
