@@ -47,12 +47,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// Appends the bytes of `iso8601` to `bytes`, built in place: a pull lays the texts of a chunk
     /// of records, two of these each, end to end in one buffer.
     public func appendISO8601(to bytes: inout [UInt8]) {
-        guard let (year, month, day, msOfDay) = fourDigitYear else { return bytes.append(contentsOf: iso8601.utf8) }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: 24))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            _ = Self.write(year, month, day, msOfDay, into: UnsafeMutableBufferPointer(rebasing: buffer[start...]))
-        }
+        var memo = DayMemo()
+        appendISO8601(to: &bytes, memo: &memo)
     }
 
     /// The date of the last timestamp a `DayMemo` read or wrote, and its day: a page's timestamps
@@ -74,13 +70,13 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
-    /// Appends the bytes of `iso8601` as `appendISO8601(to:)` does, the date taken from `memo`
-    /// when it is the day `memo` holds, and kept there otherwise.
+    /// Appends the bytes of `iso8601`, the date taken from `memo` when it is the day `memo` holds,
+    /// and kept there otherwise.
     public func appendISO8601(to bytes: inout [UInt8], memo: inout DayMemo) {
         let (days, msOfDay) = floorDivide(millisecondsSinceEpoch, 86_400_000)
         if days != memo.days {
             let (year, month, day) = Self.civil(fromDays: days)
-            guard (0...9999).contains(year) else { return appendISO8601(to: &bytes) }
+            guard (0...9999).contains(year) else { return bytes.append(contentsOf: iso8601.utf8) }
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 10) { date in
                 putDigits(year, 4, at: 0, in: date)
                 date[4] = UInt8(ascii: "-")
@@ -160,10 +156,14 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The same, read from bytes (a page of records is read without making a `String` of each).
     public init?(iso8601 text: UnsafeBufferPointer<UInt8>) {
-        if let fixed = Self.fixedWidth(text) {
-            self = fixed
-            return
-        }
+        var memo = DayMemo()
+        guard let parsed = Self.fixedWidth(text, memo: &memo) ?? Self.parsed(text) else { return nil }
+        self = parsed
+    }
+
+    /// The general parser: every form `init(iso8601:)` takes, the fixed-width one included, step
+    /// by step (the fast paths are tested against it).
+    static func parsed(_ text: UnsafeBufferPointer<UInt8>) -> Timestamp? {
         let bytes = text
         var index = text.startIndex
         func number(_ digits: Int) -> Int64? {
@@ -221,38 +221,15 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         }
         guard index == bytes.endIndex else { return nil }
         let days = Self.days(fromCivil: year, month, day)
-        millisecondsSinceEpoch =
-            ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millisecond
+        return Timestamp(
+            millisecondsSinceEpoch: ((days * 24 + hour) * 60 + minute - offsetMinutes) * 60_000 + second * 1000 + millisecond)
     }
 
-    /// The fixed-width form `iso8601` writes, read without the general parser's steps: nearly
+    /// Reads the fixed-width form `iso8601` writes without the general parser's steps: nearly
     /// every timestamp a pull reads (two per record) is in it. Nil when the text is not exactly
-    /// that form, or not a valid date and time; the general parser then decides.
-    private static func fixedWidth(_ text: UnsafeBufferPointer<UInt8>) -> Timestamp? {
-        guard text.count == 24, text[4] == UInt8(ascii: "-"), text[7] == UInt8(ascii: "-"), text[10] == UInt8(ascii: "T"),
-            text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"), text[19] == UInt8(ascii: "."),
-            text[23] == UInt8(ascii: "Z")
-        else { return nil }
-        func digits(_ offset: Int, _ count: Int) -> Int64? {
-            var value: Int64 = 0
-            for byte in text[offset..<offset + count] {
-                guard byte >= 48, byte <= 57 else { return nil }
-                value = value * 10 + Int64(byte - 48)
-            }
-            return value
-        }
-        guard let year = digits(0, 4), let month = digits(5, 2), let day = digits(8, 2), let hour = digits(11, 2),
-            let minute = digits(14, 2), let second = digits(17, 2), let millisecond = digits(20, 3),
-            (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month), hour < 24, minute < 60,
-            second < 60
-        else { return nil }
-        let days = Self.days(fromCivil: year, month, day)
-        return Timestamp(millisecondsSinceEpoch: ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond)
-    }
-
-    /// Reads the fixed-width form as `fixedWidth` does (nil for anything else, which the
-    /// general parser then decides), the date's day taken from `memo` when its ten bytes are the
-    /// date `memo` holds (checked when `memo` took it), and kept there otherwise.
+    /// that form, or not a valid date and time (the general parser then decides). The date's day
+    /// is taken from `memo` when its ten bytes are the date `memo` holds (checked when `memo` took
+    /// it), and kept there otherwise.
     public static func fixedWidth(_ text: UnsafeBufferPointer<UInt8>, memo: inout DayMemo) -> Timestamp? {
         guard text.count == 24, text[10] == UInt8(ascii: "T"), text[13] == UInt8(ascii: ":"), text[16] == UInt8(ascii: ":"),
             text[19] == UInt8(ascii: "."), text[23] == UInt8(ascii: "Z"),

@@ -149,7 +149,7 @@ import Testing
     }
 
     /// The memo reads a text exactly when it is in the fixed-width form, and as the general parser
-    /// does; any other text, however close (every byte of valid texts changed in turn), it leaves
+    /// (`Timestamp.parsed`, beneath every fast path) does; any other text, however close (every byte of valid texts changed in turn), it leaves
     /// to the general parser, with a memo that holds the text's own date, another, or none.
     @Test func aDayMemoReadsWhatTheGeneralParserReads() {
         let replacements = Array("09-:T.Z a/".utf8) + [0x80, 0x00, UInt8(ascii: "z"), UInt8(ascii: "+")]
@@ -161,7 +161,7 @@ import Testing
                 text.withUnsafeBufferPointer { Timestamp.fixedWidth($0, memo: &memo) }
             }
             // Outside years 0-9999 the text is longer, or not one the parser takes back ("00-1-…").
-            let fixed = text.count == 24 && Timestamp(iso8601: stamp.iso8601) == stamp
+            let fixed = text.count == 24 && text.withUnsafeBufferPointer(Timestamp.parsed) == stamp
             var fresh = Timestamp.DayMemo()
             #expect(read(text, &fresh) == (fixed ? stamp : nil), "\(stamp.iso8601)")
             #expect(read(text, &kept) == (fixed ? stamp : nil), "\(stamp.iso8601)")
@@ -170,7 +170,7 @@ import Testing
                 for byte in replacements where byte != text[position] {
                     var changed = text
                     changed[position] = byte
-                    let general = Timestamp(iso8601: String(decoding: changed, as: UTF8.self))
+                    let general = changed.withUnsafeBufferPointer(Timestamp.parsed)
                     let fixed = general.map { Array($0.iso8601.utf8) == changed } ?? false
                     var sameDay = fresh
                     var none = Timestamp.DayMemo()

@@ -216,9 +216,14 @@ enum QueryRedaction {
 
     /// Whether `byte` may be part of a token-shaped run: a base64url byte, or one of a `%XX`.
     private static func isTokenOrEscapeByte(_ byte: UInt8) -> Bool {
+        isTokenByte(byte) || byte == UInt8(ascii: "%")
+    }
+
+    /// A base64url byte.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "%"):
+            UInt8(ascii: "-"), UInt8(ascii: "_"):
             true
         default: false
         }
@@ -227,27 +232,11 @@ enum QueryRedaction {
     /// `redactingTokens` reading every run.
     static func redactingTokensInGeneral(_ text: String) -> String {
         let bytes = Array(text.utf8)
-        func isTokenByte(_ byte: UInt8) -> Bool {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"):
-                true
-            default: false
-            }
-        }
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
         /// The token character at `index` and the bytes it takes, or nil.
         func character(at index: Int) -> (UInt8, Int)? {
             if isTokenByte(bytes[index]) { return (bytes[index], 1) }
-            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hex(bytes[index + 1]),
-                let low = hex(bytes[index + 2]), isTokenByte(high << 4 | low)
+            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = QueryString.hexValue(bytes[index + 1]),
+                let low = QueryString.hexValue(bytes[index + 2]), isTokenByte(high << 4 | low)
             else { return nil }
             return (high << 4 | low, 3)
         }
