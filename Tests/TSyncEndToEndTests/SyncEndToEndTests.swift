@@ -386,15 +386,22 @@ import TSyncModel
         #expect(Set(onServer.keys) == Set((0..<count).map { "k\($0)" }))
     }
 
+    /// A server whose table `big` holds `count` records, `b0`… with `n` their number, pushed by a
+    /// store of their own.
+    private static func serverHoldingBig(_ count: Int) async throws -> ServeFixture {
+        let server = try await ServeFixture()
+        let writer = try await TSyncSandbox(remote: server.url)
+        try await writer.ok(["insert", "big"], stdin: (0..<count).map { #"{"id": "b\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
+        try await writer.ok(["push", "-q"])
+        return server
+    }
+
     /// tsync itself killed (SIGKILL) while a pull is under way, at three points of it: the store
     /// holds whole pages with the checkpoint of the last one committed, and the next pull reads
     /// exactly the rest.
     @Test func pullKilledMidwayKeepsWhatItCommittedAndResumes() async throws {
-        let server = try await ServeFixture()
-        let writer = try await TSyncSandbox(remote: server.url)
         let count = 3000
-        try await writer.ok(["insert", "big"], stdin: (0..<count).map { #"{"id": "b\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
-        try await writer.ok(["push", "-q"])
+        let server = try await Self.serverHoldingBig(count)
         for threshold in [100, 800, 1600] {
             let reader = try await TSyncSandbox(remote: server.url)
             let pull = try TSyncProcess(["pull", "big", "--query-id", "all", "--page-size", "10"], in: reader.path)
@@ -416,11 +423,8 @@ import TSyncModel
     /// The server killed (SIGKILL) while a pull is under way; the pull stops (exit 3) with the
     /// pages it stored and their checkpoint, and the next pull fetches exactly the rest.
     @Test func pullInterruptedByAServerCrashResumesFromItsCheckpoint() async throws {
-        let server = try await ServeFixture()
-        let writer = try await TSyncSandbox(remote: server.url)
         let count = 4000
-        try await writer.ok(["insert", "big"], stdin: (0..<count).map { #"{"id": "b\#($0)", "n": \#($0)}"# }.joined(separator: "\n"))
-        try await writer.ok(["push", "-q"])
+        let server = try await Self.serverHoldingBig(count)
 
         let reader = try await TSyncSandbox(remote: server.url)
         let pull = try TSyncProcess(["pull", "big", "--query-id", "all", "--page-size", "10"], in: reader.path)
