@@ -380,11 +380,14 @@ struct ServeCommand: AsyncParsableCommand {
         // start-up error is a JSON line of the log too, not the terminal's "tsync: error:".
         let format = Self.logFormat(commandLine: logFormat, config: config)
         LoggingSystem.bootstrap { _ in ServerLog(format: format) }
+        // Request lines still waiting for their batch are written before the command ends, and
+        // before any error the command line prints after it.
+        defer { LogBatch.standardError.flush() }
         do {
             try await (config.map(Self.withConfigFile) ?? self).serve()
         } catch  where format == .json && !(error is ExitCode) {
             let message = (error as? TSyncError)?.commandLineMessage ?? Self.message(for: error)
-            Console.note(ServerLog.json(level: .error, message: message, metadata: [:]))
+            LogBatch.standardError.writeNow(ServerLog.json(level: .error, message: message, metadata: [:]))
             throw ExitCode((error as? TSyncError).map { ExitStatus.code(for: $0.kind) } ?? Self.exitCode(for: error).rawValue)
         }
     }

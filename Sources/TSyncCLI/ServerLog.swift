@@ -8,7 +8,8 @@ import TSyncServer
 /// line (`{"time":…,"level":"info","message":…}`, request lines with their fields). The server's
 /// own lines and every warning and error are written; the frameworks' informational lines (their
 /// start-up notices) are not, and no line names a framework or a logger. A fatal start-up error is
-/// a line of the log too (`ServeCommand.run`).
+/// a line of the log too (`ServeCommand.run`). Request lines are written in batches (`LogBatch`),
+/// every other line at once with the request lines before it.
 struct ServerLog: LogHandler {
     enum Format: String, CaseIterable, ExpressibleByArgument {
         case text, json
@@ -29,19 +30,21 @@ struct ServerLog: LogHandler {
         // A request line (one per request): its fields are written only in JSON, straight from
         // the line, with no metadata to merge or sort.
         if case .stringConvertible(let line as RequestLogLine)? = event.metadata?[LogFields.request] {
+            // Batched (`LogBatch`): a wake answers thousands of requests at once.
             switch format {
-            case .text: Console.note(Self.prefix(level: event.level) + message)
+            case .text: LogBatch.standardError.add(Self.prefix(level: event.level) + message)
             case .json:
                 var out = Self.jsonHead(level: event.level, message: message)
                 line.writeJSONFields(to: &out)
-                Console.note(out + "}")
+                out += "}"
+                LogBatch.standardError.add(out)
             }
             return
         }
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
         switch format {
-        case .text: Console.note(Self.text(level: event.level, message: message, metadata: all))
-        case .json: Console.note(Self.json(level: event.level, message: message, metadata: all))
+        case .text: LogBatch.standardError.writeNow(Self.text(level: event.level, message: message, metadata: all))
+        case .json: LogBatch.standardError.writeNow(Self.json(level: event.level, message: message, metadata: all))
         }
     }
 

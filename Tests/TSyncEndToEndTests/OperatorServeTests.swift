@@ -135,6 +135,32 @@ import TSyncModel
         #expect(lines.contains { $0.contains("GET /health 200") && $0.contains("id=proxy-req.42") }, "\(server.log)")
     }
 
+    /// Request lines are written in batches, yet reach the log while the server runs (a short
+    /// timer writes them), every one of them, and before the server's own lines that follow them.
+    @Test(arguments: ["text", "json"]) func requestLinesReachTheLogWhileServingAndBeforeTheStop(format: String) async throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", "sqlite:" + directory.path + "/s.db", "--port", "0", "--no-auth", "--log-format", format],
+            log: directory.path)
+        defer { server.stop() }
+        let base = try await server.waitForAddress()
+        _ = try await HTTP.send("GET", base + "/health?first=1")
+        #expect(try await server.waitForLog("/health?first=1"), "\(server.log)")
+        let requests = 300
+        for number in 0..<requests { _ = try await HTTP.send("GET", base + "/health?n=\(number)") }
+        #expect(try await server.terminate(signal: SIGTERM) == 0)
+
+        let lines = server.log.split(separator: "\n")
+        if format == "json" { #expect(Self.jsonLines(server.log).count == lines.count) }
+        let numbers = lines.compactMap { line in
+            line.firstRange(of: "/health?n=").map { Int(line[$0.upperBound...].prefix { $0.isNumber }) ?? -1 }
+        }
+        #expect(numbers == Array(0..<requests), "every request line, in order")
+        let stopping = try #require(lines.firstIndex { $0.contains("stopping on SIGTERM") }, "\(server.log)")
+        let last = try #require(lines.lastIndex { $0.contains("/health?n=") })
+        #expect(last < stopping, "\(server.log)")
+    }
+
     /// A token sent where a path or query value stands (a table name, an id, a `$filter` value,
     /// partly percent-encoded) never reaches the log, in either format.
     @Test(arguments: ["text", "json"]) func aTokenInThePathIsRedacted(format: String) async throws {

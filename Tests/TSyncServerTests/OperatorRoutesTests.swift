@@ -75,6 +75,23 @@ struct OperatorRoutesTests {
         #expect(QueryRedaction.redactingTokens("/tables/" + token) == "/tables/REDACTED")
     }
 
+    /// The log's last target, kept with its redaction, is what redacting each target anew gives,
+    /// whether the next target repeats the last or not.
+    @Test func keptTargetsAreRedactedAsInGeneral() {
+        let token = "Ab3" + String(repeating: "x", count: QueryRedaction.tokenLength - 3)
+        let targets: [(String, String?)] = [
+            ("/tables/todo", "$filter=a%20eq%201&$top=5"), ("/tables/todo", "$filter=a%20eq%201&$top=5"), ("/tables/todo", nil),
+            ("/tables/todo", ""), ("/tables/todo", "token=abc"), ("/tables/todo", "token=abc"), ("/tables/todo", "$top=5"),
+            ("/tables/" + token, "$top=5"), ("/tables/" + token, "$top=5"), ("/tables/todo", "$top=5"),
+            ("/tables/todo", String(repeating: "a", count: 3000)), ("/tables/todo", "Password=x"),
+        ]
+        let kept = RedactedTargets(limit: RequestLogMiddleware.maximumTargetLength)
+        for (path, query) in targets + targets.reversed() {
+            let general = QueryRedaction.target(path: path, query: query, limit: RequestLogMiddleware.maximumTargetLength)
+            #expect(kept.target(path: path, query: query) == general, "\(path) \(query ?? "nil")")
+        }
+    }
+
     /// Printable ASCII is left as it is without reading its scalars: as the general way leaves it.
     @Test func plainLogTextIsEscapedAsInGeneral() {
         let texts = ["", "/tables/todo?$top=5", "a\u{1b}[31mb\nc", "tab\there", "del\u{7F}", "caf\u{E9}", "a\u{85}b", "x\u{2028}y", "~ !"]

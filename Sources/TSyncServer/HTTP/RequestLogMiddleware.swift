@@ -20,6 +20,8 @@ struct RequestLogMiddleware: RouterMiddleware {
     let metrics: ServerMetrics?
     /// Requests under way, for the shutdown line ("waiting for N requests").
     let inFlight: InFlightRequests
+    /// The last target logged, redacted.
+    let targets = RedactedTargets(limit: RequestLogMiddleware.maximumTargetLength)
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
@@ -65,7 +67,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     ) {
         let line = RequestLogLine(
             method: request.method.rawValue,
-            target: QueryRedaction.target(path: request.uri.path, query: request.uri.query, limit: Self.maximumTargetLength),
+            target: targets.target(path: request.uri.path, query: request.uri.query),
             route: route, status: status, milliseconds: (seconds * 1_000_000).rounded() / 1000, bytes: bytes,
             user: context.requestUser.withLock { $0 }.map(LogText.bounded), client: context.clientAddress ?? "-", requestID: requestID)
         context.logger.info("\(line.message)", metadata: [LogFields.request: .stringConvertible(line)])
@@ -176,6 +178,37 @@ enum RequestID {
 extension HTTPField.Name {
     // A valid token literal, as in HeaderNames.swift.
     static let requestID = HTTPField.Name("X-Request-Id")!
+}
+
+/// The last request target the log redacted, and its redaction: the held reads a commit wakes
+/// asked one question with one text, so their thousands of lines at once redact it once, not
+/// once each (the redaction was a twentieth of such an answer's CPU).
+final class RedactedTargets: Sendable {
+    private struct Entry {
+        let path: String
+        let query: String?
+        let target: String
+    }
+
+    private let limit: Int
+    private let last = Mutex<Entry?>(nil)
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// `QueryRedaction.target(path:query:limit:)`, redacted again only when the text differs
+    /// from the last.
+    func target(path: String, query: String?) -> String {
+        let hit = last.withLock { last -> String? in
+            guard let last, last.path == path, last.query == query else { return nil }
+            return last.target
+        }
+        if let hit { return hit }
+        let target = QueryRedaction.target(path: path, query: query, limit: limit)
+        last.withLock { $0 = Entry(path: path, query: query, target: target) }
+        return target
+    }
 }
 
 /// The request target as the log shows it: the query kept, but the value of any parameter whose
