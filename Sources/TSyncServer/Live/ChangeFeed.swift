@@ -219,7 +219,13 @@ public final class ChangeFeed: Sendable {
             let current = state.tables[key]?.generation
             if current == generation, let answer = state.tables[key]?.answers[question] { return answer }
             state.queries += 1
-            let task = Task { try await work() }
+            // Kept by the query's own task, once: not by each of the thousands of reads that
+            // await it, each taking this lock again to find it kept already.
+            let task = Task {
+                let page = try await work()
+                self.keep(page, key: key, question, generation: generation)
+                return page
+            }
             // Kept for the askers of its own generation only: after a commit a new query is due.
             if current == generation {
                 if state.tables[key]?.answers.count ?? 0 >= Self.maximumAnswers { state.dropAnswers(key) }
@@ -232,9 +238,7 @@ public final class ChangeFeed: Sendable {
             return page
         case .running(let task):
             do {
-                let page = try await task.value
-                keep(page, key: key, question, generation: generation)
-                return page
+                return try await task.value
             } catch {
                 state.withLock { state in
                     if state.tables[key]?.generation == generation, case .running? = state.tables[key]?.answers[question] {
