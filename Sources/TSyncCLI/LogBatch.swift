@@ -16,10 +16,7 @@ import Synchronization
 /// serve command flushes before it returns, so a clean stop loses nothing; a crash may lose the
 /// last `delay` of request lines.
 final class LogBatch: Sendable {
-    static let standardError = LogBatch(descriptor: STDERR_FILENO)
-
-    /// How long a line may wait for the ones after it.
-    static let delay = DispatchTimeInterval.milliseconds(10)
+    static let standardError = LogBatch(descriptor: STDERR_FILENO, delay: .milliseconds(10))
     /// Pending bytes that are written at once, without waiting for the timer.
     static let capacity = 64 << 10
 
@@ -30,12 +27,15 @@ final class LogBatch: Sendable {
     }
 
     private let descriptor: Int32
+    /// How long a line may wait for the ones after it.
+    private let delay: DispatchTimeInterval
     private let pending = Mutex(Pending())
     /// Held while bytes are taken and written, so batches reach the descriptor in order.
     private let writing = Mutex(())
 
-    init(descriptor: Int32) {
+    init(descriptor: Int32, delay: DispatchTimeInterval) {
         self.descriptor = descriptor
+        self.delay = delay
     }
 
     /// Adds `line` (a newline is added); it is written within `delay`, or at once when the
@@ -54,7 +54,7 @@ final class LogBatch: Sendable {
         if full {
             flush()
         } else if schedule {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.delay) { [self] in flush() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in flush() }
         }
     }
 

@@ -12,11 +12,12 @@ struct LogBatchTests {
         let descriptor: Int32
         let batch: LogBatch
 
-        init() throws {
+        /// `delay` long enough by default that no timer writes while a test looks.
+        init(delay: DispatchTimeInterval = .seconds(3600)) throws {
             path = FileManager.default.temporaryDirectory.appendingPathComponent("logbatch-\(UUID().uuidString)").path
             descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
             try #require(descriptor >= 0)
-            batch = LogBatch(descriptor: descriptor)
+            batch = LogBatch(descriptor: descriptor, delay: delay)
         }
 
         var text: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
@@ -67,15 +68,29 @@ struct LogBatchTests {
         #expect(target.text == "first\nsecond\nnow\n")
     }
 
-    @Test func fullBatchesAndTheTimerWriteWithoutAFlush() async throws {
+    @Test func aFullBatchIsWrittenAtOnce() throws {
         let target = try Target()
         defer { target.close() }
         let line = String(repeating: "y", count: 1023)
-        for _ in 0..<(LogBatch.capacity / 1024) { target.batch.add(line) }
-        #expect(target.text.utf8.count == LogBatch.capacity, "a full batch is written at once")
+        for _ in 0..<(LogBatch.capacity / 1024 - 1) { target.batch.add(line) }
+        #expect(target.text == "")
+        target.batch.add(line)
+        #expect(target.text.utf8.count == LogBatch.capacity)
+    }
+
+    @Test func theTimerWritesWithoutAFlush() async throws {
+        let target = try Target(delay: .milliseconds(10))
+        defer { target.close() }
         target.batch.add("late")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !target.text.hasSuffix("late\n"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(target.text.hasSuffix(line + "\nlate\n"), "the timer writes what is left")
+        #expect(try await eventuallyWritten(target, "late\n"), "the timer writes what is left")
+        target.batch.add("later")
+        #expect(try await eventuallyWritten(target, "late\nlater\n"), "and again for the next line")
+    }
+
+    /// Whether the file holds `text` within 30 s, looking every 5 ms.
+    private func eventuallyWritten(_ target: Target, _ text: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while target.text != text, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        return target.text == text
     }
 }
