@@ -8,7 +8,7 @@ import Synchronization
 
 /// The server's request lines, written to a descriptor in batches: one `write(2)` for the lines of
 /// a few milliseconds, not one for each. A wake of held reads answers thousands of requests at
-/// once, and each line's own system call was a tenth of an answer's CPU (docs/PERFORMANCE.md,
+/// once, and each line's own system call was 2–3% of an answer's CPU (docs/PERFORMANCE.md,
 /// "Fan-out"). Every line is still written, whole and in the order it was added: the bytes are
 /// taken and written under one lock (`writing`), so two flushes cannot pass each other, while
 /// adding a line waits only for the short lock around the buffer. A line that must not wait (the
