@@ -376,25 +376,27 @@ extension LocalStore {
             let baseVersion: String? = row[9]
             let baseDeleted = (row[10] as Bool?) == true
             var wire: [String: JSONValue]
+            let version: String?
+            // Whether `wire` holds user fields only: no server property to take out.
+            var userFieldsOnly = false
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
                 guard let text = row[6] as String? else { continue }
                 wire = try StoredJSON.decodeObject(text, what: "operation \(operation.seq)")
+                version = operation.state == .inflight ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
             } else if let body = row[7] as String? {
                 wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
                 let ownVersion = row[8] as String?
+                version = baseVersion ?? ownVersion ?? wire["version"]?.stringValue
                 if let saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion) {
                     savedItems[operation.seq] = saved
+                    userFieldsOnly = true
                 }
-                if let ownVersion { wire["version"] = .string(ownVersion) }
             } else {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
             }
-            let version =
-                operation.state == .inflight
-                ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
-            for name in RecordInput.serverProperties { wire.removeValue(forKey: name) }
+            if !userFieldsOnly { for name in RecordInput.serverProperties { wire.removeValue(forKey: name) } }
             wire["id"] = .string(itemID)
             selected.append(
                 OutgoingOperation(
