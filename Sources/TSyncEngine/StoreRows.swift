@@ -144,10 +144,7 @@ enum StoreRows {
     /// insert and update, only the server's properties are written: the body stays as it is,
     /// without encoding it again.
     static func saveRecord(_ db: Database, table: String, record: TSyncModel.Record, localFields: [String: JSONValue]) throws {
-        let localCount = localFields.count - (localFields["id"] == nil ? 0 : 1)
-        guard record.fields.count == localCount, record.fields.allSatisfy({ localFields[$0.key] == $0.value }) else {
-            return try upsertRecord(db, table: table, record: record)
-        }
+        guard keepsFields(record, localFields) else { return try upsertRecord(db, table: table, record: record) }
         // Once for each record a push sends: bound directly (`DirectBindings`).
         let statement = try db.cachedStatement(
             sql: "UPDATE records SET created_at = ?, updated_at = ?, version = ? WHERE tbl = ? AND id = ?")
@@ -159,6 +156,43 @@ enum StoreRows {
         try values.bind(record.id)
         try statement.execute()
         if db.changesCount == 0 { try upsertRecord(db, table: table, record: record) }
+    }
+
+    /// Whether the server's copy `record` has exactly the fields `localFields` (with or without
+    /// `id`): then saving it writes only its server properties (`saveRecord`, `saveProperties`).
+    static func keepsFields(_ record: TSyncModel.Record, _ localFields: [String: JSONValue]) -> Bool {
+        let localCount = localFields.count - (localFields["id"] == nil ? 0 : 1)
+        return record.fields.count == localCount && record.fields.allSatisfy({ localFields[$0.key] == $0.value })
+    }
+
+    /// Appends to `rows` what `savePropertiesSQL` writes of a record `saveRecord` would save by its
+    /// server properties alone (`keepsFields`).
+    static func appendProperties(of record: TSyncModel.Record, table: String, to rows: inout ChunkedRows) {
+        rows.append(record.system.createdAt)
+        rows.append(record.system.updatedAt)
+        rows.append(record.system.version)
+        rows.append(table)
+        rows.append(record.id)
+    }
+
+    /// Writes the server properties of `rows` (`appendProperties`) records, a chunk per statement:
+    /// one `UPDATE` per record was the largest part of a push's completion. A chunk that finds
+    /// fewer rows than it has (a record gone meanwhile) is saved again record by record by
+    /// `missing`, as `saveRecord` saves one.
+    static func saveProperties(_ db: Database, _ rows: ChunkedRows, missing: (Range<Int>) throws -> Void) throws {
+        try rows.execute(db, sql: { $0 == ChunkedRows.chunkSize ? propertiesChunk : propertiesSQL($0) }) { chunk in
+            if db.changesCount < chunk.count { try missing(chunk) }
+        }
+    }
+
+    private static let propertiesChunk = propertiesSQL(ChunkedRows.chunkSize)
+
+    private static func propertiesSQL(_ rows: Int) -> String {
+        """
+        UPDATE records SET created_at = v.column1, updated_at = v.column2, version = v.column3
+        FROM (VALUES \(ChunkedRows.placeholders(rows: rows, columns: 5))) AS v
+        WHERE records.tbl = v.column4 AND records.id = v.column5
+        """
     }
 
     static func deleteRecord(_ db: Database, table: String, id: String) throws {

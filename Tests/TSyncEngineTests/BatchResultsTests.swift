@@ -112,14 +112,32 @@ import TSyncModel
     }
 
     func fast(_ body: String, _ operations: [BatchOperation]) -> Result<[RemoteAnswer], TSyncError>? {
+        fastAsSent(body, operations)?.map(\.answers)
+    }
+
+    /// The byte reader's answers, and the positions whose record it says has the fields sent:
+    /// each of those records has them, as a push then takes them unchecked.
+    func fastAsSent(_ body: String, _ operations: [BatchOperation], sourceLocation: SourceLocation = #_sourceLocation)
+        -> Result<(answers: [RemoteAnswer], fieldsAsSent: Set<Int>), TSyncError>?
+    {
         var sent: [UInt8] = []
         let items = operations.map { $0.write(to: &sent) }
         do {
             guard
-                let answers = try BatchResults.read(
+                let read = try BatchResults.read(
                     Array(body.utf8), to: operations, sentItems: { index in items[index].map { sent[$0] } }, endpoint: endpoint)
             else { return nil }
-            return .success(answers)
+            for index in read.fieldsAsSent {
+                var fields = operations[index].item
+                fields?.removeValue(forKey: "id")
+                switch read.answers[index] {
+                case .accepted(_, let record?), .rejected(_, _, let record?):
+                    #expect(record.fields == fields, "\(body)", sourceLocation: sourceLocation)
+                default:
+                    Issue.record("answer \(index) has no record, but its fields are said to be as sent", sourceLocation: sourceLocation)
+                }
+            }
+            return .success(read)
         } catch {
             return .failure(error)
         }
@@ -158,6 +176,8 @@ import TSyncModel
 
     @Test func whatTsyncServeWritesIsReadFromItsBytes() throws {
         #expect(agree(Self.servedAsSent), "tsync serve's answer went the general way")
+        guard case .success(let read)? = fastAsSent(Self.servedAsSent, Self.operations) else { return }
+        #expect(read.fieldsAsSent == [0, 1, 2], "every record stored as sent is taken as sent")
         guard case .success(let answers)? = fast(Self.servedAsSent, Self.operations) else { return }
         guard case .accepted(200, let record?) = answers[1] else { throw TestFailure("not accepted: \(answers[1])") }
         #expect(record.fields["big"] == .double(1e300) && record.fields["zero"] == .double(-0.0) && record.system.version == "v3")

@@ -39,20 +39,4 @@ import TSyncModel
         #expect(rows.text == JSONSerializer.string(.array(general)))
         #expect(try JSONParser.parse(rows.text) == .array(general))
     }
-
-    @Test func rowsOfFourAsTheSerializerWritesThem() throws {
-        var rows = JSONRowsText(count: 0, bytesPerRow: 0)
-        var general: [JSONValue] = []
-        for (index, string) in Self.strings.enumerated() {
-            let last: String? = index.isMultiple(of: 3) ? nil : Self.strings[Self.strings.count - 1 - index]
-            rows.append(string, "t\(index)", Self.strings[(index + 1) % Self.strings.count], last)
-            general.append(
-                .array([
-                    .string(string), .string("t\(index)"), .string(Self.strings[(index + 1) % Self.strings.count]),
-                    last.map(JSONValue.string) ?? .null,
-                ]))
-        }
-        #expect(rows.text == JSONSerializer.string(.array(general)))
-        #expect(try JSONParser.parse(rows.text) == .array(general))
-    }
 }

@@ -309,4 +309,70 @@ import TSyncModel
         #expect(again.map(\.sentBefore) == Array(repeating: true, count: 9))
         #expect(again.map(\.item) == claimed.map(\.item) && again.map(\.version) == claimed.map(\.version))
     }
+
+    /// A claim saves its items, and a completion the server's properties and the delivered log, a
+    /// chunk of rows per statement (`ChunkedRows`); record by record (`StoreRows.saveRecord`)
+    /// is the general path. Over whole chunks and a part, two tables, ids to escape, answers
+    /// that changed a record's fields and a record gone meanwhile, both leave the same store.
+    @Test func chunkedClaimAndCompletionSaveWhatRecordByRecordSaves() throws {
+        func ids(_ table: String) -> [String] {
+            (0..<75).map { "\(table)-\($0)" + ["", " é", "'q'", "日本", "e\u{301}", "🦊"][$0 % 6] }
+        }
+        func prepared() throws -> (TemporaryStore, [(OutgoingOperation, TSyncModel.Record?)]) {
+            let temporary = try TemporaryStore()
+            let store = temporary.store
+            for table in ["todo", "notes"] {
+                try store.insert(table: table, objects: ids(table).enumerated().map { ["id": .string($1), "n": .int(Int64($0))] })
+            }
+            let claimed = try store.claimOperations(tables: nil, limit: 1_000)
+            #expect(claimed.count == 150)
+            // What each claim saved: the item sent, as the next push re-sends it.
+            let saved = try store.read { db in
+                try Row.fetchAll(db, sql: "SELECT seq, item FROM operations WHERE state = 'inflight'").reduce(into: [Int64: JSONValue]()) {
+                    $0[$1[0]] = try JSONParser.parse($1[1] as String)
+                }
+            }
+            #expect(saved.count == 150 && claimed.allSatisfy { saved[$0.operation.seq] == .object($0.item) })
+            let answered = claimed.enumerated().map { index, outgoing -> (OutgoingOperation, TSyncModel.Record?) in
+                var fields = outgoing.item
+                fields.removeValue(forKey: "id")
+                if index % 7 == 3 { fields["added"] = "by the server" }
+                let record = LocalStore.serverRecord(
+                    outgoing.operation.itemID, fields, version: "v\(index)", at: 1_000 + Int64(index) * 86_400_000)
+                return (outgoing, index % 11 == 5 ? nil : record)
+            }
+            // Gone meanwhile (as no command of tsync does): saved again from the answer.
+            try store.write { db in try db.execute(sql: "DELETE FROM records WHERE tbl = 'todo' AND id IN ('todo-1 é', 'todo-69日本')") }
+            return (temporary, answered)
+        }
+        func contents(_ store: LocalStore) throws -> [[String?]] {
+            func rows(_ sql: String, _ columns: Int) throws -> [[String?]] {
+                try store.read { db in try Row.fetchAll(db, sql: sql).map { row in (0..<columns).map { row[$0] as String? } } }
+            }
+            return try rows("SELECT tbl, id, body, created_at, updated_at, version FROM records ORDER BY tbl, id", 6)
+                + rows("SELECT tbl, item_id, kind, version FROM pushes ORDER BY id", 4)
+        }
+
+        let (chunked, answered) = try prepared()
+        try chunked.store.completeOperations(answered.map { ($0, .succeeded(serverRecord: $1, alreadyApplied: false)) })
+        #expect(try chunked.store.pendingOperations().isEmpty)
+
+        let (general, sameAnswers) = try prepared()
+        try general.store.write { db in
+            try db.execute(sql: "DELETE FROM operations")
+            for (outgoing, answer) in sameAnswers {
+                if let answer {
+                    try StoreRows.saveRecord(db, table: outgoing.operation.table, record: answer, localFields: outgoing.item)
+                }
+                try db.execute(
+                    sql: "INSERT INTO pushes (tbl, item_id, kind, version, pushed_at) VALUES (?, ?, ?, ?, 0)",
+                    arguments: [
+                        outgoing.operation.table, outgoing.operation.itemID, outgoing.operation.kind.rawValue, answer?.system.version,
+                    ])
+            }
+        }
+        let expected = try contents(general.store)
+        #expect(expected.count == 300 && expected.contains { $0[1] == "todo-1 é" && $0[5] == "v1" })
+        #expect(try contents(chunked.store) == expected)
+    }
 }

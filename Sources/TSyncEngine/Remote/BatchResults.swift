@@ -69,14 +69,19 @@ enum BatchResults {
     /// The answers read from the bytes of a batch answer as tsync serve writes it, nil when the
     /// byte reader is not sure of it (read it with `match`). `sentItems` gives the bytes of the
     /// item each operation sent (as `BatchOperation.write` wrote it): a record whose user fields
-    /// are those same bytes takes the sent item's fields without reading them again.
+    /// are those same bytes takes the sent item's fields without reading them again, and its
+    /// position is in `fieldsAsSent`.
     static func read(
         _ body: [UInt8], to operations: [BatchOperation], sentItems: (Int) -> ArraySlice<UInt8>?, endpoint: RemoteEndpoint
-    ) throws(TSyncError) -> [RemoteAnswer]? {
+    ) throws(TSyncError) -> (answers: [RemoteAnswer], fieldsAsSent: Set<Int>)? {
         guard let entries = BatchAnswerDecoder.entries(body) else { return nil }
-        return try answers(entries, to: operations, endpoint: endpoint) { stored, index in
-            record(stored, sent: operations[index], bytes: sentItems(index))
+        var asSent = Set<Int>(minimumCapacity: operations.count)
+        let answers = try answers(entries, to: operations, endpoint: endpoint) { stored, index in
+            let (record, same) = record(stored, sent: operations[index], bytes: sentItems(index))
+            if same { asSent.insert(index) }
+            return record
         }
+        return answers.map { ($0, asSent) }
     }
 
     /// Pairs `entries` with `operations` and makes each answer. `record` turns a stored item into
@@ -147,18 +152,20 @@ enum BatchResults {
     /// The record of a stored item. Its user fields are the text `BatchAnswerDecoder` wrote as
     /// the serializer writes them; when that text is the sent item's without its `id` (a write
     /// stored as sent, nearly every answer of a push), they are the sent item's values, which the
-    /// same text reads back to, and nothing is parsed.
-    private static func record(_ stored: StoredRecord, sent operation: BatchOperation, bytes: ArraySlice<UInt8>?) -> Record? {
+    /// same text reads back to, and nothing is parsed (`asSent`).
+    private static func record(_ stored: StoredRecord, sent operation: BatchOperation, bytes: ArraySlice<UInt8>?)
+        -> (Record?, asSent: Bool)
+    {
         let system = SystemProperties(
             createdAt: stored.createdAt, updatedAt: stored.updatedAt, version: stored.version, deleted: stored.deleted)
         if let bytes, var fields = operation.item, fields["id"] == .string(operation.id),
             sameFields(stored.body, asSentItem: bytes, id: operation.id)
         {
             fields.removeValue(forKey: "id")
-            return Record(id: stored.id, fields: fields, system: system)
+            return (Record(id: stored.id, fields: fields, system: system), true)
         }
-        guard let fields = try? StoredJSON.decodeObject(stored.body, what: "answer") else { return nil }
-        return Record(id: stored.id, fields: fields, system: system)
+        guard let fields = try? StoredJSON.decodeObject(stored.body, what: "answer") else { return (nil, false) }
+        return (Record(id: stored.id, fields: fields, system: system), false)
     }
 
     /// Whether `body` (`{…}`, user fields as the serializer writes them) is `item` (the serializer's

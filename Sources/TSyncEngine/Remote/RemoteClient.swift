@@ -349,10 +349,10 @@ package struct RemoteClient: Sendable {
         }
         // tsync serve's answer, read from its bytes; any other (or one the reader is unsure of) parsed.
         if response.status == 200,
-            let answers = try BatchResults.read(
+            let (answers, asSent) = try BatchResults.read(
                 response.body, to: operations, sentItems: { index in items[index].map { body[$0] } }, endpoint: endpoint)
         {
-            return .answers(answers)
+            return .answers(answers, fieldsAsSent: asSent)
         }
         if response.status == 200 { response.parse() }
         guard response.status == 200, case .array(let results)? = response.json?.objectValue?["results"] else {
@@ -739,8 +739,10 @@ package struct BatchOperation: Sendable {
 
 /// The server's answer to a batch: an answer per operation, or the whole batch refused as too large.
 package enum BatchReply: Sendable, Equatable {
-    /// One answer per operation, in order.
-    case answers([RemoteAnswer])
+    /// One answer per operation, in order; `fieldsAsSent`: the positions of the answers whose
+    /// record's user fields are, byte for byte, the item sent (`BatchResults.sameFields`), which
+    /// a push then neither checks nor compares again.
+    case answers([RemoteAnswer], fieldsAsSent: Set<Int> = [])
     /// 413: the batch holds too many operations or bytes for the server.
     case tooLarge(String)
 }

@@ -27,25 +27,16 @@ struct JSONRowsText {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    /// A row of three strings and a fourth, or null.
-    mutating func append(_ a: String, _ b: String, _ c: String, _ d: String?) {
-        beginRow(a)
-        field(b)
-        field(c)
-        field(d)
-        bytes.append(UInt8(ascii: "]"))
-    }
-
     private mutating func beginRow(_ value: String) {
         separate()
         bytes.append(UInt8(ascii: "["))
         JSONSerializer.writeString(value, to: &bytes)
     }
 
-    /// A row's next field: a string, or null.
-    private mutating func field(_ value: String?) {
+    /// A row's next field.
+    private mutating func field(_ value: String) {
         bytes.append(UInt8(ascii: ","))
-        if let value { JSONSerializer.writeString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        JSONSerializer.writeString(value, to: &bytes)
     }
 
     /// Whether no row was appended.

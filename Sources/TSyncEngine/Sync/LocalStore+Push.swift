@@ -108,7 +108,7 @@ extension LocalStore {
             var savedItems: [Int64: String] = [:]
             var claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
             var fromRecords: [JSONValue] = []
-            let save = try db.cachedStatement(sql: "UPDATE operations SET state = 'inflight', item = ? WHERE seq = ?")
+            var saves = ChunkedRows(columns: 2, rows: claimed.count, bytesPerRow: 128)
             for index in claimed.indices where claimed[index].operation.state == .pending {
                 let seq = claimed[index].operation.seq
                 let text: String
@@ -122,11 +122,10 @@ extension LocalStore {
                     fromRecords.append(.int(seq))
                     continue
                 }
-                var values = DirectBindings(save)
-                try values.bind(text)
-                try values.bind(seq)
-                try save.execute()
+                saves.append(seq)
+                saves.append(text)
             }
+            try saves.execute(db, sql: { $0 == ChunkedRows.chunkSize ? Self.claimChunk : Self.claimSQL($0) })
             if !fromRecords.isEmpty {
                 try db.execute(sql: Self.claimFromRecords, arguments: [JSONSerializer.string(.array(fromRecords))])
             }
@@ -163,23 +162,25 @@ extension LocalStore {
     /// settled. A merge that is refused is recorded as an error, as the general path leaves it; a
     /// settle that fails rolls the transaction back, and the answers are applied again with every
     /// failure recorded, for the general path to settle (and fail as it does).
+    /// `fieldsKept`: the operations whose server record is known to have the fields sent
+    /// (`Pusher.Round.fieldsKept`), which are not compared again.
     /// - Returns: what each operation settled at once came to, by its `seq`.
     @discardableResult
-    package func completeOperations(_ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies? = nil)
-        throws(TSyncError) -> [Int64: SettledAtOnce]
-    {
+    package func completeOperations(
+        _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies? = nil, fieldsKept: Set<Int64> = []
+    ) throws(TSyncError) -> [Int64: SettledAtOnce] {
         guard !results.isEmpty else { return [:] }
         let now = Timestamp.now()
         if let policies, results.contains(where: { Self.settlesAtOnce($0, policies) != nil }) {
             do {
-                return try pool.write { db in try Self.complete(db, results, settling: policies, at: now) }
+                return try pool.write { db in try Self.complete(db, results, settling: policies, at: now, fieldsKept: fieldsKept) }
             } catch is SettleCarefully {
                 // Applied again below, every failure recorded.
             } catch {
                 throw StoreFailure.map(error, location: location)
             }
         }
-        return try write { db in try Self.complete(db, results, settling: nil, at: now) }
+        return try write { db in try Self.complete(db, results, settling: nil, at: now, fieldsKept: fieldsKept) }
     }
 
     /// What settling an operation at once (`completeOperations(_:settling:)`) came to.
@@ -207,7 +208,8 @@ extension LocalStore {
     struct SettleCarefully: Error {}
 
     private static func complete(
-        _ db: Database, _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies?, at now: Timestamp
+        _ db: Database, _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies?, at now: Timestamp,
+        fieldsKept: Set<Int64>
     ) throws -> [Int64: SettledAtOnce] {
         var succeeded: [(OutgoingOperation, TSyncModel.Record?)] = []
         var atOnce: [(OutgoingOperation, ConflictPolicy, message: String, theirs: TSyncModel.Record)] = []
@@ -248,7 +250,7 @@ extension LocalStore {
                 }
             }
         }
-        try Self.completeOperations(db, succeeded)
+        try Self.completeOperations(db, succeeded, fieldsKept: fieldsKept)
         return settled
     }
 
@@ -287,6 +289,16 @@ extension LocalStore {
                 WHERE r.tbl = o.tbl AND r.id = o.item_id) v)
         WHERE seq IN (SELECT value FROM json_each(?))
         """
+
+    /// Marks operations (rows of `seq`, item) in flight, saving with each the item it sends.
+    static func claimSQL(_ rows: Int) -> String {
+        """
+        UPDATE operations SET state = 'inflight', item = v.column2
+        FROM (VALUES \(ChunkedRows.placeholders(rows: rows, columns: 2))) AS v WHERE operations.seq = v.column1
+        """
+    }
+
+    private static let claimChunk = claimSQL(ChunkedRows.chunkSize)
 
     // MARK: - Selection
 
@@ -364,25 +376,27 @@ extension LocalStore {
             let baseVersion: String? = row[9]
             let baseDeleted = (row[10] as Bool?) == true
             var wire: [String: JSONValue]
+            let version: String?
+            // Whether `wire` holds user fields only: no server property to take out.
+            var userFieldsOnly = false
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
                 guard let text = row[6] as String? else { continue }
                 wire = try StoredJSON.decodeObject(text, what: "operation \(operation.seq)")
+                version = operation.state == .inflight ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
             } else if let body = row[7] as String? {
                 wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
                 let ownVersion = row[8] as String?
+                version = baseVersion ?? ownVersion ?? wire["version"]?.stringValue
                 if let saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion) {
                     savedItems[operation.seq] = saved
+                    userFieldsOnly = true
                 }
-                if let ownVersion { wire["version"] = .string(ownVersion) }
             } else {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
             }
-            let version =
-                operation.state == .inflight
-                ? wire["version"]?.stringValue : baseVersion ?? wire["version"]?.stringValue
-            for name in RecordInput.serverProperties { wire.removeValue(forKey: name) }
+            if !userFieldsOnly { for name in RecordInput.serverProperties { wire.removeValue(forKey: name) } }
             wire["id"] = .string(itemID)
             selected.append(
                 OutgoingOperation(
@@ -437,6 +451,16 @@ extension LocalStore {
 // MARK: - Steps inside a caller's transaction
 
 extension LocalStore {
+    /// The rows (index, table, id) whose item has another operation queued.
+    private static func newerChangeSQL(_ rows: Int) -> String {
+        """
+        SELECT v.column1 FROM (VALUES \(ChunkedRows.placeholders(rows: rows, columns: 3))) AS v
+        WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = v.column2 AND o.item_id = v.column3)
+        """
+    }
+
+    private static let newerChangeChunk = newerChangeSQL(ChunkedRows.chunkSize)
+
     /// Puts one claimed operation back to pending, as it was before the claim.
     static func releaseOperation(_ db: Database, seq: Int64) throws {
         try db.execute(
@@ -464,13 +488,17 @@ extension LocalStore {
     /// The steps that apply to every operation alike (leave the queue, look for newer changes,
     /// drop the bases) are one statement each for the whole batch, the operations' keys passed as
     /// one JSON array: statement by statement they were half of what a push spent in the store.
-    static func completeOperations(_ db: Database, _ accepted: [(OutgoingOperation, TSyncModel.Record?)]) throws {
+    static func completeOperations(
+        _ db: Database, _ accepted: [(OutgoingOperation, TSyncModel.Record?)], fieldsKept: Set<Int64> = []
+    ) throws {
         guard !accepted.isEmpty else { return }
         var seqs = JSONRowsText(count: accepted.count, bytesPerRow: 8)
-        var keys = JSONRowsText(count: accepted.count, bytesPerRow: 32)
-        for (outgoing, _) in accepted {  // one copy of each element (by index, each access copied the tuple)
+        var keys = ChunkedRows(columns: 3, rows: accepted.count, bytesPerRow: 32)
+        for (index, (outgoing, _)) in accepted.enumerated() {  // one copy of each element (by index, each access copied the tuple)
             seqs.append(outgoing.operation.seq)
-            keys.append(outgoing.operation.table, outgoing.operation.itemID)
+            keys.append(Int64(index))
+            keys.append(outgoing.operation.table)
+            keys.append(outgoing.operation.itemID)
         }
         try db.execute(sql: "DELETE FROM operations WHERE seq IN (SELECT value FROM json_each(?))", arguments: [seqs.text])
         guard db.changesCount == accepted.count else {
@@ -487,15 +515,11 @@ extension LocalStore {
                 newerSkipped[index] = skipped
             }
         }
-        let newerChange = Set(
-            try Int.fetchAll(
-                db,
-                sql: """
-                    SELECT CAST(j.key AS INTEGER) FROM json_each(?) j WHERE EXISTS (
-                        SELECT 1 FROM operations o
-                        WHERE o.tbl = json_extract(j.value, '$[0]') AND o.item_id = json_extract(j.value, '$[1]'))
-                    """,
-                arguments: [keys.text]))
+        var newerChange = Set<Int>()
+        try keys.forEachChunk(db, sql: { $0 == ChunkedRows.chunkSize ? newerChangeChunk : newerChangeSQL($0) }) { statement, _ in
+            let indices = try Int.fetchCursor(statement)
+            while let index = try indices.next() { newerChange.insert(index) }
+        }
         // Logged with the version the store holds once done: the newer copy's, where it was taken.
         try DeliveredOperations.append(
             db,
@@ -504,6 +528,10 @@ extension LocalStore {
                 return (item.0.operation, taken?.system.version)
             })
         var idle = JSONRowsText(count: accepted.count, bytesPerRow: 32)
+        // The records saved by their server properties alone, and where each is in `accepted`.
+        var properties = ChunkedRows(columns: 5, rows: accepted.count, bytesPerRow: 96)
+        var propertiesOf: [Int] = []
+        propertiesOf.reserveCapacity(accepted.count)
         for (index, (outgoing, answer)) in accepted.enumerated() {
             let operation = outgoing.operation
             let table = operation.table
@@ -519,8 +547,11 @@ extension LocalStore {
                 } else if let server = answer {
                     if server.system.deleted {
                         try StoreRows.deleteRecord(db, table: table, id: id)
+                    } else if fieldsKept.contains(operation.seq) || StoreRows.keepsFields(server, outgoing.item) {
+                        StoreRows.appendProperties(of: server, table: table, to: &properties)
+                        propertiesOf.append(index)
                     } else {
-                        try StoreRows.saveRecord(db, table: table, record: server, localFields: outgoing.item)
+                        try StoreRows.upsertRecord(db, table: table, record: server)
                     }
                 }
                 continue
@@ -531,6 +562,13 @@ extension LocalStore {
                     server.system.createdAt?.iso8601, server.system.updatedAt?.iso8601, server.system.version, table, id,
                 ])
             try StoreRows.saveBase(db, table: table, id: id, item: server.wireObject)
+        }
+        try StoreRows.saveProperties(db, properties) { chunk in
+            for position in chunk {
+                let (outgoing, answer) = accepted[propertiesOf[position]]
+                guard let answer else { continue }
+                try StoreRows.saveRecord(db, table: outgoing.operation.table, record: answer, localFields: outgoing.item)
+            }
         }
         // The other copies a pull skipped of these items are older than the answers (or taken).
         if try StoreRows.hasSkippedCopies(db) {

@@ -253,7 +253,7 @@ package struct Pusher: Sendable {
                 if error.requestNeverSent { try store.releaseOperations(claimed) }
                 throw error
             }
-            guard case .answers(let answers) = reply else {
+            guard case .answers(let answers, _) = reply else {
                 try store.releaseOperations(claimed)
                 throw .failure("the server refused the batch as too large: push them in parts")
             }
@@ -298,6 +298,9 @@ package struct Pusher: Sendable {
         var stop: TSyncError?
         var unapplied: [OutgoingOperation] = []
         var requests = 0
+        /// The operations whose accepted record has, byte for byte, the fields sent: their
+        /// completion saves its server properties without comparing the fields again.
+        var fieldsKept: Set<Int64> = []
 
         /// Records a failed exchange for `operations`: it stops the push, and decides whether
         /// they may have reached the server. A 401 is no proof that they did not: a gateway may
@@ -322,7 +325,7 @@ package struct Pusher: Sendable {
     ///   counts them until `SyncSession.pushSettling` counts what is left).
     @discardableResult
     private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) -> [OutgoingOperation] {
-        let atOnce = try store.completeOperations(round.answered, settling: settling)
+        let atOnce = try store.completeOperations(round.answered, settling: settling, fieldsKept: round.fieldsKept)
         var settled: [OutgoingOperation] = []
         for (outgoing, verdict) in round.answered {
             summary.items.add(table: outgoing.operation.table, id: outgoing.operation.itemID)
@@ -403,10 +406,17 @@ package struct Pusher: Sendable {
                 let reply = try await remote.batch(chunk.map(\.batchOperation), atomic: false)
                 round.requests += 1
                 switch reply {
-                case .answers(let answers):
-                    for (outgoing, answer) in zip(chunk, answers) {
+                case .answers(let answers, let asSent):
+                    for (position, (outgoing, answer)) in zip(chunk, answers).enumerated() {
                         do throws(TSyncError) {
-                            let verified = try await Self.verified(answer, of: outgoing, remote: remote)
+                            let fieldsAsSent = asSent.contains(position)
+                            let verified = try await Self.verified(answer, of: outgoing, remote: remote, fieldsAsSent: fieldsAsSent)
+                            // Its own record taken (not one read back): the fields are the item's.
+                            if fieldsAsSent, case .accepted(_, let record?) = answer,
+                                Self.holds(record, asSent: outgoing, fieldsAsSent: true)
+                            {
+                                round.fieldsKept.insert(outgoing.operation.seq)
+                            }
                             round.answered.append((outgoing, Self.verdict(outgoing, verified)))
                         } catch {
                             // The batch reached the server: an answer that cannot be verified
@@ -532,9 +542,12 @@ package struct Pusher: Sendable {
     ///   not; an insert's 404 never is.
     /// - A 409/412 must carry this item's record, if any; a 5xx may have been applied, so it is
     ///   not a failure of the operation.
-    static func verified(_ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: any SyncRemote) async throws(TSyncError)
-        -> RemoteAnswer
-    {
+    ///
+    /// `fieldsAsSent`: the answer's record has, byte for byte, the fields sent
+    /// (`BatchReply.answers`), so only its id, version and deletion are checked.
+    static func verified(
+        _ answer: RemoteAnswer, of outgoing: OutgoingOperation, remote: any SyncRemote, fieldsAsSent: Bool = false
+    ) async throws(TSyncError) -> RemoteAnswer {
         let operation = outgoing.operation
         let name = "\(operation.table)/\(operation.itemID)"
         func isItem(_ record: Record?) -> Bool { record?.id.utf8.elementsEqual(operation.itemID.utf8) == true }
@@ -550,7 +563,7 @@ package struct Pusher: Sendable {
             // The answer must show the write stored: a version that did not move is a success the
             // server did not do; other fields, or the item deleted, are an earlier
             // answer replayed or a write not done as sent. Otherwise it is read back.
-            if let record, Self.holds(record, asSent: outgoing) { return answer }
+            if let record, Self.holds(record, asSent: outgoing, fieldsAsSent: fieldsAsSent) { return answer }
             let stored = try await readBack(outgoing, remote: remote)
             let accepted =
                 record == nil
@@ -590,10 +603,12 @@ package struct Pusher: Sendable {
     /// a version other than the one sent in `If-Match`, and every field sent with the value sent
     /// (a field sent as null may be absent; `1` equals `1.0`). Fields the server adds are allowed:
     /// a server may compute some, while `tsync serve` stores exactly what it is sent (docs/DESIGN.md §7).
-    static func holds(_ record: Record, asSent outgoing: OutgoingOperation) -> Bool {
+    /// With `fieldsAsSent` its fields are known to be the item's, and are not compared.
+    static func holds(_ record: Record, asSent outgoing: OutgoingOperation, fieldsAsSent: Bool = false) -> Bool {
         guard record.id.utf8.elementsEqual(outgoing.operation.itemID.utf8), !record.system.deleted,
             let version = record.system.version, version != outgoing.version
         else { return false }
+        if fieldsAsSent { return true }
         return outgoing.item.allSatisfy { name, value in
             SystemProperties.names.contains(name) || ThreeWayMerge.same(value, record.fields[name])
         }
