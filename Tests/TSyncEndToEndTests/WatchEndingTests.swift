@@ -113,18 +113,25 @@ import TSyncModel
         let watcher = try Watcher(b)
         await watcher.waitFor("connected")
         let lock = (b.path as NSString).appendingPathComponent(".tsync/push.lock")
-        let holder = try TSyncProcess(["-c", "exec flock \"$0\" sleep 13", lock], in: b.path, executable: "/bin/sh")
+        // The holder keeps the lock until it is ended: the lock is on its own descriptor 9, which
+        // `exec sleep` keeps, so ending that one process frees it. Held for a fixed time instead,
+        // a loaded machine's push started after the lock was gone, and no wait was seen.
+        let holder = try TSyncProcess(
+            ["-c", #"exec 9>>"$0" && flock 9 && exec sleep 600"#, lock], in: b.path, executable: "/bin/sh")
+        defer { holder.signal(SIGKILL) }  // Not left holding it when an expectation throws.
         // Held once another `flock` cannot take it (`-n`: exit 1 at once).
         let held = try await eventually {
             try await ChildProcess.run("/usr/bin/flock", ["-n", lock, "true"]).status == 1
         }
         #expect(held, "the lock is held")
         try await b.ok(["insert", "todo", #"{"id": "queued"}"#])
-        let reconnecting = await watcher.waitFor("reconnecting", seconds: 30)
+        let reconnecting = await watcher.waitFor("reconnecting", seconds: 60)
         #expect(reconnecting?["message"]?.stringValue?.contains("another tsync is pushing") == true, "\(String(describing: reconnecting))")
-        await watcher.waitFor("pushed", id: "queued", seconds: 40)
+        #expect(try await server.record("todo", "queued") == nil, "nothing is pushed while the lock is held")
+        holder.signal(SIGTERM)
+        #expect(await holder.wait(timeout: 30).status == 128 + SIGTERM, "the holder ended, and the lock with it")
+        await watcher.waitFor("pushed", id: "queued", seconds: 60)
         #expect(try await server.record("todo", "queued") != nil)
-        _ = await holder.wait(timeout: 30)
         await #expect(watcher.stop().status == 130)
     }
 }

@@ -127,6 +127,9 @@ final class ReadShares: Sendable {
 
     /// Reads running now for `client` (tests).
     func running(_ client: String) -> Int { state.withLock { $0.running[client, default: 0] } }
+
+    /// Reads waiting now for a slot, all clients together (tests).
+    var waiting: Int { state.withLock { $0.queue.count } }
 }
 
 /// The reads waiting for a slot, in a queue per client: which to start next is the first of the
