@@ -11,6 +11,16 @@ import TSyncModel
 /// the real binary and reads its stderr and answers.
 @Suite(.serialized) struct OperatorServeTests {
     /// Every line of a JSON log, parsed; a line that is not a JSON object is a recorded issue.
+    /// A server without accounts on a new SQLite database, its log in `format`; the directory
+    /// holds the database and the log, and must outlive the server.
+    static func serverLogging(_ format: String) throws -> (TemporaryDirectory, ServerProcess) {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["serve", "--db", "sqlite:" + directory.path + "/s.db", "--port", "0", "--no-auth", "--log-format", format],
+            log: directory.path)
+        return (directory, server)
+    }
+
     static func jsonLines(_ log: String) -> [[String: JSONValue]] {
         log.split(separator: "\n").compactMap { line in
             guard let object = (try? JSONParser.parse(String(line)))?.objectValue else {
@@ -138,11 +148,8 @@ import TSyncModel
     /// Request lines are written in batches, yet reach the log while the server runs (a short
     /// timer writes them), every one of them, and before the server's own lines that follow them.
     @Test(arguments: ["text", "json"]) func requestLinesReachTheLogWhileServingAndBeforeTheStop(format: String) async throws {
-        let directory = try TemporaryDirectory()
-        let server = try ServerProcess(
-            arguments: ["serve", "--db", "sqlite:" + directory.path + "/s.db", "--port", "0", "--no-auth", "--log-format", format],
-            log: directory.path)
-        defer { server.stop() }
+        let (directory, server) = try Self.serverLogging(format)
+        defer { withExtendedLifetime(directory) { server.stop() } }
         let base = try await server.waitForAddress()
         _ = try await HTTP.send("GET", base + "/health?first=1")
         #expect(try await server.waitForLog("/health?first=1"), "\(server.log)")
@@ -164,11 +171,8 @@ import TSyncModel
     /// A token sent where a path or query value stands (a table name, an id, a `$filter` value,
     /// partly percent-encoded) never reaches the log, in either format.
     @Test(arguments: ["text", "json"]) func aTokenInThePathIsRedacted(format: String) async throws {
-        let directory = try TemporaryDirectory()
-        let server = try ServerProcess(
-            arguments: ["serve", "--db", "sqlite:" + directory.path + "/s.db", "--port", "0", "--no-auth", "--log-format", format],
-            log: directory.path)
-        defer { server.stop() }
+        let (directory, server) = try Self.serverLogging(format)
+        defer { withExtendedLifetime(directory) { server.stop() } }
         let base = try await server.waitForAddress()
         // Shaped as the server's tokens: 43 characters of base64url.
         let token = "Ab3-_" + String(repeating: "xY7", count: 12) + "Qz"
