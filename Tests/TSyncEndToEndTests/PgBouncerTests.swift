@@ -65,7 +65,7 @@ struct PgBouncerTests {
             let woken = try await held.value
             #expect(woken.status == 200)
             #expect(woken.body.contains(#""late""#), "\(woken.body)")
-            #expect(ContinuousClock.now - wrote < .seconds(10), "woken by the write, not by the end of the wait")
+            #expect(ContinuousClock.now - wrote < .seconds(15), "woken by the write, not by the end of the 20 s wait")
 
             // A query past --query-timeout is stopped at it: statement_timeout holds per transaction.
             let text = String(repeating: "x", count: 4000)
@@ -106,7 +106,9 @@ struct PgBouncerTests {
         #expect(serve.status == 1, "\(serve)")
         #expect(serve.stderr.contains("authentication failed"), "PgBouncer's reason: \(serve.stderr)")
         #expect(serve.stderr.split(separator: "\n").count == 1, "one line: \(serve.stderr)")
-        #expect(took < .seconds(10))
+        // The pool would retry until the test gives up (120 s); a loaded machine starts serve
+        // and PgBouncer's refusal in seconds.
+        #expect(took < .seconds(30))
     }
 }
 
