@@ -36,8 +36,11 @@ struct PgBouncerTests {
             defer { second.stop() }
             let a = try await first.waitForAddress()
             let b = try await second.waitForAddress()
-            #expect(try await HTTP.send("GET", a + "/ready").status == 200)
-            #expect(try await HTTP.send("GET", b + "/ready").status == 200)
+            // Both become ready: a loaded machine's first session through PgBouncer can take
+            // longer than /ready's 2 s, and a load balancer asks again.
+            for base in [a, b] {
+                #expect(try await eventually { try await HTTP.send("GET", base + "/ready").status == 200 }, "\(base) ready")
+            }
 
             // Writes through one instance, read page by page through the other (tsync's walk,
             // `tsync_pull_page`, many times over one pooled connection).
