@@ -118,7 +118,9 @@ import TSyncModel
         let answers = await Self.answers(sockets)
         let answered = ContinuousClock.now - start
         #expect(answers.allSatisfy { $0 == [] }, "every held read answered with an empty page: \(answers)")
-        #expect(answered < .seconds(10), "answered \(answered) after SIGTERM")
+        // Well below the 20 s limit to stop (and the 25 s wait), which a loaded machine's
+        // twenty answers do not reach.
+        #expect(answered < .seconds(15), "answered \(answered) after SIGTERM")
         #expect(try await stopping.value == 0)
     }
 

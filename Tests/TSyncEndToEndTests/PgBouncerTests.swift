@@ -36,8 +36,11 @@ struct PgBouncerTests {
             defer { second.stop() }
             let a = try await first.waitForAddress()
             let b = try await second.waitForAddress()
-            #expect(try await HTTP.send("GET", a + "/ready").status == 200)
-            #expect(try await HTTP.send("GET", b + "/ready").status == 200)
+            // Both become ready: a loaded machine's first session through PgBouncer can take
+            // longer than /ready's 2 s, and a load balancer asks again.
+            for base in [a, b] {
+                #expect(try await eventually { try await HTTP.send("GET", base + "/ready").status == 200 }, "\(base) ready")
+            }
 
             // Writes through one instance, read page by page through the other (tsync's walk,
             // `tsync_pull_page`, many times over one pooled connection).
@@ -65,7 +68,7 @@ struct PgBouncerTests {
             let woken = try await held.value
             #expect(woken.status == 200)
             #expect(woken.body.contains(#""late""#), "\(woken.body)")
-            #expect(ContinuousClock.now - wrote < .seconds(10), "woken by the write, not by the end of the wait")
+            #expect(ContinuousClock.now - wrote < .seconds(15), "woken by the write, not by the end of the 20 s wait")
 
             // A query past --query-timeout is stopped at it: statement_timeout holds per transaction.
             let text = String(repeating: "x", count: 4000)
@@ -106,7 +109,9 @@ struct PgBouncerTests {
         #expect(serve.status == 1, "\(serve)")
         #expect(serve.stderr.contains("authentication failed"), "PgBouncer's reason: \(serve.stderr)")
         #expect(serve.stderr.split(separator: "\n").count == 1, "one line: \(serve.stderr)")
-        #expect(took < .seconds(10))
+        // The pool would retry until the test gives up (120 s); a loaded machine starts serve
+        // and PgBouncer's refusal in seconds.
+        #expect(took < .seconds(30))
     }
 }
 

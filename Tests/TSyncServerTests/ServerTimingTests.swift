@@ -29,8 +29,10 @@ import TSyncModel
     ///
     /// The test takes her share itself and gives it back once her read is seen waiting for it:
     /// the read's wait is then at least the time between the two, on any machine. A slow filter
-    /// held it before, and a loaded machine stretched that past its deadlines.
-    @Test(arguments: ["/tables/t?$top=1", "/tables/t?$orderby=updatedAt,id&$top=1&__includeDeleted=true"])
+    /// held it before, and a loaded machine stretched that past its deadlines. The pull's page is
+    /// not full (`$top=2`, one record): a full one has its next page read ahead in her share
+    /// (PostgreSQL), which the test could take for its own or for the read it waits for.
+    @Test(arguments: ["/tables/t?$top=1", "/tables/t?$orderby=updatedAt,id&$top=2&__includeDeleted=true"])
     func aPageSaysHowLongItsReadWaitedForTheDatabase(_ quick: String) async throws {
         var configuration = ServerConfiguration()
         configuration.readsPerClient = 1
@@ -38,10 +40,13 @@ import TSyncModel
             let alice = try await http.login(Self.alice.0, Self.alice.1)
             #expect(try await http.post("/tables/t", ["id": "a"], token: alice).status == 201)
 
+            let asked = ContinuousClock.now
             let alone = try await http.get(quick, token: alice)
+            let roundTrip = Self.milliseconds(ContinuousClock.now - asked)
             #expect(alone.status == 200)
             let aloneWait = try #require(Self.queued(alone), "a page says its queue: \(alone.headers)")
-            #expect(aloneWait >= 0 && aloneWait < 500, "nothing held the read: \(aloneWait) ms")
+            // Within the request's own time, however long a loaded machine made that.
+            #expect(aloneWait >= 0 && aloneWait <= roundTrip, "nothing held the read: \(aloneWait) ms of \(roundTrip) ms")
 
             let shares = try #require(Self.shares(http.storage), "\(type(of: http.storage))")
             let (release, released) = AsyncStream<Void>.makeStream()

@@ -21,7 +21,8 @@ import TSyncModel
                 let reply = try await http.get("/tables/t?$filter=" + filter)
                 #expect(reply.status == 400, "\(http.backend): \(reply.status) \(reply.text.prefix(200))")
                 #expect(reply.error?.contains("cannot be evaluated") == true, "\(http.backend): \(reply.text.prefix(200))")
-                #expect(ContinuousClock.now - start < .seconds(5), "\(http.backend): refused before the deadline")
+                // Half the 20 s deadline: a loaded machine is slow, but not that slow to refuse.
+                #expect(ContinuousClock.now - start < .seconds(10), "\(http.backend): refused before the deadline")
             }
             // Under the bound, both still answer: 8 MB from three doublings, and a replace that
             // would grow each occurrence of a text that has none.
