@@ -66,6 +66,22 @@ import TSyncModel
         #expect(JSONOutput.int(single.summary["requests"]) == 12)
     }
 
+    /// A push of 300 records of 60 KB: the store's statements for it have journals larger than
+    /// SQLite keeps in memory, and spilling one to a file once failed "the disk holding
+    /// store.sqlite is full" with the disk free (`SQLiteSettings`).
+    @Test func aPushOfLargeRecordsLeavesNothingQueued() async throws {
+        let server = try await ServeFixture()
+        let store = try await TSyncSandbox(remote: server.url)
+        let text = String(repeating: "x", count: 60_000)
+        let lines = (0..<300).map { #"{"id":"r\#($0)","text":"\#(text)"}"# }
+        try await store.ok(["insert", "items", "-q"], stdin: lines.joined(separator: "\n") + "\n")
+        let push = try await store.run(["push", "-q"])
+        #expect(push.status == 0, "\(push)")
+        #expect(try await store.ok(["status", "--porcelain"]).isEmpty, "nothing left queued")
+        let records = try await server.records("items")
+        #expect(records.count == 300 && records.values.allSatisfy { $0["text"]?.stringValue == text })
+    }
+
     @Test func aBatchSplitsAtTheServersLimit() async throws {
         let server = try await ServeFixture(options: ["--max-batch", "7"])
         let store = try await TSyncSandbox(remote: server.url)

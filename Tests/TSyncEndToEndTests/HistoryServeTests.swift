@@ -60,6 +60,43 @@ import TSyncModel
         }
     }
 
+    /// A push of a few thousand 1.5 KB records: the server's history rows for them are statements
+    /// whose journal outgrows what SQLite keeps in memory, and spilling it to a file once failed
+    /// ("database or disk is full", HTTP 500) when the in-memory pieces were 128 KiB or more.
+    @Test(arguments: databases) func aPushOfLargeRecordsStoresEveryRecordAndVersion(_ kind: ServerBackend) async throws {
+        let directory = try TemporaryDirectory()
+        try await kind.withServer(in: directory) { server, base, _ in
+            let count = 2_000
+            let text = String(repeating: "x", count: 1_500)
+            let store = try await TSyncSandbox(remote: base)
+            let lines = (0..<count).map { #"{"id":"r\#(String(format: "%05d", $0))","text":"\#(text)"}"# }
+            try await store.ok(["insert", "items", "-q"], stdin: lines.joined(separator: "\n") + "\n")
+            let push = try await store.run(["push", "-q"])
+            #expect(push.status == 0, "\(push)")
+            #expect(!server.log.contains("database or disk is full"), "\(server.log.suffix(2_000))")
+
+            let now = Timestamp.now().iso8601
+            var stored = Set<String>()
+            var versioned = Set<String>()
+            for skip in stride(from: 0, to: count + 1, by: 1_000) {
+                let page = try await HTTP.send("GET", base + "/tables/items?$select=id,text&$orderby=id&$top=1000&$skip=\(skip)")
+                #expect(page.status == 200, "\(page.body.prefix(500))")
+                for item in try JSONOutput.array(page.body) {
+                    if let id = item.objectValue?["id"]?.stringValue, item.objectValue?["text"]?.stringValue == text { stored.insert(id) }
+                }
+                let then = try await HTTP.send("GET", base + "/tables/$history/items?at=\(now)&$orderby=id&$top=1000&$skip=\(skip)")
+                #expect(then.status == 200, "\(then.body.prefix(500))")
+                for item in try JSONOutput.array(then.body) {
+                    if let id = item.objectValue?["id"]?.stringValue, item.objectValue?["text"]?.stringValue == text {
+                        versioned.insert(id)
+                    }
+                }
+            }
+            #expect(stored.count == count, "records on the server")
+            #expect(versioned.count == count, "records with their version in the history")
+        }
+    }
+
     @Test(arguments: databases) func keepHistoryZeroTurnsTheRouteOff(_ kind: ServerBackend) async throws {
         let directory = try TemporaryDirectory()
         try await kind.withDatabase(in: directory) { db in
