@@ -3,8 +3,10 @@ import TSyncModel
 @testable import TSyncServer
 
 /// Headers, limits and hostile input: every refusal is a JSON `{"error": …}` with the right status,
-/// and the server keeps answering afterwards.
-@Suite struct ProtocolLimitsTests {
+/// and the server keeps answering afterwards. A test that hangs (a wait nobody ends) fails with
+/// its name at the limit instead of holding the whole run; the limit is far above any test's time
+/// on a loaded machine.
+@Suite(.timeLimit(.minutes(10))) struct ProtocolLimitsTests {
     @Test func healthAnswersWithoutAuthentication() async throws {
         try await withTestServer(ServerConfiguration()) { http in
             let health = try await http.get("/health")

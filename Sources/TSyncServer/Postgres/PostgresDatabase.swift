@@ -237,6 +237,9 @@ final class PostgresDatabase: Sendable {
     /// Makes a PostgresNIO error into one an operator can act on. Messages carry the server's
     /// wording but never the SQL text or a bound value.
     func translated(_ error: any Error) -> any Error {
+        if error is PostgresConnectionClosed {
+            return TSyncError.failure("PostgreSQL at \(url) ended the connection of a transaction before it was done; try again")
+        }
         if error is TSyncError || error is CancellationError || error is PostgresServerError || error is QueryTimedOut { return error }
         if let error = error as? PostgresDecodingError {
             // Its description is PostgresNIO's generic one; its data is a record's: neither is said.
@@ -305,6 +308,9 @@ struct PostgresServerError: Error, CustomStringConvertible {
     var isProgramLimit: Bool { sqlState.hasPrefix("54") }
 }
 
+/// The connection had closed when a statement was to be sent on it (`PostgresTransaction.sent`).
+struct PostgresConnectionClosed: Error {}
+
 /// One connection inside `BEGIN … COMMIT`. Only `PostgresDatabase` makes one.
 struct PostgresTransaction {
     enum Outcome<Value: Sendable> {
@@ -322,7 +328,7 @@ struct PostgresTransaction {
 
     @discardableResult
     func rows(_ statement: PostgresStatement) async throws -> [PostgresRow] {
-        try await connection.query(tagged(statement.query), logger: logger).collect()
+        try await sent(tagged(statement.query)).get().rows
     }
 
     func execute(_ statement: PostgresStatement) async throws {
@@ -331,7 +337,7 @@ struct PostgresTransaction {
 
     /// Queues `statement` on the connection without waiting for it (its outcome is not looked at).
     func send(_ statement: PostgresStatement) {
-        let _: EventLoopFuture<PostgresQueryResult> = connection.query(tagged(statement.query), logger: logger)
+        _ = sent(tagged(statement.query))
     }
 
     /// `BEGIN`, whatever the database's default isolation: the write floors and pull caps
@@ -348,11 +354,25 @@ struct PostgresTransaction {
     /// When `query` fails, the `COMMIT` ends the failed transaction (PostgreSQL rolls it back).
     fileprivate func alone(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await begin(waiting: false)
-        let result: EventLoopFuture<PostgresQueryResult> = connection.query(tagged(query), logger: logger)
-        let commit: EventLoopFuture<PostgresQueryResult> = connection.query(tagged(PostgresStatement("COMMIT").query), logger: logger)
+        let result = sent(tagged(query))
+        let commit = sent(tagged(PostgresStatement("COMMIT").query))
         let rows = try await result.get().rows
         _ = try await commit.get()
         return rows
+    }
+
+    /// `query` sent, or failed when the connection has closed. PostgresNIO never answers a
+    /// statement written after its connection closed (the write fails with no one told), and a
+    /// connection closes under a transaction whenever the server ends it: a transaction left idle
+    /// past `idle_in_transaction_session_timeout` while a loaded machine's event loop stalls. The
+    /// `ROLLBACK` after that failure waited for ever. Looked at and written on the connection's
+    /// event loop, where it closes: nothing can close it in between.
+    private func sent(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
+        let loop = connection.eventLoop
+        return loop.flatSubmit { [connection, logger] in
+            guard !connection.isClosed else { return loop.makeFailedFuture(PostgresConnectionClosed()) }
+            return connection.query(query, logger: logger)
+        }
     }
 
     private func tagged(_ query: PostgresQuery) -> PostgresQuery {
