@@ -2,8 +2,9 @@
 # Live-sync benchmark, not a test: change-to-event latency of `tsync watch`, measured
 # in one run against its anchor. Release build, `tsync serve --no-auth` on SQLite on loopback.
 #   live     a store runs `tsync watch --json` against the server (the live route, Prefer: wait);
-#   polling  another store runs `tsync watch --json --interval INTERVAL` against a second server on
-#            the same database started with --max-watchers 0 (a plain v2 server: polled).
+#   polling  another store runs `tsync watch --json --interval INTERVAL` against a second server,
+#            on a database of its own (a SQLite database takes one server), started with
+#            --max-watchers 0 (a plain v2 server: polled).
 # N records are inserted one at a time with POST /tables/todo (python's urllib, one connection a
 # request), PAUSE seconds apart. A record's latency is its `pulled` event's `at` minus its
 # `updatedAt` (the commit's time, from the same clock): the time from the commit to the record
@@ -47,7 +48,7 @@ trap cleanup EXIT
 
 serve_start "$bin" "$work/live.log" --db "sqlite:$work/server.db" --no-auth
 live_url=$SERVE_URL
-serve_start "$bin" "$work/plain.log" --db "sqlite:$work/server.db" --no-auth --max-watchers 0
+serve_start "$bin" "$work/plain.log" --db "sqlite:$work/plain.db" --no-auth --max-watchers 0
 plain_url=$SERVE_URL
 
 for side in live plain; do
@@ -62,23 +63,27 @@ watchers+=($!)
 watchers+=($!)
 sleep 1
 
-python3 - "$live_url" "$count" "$pause" "$work" <<'PY'
+python3 - "$live_url" "$plain_url" "$count" "$pause" "$work" <<'PY'
 import json, sys, time, urllib.request
 from datetime import datetime
 
-url, count, pause, work = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+urls = {"live": sys.argv[1], "plain": sys.argv[2]}
+count, pause, work = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 
 def millis(text):
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp() * 1000
 
-committed = {}
+# Each record is written to both servers (a database each): its latency on a side is from the
+# commit that side's server made.
+committed = {"live": {}, "plain": {}}
 for i in range(count):
     body = json.dumps({"id": f"r{i:06d}", "n": i}).encode()
-    request = urllib.request.Request(url + "/tables/todo", data=body, method="POST",
-                                     headers={"Content-Type": "application/json", "ZUMO-API-VERSION": "2.0.0"})
-    with urllib.request.urlopen(request) as reply:
-        record = json.load(reply)
-    committed[record["id"]] = millis(record["updatedAt"])
+    for side, url in urls.items():
+        request = urllib.request.Request(url + "/tables/todo", data=body, method="POST",
+                                         headers={"Content-Type": "application/json", "ZUMO-API-VERSION": "2.0.0"})
+        with urllib.request.urlopen(request) as reply:
+            record = json.load(reply)
+        committed[side][record["id"]] = millis(record["updatedAt"])
     time.sleep(pause)
 
 def latencies(side, wait_seconds):
@@ -88,9 +93,9 @@ def latencies(side, wait_seconds):
         with open(f"{work}/{side}.events") as events:
             for line in events:
                 event = json.loads(line)
-                if event.get("event") == "pulled" and event.get("id") in committed:
-                    seen.setdefault(event["id"], millis(event["at"]) - committed[event["id"]])
-        if len(seen) == len(committed) or time.time() > deadline:
+                if event.get("event") == "pulled" and event.get("id") in committed[side]:
+                    seen.setdefault(event["id"], millis(event["at"]) - committed[side][event["id"]])
+        if len(seen) == len(committed[side]) or time.time() > deadline:
             return sorted(seen.values()), len(seen)
         time.sleep(0.2)
 
@@ -101,7 +106,7 @@ results = {}
 for side in ("live", "plain"):
     values, got = latencies(side, 30)
     results[side] = values
-    print(f"{side:8} {got}/{len(committed)} events  p50 {pct(values, 50):7.1f} ms  p99 {pct(values, 99):7.1f} ms  max {max(values) if values else float('nan'):7.1f} ms")
+    print(f"{side:8} {got}/{len(committed[side])} events  p50 {pct(values, 50):7.1f} ms  p99 {pct(values, 99):7.1f} ms  max {max(values) if values else float('nan'):7.1f} ms")
 if results["live"] and results["plain"]:
     print(f"polling / live: p50 x{pct(results['plain'], 50) / max(pct(results['live'], 50), 0.5):.0f}, p99 x{pct(results['plain'], 99) / max(pct(results['live'], 99), 0.5):.0f}")
 PY
@@ -122,6 +127,10 @@ serve_start "$bin" "$work/catch-writer.log" --db "sqlite:$work/catch.db" --no-au
 awk -v count="$catchup" 'BEGIN { for (i = 0; i < count; i++) printf "{\"id\":\"c%07d\",\"text\":\"record number %d\",\"n\":%d}\n", i, i, i }' |
     "$bin" -C "$work/catch-writer" insert items >/dev/null
 "$bin" -C "$work/catch-writer" push -q >/dev/null
+# The writer's server ends before the watched one comes back: a SQLite database takes one server.
+writer_pid=${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}
+kill -TERM "$writer_pid"
+wait "$writer_pid" 2>/dev/null || true
 restarted=$(date +%s.%N)
 "$bin" serve --port "${catch_url##*:}" --db "sqlite:$work/catch.db" --no-auth >"$work/catch-again.log" 2>&1 &
 SERVE_PIDS+=($!)
@@ -166,8 +175,10 @@ print(line)
 PY
 
 # Idle watchers.
+# The held reads come from one address: its shares go (as in bench-fanout.sh), and one address
+# may fill only 7/8 of --max-connections.
 serve_start "$bin" "$work/idle.log" --db "sqlite:$work/idle.db" --no-auth --max-watchers "$idle" \
-    --max-connections $((idle + 64))
+    --max-connections $((idle * 8 / 7 + 128)) --max-client-connections 100000 --max-account-requests 100000
 idle_url=$SERVE_URL
 idle_pid=${SERVE_PIDS[${#SERVE_PIDS[@]}-1]}
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
