@@ -30,6 +30,13 @@ import TSyncModel
         try await server.sql("DELETE FROM t_todo;")
     }
 
+    /// A store whose remote is a `LossyProxy` in front of a server that takes batches or not.
+    private static func storeBehindProxy(batched: Bool) async throws -> (ServeFixture, LossyProxy, TSyncSandbox) {
+        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
+        let proxy = try LossyProxy(upstream: server.url)
+        return (server, proxy, try await TSyncSandbox(remote: proxy.url))
+    }
+
     private static func ids(_ store: TSyncSandbox, _ table: String = "todo") async throws -> [String] {
         try JSONOutput.array(try await store.ok(["query", table, "--json"])).compactMap { $0.objectValue?["id"]?.stringValue }.sorted()
     }
@@ -175,9 +182,7 @@ import TSyncModel
     /// (exit 3), and past the proxy it reaches the server.
     @Test(arguments: [("update", false), ("update", true), ("insert", false), ("insert", true)])
     func aSuccessThatIsNotWhatWasSentIsReadBack(kind: String, batched: Bool) async throws {
-        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
-        let proxy = try LossyProxy(upstream: server.url)
-        let store = try await TSyncSandbox(remote: proxy.url)
+        let (server, proxy, store) = try await Self.storeBehindProxy(batched: batched)
         let item: String
         if kind == "update" {
             try await store.ok(["insert", "todo", #"{"id": "a", "text": "first"}"#])
@@ -222,9 +227,7 @@ import TSyncModel
     /// behind it, and once logged in (here: past the proxy) both reach the server.
     @Test(arguments: [false, true])
     func aWriteAppliedThenAnswered401StaysInFlight(batched: Bool) async throws {
-        let server = try await ServeFixture(options: batched ? [] : ["--max-batch", "0"])
-        let proxy = try LossyProxy(upstream: server.url)
-        let store = try await TSyncSandbox(remote: proxy.url)
+        let (server, proxy, store) = try await Self.storeBehindProxy(batched: batched)
         try await store.ok(["insert", "todo", #"{"id": "a", "text": "old"}"#])
         try await store.ok(["push"])
         try await store.ok(["update", "todo", "a", "--set", "text=new"])
@@ -273,5 +276,120 @@ import TSyncModel
             _ = try await reader.run(["push"])
         }
         #expect(try await server.record("todo", "a")?["text"] == "theirs", "no blind overwrite")
+    }
+
+    // MARK: - Another request's answer
+
+    /// Six records `a`…`f` at six times, on the server.
+    private static func sixRecords(_ server: ServeFixture) async throws {
+        try await Self.emptyTable(server)
+        try await Self.rows(server, ["a", "b", "c", "d", "e", "f"].enumerated().map { ($1, "2020-01-01T00:00:0\($0).000Z") })
+    }
+
+    /// A page of the records from `first` on, as the server answers it: what a cache keeps.
+    private static func page(_ server: ServeFixture, from first: Int) async throws -> String {
+        let reply = try await HTTP.send(
+            "GET", server.url + "/tables/todo?$orderby=updatedAt,id&$top=2&$skip=\(first)&__includeDeleted=true")
+        #expect(reply.status == 200, "\(reply)")
+        return reply.body
+    }
+
+    /// A cache that keys answers by path hands a read the answer to a later page (the soak's
+    /// replayed-page fault: the next page, asked ahead, answered first). Its records come after
+    /// the checkpoint, in order: the pull used to write them and move its checkpoint past the
+    /// records between, for good, exit 0. The answer echoes another request's token: it is not
+    /// taken, the read is asked again, and nothing is skipped.
+    @Test(arguments: ["the first read", "a read after a checkpoint"])
+    func aLaterPageHandedToAReadSkipsNothing(read: String) async throws {
+        let server = try await ServeFixture()
+        try await Self.sixRecords(server)
+        let proxy = try LossyProxy(upstream: server.url)
+        // The first read (no checkpoint, no filter) is handed c and d; the read after a and b, e and f.
+        let first = read == "the first read"
+        proxy.replace(
+            "GET", first ? "/tables/todo?%24orderby" : "/tables/todo?%24filter", status: 200, contentType: "application/json",
+            body: try await Self.page(server, from: first ? 2 : 4), forward: false,
+            headers: [("X-TSync-Echo", "0123456789abcdef0123456789abcdef")])
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await reader.run(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(pull.status == 0, "\(pull)")
+        #expect(proxy.droppedCount == 1, "the cache's answer was sent")
+        #expect(try await Self.ids(reader) == ["a", "b", "c", "d", "e", "f"])
+    }
+
+    /// A cache that hands every read another's answer: the pull asks each read three times, then
+    /// stops (exit 3) with nothing of those answers written and its checkpoint where its records
+    /// are complete; the next pull, past the cache, brings the rest.
+    @Test func aReadAlwaysAnsweredWithAnothersStopsWithNothingTaken() async throws {
+        let server = try await ServeFixture()
+        try await Self.sixRecords(server)
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.replace(
+            "GET", "/tables/todo?%24filter", status: 200, contentType: "application/json", body: try await Self.page(server, from: 4),
+            forward: false, count: 100, headers: [("X-TSync-Echo", "0123456789abcdef0123456789abcdef")])
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        let pull = try await reader.run(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(pull.status == 3, "\(pull)")
+        #expect(pull.stderr.contains("with the answer to another request 3 times"), "\(pull.stderr)")
+        #expect(pull.stderr.contains("X-TSync-Echo") && pull.stderr.contains("nothing of it was taken"), "\(pull.stderr)")
+        #expect(try await Self.ids(reader) == ["a", "b"], "the first page, checked, is written; nothing of the cache's")
+        try await reader.ok(["remote", server.url])
+        try await reader.ok(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(try await Self.ids(reader) == ["a", "b", "c", "d", "e", "f"])
+    }
+
+    /// A write answered with another request's answer (a cache keeping answers to POST by path) may
+    /// have been applied or not: it is not sent twice, nothing of the answer is taken, the
+    /// operation stays in flight (exit 3), and the next push settles it with the server's copy.
+    @Test(arguments: [false, true])
+    func aWriteAnsweredWithAnothersStaysInFlight(batched: Bool) async throws {
+        let (server, proxy, store) = try await Self.storeBehindProxy(batched: batched)
+        try await store.ok(["insert", "todo", #"{"id": "a", "text": "mine"}"#])
+        let other = #"{"id": "z", "text": "another's", "version": "v1", "updatedAt": "2026-01-01T00:00:00.000Z", "deleted": false}"#
+        proxy.replace(
+            "POST", batched ? "/tables/$batch" : "/tables/todo", status: batched ? 200 : 201, contentType: "application/json",
+            body: batched ? #"{"results": [{"index": 0, "id": "z", "status": 201, "item": \#(other)}]}"# : other, forward: true,
+            headers: [("X-TSync-Echo", "0123456789abcdef0123456789abcdef")])
+        let push = try await store.run(["push"])
+        #expect(push.status == 3, "\(push)")
+        #expect(push.stderr.contains("answer to another request") && push.stderr.contains("stay queued"), "\(push.stderr)")
+        #expect(try await store.ok(["status", "--porcelain"]) == "A\ttodo\ta\n", "the insert stays in flight")
+        #expect(try await store.run(["get", "todo", "z"]).status != 0, "nothing of the answer is taken")
+        #expect(try await server.record("todo", "a")?["text"] == "mine", "the server applied it")
+        let again = try await store.run(["push"])
+        #expect(again.status == 0, "\(again)")
+        #expect(try await store.ok(["status", "--porcelain"]) == "")
+        #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
+    }
+
+    /// A plain v2 server echoes nothing, nor does a proxy that strips the headers it does not
+    /// know: nothing can be checked that way, and sync works as it did.
+    @Test func aServerThatEchoesNothingIsSyncedAsBefore() async throws {
+        let server = try await ServeFixture()
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.rewriteHeader("X-TSync-Echo") { _, _ in nil }
+        let writer = try await TSyncSandbox(remote: proxy.url)
+        for id in ["a", "b", "c"] { try await writer.ok(["insert", "todo", #"{"id": "\#(id)", "text": "\#(id)"}"#]) }
+        try await writer.ok(["push"])
+        let reader = try await TSyncSandbox(remote: proxy.url)
+        try await reader.ok(["pull", "todo", "--query-id", "all", "--page-size", "2"])
+        #expect(try await Self.ids(reader) == ["a", "b", "c"])
+        #expect(proxy.rewritten >= 4, "every answer came without its echo")
+    }
+
+    /// `tsync serve` echoes a plain token, and no other (a client cannot make it send a header of
+    /// its making); every answer tells caches to keep nothing.
+    @Test func theServerEchoesAPlainTokenOnly() async throws {
+        let server = try await ServeFixture()
+        for (token, echoed) in [
+            ("abc-DEF_123", true), (String(repeating: "a", count: 64), true), (String(repeating: "a", count: 65), false),
+            ("a b", false), ("a;b", false),
+        ] {
+            let reply = try await HTTP.send("GET", server.url + "/tables/todo?$top=1", headers: ["X-TSync-Echo": token])
+            #expect(reply.headers["X-TSync-Echo"] == (echoed ? token : nil), "\(token): \(reply.headers)")
+            #expect(reply.headers["Cache-Control"] == "no-store", "\(reply.headers)")
+        }
+        let missing = try await HTTP.send("GET", server.url + "/tables/no-such/x")
+        #expect(missing.headers["X-TSync-Echo"] == nil && missing.headers["Cache-Control"] == "no-store", "\(missing)")
     }
 }

@@ -408,23 +408,47 @@ package struct RemoteClient: Sendable {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
         if method != .GET, !serverCheck.isProven { _ = try await proveServer() }
-        let request = request(method, url, body: body, ifMatch: ifMatch, authenticated: authenticated, prefer: prefer)
-        var answer = try await exchange(request, bytesSent: body?.count ?? 0, headed: headed)
+        var answer: HTTPAnswer
+        var asked = 0
+        while true {
+            let token = EchoCheck.token()
+            let request = request(method, url, body: body, ifMatch: ifMatch, authenticated: authenticated, prefer: prefer, echo: token)
+            asked += 1
+            if let answered = try await exchange(request, bytesSent: body?.count ?? 0, echo: token, headed: headed) {
+                answer = answered
+                break
+            }
+            // Another request's answer (`EchoCheck`): a read is asked again, as a cache that
+            // keys its answers wrongly may answer right the next time; a write is not sent twice.
+            guard method == .GET, asked < Self.echoAttempts else {
+                throw Unanswered.anotherRequests(
+                    endpoint, request: "\(method.rawValue) \(Self.path(of: url))", asked: asked, write: method != .GET
+                )
+                .error
+            }
+        }
         // A page's 200 is read by its caller, most often without a `JSONValue` (`readStoredPage`).
         if parsesSuccess || answer.status != 200 { answer.parse() }
         try screen(answer, method: method, url: url, authenticated: authenticated, discovering: discovering)
         return answer
     }
 
-    /// The request as the protocol sends it: its version, the token, `If-Match`, the body.
+    /// How many times a read is asked whose answers are other requests' (`EchoCheck`).
+    static let echoAttempts = 3
+
+    /// The request as the protocol sends it: its version, the token, `If-Match`, the body, and the
+    /// token its answer must echo (`EchoCheck`).
     private func request(
-        _ method: HTTPMethod, _ url: String, body: [UInt8]?, ifMatch: String?, authenticated: Bool, prefer: String?
+        _ method: HTTPMethod, _ url: String, body: [UInt8]?, ifMatch: String?, authenticated: Bool, prefer: String?, echo: String
     ) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url)
         if let prefer { request.headers.add(name: "Prefer", value: prefer) }
         request.method = method
         request.headers.add(name: "ZUMO-API-VERSION", value: "2.0.0")
         request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: EchoCheck.header, value: echo)
+        // A cache that follows HTTP asks the server again; one that does not is caught by the echo.
+        if method == .GET { request.headers.add(name: "Cache-Control", value: "no-cache") }
         if authenticated, let token {
             request.headers.add(name: "X-ZUMO-AUTH", value: token)
         }
@@ -439,11 +463,12 @@ package struct RemoteClient: Sendable {
     }
 
     /// One exchange, its answer's body read whole (not parsed), told to the observer; a failure
-    /// before an answer is thrown in words (`failedExchange`). `headed` sees a 200's headers
-    /// before its body is read.
+    /// before an answer is thrown in words (`failedExchange`). Nil, its body unread, when the
+    /// answer is not the answer to this request (it does not echo `echo`: `EchoCheck`).
+    /// `headed` sees a 200's headers before its body is read.
     private func exchange(
-        _ request: HTTPClientRequest, bytesSent: Int, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
-    ) async throws(TSyncError) -> HTTPAnswer {
+        _ request: HTTPClientRequest, bytesSent: Int, echo: String, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
+    ) async throws(TSyncError) -> HTTPAnswer? {
         // One deadline for the whole exchange, body included: a server that sends its headers at
         // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
         let deadline = NIODeadline.now() + timeout
@@ -462,6 +487,7 @@ package struct RemoteClient: Sendable {
         do {
             response = try await http.execute(request, deadline: deadline)
             answered = Int(response.status.code)
+            guard EchoCheck.answers(echo, headers: response.headers) else { return nil }
             if response.status == .ok { headed?(response.headers) }
             // Room for the length the server names, up to 8 MiB (a page is a few hundred KB): a
             // hostile server could name the whole limit and send nothing.

@@ -35,6 +35,9 @@ package enum Unanswered: Sendable {
     case unreadableBatch(RemoteEndpoint, status: Int)
     /// An answer of the history route no sync server gives (nothing is written by reading it).
     case unexplainedHistory(RemoteEndpoint, what: String)
+    /// `request` (its method and path) was answered with another request's answer, `asked` times
+    /// (`EchoCheck`); `write` when it may have been applied all the same.
+    case anotherRequests(RemoteEndpoint, request: String, asked: Int, write: Bool)
 
     /// The outcome as the error a command ends with.
     package var error: TSyncError {
@@ -90,6 +93,12 @@ package enum Unanswered: Sendable {
                 .unreachable, "\(endpoint) answered the batch with HTTP \(status) but no readable results; \(lost), push again")
         case .unexplainedHistory(let endpoint, let what):
             return TSyncError(.unreachable, "\(endpoint) \(fromAnswer)\(what); nothing was changed")
+        case .anotherRequests(let endpoint, let request, let asked, let write):
+            let times = asked == 1 ? "" : " \(asked) times"
+            return TSyncError(
+                .unreachable,
+                "\(endpoint) answered \(request) with the answer to another request\(times) (it echoes another request's \(EchoCheck.header): a cache or proxy replaying answers?); nothing of it was taken, \(write ? queued : later)"
+            )
         }
     }
 }

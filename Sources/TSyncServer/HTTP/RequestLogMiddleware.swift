@@ -5,7 +5,8 @@ import Logging
 import Synchronization
 import TSyncModel
 
-/// One log line per request, and the request's id (`X-Request-Id`, sent back with every answer).
+/// One log line per request, and the headers that tie an answer to its request: the request's id
+/// (`X-Request-Id`, sent back with every answer) and the client's token (`Echo`).
 ///
 /// The line's message is the human one (`127.0.0.1 GET /tables/todo 200 1.2 ms`); its metadata
 /// carries the fields a JSON log shows (`RequestLogLine`). Headers are never logged, and query
@@ -49,6 +50,9 @@ struct RequestLogMiddleware: RouterMiddleware {
     {
         var response = response
         response.headers[.requestID] = requestID
+        if let echo = Echo.value(request.headers[.echo]) { response.headers[.echo] = echo }
+        // An answer is the state now, for one user: no cache is to keep it (`Echo` catches one that does).
+        response.headers[.cacheControl] = "no-store"
         end(request, context, start: start, requestID: requestID, status: response.status.code, bytes: response.body.contentLength)
         return response
     }
@@ -175,9 +179,30 @@ enum RequestID {
     }
 }
 
+/// `X-TSync-Echo`: the token a client sent, sent back with the answer, so that the client can tell
+/// its answer from another request's that a cache or proxy handed it (docs/DESIGN.md §4, "Echo").
+/// Only a short plain token is echoed: a client cannot make the server send a header of its making.
+enum Echo {
+    static let maximumLength = 64
+
+    static func value(_ presented: String?) -> String? {
+        guard let presented, (1...maximumLength).contains(presented.utf8.count) else { return nil }
+        let plain = presented.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"):
+                true
+            default: false
+            }
+        }
+        return plain ? presented : nil
+    }
+}
+
 extension HTTPField.Name {
-    // A valid token literal, as in HeaderNames.swift.
+    // Valid token literals, as in HeaderNames.swift.
     static let requestID = HTTPField.Name("X-Request-Id")!
+    static let echo = HTTPField.Name("X-TSync-Echo")!
 }
 
 /// The last request target the log redacted, and its redaction: the held reads a commit wakes
