@@ -36,14 +36,20 @@ import TSyncModel
         let todo = document["components"]?.objectValue?["schemas"]?.objectValue?["Table_todo"]?.objectValue
         #expect(todo?["required"] == ["title"])
 
-        // Every path and method listed is served.
+        // Every path and method listed is served, and echoes the token it declares.
         for (path, item) in paths {
             let concrete = path.replacingOccurrences(of: "{table}", with: "t").replacingOccurrences(of: "{id}", with: "x")
-            for method in (item.objectValue ?? [:]).keys {
+            for (method, operation) in item.objectValue ?? [:] {
                 let body: String? = ["post", "patch"].contains(method) ? "{}" : nil
-                let answer = try await HTTP.send(method.uppercased(), base + concrete, body: body)
+                let answer = try await HTTP.send(method.uppercased(), base + concrete, headers: ["X-TSync-Echo": "t-1"], body: body)
                 #expect(
                     answer.status != 405 && !answer.body.contains("no such endpoint"), "\(method) \(path): \(answer.status) \(answer.body)")
+                guard case .array(let parameters)? = operation.objectValue?["parameters"] else {
+                    Issue.record("\(method) \(path) has no parameters")
+                    continue
+                }
+                let declared = parameters.contains { $0.objectValue?["name"] == "X-TSync-Echo" }
+                #expect(declared == true && answer.headers["X-TSync-Echo"] == "t-1", "\(method) \(path): \(answer.headers)")
             }
         }
         let trace = try await HTTP.send("TRACE", base + "/tables/t/x")

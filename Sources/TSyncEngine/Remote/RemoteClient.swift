@@ -464,7 +464,7 @@ package struct RemoteClient: Sendable {
 
     /// One exchange, its answer's body read whole (not parsed), told to the observer; a failure
     /// before an answer is thrown in words (`failedExchange`). Nil, its body unread, when the
-    /// answer is not the answer to this request (it does not echo `echo`: `EchoCheck`).
+    /// answer is another request's (it echoes a token other than `echo`: `EchoCheck`).
     /// `headed` sees a 200's headers before its body is read.
     private func exchange(
         _ request: HTTPClientRequest, bytesSent: Int, echo: String, headed: (@Sendable (HTTPHeaders) -> Void)? = nil

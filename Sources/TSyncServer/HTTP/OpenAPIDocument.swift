@@ -93,6 +93,13 @@ enum OpenAPIDocument {
                 "schema": ["type": "string", "pattern": #"^\s*\+?0*2(\..*)?\s*$"#],
             ])
         }
+        parameters.append([
+            "name": "X-TSync-Echo", "in": "header", "required": false,
+            "description": .string(
+                "A token of the client's, sent back in the answer's X-TSync-Echo when it is 1 to 64 letters, digits, '-' or '_' "
+                    + "(others are not echoed): a client tells its answer from another request's that a cache handed it."),
+            "schema": ["type": "string"],
+        ])
         for parameter in route.query {
             parameters.append([
                 "name": .string(parameter.name), "in": "query", "required": .bool(parameter.required),
