@@ -1,3 +1,4 @@
+import PostgresNIO
 import Testing
 import TSyncModel
 
@@ -73,6 +74,41 @@ struct PostgresConnectionLossTests {
                     #expect(took < ReadinessSession.answerLimit, "answered, not waited out: \(took)")
                 }
             }
+        }
+    }
+
+    /// What every statement goes through (`sentIfOpen`: a transaction's, the query deadline's
+    /// cancel, `/ready`'s look): on a connection PostgreSQL has ended it fails at once, as a
+    /// connection ended, where PostgresNIO's own `query` is never answered.
+    @Test func aStatementOnAConnectionPostgreSQLEndedFailsAtOnce() async throws {
+        let admin = try PostgresTestDatabase.adminURL()
+        try await PostgresDatabase.withDatabase(url: admin, maximumConnections: 1, migrations: nil, logger: quietLogger) { look in
+            let connection = try await PostgresConnection.connect(
+                configuration: try admin.connectionConfiguration(), id: 7, logger: quietLogger)
+            let pid = try await connection.sentIfOpen(PostgresQuery(unsafeSQL: "SELECT pg_backend_pid()"), logger: quietLogger)
+                .get().rows.first?.decode(Int32.self)
+            var end = PostgresStatement("SELECT pg_terminate_backend(CAST(")
+            end.append(end.bind(Int64(pid ?? 0)) + " AS integer))")
+            do {
+                try await look.rows(end)
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            let closed = try await eventually { connection.isClosed }
+            if !closed { try? await connection.close() }
+            try #require(closed, "PostgreSQL ended the connection")
+            let running = SharedFlag()
+            let sent = Task {
+                defer { running.clear() }
+                _ = try await connection.sentIfOpen(PostgresQuery(unsafeSQL: "SELECT 1"), logger: quietLogger).get()
+            }
+            let answered = try await eventually { !running.isSet }
+            // Without an answer the test stops here, failed: waiting for the task would hang it.
+            try #require(answered, "the statement on the ended connection is answered")
+            await #expect(throws: PostgresConnectionClosed.self) { try await sent.value }
+            #expect(PostgresDatabase.ended(PostgresConnectionClosed()) == "", "said as a connection PostgreSQL ended")
+            #expect(look.translated(PostgresConnectionClosed()) is DatabaseConnectionEnded)
         }
     }
 }
