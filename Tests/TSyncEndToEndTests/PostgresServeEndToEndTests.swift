@@ -99,6 +99,53 @@ struct PostgresServeEndToEndTests {
         }
     }
 
+    /// A session PostgreSQL ends under a request (`pg_terminate_backend`, as a restart or an
+    /// operator's cleanup does) is a 503, "not now", which a client sends again: the server runs,
+    /// and the log says what happened, not that PostgreSQL cannot be reached.
+    @Test func aSessionPostgreSQLEndsUnderARequestIsNotNow() async throws {
+        let directory = try TemporaryDirectory()
+        try await PostgresFixture.withFreshDatabase { db in
+            let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"], log: directory.path)
+            defer { server.stop() }
+            let url = try await server.waitForAddress()
+            #expect(try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"a","text":"fine"}"#).status == 201)
+
+            // A session holds the records' table (at most 30 s): the read waits on its lock, in
+            // a session of the server's own that is then ended.
+            let admin = try #require(PostgresFixture.adminURL)
+            let name = ReadinessTests.name(db)
+            let holder = try ChildProcess(
+                "/usr/bin/env",
+                ["psql", "-q", db, "-c", "BEGIN; LOCK TABLE tsync_records IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(30); COMMIT;"])
+            let locked = try await eventually {
+                try await ReadinessTests.count(
+                    admin,
+                    "pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = '\(name)' "
+                        + "AND l.mode = 'AccessExclusiveLock' AND l.granted AND l.relation IS NOT NULL") > 0
+            }
+            #expect(locked, "the table is locked")
+            let waiter = "pg_stat_activity WHERE datname = '\(name)' AND wait_event_type = 'Lock' AND query NOT LIKE '%pg_sleep%'"
+            let read = Task { try await HTTP.send("GET", url + "/tables/todo") }
+            let waiting = try await eventually { try await ReadinessTests.count(admin, waiter) > 0 }
+            #expect(waiting, "the read waits on the lock")
+            try await PostgresFixture.psql(admin, "SELECT pg_terminate_backend(pid) FROM " + waiter)
+            let answer = try await read.value
+            #expect(answer.status == 503, "\(answer.status) \(answer.body)")
+            #expect(answer.body.contains("ended its connection") && answer.body.contains("try again"), "\(answer.body)")
+            #expect(!answer.body.contains("postgres://"), "the database's address stays in the log: \(answer.body)")
+            #expect(server.log.contains("ended the connection before the work was done"), "\(server.log)")
+            #expect(server.log.contains("SQLSTATE 57P01"), "PostgreSQL's words: \(server.log)")
+            #expect(!server.log.contains("cannot reach"), "\(server.log)")
+
+            try await PostgresFixture.psql(
+                admin,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()"
+            )
+            _ = await holder.wait(timeout: 10)
+            #expect(try await HTTP.send("GET", url + "/tables/todo").status == 200, "the next request is served")
+        }
+    }
+
     @Test func anUnreachableDatabaseIsAClearFailure() async throws {
         let directory = try TemporaryDirectory()
         let refusing = try LoopbackListener.refusing()

@@ -48,6 +48,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffers)
             if let tls = try? operations.handler(type: NIOSSLServerHandler.self) {
                 try operations.addHandler(ConnectionGuard(limits: limits), position: .after(tls))
+                try operations.addHandler(TLSPeerGone(), position: .after(tls))
             } else {
                 try operations.addHandler(ConnectionGuard(limits: limits), position: .first)
             }

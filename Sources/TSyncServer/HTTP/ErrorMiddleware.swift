@@ -51,6 +51,10 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as QueryTimedOut {
             metrics?.recordQueryTimeout()
             return JSONResponse.error(.serviceUnavailable, error.message)
+        } catch let error as DatabaseConnectionEnded {
+            // Not the server's fault nor the client's: the next connection may well work.
+            context.logger.warning("request failed: \(error)")
+            return JSONResponse.error(.serviceUnavailable, DatabaseConnectionEnded.answer)
         } catch is ClientGone {
             return JSONResponse.error(
                 HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), "the client closed the connection")

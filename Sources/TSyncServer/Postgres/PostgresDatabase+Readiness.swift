@@ -13,13 +13,40 @@ extension PostgresDatabase {
     }
 
     private func lookReady() async throws {
-        let connection = try await readinessSession.connection { [self] in try await openReadinessConnection() }
         let look: (replica: Bool, readOnly: String)
         do {
-            look = try await withThrowingTaskGroup(of: (Bool, String)?.self) { [self] group in
+            look = try await answer(through: try await readinessSession.connection { [self] in try await openReadinessConnection() })
+        } catch let error where Self.ended(error) != nil {
+            // The kept session had ended (PostgreSQL ended it: a restart, `pg_terminate_backend`):
+            // that says nothing of the database now, so a new one is asked at once.
+            do {
+                look = try await answer(through: try await readinessSession.connection { [self] in try await openReadinessConnection() })
+            } catch {
+                throw translated(error)
+            }
+        }
+        if look.replica {
+            throw DatabaseTakesNoWrites(
+                reason: "the database is a read-only replica",
+                detail: "PostgreSQL at \(url) is a read-only replica (hot standby): every write would fail; point --db at the primary")
+        }
+        if look.readOnly == "on" {
+            throw DatabaseTakesNoWrites(
+                reason: "the database is read-only",
+                detail:
+                    "PostgreSQL at \(url) begins its transactions read-only (default_transaction_read_only is on): every write would fail")
+        }
+    }
+
+    /// What `connection` says of the database: a session closed fails at once, one that does
+    /// not answer within `ReadinessSession.answerLimit` is closed; either way it is dropped. A
+    /// session PostgreSQL ended is said untranslated (`ended`), to be looked through again.
+    private func answer(through connection: PostgresConnection) async throws -> (replica: Bool, readOnly: String) {
+        do {
+            return try await withThrowingTaskGroup(of: (Bool, String)?.self) { [self] group in
                 group.addTask { [self] in
                     let statement = PostgresStatement("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
-                    let rows = try await connection.query(statement.query, logger: logger).collect()
+                    let rows = try await connection.sentIfOpen(statement.query, logger: logger).get().rows
                     return try rows.first?.decode((Bool, String).self) ?? (false, "off")
                 }
                 // A session that never answers (a peer gone without a word) is closed, which ends
@@ -36,20 +63,12 @@ extension PostgresDatabase {
                 }
                 return look
             }
+        } catch let error where Self.ended(error) != nil {
+            await readinessSession.drop(connection)
+            throw error
         } catch {
             await readinessSession.drop(connection)
             throw translated(error)
-        }
-        if look.replica {
-            throw DatabaseTakesNoWrites(
-                reason: "the database is a read-only replica",
-                detail: "PostgreSQL at \(url) is a read-only replica (hot standby): every write would fail; point --db at the primary")
-        }
-        if look.readOnly == "on" {
-            throw DatabaseTakesNoWrites(
-                reason: "the database is read-only",
-                detail:
-                    "PostgreSQL at \(url) begins its transactions read-only (default_transaction_read_only is on): every write would fail")
         }
     }
 

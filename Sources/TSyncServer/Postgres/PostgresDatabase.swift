@@ -1,8 +1,15 @@
 import Logging
+import NIOCore
 import PostgresNIO
 import Synchronization
 import TSyncModel
 import TSyncTransport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A pool of connections to one PostgreSQL database, with the schema brought up to date.
 ///
@@ -196,7 +203,11 @@ final class PostgresDatabase: Sendable {
                                     statement.append("WHERE state = 'active' AND pid <> pg_backend_pid() ")
                                     statement.append(
                                         "AND left(query, \(statement.bind(Int64(tag.utf8.count)))::integer) = \(statement.bind(tag))")
-                                    _ = try? await client.query(statement.query, logger: logger).collect()
+                                    // Not `client.query`: it writes on the connection it leases without a
+                                    // look, and one that closed meanwhile would hold the request for ever.
+                                    _ = try? await client.withConnection { connection in
+                                        _ = try await connection.sentIfOpen(statement.query, logger: logger).get()
+                                    }
                                 }
                             }
                         })
@@ -234,13 +245,40 @@ final class PostgresDatabase: Sendable {
         return "\(inner.code)"
     }
 
+    /// The cause, in words, when `error` says PostgreSQL ended a connection that was open (the
+    /// server's message, or "" when it gave none); nil for any other error, among them a connect
+    /// that failed, which is "cannot reach". A session ended by `pg_terminate_backend` or a restart
+    /// is not a server that does not run, and the next connection may well work.
+    static func ended(_ error: any Error) -> String? {
+        if error is PostgresConnectionClosed { return "" }
+        guard let error = error as? PSQLError else { return nil }
+        if error.code == .server, let sqlState = error.serverInfo?[.sqlState] {
+            // admin_shutdown (also `pg_terminate_backend`), crash_shutdown
+            guard sqlState == "57P01" || sqlState == "57P02" else { return nil }
+            return words(error)
+        }
+        let cause = error.underlying.map { TransportFailure.words($0) ?? words($0) } ?? ""
+        switch error.code {
+        case .serverClosedConnection, .uncleanShutdown:
+            return cause
+        case .connectionError:
+            // A reset or a broken pipe of an open connection; a connect's failure is something else.
+            guard let io = error.underlying as? IOError, io.errnoCode == ECONNRESET || io.errnoCode == EPIPE else { return nil }
+            return cause
+        default:
+            return nil
+        }
+    }
+
     /// Makes a PostgresNIO error into one an operator can act on. Messages carry the server's
     /// wording but never the SQL text or a bound value.
     func translated(_ error: any Error) -> any Error {
-        if error is PostgresConnectionClosed {
-            return TSyncError.failure("PostgreSQL at \(url) ended the connection of a transaction before it was done; try again")
+        if let ended = Self.ended(error) { return DatabaseConnectionEnded(url: url, cause: ended) }
+        if error is TSyncError || error is CancellationError || error is PostgresServerError || error is QueryTimedOut
+            || error is DatabaseConnectionEnded
+        {
+            return error
         }
-        if error is TSyncError || error is CancellationError || error is PostgresServerError || error is QueryTimedOut { return error }
         if let error = error as? PostgresDecodingError {
             // Its description is PostgresNIO's generic one; its data is a record's: neither is said.
             return TSyncError.failure(
@@ -308,8 +346,24 @@ struct PostgresServerError: Error, CustomStringConvertible {
     var isProgramLimit: Bool { sqlState.hasPrefix("54") }
 }
 
-/// The connection had closed when a statement was to be sent on it (`PostgresTransaction.sent`).
+/// The connection had closed when a statement was to be sent on it (`sentIfOpen`).
 struct PostgresConnectionClosed: Error {}
+
+/// PostgreSQL ended a connection that was open (`PostgresDatabase.ended`): the server runs, and
+/// the work may well succeed when tried again, so a request is answered 503, "not now", which a
+/// client sends again, not 500.
+struct DatabaseConnectionEnded: Error, CustomStringConvertible {
+    var url: PostgresURL
+    /// PostgreSQL's words, or "" when it gave none.
+    var cause: String
+
+    var description: String {
+        "PostgreSQL at \(url) ended the connection before the work was done\(cause.isEmpty ? "" : " (" + cause + ")"); try again"
+    }
+
+    /// What a client is told: not the database's address.
+    static let answer = "the server's database ended its connection before the request was done; try again"
+}
 
 /// One connection inside `BEGIN … COMMIT`. Only `PostgresDatabase` makes one.
 struct PostgresTransaction {
@@ -361,23 +415,30 @@ struct PostgresTransaction {
         return rows
     }
 
-    /// `query` sent, or failed when the connection has closed. PostgresNIO never answers a
-    /// statement written after its connection closed (the write fails with no one told), and a
-    /// connection closes under a transaction whenever the server ends it: a transaction left idle
-    /// past `idle_in_transaction_session_timeout` while a loaded machine's event loop stalls. The
-    /// `ROLLBACK` after that failure waited for ever. Looked at and written on the connection's
-    /// event loop, where it closes: nothing can close it in between.
     private func sent(_ query: PostgresQuery) -> EventLoopFuture<PostgresQueryResult> {
-        let loop = connection.eventLoop
-        return loop.flatSubmit { [connection, logger] in
-            guard !connection.isClosed else { return loop.makeFailedFuture(PostgresConnectionClosed()) }
-            return connection.query(query, logger: logger)
-        }
+        connection.sentIfOpen(query, logger: logger)
     }
 
     private func tagged(_ query: PostgresQuery) -> PostgresQuery {
         var query = query
         query.sql = tag + query.sql
         return query
+    }
+}
+
+extension PostgresConnection {
+    /// `query` sent, or failed when the connection has closed. PostgresNIO never answers a
+    /// statement written after its connection closed (the write fails with no one told), and a
+    /// connection closes whenever the server ends it: a transaction left idle past
+    /// `idle_in_transaction_session_timeout` while a loaded machine's event loop stalls, a
+    /// session ended by `pg_terminate_backend` or a restart. The `ROLLBACK` after such a failure
+    /// waited for ever. Looked at and written on the connection's event loop, where it closes:
+    /// nothing can close it in between. Every statement tsync sends goes this way.
+    func sentIfOpen(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
+        let loop = eventLoop
+        return loop.flatSubmit { [self] in
+            guard !isClosed else { return loop.makeFailedFuture(PostgresConnectionClosed()) }
+            return self.query(query, logger: logger)
+        }
     }
 }

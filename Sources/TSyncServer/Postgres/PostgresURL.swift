@@ -119,6 +119,12 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
             }
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = Self.connectTimeout
+        // PostgresNIO's keep-alive writes its `SELECT 1` without looking whether the connection
+        // is still open, and never answers a statement written after it closed (`sentIfOpen`):
+        // one that met a connection PostgreSQL was ending (a restart ends every idle one) held the
+        // pool's run, and with it the stop of `serve`, for ever. An idle connection is closed
+        // after a minute anyway, having been kept alive once.
+        configuration.options.keepAliveBehavior = nil
         return configuration
     }
 
