@@ -91,7 +91,7 @@ public struct SQLRenderer: Sendable {
         try validateName(field)
         var schema = self.schema
         schema.indexedFields.insert(field)
-        return try SQLRenderer(schema: schema).sortTerm(SortKey(field: field)).fragment(schema.dialect, firstArgumentIndex: 1).sql
+        return SQLRenderer(schema: schema).sortTerm(SortKey(field: field)).fragment(schema.dialect, firstArgumentIndex: 1).sql
     }
 
     // MARK: Rendering

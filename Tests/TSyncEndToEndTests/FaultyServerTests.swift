@@ -109,20 +109,16 @@ import TSyncModel
     /// A connection the server resets: said in words, without the networking library's
     /// description of its system call.
     @Test func aConnectionResetIsSaidInWords() async throws {
-        let (listener, port) = try LoopbackListener.open()
-        defer { LoopbackListener.close(listener) }
-        Thread.detachNewThread {
-            while true {
-                let client = accept(listener, nil, nil)
-                if client < 0 { return }
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                _ = read(client, &buffer, buffer.count)
-                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-                Glibc.close(client)
-            }
+        let resetting = try AcceptLoop()
+        defer { resetting.stop() }
+        resetting.start { client in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            _ = read(client, &buffer, buffer.count)
+            // Closed with a zero linger when this returns: a reset, not a FIN.
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         }
-        let store = try await TSyncSandbox(remote: "http://127.0.0.1:\(port)")
+        let store = try await TSyncSandbox(remote: "http://127.0.0.1:\(resetting.port)")
         let pull = try await store.run(["pull", "todo"])
         #expect(pull.status == 3, "\(pull)")
         #expect(pull.stderr.contains("cannot reach the server"), "\(pull.stderr)")

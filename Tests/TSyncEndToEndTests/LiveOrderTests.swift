@@ -226,23 +226,16 @@ final class HoldingProxy: Sendable {
     }
     private let state = Mutex(State())
     private let upstreamPort: UInt16
-    private let listener: Int32
+    private let connections: AcceptLoop
     let url: String
 
     /// Listens on 127.0.0.1 (a free port) and forwards to `upstream` (`http://127.0.0.1:PORT`).
     init(upstream: String) throws {
         guard let port = URLComponents(string: upstream)?.port else { throw TSyncTestError("HoldingProxy: no port in \(upstream)") }
         upstreamPort = UInt16(port)
-        let (fd, listening) = try LoopbackListener.open()
-        listener = fd
-        url = "http://127.0.0.1:\(listening)"
-        Thread.detachNewThread { [self] in
-            while true {
-                let client = accept(listener, nil, nil)
-                if client < 0 { return }
-                Thread.detachNewThread { [self] in serve(client) }
-            }
-        }
+        connections = try AcceptLoop()
+        url = "http://127.0.0.1:\(connections.port)"
+        connections.start { [weak self] client in self?.serve(client) }
     }
 
     /// Holds the next `count` answers to requests whose request line (`METHOD PATH …`) `matches`
@@ -268,14 +261,15 @@ final class HoldingProxy: Sendable {
             sourceLocation: sourceLocation)
     }
 
-    /// Lets every answer go, and stops listening.
+    /// Lets every answer go, stops listening and ends every connection.
     func close() {
         state.withLock { $0.released = .max / 2 }
-        LoopbackListener.close(listener)
+        connections.stop()
     }
 
+    deinit { close() }
+
     private func serve(_ client: Int32) {
-        defer { Glibc.close(client) }
         var buffer: [UInt8] = []
         while let request = LossyProxy.readMessage(client, &buffer, isResponse: false) {
             let line = String(decoding: request.prefix(while: { $0 != 13 }).prefix(2000), as: UTF8.self)

@@ -102,7 +102,7 @@ import TSyncModel
         #expect(try await HTTP.send("GET", url + "/ready").status == 200)
 
         let filler = (disk.path as NSString).appendingPathComponent("filler")
-        FileManager.default.createFile(atPath: filler, contents: nil)
+        #expect(FileManager.default.createFile(atPath: filler, contents: nil), "cannot create \(filler)")
         let handle = try #require(FileHandle(forWritingAtPath: filler))
         let block = Data(count: 64 << 10)
         while (try? handle.write(contentsOf: block)) != nil {}
@@ -267,7 +267,7 @@ final class SlowSessionProxy {
 
     func slow(_ on: Bool) {
         if on {
-            FileManager.default.createFile(atPath: flag, contents: Data())
+            #expect(FileManager.default.createFile(atPath: flag, contents: Data()), "cannot create \(flag)")
         } else {
             try? FileManager.default.removeItem(atPath: flag)
         }

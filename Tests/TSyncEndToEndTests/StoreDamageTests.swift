@@ -92,7 +92,7 @@ import Testing
         let runAsOther = getuid() == 0
         let runuser = ["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
         if runAsOther {
-            guard let runuser else {
+            guard runuser != nil else {
                 Issue.record("running as root without runuser: cannot make a store read-only")
                 return
             }

@@ -56,7 +56,9 @@ import TSyncModel
             let ints: [Int64] = [0, 1, -1, 42, Int64.max, Int64.min, 9_007_199_254_740_993, -9_007_199_254_740_993]
             return .int(ints.randomElement(using: &rng) ?? 0)
         case 3:
-            let reals: [Double] = [-0.5, -0.0, 0.0, 2.0, 0.1, 1e300, -1e-300, 5e-324, 123_456.789, Double.greatestFiniteMagnitude]
+            let reals: [Double] = [
+                -0.5, -0.0, 0.0, 2.0, 0.1, 1e300, -1e-300, .leastNonzeroMagnitude, 123_456.789, Double.greatestFiniteMagnitude,
+            ]
             return .double(reals.randomElement(using: &rng) ?? 0)
         case 4: return .string(lookalikes.randomElement(using: &rng) ?? "")
         case 5:

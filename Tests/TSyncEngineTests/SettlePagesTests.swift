@@ -124,6 +124,7 @@ import TSyncModel
         try store.applyServerPage(
             table: "todo", records: [LocalStore.serverRecord("x4", ["text": "skipped", "note": "n"], version: "v3", at: 3_000)])
         let claimed = try store.claimOperations(tables: nil, limit: 100)
+        #expect(claimed.map(\.operation.itemID) == ids, "each changed item is in flight, once")
         _ = try store.update(table: "todo", id: "x5", fields: ["priority": 2])
         return (
             temporary,

@@ -429,7 +429,7 @@ public struct WriteAccess: Sendable {
         case .allowed: return nil
         case .denied(let message): return message
         case .owner(let account, let message):
-            guard let current else { return nil }
+            guard current != nil else { return nil }
             return owner == account ? nil : message
         case .group(let group, let message):
             if let current, !group.admits(current) { return message }

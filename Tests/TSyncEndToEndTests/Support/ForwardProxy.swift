@@ -16,7 +16,7 @@ import Synchronization
 /// With `credentials` it answers 407 to a `CONNECT` without that `Proxy-Authorization: Basic`.
 /// Blocking sockets, one thread per client connection; enough for tests.
 final class ForwardProxy: Sendable {
-    private let listener: Int32
+    private let connections: AcceptLoop
     private let credentials: String?
     private struct Counts {
         var requestCount = 0
@@ -31,10 +31,9 @@ final class ForwardProxy: Sendable {
 
     init(credentials: (user: String, password: String)? = nil) throws {
         self.credentials = credentials.map { Data("\($0.user):\($0.password)".utf8).base64EncodedString() }
-        let (descriptor, port) = try LoopbackListener.open()
-        listener = descriptor
-        address = "127.0.0.1:\(port)"
-        Thread.detachNewThread { [self] in acceptLoop() }
+        connections = try AcceptLoop()
+        address = "127.0.0.1:\(connections.port)"
+        connections.start { [weak self] client in self?.serve(client) }
     }
 
     /// Requests carried to the server so far.
@@ -48,20 +47,13 @@ final class ForwardProxy: Sendable {
     /// Requests that were not a `CONNECT` (refused with 405).
     var plainRequests: Int { counts.withLock { $0.plainCount } }
 
-    func close() { LoopbackListener.close(listener) }
+    /// Stops listening and ends every connection and tunnel (a test that never calls it ends them
+    /// when the proxy goes out of scope).
+    func close() { connections.stop() }
 
     deinit { close() }
 
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 { return }
-            Thread.detachNewThread { [self] in serve(client) }
-        }
-    }
-
     private func serve(_ client: Int32) {
-        defer { Glibc.close(client) }
         var buffer: [UInt8] = []
         guard let request = LossyProxy.readMessage(client, &buffer, isResponse: false) else { return }
         let head = String(decoding: request, as: UTF8.self)

@@ -30,11 +30,10 @@ final class LossyProxy: Sendable {
     }
 
     private let upstreamPort: UInt16
-    private let listener: Int32
+    private let connections: AcceptLoop
     private struct State {
         var rules: [(rule: Rule, remaining: Int)] = []
         var dropped = 0
-        var closed = false
         var interpositions: [(rule: Rule, remaining: Int, write: @Sendable (Int) -> String)] = []
         var interposedCount = 0
         var requestDelay: TimeInterval = 0
@@ -63,10 +62,9 @@ final class LossyProxy: Sendable {
             throw TSyncTestError("LossyProxy: no port in \(upstream)")
         }
         upstreamPort = UInt16(upstream)
-        let (fd, port) = try LoopbackListener.open()
-        listener = fd
-        url = "http://127.0.0.1:\(port)"
-        Thread.detachNewThread { [self] in acceptLoop() }
+        connections = try AcceptLoop()
+        url = "http://127.0.0.1:\(connections.port)"
+        connections.start { [weak self] client in self?.serve(client) }
     }
 
     /// Loses the answers to the next `count` requests that match `method` and `pathPrefix`.
@@ -132,10 +130,9 @@ final class LossyProxy: Sendable {
     /// How many requests reached the server so far.
     var forwarded: Int { state.withLock { s in s.forwardedCount } }
 
-    func close() {
-        state.withLock { s in s.closed = true }
-        LoopbackListener.close(listener)
-    }
+    /// Stops listening and ends every connection (a test that never calls it ends them when the
+    /// proxy goes out of scope).
+    func close() { connections.stop() }
 
     deinit { close() }
 
@@ -147,14 +144,6 @@ final class LossyProxy: Sendable {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return address
-    }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 { return }
-            Thread.detachNewThread { [self] in serve(client) }
-        }
     }
 
     /// The action for this request, if a rule matches (and counts it).
@@ -191,7 +180,6 @@ final class LossyProxy: Sendable {
     }
 
     private func serve(_ client: Int32) {
-        defer { Glibc.close(client) }
         var buffer: [UInt8] = []
         while let request = Self.readMessage(client, &buffer, isResponse: false) {
             let head = String(decoding: request.prefix(200), as: UTF8.self)

@@ -23,7 +23,7 @@ final class ScriptedServer: Sendable {
 
     typealias Script = @Sendable (_ method: String, _ target: String) -> Answer
 
-    private let listener: Int32
+    private let connections: AcceptLoop
     private let script: Script
     private let requestLog = Mutex<[String]>([])
     let port: Int
@@ -31,27 +31,21 @@ final class ScriptedServer: Sendable {
 
     init(_ script: @escaping Script) throws {
         self.script = script
-        (listener, port) = try LoopbackListener.open()
-        Thread.detachNewThread { [self] in acceptLoop() }
+        connections = try AcceptLoop()
+        port = connections.port
+        connections.start { [weak self] client in self?.serve(client) }
     }
 
     /// "METHOD target" of every request so far.
     var requests: [String] { requestLog.withLock { $0 } }
 
-    func close() { LoopbackListener.close(listener) }
+    /// Stops listening and ends every connection (a test that never calls it ends them when the
+    /// server goes out of scope).
+    func close() { connections.stop() }
 
     deinit { close() }
 
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 { return }
-            Thread.detachNewThread { [self] in serve(client) }
-        }
-    }
-
     private func serve(_ client: Int32) {
-        defer { Glibc.close(client) }
         var buffer: [UInt8] = []
         while let request = LossyProxy.readMessage(client, &buffer, isResponse: false) {
             let head = String(decoding: request.prefix(4096), as: UTF8.self)

@@ -57,9 +57,11 @@ struct PostgresGroupPullPageTests {
                 let exits = try await Self.walk(inOneCall, general, ann, after: checkpoint, expectCalls: false)
                 #expect(exits.map(\.id) == ["r6", "r9", "r12"])
                 #expect(exits.map(\.system.deleted) == [true, true, false])
+                // Unwrapped here: as an argument of type `Record?`, `#require` would check nothing.
+                let lastExit = try #require(exits.last)
 
                 // From after the exits, nothing is owed again: the call answers.
-                let quiet = try await Self.walk(inOneCall, general, ann, after: try #require(exits.last), expectCalls: true)
+                let quiet = try await Self.walk(inOneCall, general, ann, after: lastExit, expectCalls: true)
                 #expect(quiet.isEmpty)
                 // A cold walk now: its full pages that end before the first exit are the call's,
                 // the general path answers from there.
@@ -70,10 +72,10 @@ struct PostgresGroupPullPageTests {
 
                 // Ann joins g1: the pages from before the join owe its records.
                 #expect(try await inOneCall.changeLabels(name: "ann", kind: .group, add: ["g1"], remove: []))
-                let stale = try await Self.walk(inOneCall, general, ann, after: try #require(exits.last), expectCalls: false)
+                let stale = try await Self.walk(inOneCall, general, ann, after: lastExit, expectCalls: false)
                 #expect(stale.isEmpty, "asked under labels that no longer hold: \(stale.map(\.id))")
                 ann.groups = ["g0", "g1"]
-                let joined = try await Self.walk(inOneCall, general, ann, after: try #require(exits.last), expectCalls: false)
+                let joined = try await Self.walk(inOneCall, general, ann, after: lastExit, expectCalls: false)
                 #expect(Set(joined.map(\.id)) == ["r1", "r4", "r6", "r7", "r9", "r10", "r13", "r16"])
                 // A cold walk of both groups (an equality no more, the same pages); after the
                 // first page the exits from g0 and the join make the call leave pages to the
