@@ -169,9 +169,6 @@ package struct Pusher: Sendable {
     ) async throws(TSyncError) {
         // Oldest first. An item is in at most one of them: each claim skips the items of all.
         var onItsWay: [(task: Task<Round, Never>, round: [OutgoingOperation])] = []
-        // Their operations, kept as rounds come and go: flattened anew for each claim, the
-        // copies of two rounds' operations were a cost of their own.
-        var operationsOnItsWay: [OutgoingOperation] = []
         var stop: TSyncError?
         // Operations settled as their answers came: their items wait for the push again.
         var settled: [OutgoingOperation] = []
@@ -182,20 +179,18 @@ package struct Pusher: Sendable {
             var claimed: [OutgoingOperation] = []
             if stop == nil, stopRequest?.isStopped != true {
                 claimed = try store.claimOperations(
-                    tables: tables, limit: roundSize, skipping: settled.isEmpty ? operationsOnItsWay : operationsOnItsWay + settled)
+                    tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled)
                 roundSize = min(limits.maxOperations, roundSize * 2)
             }
             if !claimed.isEmpty {
                 let round = claimed
                 onItsWay.append((Task { [self] in await sendInBatches(round, limits) }, round))
-                operationsOnItsWay += round
                 if onItsWay.count < Self.roundsInFlight { continue }
             }
             // Nothing new, and nothing on its way either: done. (With rounds on their way, their
             // items' later operations could not be claimed yet: claim again once one is finished.)
             guard !onItsWay.isEmpty else { break }
             let oldest = onItsWay.removeFirst()
-            operationsOnItsWay.removeFirst(oldest.round.count)
             let round = await oldest.task.value
             settled += try finish(round, into: &summary)
             progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
