@@ -98,8 +98,9 @@ package struct Pusher: Sendable {
     package let concurrency: Int
     /// Rounds of the batch route on their way at once. With two, each process waited for the
     /// other at a round's ends: the server for a claim queued behind a completion on this task
-    /// (one store connection), this task for an answer; a third keeps a round waiting at the server
-    /// and an answer waiting here (docs/PERFORMANCE.md, "Push at the server's write limit").
+    /// (one store connection), this task for an answer; with a third an answer waits here instead,
+    /// and a round at the server while this task keeps up (docs/PERFORMANCE.md, "Push at the
+    /// server's write limit").
     static let roundsInFlight = 3
     /// Requests in flight at once when no concurrency is given.
     package static let defaultConcurrency = SyncSession.defaultPushConcurrency
