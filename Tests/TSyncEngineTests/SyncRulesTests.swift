@@ -254,6 +254,40 @@ import TSyncModel
         #expect(try store.pendingOperations().isEmpty)
     }
 
+    /// Three rounds of a batched push are on their way at once, and no item is in two of them: a
+    /// server may apply them in any order (here the first waits until the third has arrived), yet
+    /// nothing is sent twice and each item's operations are applied in queue order. The queue
+    /// puts updates of the first round's items where the third round's claim reaches them.
+    @Test func roundsOnTheirWayAtOnceHoldDistinctItems() async throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let first = (0..<8).map { "a\($0)" }
+        for id in first { try store.insert("todo", ["id": .string(id), "n": 0]) }
+        let remote = try ScriptedRemote(batchLimit: 8)
+        remote.fail(call: 1, with: .loseAnswer)
+        await #expect(throws: TSyncError.self) { try await Pusher(store: store, remote: remote).push(tables: nil) }
+        #expect(try first.allSatisfy { try store.queue("todo", $0) == ["insert(inflight)"] })
+        for id in (0..<8).map({ "b\($0)" }) { try store.insert("todo", ["id": .string(id), "n": 1]) }
+        for id in first[..<4] { _ = try store.update(table: "todo", id: id, fields: ["n": 1]) }
+        for id in (0..<8).map({ "c\($0)" }) { try store.insert("todo", ["id": .string(id), "n": 1]) }
+        for id in first[4...] { _ = try store.update(table: "todo", id: id, fields: ["n": 1]) }
+
+        let before = remote.log.count
+        remote.hold(batch: 2, until: 4)
+        let summary = try await Pusher(store: store, remote: remote).push(tables: nil)
+        #expect(remote.arrivedWhenReleased == 4, "the second push's first three rounds reached the server together")
+        #expect(summary.pushed == 32 && summary.alreadyApplied == 8 && summary.failed == 0)
+        let log = remote.log[before...].map { "\($0.kind.rawValue) \($0.id)" }
+        #expect(log.count == 32 && Set(log).count == 32, "each operation sent once: \(log)")
+        for id in first {
+            let insert = try #require(log.firstIndex(of: "insert \(id)"))
+            let update = try #require(log.firstIndex(of: "update \(id)"))
+            #expect(insert < update, "\(id)")
+        }
+        #expect(remote.records("todo").values.allSatisfy { $0.fields["n"] == 1 } && remote.records("todo").count == 24)
+        #expect(try store.pendingOperations().isEmpty)
+    }
+
     /// A 5xx the server had in fact applied is no failure of the operation: it stays in
     /// flight, nothing is recorded, and a later edit queues behind it instead of merging into it.
     @Test(arguments: [nil, 10] as [Int?])

@@ -98,9 +98,9 @@ extension LocalStore {
     /// in flight is returned again with its saved item: callers hold the `PushLock`, so it is the
     /// leftover of a push that died before it learned the answer.
     ///
-    /// `skipping` is a round this push has claimed and not yet completed (it is on its way): none
-    /// of its items' operations is taken, so an item's operations stay in queue order while
-    /// rounds overlap. Its own operations are left out by the query, not read and dropped.
+    /// `skipping` is the rounds this push has claimed and not yet completed (on their way): none
+    /// of their items' operations is taken, so an item's operations stay in queue order while
+    /// rounds overlap. Their own operations are left out by the query, not read and dropped.
     package func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [OutgoingOperation] = []) throws(TSyncError)
         -> [OutgoingOperation]
     {
@@ -357,7 +357,7 @@ extension LocalStore {
                 WHERE \(clause)\(try hasErrors(db) ? " AND NOT EXISTS (\(blockedByError))" : "")
                 ORDER BY o.seq
                 """, arguments: arguments)
-        // The items taken, those of the round on its way first. Sized once: grown row by row,
+        // The items taken, those of the rounds on their way first. Sized once: grown row by row,
         // the set was rehashed a dozen times in each claim.
         let room = min(limit ?? 0, 10_000)
         var selected: [OutgoingOperation] = []

@@ -96,6 +96,12 @@ package struct Pusher: Sendable {
     package var roundSize = 64
     /// Requests in flight at once (each for a different item), at least 1.
     package let concurrency: Int
+    /// Rounds of the batch route on their way at once. With two, each process waited for the
+    /// other at a round's ends: the server for a claim queued behind a completion on this task
+    /// (one store connection), this task for an answer; with a third an answer waits here instead,
+    /// and a round at the server while this task keeps up (docs/PERFORMANCE.md, "Push at the
+    /// server's write limit").
+    static let roundsInFlight = 3
     /// Requests in flight at once when no concurrency is given.
     package static let defaultConcurrency = SyncSession.defaultPushConcurrency
 
@@ -155,13 +161,15 @@ package struct Pusher: Sendable {
         return summary
     }
 
-    /// Rounds through the batch route, two at a time: while the server applies one round, this
-    /// process claims the next (skipping the items on their way) and then applies the answers of
-    /// the first, so the store's work and the server's overlap. Rounds are finished in order.
+    /// Rounds through the batch route, up to `roundsInFlight` at a time: while the server applies
+    /// one round, this process claims the next ones (skipping the items of every round on its
+    /// way) and applies the answers of the oldest, so the store's work and the server's overlap.
+    /// Rounds are finished in order.
     private func pushInBatches(
         tables: [String]?, _ limits: BatchCapabilities, total: Int, progress: SyncProgress?, into summary: inout PushSummary
     ) async throws(TSyncError) {
-        var onItsWay: (task: Task<Round, Never>, round: [OutgoingOperation])?
+        // Oldest first. An item is in at most one of them: each claim skips the items of all.
+        var onItsWay: [(task: Task<Round, Never>, round: [OutgoingOperation])] = []
         var stop: TSyncError?
         // Operations settled as their answers came: their items wait for the push again.
         var settled: [OutgoingOperation] = []
@@ -171,23 +179,23 @@ package struct Pusher: Sendable {
         while true {
             var claimed: [OutgoingOperation] = []
             if stop == nil, stopRequest?.isStopped != true {
-                claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: (onItsWay?.round ?? []) + settled)
+                claimed = try store.claimOperations(
+                    tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled)
                 roundSize = min(limits.maxOperations, roundSize * 2)
             }
-            let round = claimed
-            let next: (task: Task<Round, Never>, round: [OutgoingOperation])? =
-                round.isEmpty ? nil : (Task { [self] in await sendInBatches(round, limits) }, round)
-            let previous = onItsWay
-            if let previous {
-                let round = await previous.task.value
-                settled += try finish(round, into: &summary)
-                progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
-                if stop == nil { stop = round.stop }
+            if !claimed.isEmpty {
+                let round = claimed
+                onItsWay.append((Task { [self] in await sendInBatches(round, limits) }, round))
+                if onItsWay.count < Self.roundsInFlight { continue }
             }
-            onItsWay = next
-            // Nothing new, and nothing was on its way either: done. (With a round on its way, its
-            // items' later operations could not be claimed yet: claim again now it is finished.)
-            if next == nil && previous == nil { break }
+            // Nothing new, and nothing on its way either: done. (With rounds on their way, their
+            // items' later operations could not be claimed yet: claim again once one is finished.)
+            guard !onItsWay.isEmpty else { break }
+            let oldest = onItsWay.removeFirst()
+            let round = await oldest.task.value
+            settled += try finish(round, into: &summary)
+            progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
+            if stop == nil { stop = round.stop }
         }
         if let stop { throw stop }
         if stopRequest?.isStopped == true, try store.pushableOperationCount(tables: tables) > 0 { summary.interrupted = true }

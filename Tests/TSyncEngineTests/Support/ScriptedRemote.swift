@@ -32,6 +32,11 @@ final class ScriptedRemote: SyncRemote, Sendable {
         var applied: [(kind: OperationKind, id: String)] = []
         var scriptedPage: (@Sendable (PageRequest) -> Page)?
         var scriptedSchema: JSONValue?
+        var batchesArrived = 0
+        /// `hold(batch:until:)`'s batch, the arrivals it waits for, and its waiter.
+        var held: (batch: Int, until: Int, waiter: CheckedContinuation<Void, Never>?)?
+        /// The batches that had arrived when the held one went on, nil before it did.
+        var arrivedWhenReleased: Int?
     }
     private let state = Mutex(State())
     private let batchLimit: Int?
@@ -54,6 +59,30 @@ final class ScriptedRemote: SyncRemote, Sendable {
 
     /// Makes the `call`-th write request (an insert, update, delete, undelete or batch; from 1) fail.
     func fail(call: Int, with fault: Fault) { state.withLock { $0.faults[call] = fault } }
+
+    /// Holds the `batch`-th batch request (from 1) before it is applied until `arrived` batch
+    /// requests have reached the server, as a server busy with the first while the next come in;
+    /// after `longest` it goes on anyway (`arrivedWhenReleased` tells which).
+    func hold(batch: Int, until arrived: Int, longest: Duration = .seconds(5)) {
+        state.withLock { $0.held = (batch, arrived, nil) }
+        Task { [self] in
+            try? await Task.sleep(for: longest)
+            release()
+        }
+    }
+
+    /// The batch requests that had reached the server when the held one went on; nil while held.
+    var arrivedWhenReleased: Int? { state.withLock { $0.arrivedWhenReleased } }
+
+    private func release() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let held = state.held, state.arrivedWhenReleased == nil else { return nil }
+            state.arrivedWhenReleased = state.batchesArrived
+            state.held = nil
+            return held.waiter
+        }
+        waiter?.resume()
+    }
 
     func records(_ table: String) -> [String: Record] { state.withLock { $0.tables[table] ?? [:] } }
     var writeRequests: Int { state.withLock { $0.writeCalls } }
@@ -121,7 +150,22 @@ final class ScriptedRemote: SyncRemote, Sendable {
     }
 
     func batch(_ operations: [BatchOperation], atomic: Bool) async throws(TSyncError) -> BatchReply {
-        try writeCall { state in
+        let (arrival, held) = state.withLock { state in
+            state.batchesArrived += 1
+            return (state.batchesArrived, state.held)
+        }
+        if let held, arrival >= held.until { release() }
+        if held?.batch == arrival {
+            await withCheckedContinuation { waiter in
+                let stillHeld = state.withLock { state in
+                    guard state.held != nil else { return false }
+                    state.held?.waiter = waiter
+                    return true
+                }
+                if !stillHeld { waiter.resume() }
+            }
+        }
+        return try writeCall { state in
             .answers(
                 operations.map { operation in
                     switch operation.method {
