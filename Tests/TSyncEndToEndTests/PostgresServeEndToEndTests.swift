@@ -58,19 +58,28 @@ struct PostgresServeEndToEndTests {
         }
     }
 
-    /// A database that takes no writes (a hot standby answers the same SQLSTATE 25006): `serve`'s
-    /// log and `tsync user` say what it is and what to do, with PostgreSQL's own words, and the
-    /// log never shows the values the write carried.
-    @Test func aReadOnlyDatabaseIsSaidInWordsAnOperatorCanActOn() async throws {
+    /// `serve` on a fresh database (`--no-auth`) that holds one record of `todo`, its log in
+    /// `directory`.
+    private static func withServerOfOneRecord(
+        _ body: (_ db: String, _ server: ServerProcess, _ url: String, _ directory: String) async throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory()
         try await PostgresFixture.withFreshDatabase { db in
             let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"], log: directory.path)
             defer { server.stop() }
             let url = try await server.waitForAddress()
             #expect(try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"a","text":"fine"}"#).status == 201)
+            try await body(db, server, url, directory.path)
+        }
+    }
 
+    /// A database that takes no writes (a hot standby answers the same SQLSTATE 25006): `serve`'s
+    /// log and `tsync user` say what it is and what to do, with PostgreSQL's own words, and the
+    /// log never shows the values the write carried.
+    @Test func aReadOnlyDatabaseIsSaidInWordsAnOperatorCanActOn() async throws {
+        try await Self.withServerOfOneRecord { db, server, url, directory in
             let admin = try #require(PostgresFixture.adminURL)
-            let name = String(db.split(separator: "/").last ?? "")
+            let name = ReadinessTests.name(db)
             try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) SET default_transaction_read_only = on")
             // The pool's sessions began before; new ones begin read-only.
             try await PostgresFixture.psql(
@@ -86,13 +95,13 @@ struct PostgresServeEndToEndTests {
             #expect(!server.log.contains("s3cr3t-value"), "the write's values stay out of the log")
 
             let add = try await TSyncProcess.run(
-                ["user", "add", "carol", "--password-stdin", "--db", db], in: directory.path, stdin: "carol password\n")
+                ["user", "add", "carol", "--password-stdin", "--db", db], in: directory, stdin: "carol password\n")
             #expect(add.status == 1, "\(add)")
             #expect(add.stderr.contains("read-only replica"), "\(add.stderr)")
             #expect(add.stderr.contains("point --db at the primary"), "\(add.stderr)")
             #expect(!add.stderr.contains("Generic description"), "\(add.stderr)")
             // A server started on it refuses at once, in the same words.
-            let another = try await TSyncProcess.run(["serve", "--db", db, "--port", "0", "--no-auth"], in: directory.path)
+            let another = try await TSyncProcess.run(["serve", "--db", db, "--port", "0", "--no-auth"], in: directory)
             #expect(another.status == 1, "\(another)")
             #expect(another.stderr.contains("point --db at the primary"), "\(another.stderr)")
             try await PostgresFixture.psql(admin, "ALTER DATABASE \(name) RESET default_transaction_read_only")
@@ -103,13 +112,7 @@ struct PostgresServeEndToEndTests {
     /// operator's cleanup does) is a 503, "not now", which a client sends again: the server runs,
     /// and the log says what happened, not that PostgreSQL cannot be reached.
     @Test func aSessionPostgreSQLEndsUnderARequestIsNotNow() async throws {
-        let directory = try TemporaryDirectory()
-        try await PostgresFixture.withFreshDatabase { db in
-            let server = try ServerProcess(arguments: ["serve", "--db", db, "--port", "0", "--no-auth"], log: directory.path)
-            defer { server.stop() }
-            let url = try await server.waitForAddress()
-            #expect(try await HTTP.send("POST", url + "/tables/todo", body: #"{"id":"a","text":"fine"}"#).status == 201)
-
+        try await Self.withServerOfOneRecord { db, server, url, _ in
             // A session holds the records' table (at most 30 s): the read waits on its lock, in
             // a session of the server's own that is then ended.
             let admin = try #require(PostgresFixture.adminURL)
