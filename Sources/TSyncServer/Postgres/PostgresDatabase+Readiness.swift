@@ -13,14 +13,17 @@ extension PostgresDatabase {
     }
 
     private func lookReady() async throws {
+        @Sendable func lookThroughSession() async throws -> (replica: Bool, readOnly: String) {
+            try await answer(through: try await readinessSession.connection { [self] in try await openReadinessConnection() })
+        }
         let look: (replica: Bool, readOnly: String)
         do {
-            look = try await answer(through: try await readinessSession.connection { [self] in try await openReadinessConnection() })
+            look = try await lookThroughSession()
         } catch let error where Self.ended(error) != nil {
             // The kept session had ended (PostgreSQL ended it: a restart, `pg_terminate_backend`):
             // that says nothing of the database now, so a new one is asked at once.
             do {
-                look = try await answer(through: try await readinessSession.connection { [self] in try await openReadinessConnection() })
+                look = try await lookThroughSession()
             } catch {
                 throw translated(error)
             }
