@@ -44,6 +44,11 @@ MODES = {
     "no-version": "reads: records come without version",
     "over-compressed": "reads gzipped at over 50:1 (the JSON padded with whitespace)",
     "5xx-one-record": "writes of one item (the campaign names it: poisoned) answered 500, not applied",
+    # Proxies that retry or drop after the server applied a write.
+    "write-retried": "writes applied, sent again (a proxy retrying after its own timeout), the second answer returned",
+    "answer-lost": "writes applied, one time in two, then the connection closed without an answer",
+    "if-match-stripped": "If-Match stripped from every request (the campaign pushes one request per operation "
+                         "and makes its last probe through the proxy)",
 }
 
 # The table `link-other-table` links to: the campaign puts records there.
@@ -90,6 +95,9 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 status, headers, payload = proxy.answer(self.command, self.path, dict(self.headers), body)
+                if status is None:
+                    self.close_connection = True  # answer-lost: the connection ends with no answer
+                    return
                 self.send_response(status)
                 for name, value in headers:
                     self.send_header(name, value)
@@ -158,6 +166,17 @@ class FaultProxy:
             if self.random.random() < 0.5:
                 self.forward(method, path, headers, body)
             return 200, json_type, b""
+        if mode == "if-match-stripped" and any(k.lower() == "if-match" for k in headers):
+            headers = {k: v for k, v in headers.items() if k.lower() != "if-match"}
+            self.changed()
+        if mode == "write-retried" and write:
+            self.forward(method, path, headers, body)
+            self.changed()
+            return self.forward(method, path, headers, body)
+        if mode == "answer-lost" and write and self.random.random() < 0.5:
+            self.forward(method, path, headers, body)
+            self.changed()
+            return None, [], b""
         if mode == "5xx-after-apply" and write:
             self.forward(method, path, headers, body)
             self.changed()

@@ -20,7 +20,8 @@ with Retry-After, a captive portal, short pages without Link, truncated timestam
 $skip; and a replayed page, a far-future updatedAt, a replayed 2xx, a 201 marked
 deleted, old fields with a new version, a Link to another table, a 401 to the read-back, pages
 without version, an over-compressed page, and one record the server answers 500 every time (which
-the run parks with `resolve --park`, then sends again). A push (with a random conflict policy) and
+the run parks with `resolve --park`, then sends again); and writes a proxy retries after the server
+applied them, answers lost after they were applied, and If-Match stripped from requests. A push (with a random conflict policy) and
 pulls (incremental and by offset) go through it; then the proxy turns honest, the job is finished,
 and the server, the pushing store and the pulling store are checked against the model: records
 lost, reverted (an older value) or ghost (never made, or deleted by the user), records skipped (the
@@ -328,6 +329,8 @@ class Campaign:
         # Through the batch route, or one request per operation (where a PATCH's read-back and
         # single-route answers are what the fault meets).
         batching = self.random.choice([[], ["--max-batch", "0"]])
+        if mode == "if-match-stripped":
+            batching = ["--max-batch", "0"]  # a batch carries its If-Match values in its body
         self.log(f"  mode {mode}, server options: {batching or 'default'}")
         server = Server(self.binary, self.db_for_run(), self.workdir, batching)
         server.start()
@@ -431,6 +434,8 @@ class Campaign:
             check("server", on_server, self.model)
         check("store b", b.query(self.table), {rid: user_fields(r) for rid, r in on_server.items()}, missing="skipped")
         if not stuck:
+            if mode == "if-match-stripped":
+                proxy.mode = mode  # the probe's second write is the one a stripped If-Match would let overwrite
             self.blind_write_probe(a, b, server, counts, details)
         outcome = dict(counts, stuck=stuck, faults=faults, final_push=push.returncode, incomplete_pulls=len(incomplete))
         if push.returncode != 0 or stuck or any(counts.values()) or incomplete:

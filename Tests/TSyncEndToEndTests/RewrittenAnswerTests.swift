@@ -278,6 +278,32 @@ import TSyncModel
         #expect(try await server.record("todo", "a")?["text"] == "theirs", "no blind overwrite")
     }
 
+    /// A proxy that strips `If-Match` from the requests it passes would make an update without
+    /// the batch route a blind overwrite: another writer's change, made since this store's copy,
+    /// would be gone with no conflict. The update's version also goes in its body, which the
+    /// server checks when no `If-Match` came: the update meets the other change (409).
+    @Test func anUpdateBehindAProxyThatStripsIfMatchMeetsTheOtherChange() async throws {
+        let server = try await ServeFixture(options: ["--max-batch", "0"])
+        let other = try await TSyncSandbox(remote: server.url)
+        try await other.ok(["insert", "todo", #"{"id": "a", "text": "old", "n": 1}"#])
+        try await other.ok(["push"])
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.stripRequestHeader("If-Match")
+        let store = try await TSyncSandbox(remote: proxy.url)
+        try await store.ok(["pull", "todo"])
+        try await other.ok(["update", "todo", "a", "--set", "text=theirs"])
+        try await other.ok(["push"])
+        try await store.ok(["update", "todo", "a", "--set", "n=2"])
+        let push = try await store.run(["push"])
+        #expect(proxy.strippedFromRequests >= 1, "the PATCH went without If-Match")
+        #expect(push.status == 2, "a conflict, not an overwrite: \(push)")
+        #expect(try await server.record("todo", "a")?["text"] == "theirs", "the other change stays")
+        let settled = try await store.run(["resolve", "--all", "--merge", "--push"])
+        #expect(settled.status == 0, "\(settled)")
+        let merged = try await server.record("todo", "a")
+        #expect(merged?["text"] == "theirs" && merged?["n"] == 2, "both changes: \(String(describing: merged))")
+    }
+
     // MARK: - Another request's answer
 
     /// Six records `a`…`f` at six times, on the server.

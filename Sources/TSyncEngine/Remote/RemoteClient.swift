@@ -273,10 +273,15 @@ package struct RemoteClient: Sendable {
         return try answer(response)
     }
 
-    /// `PATCH /tables/{table}/{id}` with `If-Match` when a version is known.
+    /// `PATCH /tables/{table}/{id}` with `If-Match` when a version is known, and that version as
+    /// the body's `version` too: a proxy that strips `If-Match` leaves the body's, which v2 servers
+    /// check in its place (`tsync serve` answers 409), so the update still meets another writer's
+    /// change instead of overwriting it.
     package func update(table: String, id: String, item: [String: JSONValue], version: String?) async throws(TSyncError) -> RemoteAnswer {
+        var body = item
+        if let version { body["version"] = .string(version) }
         let response = try await send(
-            .PATCH, endpoint.url(path: ["tables", table, id]), body: .object(item), ifMatch: version)
+            .PATCH, endpoint.url(path: ["tables", table, id]), body: .object(body), ifMatch: version)
         return try answer(response)
     }
 

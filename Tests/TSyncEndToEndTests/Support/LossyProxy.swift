@@ -44,6 +44,8 @@ final class LossyProxy: Sendable {
         var readsHeld = 0
         var rewrites: [(name: String, transform: @Sendable (_ value: String, _ body: [UInt8]) -> String?)] = []
         var rewrittenCount = 0
+        var strippedFromRequests: Set<String> = []
+        var strippedCount = 0
     }
 
     /// A GET that `timeReads` watched: when it came, when its answer went back (nil while it is
@@ -127,6 +129,13 @@ final class LossyProxy: Sendable {
     /// How many headers `rewriteHeader` rewrote or stripped so far.
     var rewritten: Int { state.withLock { s in s.rewrittenCount } }
 
+    /// Strips the header `name` from every request passed on (a proxy that drops the headers it
+    /// does not pass, `If-Match` among them).
+    func stripRequestHeader(_ name: String) { state.withLock { s in _ = s.strippedFromRequests.insert(name.lowercased()) } }
+
+    /// How many request headers `stripRequestHeader` stripped so far.
+    var strippedFromRequests: Int { state.withLock { s in s.strippedCount } }
+
     /// How many requests reached the server so far.
     var forwarded: Int { state.withLock { s in s.forwardedCount } }
 
@@ -194,7 +203,7 @@ final class LossyProxy: Sendable {
             let delay = state.withLock { s in s.requestDelay + (timed.map { s.readDelays.indices.contains($0) ? s.readDelays[$0] : 0 } ?? 0)
             }
             if delay > 0 { Thread.sleep(forTimeInterval: delay) }
-            guard let answer = forward(request) else { return }
+            guard let answer = forward(stripped(request)) else { return }
             state.withLock { s in s.forwardedCount += 1 }
             switch action {
             case .drop?: return  // the server has applied it; the client never hears
@@ -207,23 +216,50 @@ final class LossyProxy: Sendable {
     /// The answer with its headers rewritten (`rewriteHeader`); the body as it came.
     private func rewritten(_ answer: [UInt8]) -> [UInt8] {
         let rewrites = state.withLock { s in s.rewrites }
-        let end = Array("\r\n\r\n".utf8)
-        guard !rewrites.isEmpty, let blank = answer.indices.first(where: { answer[$0...].starts(with: end) }) else { return answer }
-        let body = Array(answer[(blank + 4)...])
-        var lines: [String] = []
-        var count = 0
-        for line in String(decoding: answer[..<blank], as: UTF8.self).components(separatedBy: "\r\n") {
-            let name = line.prefix { $0 != ":" }
-            guard let rewrite = rewrites.first(where: { $0.name.lowercased() == name.lowercased() }), name.count < line.count else {
-                lines.append(line)
-                continue
-            }
-            count += 1
-            let value = line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
-            if let replaced = rewrite.transform(value, body) { lines.append("\(name): \(replaced)") }
+        guard !rewrites.isEmpty else { return answer }
+        let (message, count) = Self.editingHeaders(of: answer) { name, value, body in
+            guard let rewrite = rewrites.first(where: { $0.name.lowercased() == name.lowercased() }) else { return .keep }
+            return rewrite.transform(value, body).map { .replace($0) } ?? .strip
         }
         state.withLock { s in s.rewrittenCount += count }
-        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body
+        return message
+    }
+
+    /// The request without the headers `stripRequestHeader` names; the body as it came.
+    private func stripped(_ request: [UInt8]) -> [UInt8] {
+        let names = state.withLock { s in s.strippedFromRequests }
+        guard !names.isEmpty else { return request }
+        let (message, count) = Self.editingHeaders(of: request) { name, _, _ in names.contains(name.lowercased()) ? .strip : .keep }
+        state.withLock { s in s.strippedCount += count }
+        return message
+    }
+
+    private enum HeaderEdit {
+        case keep, replace(String), strip
+    }
+
+    /// `message` with each header line edited by `edit` (given its name, value and the body), and
+    /// how many lines it replaced or stripped.
+    private static func editingHeaders(
+        of message: [UInt8], _ edit: (_ name: Substring, _ value: String, _ body: [UInt8]) -> HeaderEdit
+    ) -> (message: [UInt8], edited: Int) {
+        let end = Array("\r\n\r\n".utf8)
+        guard let blank = message.indices.first(where: { message[$0...].starts(with: end) }) else { return (message, 0) }
+        let body = Array(message[(blank + 4)...])
+        var lines: [String] = []
+        var count = 0
+        for line in String(decoding: message[..<blank], as: UTF8.self).components(separatedBy: "\r\n") {
+            let name = line.prefix { $0 != ":" }
+            let value = line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
+            switch name.count < line.count ? edit(name, value, body) : .keep {
+            case .keep: lines.append(line)
+            case .replace(let replaced):
+                lines.append("\(name): \(replaced)")
+                count += 1
+            case .strip: count += 1
+            }
+        }
+        return (Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) + body, count)
     }
 
     /// The index of this request among the watched GETs, if it is one (`timeReads`).
