@@ -235,7 +235,8 @@ final class LossyProxy: Sendable {
     }
 
     private enum HeaderEdit {
-        case keep, replace(String), strip
+        case keep, strip
+        case replace(String)
     }
 
     /// `message` with each header line edited by `edit` (given its name, value and the body), and
