@@ -47,6 +47,7 @@ MODES = {
     # Proxies that retry or drop after the server applied a write.
     "write-retried": "writes applied, sent again (a proxy retrying after its own timeout), the second answer returned",
     "answer-lost": "writes applied, one time in two, then the connection closed without an answer",
+    "query-dropped": "reads of a table forwarded without their query string (a proxy that drops it)",
     "if-match-stripped": "If-Match stripped from every request (the campaign pushes one request per operation "
                          "and makes its last probe through the proxy)",
 }
@@ -169,6 +170,9 @@ class FaultProxy:
         if mode == "if-match-stripped" and any(k.lower() == "if-match" for k in headers):
             headers = {k: v for k, v in headers.items() if k.lower() != "if-match"}
             self.changed()
+        if mode == "query-dropped" and is_table_read(method, path) and "?" in path:
+            self.changed()
+            return self.forward(method, urllib.parse.urlsplit(path).path, headers, body)
         if mode == "write-retried" and write:
             self.forward(method, path, headers, body)
             self.changed()

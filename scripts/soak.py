@@ -21,7 +21,8 @@ $skip; and a replayed page, a far-future updatedAt, a replayed 2xx, a 201 marked
 deleted, old fields with a new version, a Link to another table, a 401 to the read-back, pages
 without version, an over-compressed page, and one record the server answers 500 every time (which
 the run parks with `resolve --park`, then sends again); and writes a proxy retries after the server
-applied them, answers lost after they were applied, and If-Match stripped from requests. A push (with a random conflict policy) and
+applied them, answers lost after they were applied, If-Match stripped from requests, and reads
+forwarded without their query string. A push (with a random conflict policy) and
 pulls (incremental and by offset) go through it; then the proxy turns honest, the job is finished,
 and the server, the pushing store and the pulling store are checked against the model: records
 lost, reverted (an older value) or ghost (never made, or deleted by the user), records skipped (the
