@@ -388,6 +388,25 @@ import TSyncModel
         #expect(try await store.ok(["conflicts", "--json"]) == "[]\n")
     }
 
+    /// A login answered with another request's answer takes nothing of it (no token saved) and
+    /// says to try again: it has no operations to leave queued.
+    @Test func aLoginAnsweredWithAnothersSavesNothing() async throws {
+        let server = try await ServeFixture(authenticated: true)
+        let proxy = try LossyProxy(upstream: server.url)
+        proxy.replace(
+            "POST", "/.auth/login", status: 200, contentType: "application/json",
+            body: #"{"authenticationToken": "another's", "user": {"userId": "mallory"}}"#, forward: true,
+            headers: [("X-TSync-Echo", "0123456789abcdef0123456789abcdef")])
+        let store = try await TSyncSandbox(remote: proxy.url)
+        let login = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
+        #expect(login.status == 3, "\(login)")
+        #expect(login.stderr.contains("answer to another request") && login.stderr.contains("try again later"), "\(login.stderr)")
+        #expect(!login.stderr.contains("queued"), "a login has no operations: \(login.stderr)")
+        #expect(try await store.run(["whoami"]).status != 0, "no token saved")
+        let again = try await store.run(["login", "--user", "alice", "--password-stdin"], stdin: ServeFixture.password + "\n")
+        #expect(again.status == 0, "past the cache: \(again)")
+    }
+
     /// A plain v2 server echoes nothing, nor does a proxy that strips the headers it does not
     /// know: nothing can be checked that way, and sync works as it did.
     @Test func aServerThatEchoesNothingIsSyncedAsBefore() async throws {

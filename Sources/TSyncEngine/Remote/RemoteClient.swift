@@ -426,8 +426,10 @@ package struct RemoteClient: Sendable {
             // Another request's answer (`EchoCheck`): a read is asked again, as a cache that
             // keys its answers wrongly may answer right the next time; a write is not sent twice.
             guard method == .GET, asked < Self.echoAttempts else {
+                // Only a table's write leaves operations queued; a login's is simply tried again.
+                let path = Self.path(of: url)
                 throw Unanswered.anotherRequests(
-                    endpoint, request: "\(method.rawValue) \(Self.path(of: url))", asked: asked, write: method != .GET
+                    endpoint, request: "\(method.rawValue) \(path)", asked: asked, write: method != .GET && path.contains("/tables/")
                 )
                 .error
             }
