@@ -104,139 +104,39 @@ extension LocalStore {
     package func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [OutgoingOperation] = []) throws(TSyncError)
         -> [OutgoingOperation]
     {
-        try claimOperations(ClaimRequest(tables: tables, limit: limit, skipping: onItsWay)).operations
-    }
-
-    /// `claimOperations(tables:limit:skipping:)`, taking the operations `request.ahead` read when
-    /// nothing was written since, and telling where the claim left the store's writer.
-    package func claimOperations(_ request: ClaimRequest) throws(TSyncError) -> ClaimedRound {
         try write { db in
-            let unchanged = try request.ahead.map { try WriterMark(db) == $0.after } ?? false
-            return try Self.claim(db, request, aheadUnchanged: unchanged, alsoSkipping: [])
-        }
-    }
-
-    /// What a claim takes: up to `limit` operations of `tables` (all when nil), none of the items
-    /// of `skipping` (the rounds on their way, the operations settled in this push).
-    package struct ClaimRequest: Sendable {
-        package var tables: [String]?
-        package var limit: Int
-        package var skipping: [OutgoingOperation]
-        /// This claim's operations read before its transaction (`readClaim`), if they were.
-        package var ahead: ClaimAhead?
-
-        package init(tables: [String]?, limit: Int, skipping: [OutgoingOperation], ahead: ClaimAhead? = nil) {
-            self.tables = tables
-            self.limit = limit
-            self.skipping = skipping
-            self.ahead = ahead
-        }
-    }
-
-    /// A claim's operations as a reader connection read them (`readClaim`), after the transaction
-    /// that left the writer at `after`.
-    package struct ClaimAhead: Sendable {
-        fileprivate var operations: [OutgoingOperation]
-        fileprivate var savedItems: [Int64: String]
-        fileprivate var after: WriterMark
-        fileprivate var tables: [String]?
-        /// The operations whose items the read skipped.
-        fileprivate var skipped: Set<Int64>
-
-        /// Whether these are the operations a claim of `request` would read, `settled` skipped
-        /// too, when nothing was written since: read for the same tables, skipping at least as
-        /// much, and not cut short (a shorter read may have missed what was freed since).
-        fileprivate func serve(_ request: ClaimRequest, settled: [OutgoingOperation]) -> Bool {
-            operations.count == request.limit && tables == request.tables
-                && request.skipping.allSatisfy { skipped.contains($0.operation.seq) }
-                && settled.allSatisfy { skipped.contains($0.operation.seq) }
-        }
-    }
-
-    /// The operations a claim marked in flight, and where it left the store's writer.
-    package struct ClaimedRound: Sendable {
-        package var operations: [OutgoingOperation]
-        package var mark: WriterMark
-        /// The operations are those read ahead (`readClaim`), not read again in the transaction.
-        package var wereReadAhead: Bool
-    }
-
-    /// Where the store's writer stood at the end of a transaction. The same at the start of the
-    /// next one means nothing was written in between: not by another connection, another process
-    /// included (SQLite's `data_version` moves on each of their commits), nor by this one (its
-    /// count of rows changed). So what a reader read after the first is what the second would read.
-    package struct WriterMark: Sendable, Equatable {
-        fileprivate var dataVersion: Int64
-        fileprivate var changes: Int
-
-        fileprivate init(_ db: Database) throws {
-            dataVersion = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? -1
-            changes = db.totalChangesCount
-        }
-    }
-
-    /// Reads, on a reader connection, what a claim of `request` would take after the transaction
-    /// that left the writer at `mark`, for that claim to mark them only: the read and the decoding
-    /// of its items run while the push waits for an answer and completes a round on the writer
-    /// (WAL readers do not wait for it). Nil when the read fails: the claim then reads in its own
-    /// transaction, and reports what fails there.
-    package func readClaim(_ request: ClaimRequest, after mark: WriterMark) async -> ClaimAhead? {
-        let (tables, limit, skipping) = (request.tables, request.limit, request.skipping)
-        return try? await pool.read { db in
             var savedItems: [Int64: String] = [:]
-            let operations = try Self.selectPushable(db, tables: tables, limit: limit, skipping: skipping, savedItems: &savedItems)
-            return ClaimAhead(
-                operations: operations, savedItems: savedItems, after: mark, tables: tables, skipped: Set(skipping.map(\.operation.seq)))
-        }
-    }
-
-    /// The claim inside the caller's transaction. The operations read ahead are taken only when
-    /// the writer is where they were read after (`aheadUnchanged`, looked at when the transaction
-    /// began: a writer in between may have changed, collapsed or cancelled any of them) and they
-    /// are what this claim would read (`ClaimAhead.serve`); otherwise the claim reads here.
-    /// `alsoSkipping`: the operations this transaction settled.
-    private static func claim(_ db: Database, _ request: ClaimRequest, aheadUnchanged: Bool, alsoSkipping settled: [OutgoingOperation])
-        throws -> ClaimedRound
-    {
-        var savedItems: [Int64: String] = [:]
-        var claimed: [OutgoingOperation]
-        let readAhead: Bool
-        if aheadUnchanged, let ahead = request.ahead, ahead.serve(request, settled: settled) {
-            (claimed, savedItems, readAhead) = (ahead.operations, ahead.savedItems, true)
-        } else {
-            claimed = try selectPushable(
-                db, tables: request.tables, limit: request.limit, skipping: request.skipping + settled, savedItems: &savedItems)
-            readAhead = false
-        }
-        var fromRecords: [JSONValue] = []
-        var saves = ChunkedRows(columns: 2, rows: claimed.count, bytesPerRow: 128)
-        for index in claimed.indices where claimed[index].operation.state == .pending {
-            let seq = claimed[index].operation.seq
-            let text: String
-            if claimed[index].operation.kind == .delete {
-                var saved = claimed[index].item
-                if let version = claimed[index].version { saved["version"] = .string(version) }
-                text = StoredJSON.encode(saved)
-            } else if let fromBody = savedItems[seq] {
-                text = fromBody
-            } else {
-                fromRecords.append(.int(seq))
-                continue
+            var claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
+            var fromRecords: [JSONValue] = []
+            var saves = ChunkedRows(columns: 2, rows: claimed.count, bytesPerRow: 128)
+            for index in claimed.indices where claimed[index].operation.state == .pending {
+                let seq = claimed[index].operation.seq
+                let text: String
+                if claimed[index].operation.kind == .delete {
+                    var saved = claimed[index].item
+                    if let version = claimed[index].version { saved["version"] = .string(version) }
+                    text = StoredJSON.encode(saved)
+                } else if let fromBody = savedItems[seq] {
+                    text = fromBody
+                } else {
+                    fromRecords.append(.int(seq))
+                    continue
+                }
+                saves.append(seq)
+                saves.append(text)
             }
-            saves.append(seq)
-            saves.append(text)
+            try saves.execute(db, sql: { $0 == ChunkedRows.chunkSize ? Self.claimChunk : Self.claimSQL($0) })
+            if !fromRecords.isEmpty {
+                try db.execute(sql: Self.claimFromRecords, arguments: [JSONSerializer.string(.array(fromRecords))])
+            }
+            // Read and changed in place, by index: a copy of each operation (its item's
+            // dictionary retained and released) was a cost of its own.
+            for index in claimed.indices {
+                claimed[index].sentBefore = claimed[index].operation.state == .inflight
+                claimed[index].operation.state = .inflight
+            }
+            return claimed
         }
-        try saves.execute(db, sql: { $0 == ChunkedRows.chunkSize ? Self.claimChunk : Self.claimSQL($0) })
-        if !fromRecords.isEmpty {
-            try db.execute(sql: Self.claimFromRecords, arguments: [JSONSerializer.string(.array(fromRecords))])
-        }
-        // Read and changed in place, by index: a copy of each operation (its item's
-        // dictionary retained and released) was a cost of its own.
-        for index in claimed.indices {
-            claimed[index].sentBefore = claimed[index].operation.state == .inflight
-            claimed[index].operation.state = .inflight
-        }
-        return ClaimedRound(operations: claimed, mark: try WriterMark(db), wereReadAhead: readAhead)
     }
 
     /// Puts claimed operations that this push did not deliver (never sent, or refused for want of
@@ -270,43 +170,17 @@ extension LocalStore {
         _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies? = nil, fieldsKept: Set<Int64> = []
     ) throws(TSyncError) -> [Int64: SettledAtOnce] {
         guard !results.isEmpty else { return [:] }
-        return try completeOperations(results, settling: policies, fieldsKept: fieldsKept, releasing: [], thenClaiming: nil).settled
-    }
-
-    /// `completeOperations(_:settling:fieldsKept:)`, then `releaseOperations(undelivered)`, then
-    /// the claim of `next`, in one transaction: a round of a push costs one commit (one wait for
-    /// the disk) where the three steps cost one each. The claim sees what the completion did (an
-    /// item's next operation, its new base), and skips the operations the completion settled.
-    package func completeOperations(
-        _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies?, fieldsKept: Set<Int64>,
-        releasing undelivered: [OutgoingOperation], thenClaiming next: ClaimRequest?
-    ) throws(TSyncError) -> (settled: [Int64: SettledAtOnce], claimed: ClaimedRound?) {
-        let undelivered = undelivered.filter { !$0.sentBefore }
-        guard !results.isEmpty || !undelivered.isEmpty || next != nil else { return ([:], nil) }
         let now = Timestamp.now()
-        func steps(_ db: Database, settling policies: ConflictPolicies?) throws -> (settled: [Int64: SettledAtOnce], claimed: ClaimedRound?)
-        {
-            // Before the completion writes: what was read ahead holds only if nothing else wrote.
-            let unchanged = try next?.ahead.map { try WriterMark(db) == $0.after } ?? false
-            let settled = results.isEmpty ? [:] : try Self.complete(db, results, settling: policies, at: now, fieldsKept: fieldsKept)
-            for outgoing in undelivered { try Self.releaseOperation(db, seq: outgoing.operation.seq) }
-            guard let next else { return (settled, nil) }
-            var settledNow: [OutgoingOperation] = []
-            for (outgoing, _) in results {
-                if case .settled? = settled[outgoing.operation.seq]?.outcome { settledNow.append(outgoing) }
-            }
-            return (settled, try Self.claim(db, next, aheadUnchanged: unchanged, alsoSkipping: settledNow))
-        }
         if let policies, results.contains(where: { Self.settlesAtOnce($0, policies) != nil }) {
             do {
-                return try pool.write { db in try steps(db, settling: policies) }
+                return try pool.write { db in try Self.complete(db, results, settling: policies, at: now, fieldsKept: fieldsKept) }
             } catch is SettleCarefully {
                 // Applied again below, every failure recorded.
             } catch {
                 throw StoreFailure.map(error, location: location)
             }
         }
-        return try write { db in try steps(db, settling: nil) }
+        return try write { db in try Self.complete(db, results, settling: nil, at: now, fieldsKept: fieldsKept) }
     }
 
     /// What settling an operation at once (`completeOperations(_:settling:)`) came to.

@@ -152,7 +152,7 @@ package struct Pusher: Sendable {
                 let claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: settled)
                 if claimed.isEmpty { break }
                 let round = await sendOneByOne(claimed)
-                settled += try finish(round, into: &summary).settled
+                settled += try finish(round, into: &summary)
                 progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
                 if let stop = round.stop { throw stop }
             }
@@ -164,11 +164,7 @@ package struct Pusher: Sendable {
     /// Rounds through the batch route, up to `roundsInFlight` at a time: while the server applies
     /// one round, this process claims the next ones (skipping the items of every round on its
     /// way) and applies the answers of the oldest, so the store's work and the server's overlap.
-    /// Rounds are finished in order. Once the rounds are out, the oldest's completion and the next
-    /// claim are one transaction, and that claim's operations are read ahead, on a reader
-    /// connection, from the moment the last claim committed: this task, which claims and completes
-    /// one after the other on the store's one writer, bounded the push (docs/PERFORMANCE.md, "Push
-    /// at the server's write limit").
+    /// Rounds are finished in order.
     private func pushInBatches(
         tables: [String]?, _ limits: BatchCapabilities, total: Int, progress: SyncProgress?, into summary: inout PushSummary
     ) async throws(TSyncError) {
@@ -180,47 +176,26 @@ package struct Pusher: Sendable {
         // Rounds start small and double up to the server's limit: the first batch is on its way
         // after a short claim, so the server is not idle while the pipeline fills.
         var roundSize = min(limits.maxOperations, 64)
-        // The next claim's operations, read while this task waits for an answer and completes.
-        var ahead: Task<LocalStore.ClaimAhead?, Never>?
-        defer { ahead?.cancel() }
-        // Claim before completing the oldest round, while fewer than `roundsInFlight` are out;
-        // not after a claim found nothing (the completion may free an item's next operation).
-        var claimFirst = true
         while true {
-            let claiming = stop == nil && stopRequest?.isStopped != true
-            var claimed: LocalStore.ClaimedRound?
-            if claimFirst, claiming, onItsWay.count < Self.roundsInFlight {
-                let request = LocalStore.ClaimRequest(
-                    tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled, ahead: await ahead?.value)
-                claimed = try store.claimOperations(request)
-            } else {
-                // Nothing new, and nothing on its way either: done. (With rounds on their way,
-                // their items' later operations could not be claimed yet: claim again once one
-                // is finished.)
-                guard !onItsWay.isEmpty else { break }
-                let oldest = onItsWay.removeFirst()
-                let round = await oldest.task.value
-                if stop == nil { stop = round.stop }
-                var next: LocalStore.ClaimRequest?
-                if stop == nil, stopRequest?.isStopped != true {
-                    next = LocalStore.ClaimRequest(
-                        tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled, ahead: await ahead?.value)
-                }
-                let finished = try finish(round, into: &summary, thenClaiming: next)
-                settled += finished.settled
-                claimed = finished.claimed
-                progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
+            var claimed: [OutgoingOperation] = []
+            if stop == nil, stopRequest?.isStopped != true {
+                claimed = try store.claimOperations(
+                    tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled)
+                roundSize = min(limits.maxOperations, roundSize * 2)
             }
-            ahead?.cancel()
-            ahead = nil
-            guard let claimed else { continue }
-            roundSize = min(limits.maxOperations, roundSize * 2)
-            claimFirst = !claimed.operations.isEmpty
-            guard !claimed.operations.isEmpty else { continue }
-            let round = claimed.operations
-            onItsWay.append((Task { [self] in await sendInBatches(round, limits) }, round))
-            let request = LocalStore.ClaimRequest(tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled)
-            ahead = Task { [store] in await store.readClaim(request, after: claimed.mark) }
+            if !claimed.isEmpty {
+                let round = claimed
+                onItsWay.append((Task { [self] in await sendInBatches(round, limits) }, round))
+                if onItsWay.count < Self.roundsInFlight { continue }
+            }
+            // Nothing new, and nothing on its way either: done. (With rounds on their way, their
+            // items' later operations could not be claimed yet: claim again once one is finished.)
+            guard !onItsWay.isEmpty else { break }
+            let oldest = onItsWay.removeFirst()
+            let round = await oldest.task.value
+            settled += try finish(round, into: &summary)
+            progress?(summary.pushed + summary.failed, max(total, summary.pushed + summary.failed))
+            if stop == nil { stop = round.stop }
         }
         if let stop { throw stop }
         if stopRequest?.isStopped == true, try store.pushableOperationCount(tables: tables) > 0 { summary.interrupted = true }
@@ -353,16 +328,12 @@ package struct Pusher: Sendable {
     /// without an answer (lost connection, timeout, dead server) may have been applied, so it
     /// stays in flight; a later local change queues after it instead of collapsing into it, and
     /// the next push re-sends exactly what was sent, which `PushVerdict` then recognises as
-    /// already applied (docs/DESIGN.md §2.4). With `next`, the next round is claimed in that
-    /// same transaction.
+    /// already applied (docs/DESIGN.md §2.4).
     /// - Returns: the operations `settling` settled (counted as failed too, as the general path
-    ///   counts them until `SyncSession.pushSettling` counts what is left), and the claim.
+    ///   counts them until `SyncSession.pushSettling` counts what is left).
     @discardableResult
-    private func finish(_ round: Round, into summary: inout PushSummary, thenClaiming next: LocalStore.ClaimRequest? = nil)
-        throws(TSyncError) -> (settled: [OutgoingOperation], claimed: LocalStore.ClaimedRound?)
-    {
-        let (atOnce, claimed) = try store.completeOperations(
-            round.answered, settling: settling, fieldsKept: round.fieldsKept, releasing: round.unapplied, thenClaiming: next)
+    private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) -> [OutgoingOperation] {
+        let atOnce = try store.completeOperations(round.answered, settling: settling, fieldsKept: round.fieldsKept)
         var settled: [OutgoingOperation] = []
         for (outgoing, verdict) in round.answered {
             summary.items.add(table: outgoing.operation.table, id: outgoing.operation.itemID)
@@ -392,7 +363,8 @@ package struct Pusher: Sendable {
             }
         }
         summary.requests += round.requests
-        return (settled, claimed)
+        try store.releaseOperations(round.unapplied)
+        return settled
     }
 
     /// Sends a round through the batch route: as few requests as the server's limits allow, one
