@@ -56,6 +56,9 @@ public struct SyncServer: Sendable {
     /// (`ResponseShareMiddleware`, docs/DESIGN.md §10.1).
     static let unreadAnswersPerClient = 32 << 20
 
+    /// Every answer's `Server` field.
+    static let serverName = "tsync"
+
     /// The Hummingbird application. `onListening` gets the bound port (the chosen one for port 0).
     public func makeApplication(onListening: @escaping @Sendable (Int) -> Void = { _ in }) -> some ApplicationProtocol {
         let router = Router(context: ServerRequestContext.self)
@@ -100,7 +103,7 @@ public struct SyncServer: Sendable {
                 guard let tls else { return channel }
                 return try TLSChannel(channel, tlsConfiguration: tls.configuration)
             },
-            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "tsync"),
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: Self.serverName),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host

@@ -94,6 +94,57 @@ import TSyncModel
         #expect(try await Self.metric(server, "tsync_live_waiting") == 0)
     }
 
+    /// A held read's answer is written by the commit that wakes it, outside its request
+    /// (`LiveDelivery`): it must be, byte for byte, the answer the same request gets the general
+    /// way (its page there at once, the answer written by its own request), but for the token and
+    /// the id it sent and the `Date`; and the request's own copy is not sent after it: the next
+    /// answer on the connection is the next request's. A full page, so that its `Link` is there
+    /// too; the request id from a trusted proxy, so that it can be compared.
+    @Test func aHeldReadsAnswerWrittenByItsCommitIsTheAnswerItsRequestWrites() async throws {
+        let server = try await ServeFixture(options: ["--metrics", "--trusted-proxy", "127.0.0.1"])
+        let socket = try await RawSocket.opened(port: try Self.port(server), timeout: 40)
+        let request: @Sendable (String) -> String = { token in
+            "GET \(Self.path)&$top=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nPrefer: wait=25\r\n"
+                + "X-Request-Id: id-\(token)\r\nX-TSync-Echo: \(token)\r\n\r\n"
+        }
+        #expect(await socket.write(request("first")))
+        try await Self.waitUntilHeld(server, 1)
+        #expect(try await HTTP.send("POST", server.url + "/tables/notes", body: #"{"id": "wake"}"#).status == 201)
+        let held = await Self.answer(socket)
+        #expect(await socket.write(request("second")))
+        let general = await Self.answer(socket)
+        #expect(held.hasPrefix("HTTP/1.1 200 OK\r\n") && held.contains(#"[{"id":"wake","#), "\(held)")
+        #expect(held.contains("\r\nX-TSync-Echo: first\r\n") && held.contains("\r\nLink: "), "\(held)")
+        #expect(Self.dated(held) && Self.dated(general), "\(held)\n\(general)")
+        #expect(
+            Self.withoutDate(held).replacingOccurrences(of: "first", with: "second") == Self.withoutDate(general),
+            "the held answer:\n\(held)\nthe same read's answer the general way:\n\(general)")
+        // Both answers counted as the route's requests, as every answer is.
+        let metrics = try await HTTP.send("GET", server.url + "/metrics").body
+        let reads = metrics.split(separator: "\n").filter {
+            $0.hasPrefix("tsync_http_requests_total{") && $0.contains(#"method="GET""#) && $0.contains(#"route="/tables/"#)
+                && $0.contains(#"status="200""#)
+        }
+        #expect(reads.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +) == 2, "\(reads)")
+    }
+
+    /// One answer on `socket`: its head, and its body up to the end of its page.
+    static func answer(_ socket: RawSocket) async -> String {
+        let head = await socket.read(until: "\r\n\r\n")
+        return head + (await socket.read(until: "}]"))
+    }
+
+    /// Whether `answer` has one `Date` field, as Hummingbird writes it (RFC 9110's IMF-fixdate).
+    static func dated(_ answer: String) -> Bool {
+        let dates = answer.components(separatedBy: "\r\n").filter { $0.hasPrefix("Date: ") }
+        let format = /Date: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT/
+        return dates.count == 1 && dates[0].wholeMatch(of: format) != nil
+    }
+
+    static func withoutDate(_ answer: String) -> String {
+        answer.components(separatedBy: "\r\n").map { $0.hasPrefix("Date: ") ? "Date: …" : $0 }.joined(separator: "\r\n")
+    }
+
     /// SIGTERM answers every held read at once with what there is (an empty page), not at the
     /// end of its 25 s wait or when the server's 20 s limit to stop cancels it, and the server
     /// exits 0.

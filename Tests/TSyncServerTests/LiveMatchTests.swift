@@ -104,7 +104,7 @@ import TSyncQuery
         #expect(feed.parked("t") == 1)
         // Started before: its floor may have held the waiter's page back.
         feed.committed(["t"], changes: [], since: earlier)
-        await woken.value
+        _ = await woken.value
         #expect(feed.parked("t") == 0)
     }
 
@@ -123,7 +123,7 @@ import TSyncQuery
             let before = feed.parked(table)
             let generation = feed.generation(table)
             let tasks = (0..<count).map { _ in
-                Task { await feed.wait(table: table, question, interest, after: generation, until: .now + .seconds(20), channel: nil) }
+                Task { _ = await feed.wait(table: table, question, interest, after: generation, until: .now + .seconds(20), channel: nil) }
             }
             try await eventually(timeout: .seconds(5), every: .milliseconds(5)) { feed.parked(table) == before + count }
             return tasks

@@ -365,6 +365,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         responding = true
     }
 
+    /// A request's whole head and body have arrived, and no answer to it has begun.
+    var awaitsAnswer: Bool { counted && !refused && !awaitingHead && !awaitingBody && !responding && context != nil }
+
+    /// Writes an answer's bytes, made above (`HTTPExchange.deliver`), and flushes them: one
+    /// `writev`; `promise` is done when they are on the socket.
+    func write(_ head: ByteBuffer, _ body: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        context.write(wrapOutboundOut(.byteBuffer(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(body)), promise: promise)
+    }
+
     /// A response ended: the next request's head is timed from its first byte.
     func responseEnded() {
         awaitingHead = true

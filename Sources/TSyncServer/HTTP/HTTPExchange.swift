@@ -1,3 +1,4 @@
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 
@@ -15,7 +16,9 @@ import NIOHTTP1
 ///   line) as every other error is: `{"error"}` with the reason, then the connection closed,
 ///   instead of the parser's bare 400 with no body (found by schemathesis: a 98 KB query string
 ///   of bounded parameters). When an answer is already under way on the connection, the error
-///   goes on to NIO's own handler, which closes it.
+///   goes on to NIO's own handler, which closes it;
+/// - writes a held read's answer that its request has not written yet (`deliver`, `LiveDelivery`),
+///   and drops the same answer when the request writes it.
 final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -27,9 +30,41 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     private var unanswered = 0
     private var refused = false
     private var closeAfterAnswer = false
+    /// Answers written by `deliver` that their requests have yet to write: dropped when they do.
+    private var delivered = 0
+    private var context: ChannelHandlerContext?
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         guardHandler = try? context.pipeline.syncOperations.handler(type: ConnectionGuard.self)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    /// Writes the answer to the request under way, ahead of the request itself, as `write` would
+    /// write it (the guard told, `connection: close` and the close when the request asked for it);
+    /// its request then writes the same answer, which is dropped. False, and nothing written,
+    /// unless exactly one request is under way, its body all arrived and no answer begun.
+    func deliver(_ head: HTTPResponse, body: ByteBuffer) -> Bool {
+        guard let context, context.channel.isActive, unanswered == 1, delivered == 0, !refused, let guardHandler,
+            guardHandler.awaitsAnswer
+        else { return false }
+        guardHandler.responseStarted()
+        unanswered = 0
+        delivered = 1
+        guardHandler.responseEnded()
+        let bytes = LiveDelivery.bytes(head, closing: closeAfterAnswer, allocator: context.channel.allocator)
+        guard closeAfterAnswer else {
+            guardHandler.write(bytes, body, promise: nil)
+            return true
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+        guardHandler.write(bytes, body, promise: written)
+        return true
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -46,6 +81,12 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if delivered > 0 {
+            // The answer `deliver` wrote already: its request's own copy goes no further.
+            if case .end = unwrapOutboundIn(data) { delivered -= 1 }
+            promise?.succeed()
+            return
+        }
         switch unwrapOutboundIn(data) {
         case .head(var head):
             guardHandler?.responseStarted()

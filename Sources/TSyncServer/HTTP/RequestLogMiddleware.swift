@@ -41,7 +41,9 @@ struct RequestLogMiddleware: RouterMiddleware {
     @inline(never)
     private func begin(_ request: Request, _ context: Context) -> String {
         inFlight.begin()
-        return RequestID.choose(presented: request.headers[.requestID], trusted: context.fromTrustedProxy)
+        let requestID = RequestID.choose(presented: request.headers[.requestID], trusted: context.fromTrustedProxy)
+        context.requestUser.requestID = requestID
+        return requestID
     }
 
     @inline(never)
@@ -49,12 +51,18 @@ struct RequestLogMiddleware: RouterMiddleware {
         -> Response
     {
         var response = response
-        response.headers[.requestID] = requestID
-        if let echo = Echo.value(request.headers[.echo]) { response.headers[.echo] = echo }
-        // An answer is the state now, for one user: no cache is to keep it (`Echo` catches one that does).
-        response.headers[.cacheControl] = "no-store"
+        Self.addFields(to: &response.headers, request, requestID: requestID)
         end(request, context, start: start, requestID: requestID, status: response.status.code, bytes: response.body.contentLength)
         return response
+    }
+
+    /// The fields every answer gets here: also those of a held read's answer written outside its
+    /// request (`LiveDelivery`), which must be the same.
+    static func addFields(to headers: inout HTTPFields, _ request: Request, requestID: String) {
+        headers[.requestID] = requestID
+        if let echo = Echo.value(request.headers[.echo]) { headers[.echo] = echo }
+        // An answer is the state now, for one user: no cache is to keep it (`Echo` catches one that does).
+        headers[.cacheControl] = "no-store"
     }
 
     @inline(never)

@@ -35,6 +35,14 @@ struct ServerRequestContext: RequestContext {
 /// copies, and the log line must see what a route set on its copy.
 final class RequestUser: Sendable {
     private let name = Mutex<String?>(nil)
+    private let id = Mutex("")
 
     func withLock<Result: Sendable>(_ body: (inout String?) -> Result) -> Result { name.withLock { body(&$0) } }
+
+    /// The request's `X-Request-Id`, chosen by `RequestLogMiddleware` before the route runs: a
+    /// held read's answer may be written outside its request (`LiveDelivery`) and carries it too.
+    var requestID: String {
+        get { id.withLock { $0 } }
+        set { id.withLock { $0 = newValue } }
+    }
 }

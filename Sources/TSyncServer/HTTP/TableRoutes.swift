@@ -51,7 +51,8 @@ struct TableRoutes: Sendable {
         let read = try listRead(request, context)
         guard let live = read.live else { return read.response(try await read.page(context.channel)) }
         let (page, granted) = try await live.wait.page(
-            table: read.table, live.question, live.interest, seconds: live.seconds, channel: context.channel, { try await read.page(nil) })
+            table: read.table, live.question, live.interest, seconds: live.seconds, channel: context.channel,
+            head: read.deliveredHead(request, context), { try await read.page(nil) })
         return read.response(page, granted: granted)
     }
 
@@ -372,6 +373,24 @@ private final class ListRead: Sendable {
         self.live = live
         self.next = next
         self.schemaTag = schemaTag
+    }
+
+    /// The head of the answer a commit writes for this held read outside its request
+    /// (`LiveDelivery`), for a page and the wait granted: `response`'s, with the fields that the
+    /// request's way out adds (`RequestLogMiddleware`, then Hummingbird's `Date` and `Server`), in
+    /// their order. Nil for a request whose answer is not plain (HEAD has no body).
+    @inline(never)
+    func deliveredHead(_ request: Request, _ context: ServerRequestContext) -> (@Sendable (PageBody, Int) -> HTTPResponse)? {
+        guard request.method == .get else { return nil }
+        var outer: HTTPFields = [:]
+        RequestLogMiddleware.addFields(to: &outer, request, requestID: context.requestUser.requestID)
+        return { [self, outer] page, granted in
+            var head = response(page, granted: granted).head
+            head.headerFields.append(contentsOf: outer)
+            head.headerFields[.date] = HTTPDate.now
+            head.headerFields[.server] = SyncServer.serverName
+            return head
+        }
     }
 
     /// The answer, with the headers that depend on the page; `granted` is the wait applied, for a held read.

@@ -18,7 +18,10 @@ import TSyncQuery
 /// (`sweep`).
 ///
 /// Held reads that ask the same question at the same generation share one answer (`answer`): the
-/// 10,000 reads one commit wakes are one query and one page of bytes, not 10,000 of each.
+/// 10,000 reads one commit wakes are one query and one page of bytes, not 10,000 of each. A commit
+/// works that answer out itself for the waiters it wakes that can be answered outside their
+/// requests (`LiveDelivery`), writes each of them its answer, and only then resumes them
+/// (`deliver`).
 ///
 /// A table's entry lives while a held read holds it (`admit` to `release`): names nobody holds
 /// leave nothing behind, and generations come from one counter for all tables, so an entry made
@@ -61,22 +64,29 @@ public final class ChangeFeed: Sendable {
         var deadline: ContinuousClock.Instant
         /// The feed's clock when it parked: a writer that started before may have held its page back.
         var ticket: UInt64
-        var continuation: CheckedContinuation<Void, Never> { parked.continuation }
+        var continuation: Continuation { parked.continuation }
     }
 
+    /// Resumed with the page its answer was written with (`LiveDelivery`), nil to ask again.
+    typealias Continuation = CheckedContinuation<PageBody?, Never>
+
     private final class Parked: Sendable {
-        let continuation: CheckedContinuation<Void, Never>
+        let continuation: Continuation
         /// Its client's connection: a closed one ends the wait.
         let channel: (any Channel)?
         /// What commits may answer it.
         let interest: LiveInterest
         let question: LiveQuestion
+        /// How its answer is written outside its request, when it can be.
+        let delivery: LiveDelivery?
 
-        init(_ continuation: CheckedContinuation<Void, Never>, channel: (any Channel)?, interest: LiveInterest, question: LiveQuestion) {
+        init(_ continuation: Continuation, channel: (any Channel)?, interest: LiveInterest, question: LiveQuestion, delivery: LiveDelivery?)
+        {
             self.continuation = continuation
             self.channel = channel
             self.interest = interest
             self.question = question
+            self.delivery = delivery
         }
     }
 
@@ -147,16 +157,21 @@ public final class ChangeFeed: Sendable {
     /// Says that a transaction that wrote to `tables` committed, without saying what: every
     /// waiter of those tables wakes.
     public func committed(_ tables: some Sequence<String>) {
-        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            var woken: [CheckedContinuation<Void, Never>] = []
+        let (woken, stopping) = state.withLock { state -> ([(key: String, parked: [Parked])], Bool) in
+            var woken: [(key: String, parked: [Parked])] = []
             for key in Set(tables.map(Self.key)) where state.tables[key] != nil {
                 state.advance(key)
-                woken.append(contentsOf: state.tables[key]?.waiters.values.map(\.continuation) ?? [])
+                woken.append((key, state.tables[key]?.waiters.values.map(\.parked) ?? []))
                 state.tables[key]?.waiters.removeAll()
             }
-            return woken
+            return (woken, state.stopping)
         }
-        for continuation in woken { continuation.resume() }
+        // Stopping: every read answers what there is now, its own way.
+        if stopping {
+            for (_, parked) in woken { for waiter in parked { waiter.continuation.resume(returning: nil) } }
+        } else {
+            wake(woken)
+        }
     }
 
     /// Says that a transaction that wrote to `tables` ended, and that `changes` are what it
@@ -201,7 +216,7 @@ public final class ChangeFeed: Sendable {
                 }
                 woken.append((key, ids))
             }
-            self.resume(woken)
+            self.resume(woken, deliver: true)
         }
         if parked.reduce(0, { $0 + $1.waiters.count }) * max(1, changes.count) <= Self.inlineMatches { match() } else { Task { match() } }
     }
@@ -320,29 +335,33 @@ public final class ChangeFeed: Sendable {
     /// Waits until a commit may have answered `interest` on the table after `generation` (see
     /// `committed`), `deadline` (within `sweepInterval`), the client's connection closes, the
     /// task is cancelled, or the server stops (`stop`).
+    /// Returns the page of the answer a commit wrote for it (`LiveDelivery`), nil when it is to
+    /// ask again.
+    @discardableResult
     func wait(
         table: String, _ question: LiveQuestion, _ interest: LiveInterest, after generation: UInt64,
-        until deadline: ContinuousClock.Instant, channel: (any Channel)?
-    ) async {
+        until deadline: ContinuousClock.Instant, channel: (any Channel)?, delivery: LiveDelivery? = nil
+    ) async -> PageBody? {
         let key = Self.key(table)
         let id = state.withLock { $0.tick() }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Continuation) in
                 let (parked, startSweep) = state.withLock { state -> (Bool, Bool) in
                     guard state.tables[key]?.generation == generation, !state.stopping, !Task.isCancelled else { return (false, false) }
                     let ticket = state.tick()
                     // In place: a copy of the table's entry would copy its 10,000 waiters for each one parked.
                     state.tables[key]?.waiters[id] = Waiter(
-                        parked: Parked(continuation, channel: channel, interest: interest, question: question), deadline: deadline,
+                        parked: Parked(continuation, channel: channel, interest: interest, question: question, delivery: delivery),
+                        deadline: deadline,
                         ticket: ticket)
                     defer { state.sweeping = true }
                     return (true, !state.sweeping)
                 }
-                if !parked { continuation.resume() }
+                if !parked { continuation.resume(returning: nil) }
                 if startSweep { Task { await self.sweep() } }
             }
         } onCancel: {
-            resume([(key, [id])])
+            resume([(key, [id])], deliver: false)
         }
     }
 
@@ -353,8 +372,8 @@ public final class ChangeFeed: Sendable {
         while true {
             try? await Task.sleep(for: Self.sweepInterval)
             let now = ContinuousClock.now
-            let (due, done) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
-                var due: [CheckedContinuation<Void, Never>] = []
+            let (due, done) = state.withLock { state -> ([Continuation], Bool) in
+                var due: [Continuation] = []
                 var left = 0
                 for key in state.tables.compactMap({ $0.value.waiters.isEmpty ? nil : $0.key }) {
                     let ids =
@@ -370,24 +389,81 @@ public final class ChangeFeed: Sendable {
                 if left == 0 { state.sweeping = false }
                 return (due, left == 0)
             }
-            for continuation in due { continuation.resume() }
+            for continuation in due { continuation.resume(returning: nil) }
             if done { return }
         }
     }
 
-    /// Resumes the waiters named (by table) that are still parked.
-    private func resume(_ waiters: [(key: String, ids: [UInt64])]) {
-        let continuations = state.withLock { state in
-            var continuations: [CheckedContinuation<Void, Never>] = []
+    /// Resumes the waiters named (by table) that are still parked; with `deliver`, after writing
+    /// the answers of those that can be answered outside their requests (`wake`).
+    private func resume(_ waiters: [(key: String, ids: [UInt64])], deliver: Bool) {
+        let (woken, stopping) = state.withLock { state in
+            var woken: [(key: String, parked: [Parked])] = []
             for (key, ids) in waiters where state.tables[key] != nil {
+                var parked: [Parked] = []
                 // Removed in place: a copy of the table's entry would copy its other waiters.
                 for id in ids {
-                    if let waiter = state.tables[key]?.waiters.removeValue(forKey: id) { continuations.append(waiter.continuation) }
+                    if let waiter = state.tables[key]?.waiters.removeValue(forKey: id) { parked.append(waiter.parked) }
+                }
+                woken.append((key, parked))
+            }
+            return (woken, state.stopping)
+        }
+        if deliver, !stopping {
+            wake(woken)
+        } else {
+            for (_, parked) in woken { for waiter in parked { waiter.continuation.resume(returning: nil) } }
+        }
+    }
+
+    /// Wakes waiters a commit may have answered. Those that can be answered outside their
+    /// requests (`LiveDelivery`) are answered by question: the question's page worked out once
+    /// (`answer`, at the generation after the commit, as each read would ask it), each answer
+    /// written from its connection's event loop, and the waiters of each loop resumed once that
+    /// loop has written all of theirs, so that no request's task runs ahead of the writes. A
+    /// page that is empty, too large or failed, and every other waiter: resumed to ask again.
+    private func wake(_ woken: [(key: String, parked: [Parked])]) {
+        for (key, parked) in woken {
+            var questions: [LiveQuestion: [Parked]] = [:]
+            for waiter in parked {
+                if waiter.delivery == nil {
+                    waiter.continuation.resume(returning: nil)
+                } else {
+                    questions[waiter.question, default: []].append(waiter)
                 }
             }
-            return continuations
+            for (question, waiters) in questions { Task { await self.deliver(key: key, question, waiters) } }
         }
-        for continuation in continuations { continuation.resume() }
+    }
+
+    /// `wake`'s work for the waiters of one question.
+    private func deliver(key: String, _ question: LiveQuestion, _ waiters: [Parked]) async {
+        guard let query = waiters.first?.delivery?.query else { return }
+        let page: PageBody
+        do {
+            page = try await answer(table: key, question, generation: generation(key), query)
+        } catch {
+            for waiter in waiters { waiter.continuation.resume(returning: nil) }
+            return
+        }
+        guard page.count > 0, page.bytes.readableBytes <= LiveDelivery.maximumBytes else {
+            for waiter in waiters { waiter.continuation.resume(returning: nil) }
+            return
+        }
+        var loops: [ObjectIdentifier: (loop: any EventLoop, waiters: [Parked])] = [:]
+        for waiter in waiters {
+            guard let loop = waiter.delivery?.channel.eventLoop else {
+                waiter.continuation.resume(returning: nil)
+                continue
+            }
+            loops[ObjectIdentifier(loop), default: (loop, [])].waiters.append(waiter)
+        }
+        for (loop, waiters) in loops.values {
+            loop.execute {
+                let written = waiters.map { $0.delivery?.write(page) ?? false }
+                for (waiter, written) in zip(waiters, written) { waiter.continuation.resume(returning: written ? page : nil) }
+            }
+        }
     }
 
     /// What a write transaction committed, as the live route matches it (`committed`).

@@ -52,9 +52,13 @@ struct LiveWait: Sendable {
     /// seconds granted (0 when the server holds its limit of waiters already). A held read's
     /// query is shared with every other held read that asks `question` at the same generation
     /// (`ChangeFeed.answer`): `query` must depend on nothing else.
+    ///
+    /// With `head` (the answer's head for a page and the seconds granted), a commit may write the
+    /// answer itself (`LiveDelivery`): the page it was written with is returned, as it would have
+    /// been, and the request's own answer is the same.
     func page(
         table: String, _ question: LiveQuestion, _ interest: LiveInterest, seconds: Int, channel: (any Channel)?,
-        _ query: @escaping @Sendable () async throws -> PageBody
+        head: (@Sendable (PageBody, Int) -> HTTPResponse)? = nil, _ query: @escaping @Sendable () async throws -> PageBody
     ) async throws -> (PageBody, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
         guard granted > 0, feed.admit(limit: limit, table: table) else { return (try await query(), 0) }
@@ -69,6 +73,7 @@ struct LiveWait: Sendable {
             return try await query()
         }
         let deadline = ContinuousClock.now + .seconds(granted)
+        var delivery: LiveDelivery?
         while true {
             // Taken before the query: a commit while it runs wakes the wait below at once.
             let generation = feed.generation(table)
@@ -79,7 +84,14 @@ struct LiveWait: Sendable {
             {
                 return (page, granted)
             }
-            await feed.wait(table: table, question, interest, after: generation, until: deadline, channel: channel)
+            if delivery == nil, let channel, let head {
+                delivery = LiveDelivery(channel: channel, head: { head($0, granted) }, query: counted)
+            }
+            if let written = await feed.wait(
+                table: table, question, interest, after: generation, until: deadline, channel: channel, delivery: delivery)
+            {
+                return (written, granted)
+            }
         }
     }
 }
