@@ -263,7 +263,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return era * 146_097 + doe - 719_468
     }
 
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+    /// Year, month and day of the day `days` after 1970-01-01 (also the server's `Date` fields).
+    package static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

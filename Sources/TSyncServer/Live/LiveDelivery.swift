@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import Synchronization
+import TSyncModel
 
 /// How a held read's answer is written outside its request (docs/DESIGN.md §8.1): when a commit
 /// wakes the held reads of one question, the feed works out their shared page once and writes
@@ -84,19 +85,10 @@ enum HTTPDate {
     static func text(secondsSince1970 seconds: Int) -> String {
         let day = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let second = seconds - day * 86_400
-        // Howard Hinnant's days-to-civil.
-        let shifted = day + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let dayOfMonth = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, dayOfMonth) = Timestamp.civil(fromDays: Int64(day))
         let weekday = days[((day % 7) + 7) % 7]
         let time = "\(two(second / 3600)):\(two(second / 60 % 60)):\(two(second % 60))"
-        return "\(weekday), \(two(dayOfMonth)) \(months[month - 1]) \(year) \(time) GMT"
+        return "\(weekday), \(two(Int(dayOfMonth))) \(months[Int(month) - 1]) \(year) \(time) GMT"
     }
 
     private static func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
