@@ -53,6 +53,7 @@ let package = Package(
                 "TSyncQuery",
                 "TSyncTransport",
                 "CSQLiteSettings",
+                "CSQLiteWriteback",
                 "TSyncSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -65,6 +66,8 @@ let package = Package(
         ),
         // SQLite's process-wide settings (`sqlite3_config`, variadic: not callable from Swift).
         .systemLibrary(name: "CSQLiteSettings"),
+        // SQLite's writes handed to the disk as they go (`SQLiteSettings.writebackBytes`).
+        .target(name: "CSQLiteWriteback", linkerSettings: [.linkedLibrary("sqlite3")]),
         // What the store and the server share of SQLite below GRDB.
         .target(
             name: "TSyncSQLite",
