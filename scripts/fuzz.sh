@@ -23,7 +23,8 @@ targets=("$@")
 
 build=.build/fuzz
 mkdir -p "$build/crashes"
-flags=(-sanitize=fuzzer,address -parse-as-library -O -g -I "$build")
+# -package-name: the modules are one package, as SwiftPM builds them (`package` declarations).
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -package-name tsync -I "$build")
 
 # Runs swiftc quietly: the gold linker warns about ASan's local symbols on every link.
 compile() {
