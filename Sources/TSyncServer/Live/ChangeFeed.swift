@@ -167,11 +167,7 @@ public final class ChangeFeed: Sendable {
             return (woken, state.stopping)
         }
         // Stopping: every read answers what there is now, its own way.
-        if stopping {
-            for (_, parked) in woken { for waiter in parked { waiter.continuation.resume(returning: nil) } }
-        } else {
-            wake(woken)
-        }
+        wake(woken, deliver: !stopping)
     }
 
     /// Says that a transaction that wrote to `tables` ended, and that `changes` are what it
@@ -409,11 +405,7 @@ public final class ChangeFeed: Sendable {
             }
             return (woken, state.stopping)
         }
-        if deliver, !stopping {
-            wake(woken)
-        } else {
-            for (_, parked) in woken { for waiter in parked { waiter.continuation.resume(returning: nil) } }
-        }
+        wake(woken, deliver: deliver && !stopping)
     }
 
     /// Wakes waiters a commit may have answered. Those that can be answered outside their
@@ -421,12 +413,13 @@ public final class ChangeFeed: Sendable {
     /// (`answer`, at the generation after the commit, as each read would ask it), each answer
     /// written from its connection's event loop, and the waiters of each loop resumed once that
     /// loop has written all of theirs, so that no request's task runs ahead of the writes. A
-    /// page that is empty, too large or failed, and every other waiter: resumed to ask again.
-    private func wake(_ woken: [(key: String, parked: [Parked])]) {
+    /// page that is empty, too large or failed, every other waiter, and all without `deliver`:
+    /// resumed to ask again.
+    private func wake(_ woken: [(key: String, parked: [Parked])], deliver: Bool) {
         for (key, parked) in woken {
             var questions: [LiveQuestion: [Parked]] = [:]
             for waiter in parked {
-                if waiter.delivery == nil {
+                if !deliver || waiter.delivery == nil {
                     waiter.continuation.resume(returning: nil)
                 } else {
                     questions[waiter.question, default: []].append(waiter)
@@ -439,14 +432,8 @@ public final class ChangeFeed: Sendable {
     /// `wake`'s work for the waiters of one question.
     private func deliver(key: String, _ question: LiveQuestion, _ waiters: [Parked]) async {
         guard let query = waiters.first?.delivery?.query else { return }
-        let page: PageBody
-        do {
-            page = try await answer(table: key, question, generation: generation(key), query)
-        } catch {
-            for waiter in waiters { waiter.continuation.resume(returning: nil) }
-            return
-        }
-        guard page.count > 0, page.bytes.readableBytes <= LiveDelivery.maximumBytes else {
+        let page = try? await answer(table: key, question, generation: generation(key), query)
+        guard let page, page.count > 0, page.bytes.readableBytes <= LiveDelivery.maximumBytes else {
             for waiter in waiters { waiter.continuation.resume(returning: nil) }
             return
         }
