@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fan-out benchmark, not a test: what held reads cost `tsync serve` and how fast one commit
-# reaches them. Release build; raw HTTP clients in Python (scripts/bench/fanout.py, one epoll
-# loop a process, at least four processes), so what is measured is the server, not a client
-# library: an answer's time is the kernel's time of its arrival (SO_TIMESTAMPNS), not when a busy
+# reaches them. Release build; raw HTTP clients (held: Python, scripts/bench/fanout.py, one epoll
+# loop a process, at least four processes; follow: C, scripts/bench/follow.c, one epoll loop),
+# so what is measured is the server, not a client library: an answer's time is the kernel's time of its arrival (SO_TIMESTAMPNS), not when a busy
 # client got round to it, and each mode also prints the client's own delay and the servers' CPU
 # seconds (user+system, which the machine's load does not stretch) per answer or per write.
 #   held     W held reads (Prefer: wait=25, an empty page) on one SQLite server: its resident
@@ -70,13 +70,20 @@ for count in "${held[@]}"; do
     serve_stop_all
 done
 
+# The follow case's watchers and writer are one C process (scripts/bench/follow.c): 1,000 Python
+# watchers took as much of the cores as the server. FOLLOW=python runs fanout.py's instead.
+follow_client() {
+    if [ "${FOLLOW:-c}" = python ]; then python3 scripts/bench/fanout.py follow "$@"; else "$work/follow" "$@"; fi
+}
+"$(command -v cc || command -v clang)" -O2 -o "$work/follow" scripts/bench/follow.c -lm
+
 # The writer alone first: what the server's writes cost without watchers.
 serve_start "$bin" "$work/write.log" --db "sqlite:$work/write.db" "${options[@]}"
 echo "== the writer alone"
-python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
+follow_client "$SERVE_URL" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
 serve_stop_all
 serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
-python3 scripts/bench/fanout.py follow "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}"
+follow_client "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}"
 serve_stop_all
 
 pg_url=${PG_URL:-${TSYNC_TEST_POSTGRES_URL:-}}
@@ -97,7 +104,7 @@ if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
     echo "== PostgreSQL, two servers on one database"
     python3 scripts/bench/fanout.py hold "${urls[@]}" --watchers "$count" --pid "$(IFS=,; echo "${pids[*]}")"
     echo "== the writer alone, both servers"
-    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" |
+    follow_client "${urls[@]}" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" |
         grep -E "^(writes|cpu)"
-    python3 scripts/bench/fanout.py follow "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")"
+    follow_client "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")"
 fi
