@@ -56,6 +56,29 @@ import TSyncModel
         #expect(try await HTTP.send("GET", server.url + "/health").status == 200)
     }
 
+    /// A connection's head and body timeouts share one timer, due at the earliest of them or
+    /// before, moved only when it fires (`ConnectionGuard`): a keep-alive connection that asks
+    /// again and again for longer than the header timeout is not cut by a timer set for an
+    /// earlier request, and a head that then trickles is still cut at the header timeout.
+    @Test func askingPastTheHeaderTimeoutKeepsTheConnectionAndASlowHeadAfterIsCut() async throws {
+        let server = try await ServeFixture(options: ["--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "30"])
+        let socket = try await RawSocket(port: try port(server), timeout: 15)
+        let start = ContinuousClock.now
+        // Time passing is the case under test: requests on one connection for three header timeouts.
+        while ContinuousClock.now - start < .seconds(3) {
+            await socket.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = await socket.read(until: #""ok"}"#)
+            #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
+            guard answer.hasPrefix("HTTP/1.1 200") else { return }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        await socket.write("GET /hea")
+        let cut = ContinuousClock.now
+        #expect(await socket.isClosedByPeer(), "a slow head is cut off")
+        // Generous for a loaded machine; without the timer the socket's own 15 s would end it.
+        #expect(ContinuousClock.now - cut < .seconds(10))
+    }
+
     @Test func expect100ContinueIsAnswered() async throws {
         let server = try await ServeFixture()
         let socket = try await RawSocket(port: try port(server), timeout: 10)

@@ -149,6 +149,29 @@ import TSyncQuery
         }
     }
 
+    /// An `$orderby` kept parsed is the one parsed anew, and one that fails fails alike, each
+    /// time, also once more than are kept have been read.
+    @Test func keptOrdersAreParsedAsInGeneral() {
+        let filters = ParsedFilters()
+        let texts =
+            [
+                "updatedAt,id", "n desc, id", " text asc ", "n desc desc", "n,", "(n)", "caf\u{E9} desc",
+                String(repeating: "n,", count: 300) + "n",
+            ]
+            + (0..<(ParsedFilters.capacity + 10)).map { "f\($0) desc" }
+        for _ in 0..<2 {
+            for text in texts {
+                let general = Result { () throws(TSyncError) in try ODataParser.parseOrderBy(text) }
+                let kept = Result { () throws(TSyncError) in try filters.orderBy(text) }
+                switch (general, kept) {
+                case (.success(let expected), .success(let got)): #expect(got == expected, "\(text)")
+                case (.failure(let expected), .failure(let got)): #expect(got.message == expected.message, "\(text)")
+                default: Issue.record("\(text): \(general) but kept \(kept)")
+                }
+            }
+        }
+    }
+
     @Test func injectionAttemptsStayData() async throws {
         try await withTestServer { http in
             for row in Self.rows { try await http.insert("items", row) }

@@ -182,8 +182,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var awaitingBody = false
     /// The response to the current request has begun (its head was written).
     private var responding = false
-    private var deadline: Scheduled<Void>?
-    private var bodyDeadline: Scheduled<Void>?
+    /// When the head awaited must have arrived: timed from its first byte (or the connection's start).
+    private var headDue: NIODeadline?
+    /// When the body under way must have arrived.
+    private var bodyDue: NIODeadline?
+    /// One timer for both, due at the earliest of them or before it. It moves only when it fires
+    /// early, not with each request: a scheduled task made and cancelled for the head and again
+    /// for the body of every request was 3.6% of the server's CPU following a table (docs/
+    /// PERFORMANCE.md), where a watcher asks again after every page.
+    private var timer: (due: NIODeadline, task: Scheduled<Void>)?
     /// Armed while the socket takes nothing more of an answer: a client that stops reading it
     /// for the idle timeout is gone, and the answer queued for it is dropped with the connection.
     private var writeDeadline: Scheduled<Void>?
@@ -274,10 +281,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         uploadCutoff?.cancel()
         uploadCutoff = nil
         wakeWriters()
-        deadline?.cancel()
-        deadline = nil
-        bodyDeadline?.cancel()
-        bodyDeadline = nil
+        timer?.task.cancel()
+        timer = nil
+        headDue = nil
+        bodyDue = nil
         if counted {
             counted = false
             limits.release(shareKey)
@@ -287,7 +294,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refused { return }
-        if awaitingHead, deadline == nil { arm(context) }
+        if awaitingHead, headDue == nil { arm(context) }
         context.fireChannelRead(data)
     }
 
@@ -342,21 +349,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         awaitingHead = false
         awaitingBody = true
         responding = false
-        deadline?.cancel()
-        deadline = nil
+        headDue = nil
         guard let context, counted else { return }
         if expectsContinue {
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n"))), promise: nil)
         }
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        bodyDeadline = context.eventLoop.scheduleTask(in: limits.bodyTimeout) { loopBound.value.bodyTimedOut() }
+        let due = NIODeadline.now() + limits.bodyTimeout
+        bodyDue = due
+        schedule(due, context)
     }
 
     /// The request's body has all arrived.
     func bodyArrived() {
         awaitingBody = false
-        bodyDeadline?.cancel()
-        bodyDeadline = nil
+        bodyDue = nil
         uploadCutoff?.cancel()
         uploadCutoff = nil
     }
@@ -385,10 +391,30 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         responding = false
     }
 
-    /// The body did not arrive in time: 408 when no answer has begun, then the connection closes.
-    private func bodyTimedOut() {
-        bodyDeadline = nil
-        answerAndClose("408 Request Timeout", "the request body did not arrive in time", retry: false)
+    /// The timer is due: a head that did not arrive in time closes the connection; a body that
+    /// did not is answered 408 when no answer has begun, then the connection closes. Otherwise
+    /// the timer is set again for what is still awaited.
+    private func timerFired() {
+        timer = nil
+        guard let context else { return }
+        let now = NIODeadline.now()
+        if let due = headDue, due <= now {
+            headDue = nil
+            context.close(promise: nil)
+        }
+        if let due = bodyDue, due <= now {
+            bodyDue = nil
+            answerAndClose("408 Request Timeout", "the request body did not arrive in time", retry: false)
+        }
+        if let due = [headDue, bodyDue].compactMap({ $0 }).min() { schedule(due, context) }
+    }
+
+    /// Makes the timer due at `due` at the latest.
+    private func schedule(_ due: NIODeadline, _ context: ChannelHandlerContext) {
+        if let timer, timer.due <= due { return }
+        timer?.task.cancel()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = (due, context.eventLoop.scheduleTask(deadline: due) { loopBound.value.timerFired() })
     }
 
     /// While the body is awaited: answers `status` (when no answer has begun) and closes.
@@ -410,10 +436,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func arm(_ context: ChannelHandlerContext) {
-        guard counted, deadline == nil else { return }
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        deadline = context.eventLoop.scheduleTask(in: limits.headerTimeout) {
-            loopBound.value.close(promise: nil)
-        }
+        guard counted, headDue == nil else { return }
+        let due = NIODeadline.now() + limits.headerTimeout
+        headDue = due
+        schedule(due, context)
     }
 }

@@ -34,10 +34,14 @@ struct QueryString {
     }
 
     /// The value of a parameter that may appear at most once.
+    /// Looked up seven times for every list read: found without an array of the matches.
     func single(_ name: String) throws(APIError) -> String? {
-        let matches = items.filter { $0.name == name }
-        guard matches.count <= 1 else { throw .badRequest("\(name) is given more than once") }
-        return matches.first?.value
+        var found: String?
+        for item in items where item.name == name {
+            guard found == nil else { throw .badRequest("\(name) is given more than once") }
+            found = item.value
+        }
+        return found
     }
 
     /// The same parameters with `name` set to `value` (replacing any), each encoded anew, so the
