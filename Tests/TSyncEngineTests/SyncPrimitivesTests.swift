@@ -197,6 +197,41 @@ import TSyncModel
         #expect(try Checkpoint.position(after: pages[1], from: start).skip == 2)
     }
 
+    /// A `Link` value of ASCII bytes is read from its bytes as the general path reads it through
+    /// Foundation: tsync serve's own header, crafted ones, and 20,000 random values of the
+    /// characters that matter (separators, brackets, blanks, quotes, CR LF, upper case).
+    @Test func anASCIILinkIsReadAsTheGeneralPathReadsIt() {
+        var values = [
+            "<http://127.0.0.1:8080/tables/items?$top=1000&$orderby=updatedAt%2Cid&$skip=1000>; rel=next",
+            #"</tables/items?%24top=1000&%24skip=1000>; rel="next""#, "<a>;rel=next", "<a> ; REL = NEXT ", "<a>; rel=prev",
+            " ;<a>;rel=next", "<a>;;rel=next", "<>;rel=next", "<;rel=next", ">;rel=next", "<a>,<b>;rel=next", "<a>\t;\trel=next\t",
+            "<a>;rel=next\r\n", "<a>; rel=\"next\", <b>; rel=next", "", ",", ";", " ", "<a>;rel= n e x t", "<a>;r e l=next",
+            "<a>; rel=nexT; title=x", "<a>; title=x; rel=next", "< a >;rel=next", "<a>;rel=\"next", "\t<a>\t;rel=next",
+        ]
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let alphabet = [
+            "<", ">", ",", ";", " ", "\t", "\r\n", "\"", "=", "r", "e", "l", "n", "x", "t", "R", "E", "L", "N", "X", "T", "a", "/",
+        ]
+        for _ in 0..<20_000 {
+            var value = ""
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            for _ in 0..<Int(seed >> 59) + 4 {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                value += alphabet[Int(seed >> 33) % alphabet.count]
+            }
+            values.append(value)
+            values.append("<" + value + ">;rel=next")
+            values.append("<x>;" + value)
+        }
+        var found = 0
+        for value in values {
+            let general = LinkHeader.next(in: value)
+            #expect(LinkHeader.nextInASCII(value) == general, "\(value.debugDescription)")
+            if general != nil { found += 1 }
+        }
+        #expect(found > 1_000)
+    }
+
     @Test func savedQueriesRoundTrip() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store

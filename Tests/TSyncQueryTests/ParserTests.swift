@@ -422,6 +422,20 @@ private func filterError(_ text: String) -> String? {
                 == "updatedAt gt datetimeoffset'2026-01-31T09:30:00.000Z'")
     }
 
+    /// A text with no quote is written without `replacing`, as the general path writes it: texts
+    /// without a quote, with quotes anywhere, a quote with a combining mark (one character that
+    /// is not a quote) and text above ASCII.
+    @Test func aTextWithoutQuotesIsWrittenAsTheGeneralPathWritesIt() {
+        let texts = [
+            "", "a", "item-0000001", "'", "''", "it's", "'a'", "a'", "'a", "\u{E9}t\u{E9}", "'\u{301}", "a'\u{301}b'",
+            "\u{1F600}'\u{1F600}", "no quote \u{201C}here\u{201D}", String(repeating: "x", count: 300) + "'",
+        ]
+        for text in texts {
+            let general = "'" + text.replacing("'", with: "''") + "'"
+            #expect(FilterLiteral.string(text).odataText == general, "\(text.debugDescription)")
+        }
+    }
+
     @Test func handBuiltTreesRoundTrip() throws {
         let leftDeep = bin(.or, bin(.or, bin(.or, field("a"), field("b")), field("c")), field("d"))
         #expect(try parse(leftDeep.odataText) == leftDeep)

@@ -193,14 +193,62 @@ enum PercentEncoding {
 enum LinkHeader {
     static func next(in headers: HTTPHeaders) -> String? {
         for value in headers["Link"] {
-            for link in value.split(separator: ",") {
-                let parts = link.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-                guard let target = parts.first, target.hasPrefix("<"), target.hasSuffix(">") else { continue }
-                let isNext = parts.dropFirst().contains { parameter in
-                    let lower = parameter.lowercased().replacingOccurrences(of: " ", with: "")
-                    return lower == "rel=next" || lower == "rel=\"next\""
+            // Every page of a pull has one; read through Foundation's trimming and lowercasing, it
+            // was 2% of a clone's CPU. An ASCII value is read from its bytes, with the same result.
+            if let target = value.utf8.allSatisfy({ $0 < 0x80 }) ? nextInASCII(value) : next(in: value) { return target }
+        }
+        return nil
+    }
+
+    /// The `rel=next` target of one value of the header; the general way, for any text.
+    static func next(in value: String) -> String? {
+        for link in value.split(separator: ",") {
+            let parts = link.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let target = parts.first, target.hasPrefix("<"), target.hasSuffix(">") else { continue }
+            let isNext = parts.dropFirst().contains { parameter in
+                let lower = parameter.lowercased().replacingOccurrences(of: " ", with: "")
+                return lower == "rel=next" || lower == "rel=\"next\""
+            }
+            if isNext { return String(target.dropFirst().dropLast()) }
+        }
+        return nil
+    }
+
+    /// The same for a value of ASCII bytes only, where a character is a byte (a CR LF pair is one
+    /// character, but neither byte is one the reading looks for) and the white space trimmed is
+    /// the space and the tab.
+    static func nextInASCII(_ value: String) -> String? {
+        let bytes = Array(value.utf8)
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        /// The pieces of `range` between `separator`s, empty ones left out (as `split` does), and
+        /// then, when `trimmed`, each trimmed of blanks at both ends.
+        func pieces(of range: Range<Int>, by separator: UInt8, trimmed: Bool) -> [Range<Int>] {
+            var result: [Range<Int>] = []
+            var start = range.lowerBound
+            for index in range.lowerBound...range.upperBound where index == range.upperBound || bytes[index] == separator {
+                if index > start {
+                    var lower = start
+                    var upper = index
+                    while trimmed, lower < upper, isBlank(bytes[lower]) { lower += 1 }
+                    while trimmed, upper > lower, isBlank(bytes[upper - 1]) { upper -= 1 }
+                    result.append(lower..<upper)
                 }
-                if isNext { return String(target.dropFirst().dropLast()) }
+                start = index + 1
+            }
+            return result
+        }
+        /// `rel=next` or `rel="next"`, in any case, with spaces anywhere.
+        func isNext(_ range: Range<Int>) -> Bool {
+            let folded = bytes[range].lazy.filter { $0 != UInt8(ascii: " ") }.map { $0 | ($0 >= 65 && $0 <= 90 ? 0x20 : 0) }
+            return folded.elementsEqual("rel=next".utf8) || folded.elementsEqual(#"rel="next""#.utf8)
+        }
+        for link in pieces(of: 0..<bytes.count, by: UInt8(ascii: ","), trimmed: false) {
+            let parts = pieces(of: link, by: UInt8(ascii: ";"), trimmed: true)
+            guard let target = parts.first, target.count >= 2, bytes[target.lowerBound] == UInt8(ascii: "<"),
+                bytes[target.upperBound - 1] == UInt8(ascii: ">")
+            else { continue }
+            if parts.dropFirst().contains(where: isNext) {
+                return String(decoding: bytes[(target.lowerBound + 1)..<(target.upperBound - 1)], as: UTF8.self)
             }
         }
         return nil

@@ -329,9 +329,10 @@ extension Puller {
     /// it is changed, and a copy without one could only overwrite the server's blindly.
     /// Such a page is refused, nothing of it written (docs/DESIGN.md §8).
     func checkVersions(_ records: [StoredRecord], of table: String) throws(TSyncError) {
-        if let record = records.first(where: { ($0.version ?? "").isEmpty }) {
+        // By position: handed to a closure, each record was copied, its strings retained and released.
+        if let index = records.indices.first(where: { records[$0].version?.isEmpty ?? true }) {
             throw .failure(
-                "pulling \(table) from \(remote.endpoint): the server sent \(Identifiers.quoted(record.id)) without a version, so a later change to it could only overwrite the server's copy blindly; nothing of the page was written"
+                "pulling \(table) from \(remote.endpoint): the server sent \(Identifiers.quoted(records[index].id)) without a version, so a later change to it could only overwrite the server's copy blindly; nothing of the page was written"
             )
         }
     }
