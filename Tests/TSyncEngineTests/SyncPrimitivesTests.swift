@@ -7,6 +7,28 @@ import TSyncModel
 /// The store-side steps push and pull build on, through the one path push uses: claim (mark in
 /// flight), complete (apply the answers) and release.
 @Suite struct SyncPrimitivesTests {
+    /// `ItemKey`'s equality by buffers against the views' bytes compared one by one, on ids
+    /// that differ only in their last byte, in length, in normalization (equal to Swift's `==`),
+    /// small (stored inline) and large, built from substrings, and empty.
+    @Test func itemKeysCompareTheBytesOfTheirTableAndId() {
+        let large = String(repeating: "x", count: 40)
+        let strings = [
+            "", "a", "item-0000001", "item-0000002", "item-000000", "item-0000001 ", "\u{E9}", "e\u{301}", "日本", "日本語",
+            large + "1", large + "2", large, String(("<" + large + "1>").dropFirst().dropLast()), String("item-0000001x".dropLast()),
+        ]
+        for a in strings {
+            for b in strings {
+                let general = a.utf8.elementsEqual(b.utf8)
+                #expect(ItemKey.sameBytes(a, b) == general, "\(a) \(b)")
+                #expect((ItemKey(table: "t", id: a) == ItemKey(table: "t", id: b)) == general)
+                #expect((ItemKey(table: a, id: "i") == ItemKey(table: b, id: "i")) == general)
+            }
+        }
+        #expect("\u{E9}" == "e\u{301}" && ItemKey(table: "t", id: "\u{E9}") != ItemKey(table: "t", id: "e\u{301}"))
+        let items = Set(strings.map { ItemKey(table: "t", id: $0) } + strings.map { ItemKey(table: "t", id: $0) })
+        #expect(items.count == strings.count - 2)  // the two substrings are two of the others
+    }
+
     @Test func completingAnInsertTakesTheServerRecordAndDropsTheBase() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store

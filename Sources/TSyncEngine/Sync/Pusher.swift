@@ -149,7 +149,7 @@ package struct Pusher: Sendable {
                     summary.interrupted = true
                     break
                 }
-                let claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: settled)
+                let claimed = try store.claimOperations(tables: tables, limit: roundSize, skipping: [settled])
                 if claimed.isEmpty { break }
                 let round = await sendOneByOne(claimed)
                 settled += try finish(round, into: &summary)
@@ -180,7 +180,7 @@ package struct Pusher: Sendable {
             var claimed: [OutgoingOperation] = []
             if stop == nil, stopRequest?.isStopped != true {
                 claimed = try store.claimOperations(
-                    tables: tables, limit: roundSize, skipping: onItsWay.flatMap(\.round) + settled)
+                    tables: tables, limit: roundSize, skipping: onItsWay.map(\.round) + [settled])
                 roundSize = min(limits.maxOperations, roundSize * 2)
             }
             if !claimed.isEmpty {
