@@ -136,17 +136,7 @@ import TSyncQuery
                 "startswith(text, 'Buy') or n lt -2", "n eq eq 1", "(n eq 1", "n eq 'open", "text eq 'caf\u{E9}'",
                 Array(repeating: "n eq 1", count: 100).joined(separator: " or "),
             ] + (0..<(ParsedFilters.capacity + 10)).map { "n eq \($0)" }
-        for _ in 0..<2 {
-            for text in texts {
-                let general = Result { () throws(TSyncError) in try ODataParser.parseFilter(text) }
-                let kept = Result { () throws(TSyncError) in try filters.filter(text) }
-                switch (general, kept) {
-                case (.success(let expected), .success(let got)): #expect(got == expected, "\(text)")
-                case (.failure(let expected), .failure(let got)): #expect(got.message == expected.message, "\(text)")
-                default: Issue.record("\(text): \(general) but kept \(kept)")
-                }
-            }
-        }
+        Self.expectKeptAsGeneral(texts, general: ODataParser.parseFilter, kept: filters.filter)
     }
 
     /// An `$orderby` kept parsed is the one parsed anew, and one that fails fails alike, each
@@ -159,14 +149,21 @@ import TSyncQuery
                 String(repeating: "n,", count: 300) + "n",
             ]
             + (0..<(ParsedFilters.capacity + 10)).map { "f\($0) desc" }
+        Self.expectKeptAsGeneral(texts, general: ODataParser.parseOrderBy, kept: filters.orderBy)
+    }
+
+    /// Each text read twice through `kept` gives what `general` gives, or fails with its message.
+    static func expectKeptAsGeneral<Parsed: Equatable>(
+        _ texts: [String], general: (String) throws(TSyncError) -> Parsed, kept: (String) throws(TSyncError) -> Parsed
+    ) {
         for _ in 0..<2 {
             for text in texts {
-                let general = Result { () throws(TSyncError) in try ODataParser.parseOrderBy(text) }
-                let kept = Result { () throws(TSyncError) in try filters.orderBy(text) }
-                switch (general, kept) {
+                let expected = Result { () throws(TSyncError) in try general(text) }
+                let got = Result { () throws(TSyncError) in try kept(text) }
+                switch (expected, got) {
                 case (.success(let expected), .success(let got)): #expect(got == expected, "\(text)")
                 case (.failure(let expected), .failure(let got)): #expect(got.message == expected.message, "\(text)")
-                default: Issue.record("\(text): \(general) but kept \(kept)")
+                default: Issue.record("\(text): \(expected) but kept \(got)")
                 }
             }
         }
