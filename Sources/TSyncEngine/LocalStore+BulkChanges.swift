@@ -131,7 +131,7 @@ extension LocalStore {
                         upserts.result.inserted.append(record.id)
                         continue
                     }
-                    if Self.sameBytes(body, record.body) {
+                    if body.sameBytes(as: record.body) {
                         upserts.result.unchanged.append(record.id)
                         continue
                     }
@@ -143,19 +143,6 @@ extension LocalStore {
                 try flush(&new)
             }
             return upserts.result
-        }
-    }
-
-    /// Whether two texts are the same bytes (not merely equal as Swift compares strings), read in
-    /// place: `elementsEqual` of their `utf8` views went a byte at a time, a sixth of a no-op upsert.
-    private static func sameBytes(_ first: String, _ second: String) -> Bool {
-        var first = first
-        var second = second
-        return first.withUTF8 { a in
-            second.withUTF8 { b in
-                guard a.count == b.count, let x = a.baseAddress, let y = b.baseAddress else { return a.count == b.count }
-                return memcmp(x, y, a.count) == 0
-            }
         }
     }
 

@@ -7,7 +7,7 @@ import TSyncModel
 /// The store-side steps push and pull build on, through the one path push uses: claim (mark in
 /// flight), complete (apply the answers) and release.
 @Suite struct SyncPrimitivesTests {
-    /// `ItemKey`'s equality by buffers against the views' bytes compared one by one, on ids
+    /// `String.sameBytes` and `ItemKey`'s equality against the views' bytes compared one by one, on ids
     /// that differ only in their last byte, in length, in normalization (equal to Swift's `==`),
     /// small (stored inline) and large, built from substrings, and empty.
     @Test func itemKeysCompareTheBytesOfTheirTableAndId() {
@@ -19,7 +19,7 @@ import TSyncModel
         for a in strings {
             for b in strings {
                 let general = a.utf8.elementsEqual(b.utf8)
-                #expect(ItemKey.sameBytes(a, b) == general, "\(a) \(b)")
+                #expect(a.sameBytes(as: b) == general, "\(a) \(b)")
                 #expect((ItemKey(table: "t", id: a) == ItemKey(table: "t", id: b)) == general)
                 #expect((ItemKey(table: a, id: "i") == ItemKey(table: b, id: "i")) == general)
             }

@@ -8,21 +8,9 @@ package struct ItemKey: Hashable, Sendable {
     let table: String
     let id: String
 
-    /// Equal when table and id are.
+    /// Equal when table and id are (`String.sameBytes`).
     package static func == (a: ItemKey, b: ItemKey) -> Bool {
-        sameBytes(a.id, b.id) && sameBytes(a.table, b.table)
-    }
-
-    /// Whether two strings have the same UTF-8 bytes (`a.utf8.elementsEqual(b.utf8)`): their
-    /// lengths first, then their storage as two buffers. Through the views' iterators, a byte at a
-    /// time, a claim's set of items spent a tenth of its inserts comparing: a set compares each
-    /// item in a probe's way, and ids of one push differ in their last bytes.
-    static func sameBytes(_ a: String, _ b: String) -> Bool {
-        guard a.utf8.count == b.utf8.count else { return false }
-        let same = a.utf8.withContiguousStorageIfAvailable { a in
-            b.utf8.withContiguousStorageIfAvailable { b in a.elementsEqual(b) }
-        }
-        return same.flatMap { $0 } ?? a.utf8.elementsEqual(b.utf8)
+        a.id.sameBytes(as: b.id) && a.table.sameBytes(as: b.table)
     }
 
     /// Hashes the bytes of table and id, each as one buffer: a claim hashes an item key per
