@@ -36,7 +36,7 @@ import TSyncModel
         let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         #expect(outgoing.version == nil && !outgoing.sentBefore)
         let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
         #expect(try store.pendingOperations().isEmpty)
         #expect(try store.record(table: "todo", id: "a")?.system.version == "v1")
         #expect(try store.base(table: "todo", id: "a") == nil)
@@ -49,7 +49,7 @@ import TSyncModel
         let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         try store.update(table: "todo", id: "a", fields: ["text": "two"])
         let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
 
         let record = try #require(try store.record(table: "todo", id: "a"))
         #expect(record.fields == ["text": "two"], "the newer local change is kept")
@@ -68,7 +68,7 @@ import TSyncModel
         try store.delete(table: "todo", ids: ["s"])
         let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         #expect(outgoing.operation.kind == .delete && outgoing.version == "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: nil, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: nil, alreadyApplied: false))])
         #expect(try store.pendingOperations().isEmpty)
         #expect(try store.base(table: "todo", id: "s") == nil)
         #expect(try store.record(table: "todo", id: "s") == nil)
@@ -411,7 +411,7 @@ import TSyncModel
         }
 
         let (chunked, answered) = try prepared()
-        try chunked.store.completeOperations(answered.map { ($0, .succeeded(serverRecord: $1, alreadyApplied: false)) })
+        try chunked.store.completeOperations(answered.map { AnsweredOperation($0, .succeeded(serverRecord: $1, alreadyApplied: false)) })
         #expect(try chunked.store.pendingOperations().isEmpty)
 
         let (general, sameAnswers) = try prepared()
