@@ -132,7 +132,7 @@ extension LocalStore {
         -> [OutgoingOperation]
     {
         try write { db in
-            var savedItems: [Int64: String] = [:]
+            var savedItems: [String?] = []
             var claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
             var fromRecords: [JSONValue] = []
             var saves = ChunkedRows(columns: 2, rows: claimed.count, bytesPerRow: 128)
@@ -143,7 +143,7 @@ extension LocalStore {
                     var saved = claimed[index].item
                     if let version = claimed[index].version { saved["version"] = .string(version) }
                     text = StoredJSON.encode(saved)
-                } else if let fromBody = savedItems[seq] {
+                } else if let fromBody = savedItems[index] {
                     text = fromBody
                 } else {
                     fromRecords.append(.int(seq))
@@ -355,15 +355,16 @@ extension LocalStore {
     static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]] = []) throws
         -> [OutgoingOperation]
     {
-        var unused: [Int64: String] = [:]
+        var unused: [String?] = []
         return try selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &unused)
     }
 
     /// The same, and for each pending insert or update whose stored text names neither `id` nor a
-    /// server property (every record the store writes), the item a claim saves, by `seq`
-    /// (`savedItem`).
+    /// server property (every record the store writes), the item a claim saves (`savedItem`), at
+    /// the operation's position (nil for the others): by position, not in a dictionary by `seq`,
+    /// whose two hashes an operation were a cost of each claim.
     static func selectPushable(
-        _ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]], savedItems: inout [Int64: String]
+        _ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]], savedItems: inout [String?]
     ) throws -> [OutgoingOperation] {
         var (clause, arguments) = tableClause(tables, inQueueOrder: true)
         let skipped = onItsWay.reduce(0) { $0 + $1.count }
@@ -406,6 +407,7 @@ extension LocalStore {
                     """), arguments: arguments)
         var selected: [OutgoingOperation] = []
         selected.reserveCapacity(room)
+        savedItems.reserveCapacity(room)
         while let row = try rows.next() {
             let table: String = row[1]
             let itemID: String = row[2]
@@ -419,8 +421,8 @@ extension LocalStore {
             let baseDeleted = (row[10] as Bool?) == true
             var wire: [String: JSONValue]
             let version: String?
-            // Whether `wire` holds user fields only: no server property to take out.
-            var userFieldsOnly = false
+            // The item the claim saves, when `wire` holds user fields only: no server property to take out.
+            var saved: String?
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
                 guard let text = row[6] as String? else { continue }
@@ -430,20 +432,18 @@ extension LocalStore {
                 wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
                 let ownVersion = row[8] as String?
                 version = baseVersion ?? ownVersion ?? wire["version"]?.stringValue
-                if let saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion) {
-                    savedItems[operation.seq] = saved
-                    userFieldsOnly = true
-                }
+                saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion)
             } else {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
             }
-            if !userFieldsOnly { for name in RecordInput.serverProperties { wire.removeValue(forKey: name) } }
+            if saved == nil { for name in RecordInput.serverProperties { wire.removeValue(forKey: name) } }
             wire["id"] = .string(itemID)
             selected.append(
                 OutgoingOperation(
                     operation: operation, item: wire, version: version,
                     restoresDeleted: operation.kind == .update && baseDeleted))
+            savedItems.append(saved)
             if let limit, selected.count >= limit { break }
         }
         return selected
