@@ -123,9 +123,10 @@ extension LocalStore {
     /// in flight is returned again with its saved item: callers hold the `PushLock`, so it is the
     /// leftover of a push that died before it learned the answer.
     ///
-    /// `skipping` is the rounds this push has claimed and not yet completed (on their way): none
-    /// of their items' operations is taken, so an item's operations stay in queue order while
-    /// rounds overlap. Their own operations are left out by the query, not read and dropped.
+    /// `skipping` is the rounds this push has claimed and not yet completed (on their way), and
+    /// the operations its policies settled: none of their items' operations is taken, so an
+    /// item's operations stay in queue order while rounds overlap. The rounds' own operations are
+    /// left out by the query, by their state (`selectPushable`), not read and dropped.
     /// They come round by round, as the push holds them: joined into one array, each claim copied
     /// every operation on its way twice, several times the operations it claimed.
     package func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [[OutgoingOperation]] = []) throws(TSyncError)
@@ -352,11 +353,9 @@ extension LocalStore {
 
     /// Pushable operations in queue order with what to send. With a `limit` (a claim), only the
     /// first operation of each item is taken, so a batch never holds two operations of one item.
-    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]] = []) throws
-        -> [OutgoingOperation]
-    {
+    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?) throws -> [OutgoingOperation] {
         var unused: [String?] = []
-        return try selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &unused)
+        return try selectPushable(db, tables: tables, limit: limit, skipping: [], savedItems: &unused)
     }
 
     /// The same, and for each pending insert or update whose stored text names neither `id` nor a
@@ -373,20 +372,27 @@ extension LocalStore {
         let room = min(limit ?? 0, 10_000)
         var items = Set<ItemKey>(minimumCapacity: skipped + room)
         if skipped > 0 {
-            clause += " AND o.seq NOT IN (SELECT value FROM json_each(?))"
-            var seqs = JSONRowsText(count: skipped, bytesPerRow: 8)
+            var last = Int64.min
             // Read through the buffer's pointer, their seqs and items in one walk: a loop over
             // the operations copied each, its item's dictionary and strings retained and released.
             for round in onItsWay {
                 round.withUnsafeBufferPointer { buffer in
                     guard let round = buffer.baseAddress else { return }
                     for index in buffer.indices {
-                        seqs.append(round[index].operation.seq)
+                        last = max(last, round[index].operation.seq)
                         items.insert(ItemKey(table: round[index].operation.table, id: round[index].operation.itemID))
                     }
                 }
             }
-            arguments += [seqs.text]
+            // The skipped operations are this push's, which claimed them holding the `PushLock`,
+            // and a claim takes each operation an earlier push left in flight as it meets it (the
+            // first of its item, in queue order). So at or before the last of them, every
+            // operation in flight is one of them, and is left out by its state; one settled, and
+            // pending again, is read and dropped by its item. Looked up among the skipped ones'
+            // `seq`s instead (three rounds of 1,000 on their way), each claim built a table of
+            // them and searched it for every operation in flight: half of the claim's query.
+            clause += " AND (o.state = 'pending' OR o.seq > ?)"
+            arguments += [last]
         }
         // Columns are read by position (by name, each read searched the column names). Of the
         // base, only its version (a string) and whether it is deleted: SQLite reads them where a
