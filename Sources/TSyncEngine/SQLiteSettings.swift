@@ -39,8 +39,13 @@ package enum SQLiteSettings {
     @discardableResult
     package static func apply() -> Bool {
         // First: the write-outs' look-up of SQLite's VFS initialises SQLite, which ends its
-        // configuration.
-        let configured = tsync_sqlite3_statement_journal_spill(Int32(statementJournalInMemory)) == SQLITE_OK
+        // configuration. SQLite is told not to count the memory it allocates: counting, each
+        // allocation and free took a process-wide lock, 3% of the CPU of `tsync serve` storing a
+        // push of 100,000 new records (docs/PERFORMANCE.md, "Push at the server's write limit").
+        // Nothing reads the counts, and no heap limit (which needs them) is set.
+        let configured =
+            tsync_sqlite3_statement_journal_spill(Int32(statementJournalInMemory)) == SQLITE_OK
+            && tsync_sqlite3_memory_statistics(0) == SQLITE_OK
         installWriteback()
         return configured
     }

@@ -19,7 +19,7 @@ import TSyncQuery
     private func fail(_ store: LocalStore, theirs: TSyncModel.Record?, status: Int = 412) throws -> Int64 {
         let batch = try store.claimOperations(tables: nil, limit: 10)
         #expect(batch.count == 1)
-        try store.completeOperations([(batch[0], .failed(status: status, message: "m", serverRecord: theirs))])
+        try store.completeOperations([AnsweredOperation(batch[0], .failed(status: status, message: "m", serverRecord: theirs))])
         return try #require(try store.conflictDetails().first?.error.id)
     }
 

@@ -190,7 +190,7 @@ import TSyncModel
         #expect(try store.queue("todo", "a") == ["insert(inflight)", "delete"])
         // The delete being pushed blocks the id.
         let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
         #expect(try store.claimOperations(tables: nil, limit: 10).map(\.operation.kind) == [.delete])
         #expect(throws: TSyncError.self) { try store.insert("todo", ["id": "a"]) }
     }

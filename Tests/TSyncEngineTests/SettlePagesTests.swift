@@ -32,7 +32,7 @@ import TSyncModel
         for id in ids { theirs[id] = LocalStore.serverRecord(id, ["text": .string("theirs \(id)"), "note": "n"], version: "v2") }
         let claimed = try store.claimOperations(tables: nil, limit: 100)
         try store.completeOperations(
-            claimed.map { ($0, .failed(status: 412, message: "m", serverRecord: theirs[$0.operation.itemID])) })
+            claimed.map { AnsweredOperation($0, .failed(status: 412, message: "m", serverRecord: theirs[$0.operation.itemID])) })
         let resolutions: [Resolution] = [.merge, .merge, .ours, .theirs, .discard, .cancel, .merge, .merge, .theirs]
         let settlements = try store.conflictDetails().enumerated().map { index, details in
             Settlement(
@@ -118,7 +118,7 @@ import TSyncModel
     /// `count` items pulled at v1 and changed here, claimed, each answered 412 with a server copy
     /// at v2: even items clash on `text` with it, odd ones do not; x4 has a newer copy a pull
     /// skipped (v3), and x5 a second change queued behind the one in flight.
-    private func answered() throws -> (TemporaryStore, [(OutgoingOperation, PushVerdict)]) {
+    private func answered() throws -> (TemporaryStore, [AnsweredOperation]) {
         let (temporary, ids) = try changed()
         let store = temporary.store
         try store.applyServerPage(
@@ -131,7 +131,7 @@ import TSyncModel
             claimed.map { outgoing in
                 let id = outgoing.operation.itemID
                 let theirs = LocalStore.serverRecord(id, ["text": .string("theirs \(id)"), "note": "n"], version: "v2", at: 2_000)
-                return (outgoing, .failed(status: 412, message: "m", serverRecord: theirs))
+                return AnsweredOperation(outgoing, .failed(status: 412, message: "m", serverRecord: theirs))
             }
         )
     }
@@ -155,7 +155,7 @@ import TSyncModel
         let (atOnce, same) = try answered()
         let settled = try atOnce.store.completeOperations(same, settling: policies)
         var got: [String: ResolutionOutcome] = [:]
-        for (outgoing, _) in same { got[outgoing.operation.itemID] = settled[outgoing.operation.seq]?.outcome }
+        for answered in same { got[answered.outgoing.operation.itemID] = settled[answered.outgoing.operation.seq]?.outcome }
         #expect(got == expected)
         #expect(settled.values.allSatisfy { $0.policy == policy })
         if policy == .merge && prefer == nil {

@@ -29,6 +29,71 @@ import TSyncModel
         #expect(items.count == strings.count - 2)  // the two substrings are two of the others
     }
 
+    /// A claim with rounds on their way leaves their operations out by their state, and takes
+    /// those an earlier push left in flight as it meets them (`LocalStore.selectPushable`): each
+    /// claim of a push takes what the rule takes, read from the queue as it stands (queue order,
+    /// the first operation of each item, none of a skipped operation's item, none skipped), with
+    /// operations left in flight before and after the rounds', later changes of items on their
+    /// way, a settled operation pending again, and two tables.
+    @Test func claimsWithRoundsOnTheirWayTakeWhatTheRuleTakes() throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        for table in ["todo", "notes"] {
+            try store.insert(table: table, objects: (0..<40).map { ["id": .string("\(table)-\($0)"), "n": .int(Int64($0))] })
+        }
+        for index in stride(from: 0, to: 40, by: 3) { _ = try store.update(table: "todo", id: "todo-\(index)", fields: ["n": 100]) }
+        // A push that died: all claimed, some completed, the rest left in flight (spread over the queue).
+        let dead = try store.claimOperations(tables: nil, limit: 1_000)
+        try store.completeOperations(
+            dead.filter { $0.operation.seq % 4 != 1 }.map { AnsweredOperation($0, .succeeded(serverRecord: nil, alreadyApplied: false)) })
+        let leftInFlight = try store.pendingOperations().filter { $0.state == .inflight }
+        #expect(dead.count == 80 && leftInFlight.count == 20)
+        for index in stride(from: 1, to: 40, by: 4) { _ = try store.update(table: "notes", id: "notes-\(index)", fields: ["n": 200]) }
+
+        /// What a claim of `limit` skipping `skipped` takes, by the rule, from the queue as it is.
+        func expected(_ skipped: [[OutgoingOperation]], limit: Int) throws -> [Int64] {
+            let queue = try store.read { db in
+                try Row.fetchAll(db, sql: "SELECT seq, tbl, item_id FROM operations ORDER BY seq").map {
+                    ($0[0] as Int64, ItemKey(table: $0[1], id: $0[2]))
+                }
+            }
+            let skippedSeqs = Set(skipped.joined().map(\.operation.seq))
+            var items = Set(skipped.joined().map { ItemKey(table: $0.operation.table, id: $0.operation.itemID) })
+            var taken: [Int64] = []
+            for (seq, item) in queue where taken.count < limit && !skippedSeqs.contains(seq) && items.insert(item).inserted {
+                taken.append(seq)
+            }
+            return taken
+        }
+        var onItsWay: [[OutgoingOperation]] = []
+        var settled: [OutgoingOperation] = []
+        var claims = 0
+        var leftoversTaken = 0
+        while true {
+            let limit = 2 + claims % 3
+            let want = try expected(onItsWay + [settled], limit: limit)
+            let claimed = try store.claimOperations(tables: nil, limit: limit, skipping: onItsWay + [settled])
+            #expect(claimed.map(\.operation.seq) == want, "claim \(claims)")
+            claims += 1
+            leftoversTaken += claimed.filter(\.sentBefore).count
+            if !claimed.isEmpty { onItsWay.append(claimed) }
+            guard claimed.isEmpty || onItsWay.count == 3 else { continue }
+            guard !onItsWay.isEmpty else { break }
+            var oldest = onItsWay.removeFirst()
+            if claims == 6, let first = oldest.first {
+                // Settled as its answer came: pending again, its item waits for the push again.
+                try store.write { db in
+                    try db.execute(sql: "UPDATE operations SET state = 'pending' WHERE seq = ?", arguments: [first.operation.seq])
+                }
+                settled.append(first)
+                oldest.removeFirst()
+            }
+            try store.completeOperations(oldest.map { AnsweredOperation($0, .succeeded(serverRecord: nil, alreadyApplied: false)) })
+        }
+        #expect(leftoversTaken == 20 && claims > 12, "\(claims) claims")
+        #expect(Set(try store.pendingOperations().map(\.itemID)) == [try #require(settled.first).operation.itemID])
+    }
+
     @Test func completingAnInsertTakesTheServerRecordAndDropsTheBase() throws {
         let temporary = try TemporaryStore()
         let store = temporary.store
@@ -36,7 +101,7 @@ import TSyncModel
         let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         #expect(outgoing.version == nil && !outgoing.sentBefore)
         let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
         #expect(try store.pendingOperations().isEmpty)
         #expect(try store.record(table: "todo", id: "a")?.system.version == "v1")
         #expect(try store.base(table: "todo", id: "a") == nil)
@@ -49,7 +114,7 @@ import TSyncModel
         let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         try store.update(table: "todo", id: "a", fields: ["text": "two"])
         let server = LocalStore.serverRecord("a", ["text": "one"], version: "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: server, alreadyApplied: false))])
 
         let record = try #require(try store.record(table: "todo", id: "a"))
         #expect(record.fields == ["text": "two"], "the newer local change is kept")
@@ -68,7 +133,7 @@ import TSyncModel
         try store.delete(table: "todo", ids: ["s"])
         let outgoing = try #require(try store.claimOperations(tables: nil, limit: 10).first)
         #expect(outgoing.operation.kind == .delete && outgoing.version == "v1")
-        try store.completeOperations([(outgoing, .succeeded(serverRecord: nil, alreadyApplied: false))])
+        try store.completeOperations([AnsweredOperation(outgoing, .succeeded(serverRecord: nil, alreadyApplied: false))])
         #expect(try store.pendingOperations().isEmpty)
         #expect(try store.base(table: "todo", id: "s") == nil)
         #expect(try store.record(table: "todo", id: "s") == nil)
@@ -411,7 +476,7 @@ import TSyncModel
         }
 
         let (chunked, answered) = try prepared()
-        try chunked.store.completeOperations(answered.map { ($0, .succeeded(serverRecord: $1, alreadyApplied: false)) })
+        try chunked.store.completeOperations(answered.map { AnsweredOperation($0, .succeeded(serverRecord: $1, alreadyApplied: false)) })
         #expect(try chunked.store.pendingOperations().isEmpty)
 
         let (general, sameAnswers) = try prepared()

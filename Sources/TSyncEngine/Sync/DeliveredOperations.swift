@@ -22,14 +22,17 @@ enum DeliveredOperations {
         var version: String?
     }
 
-    /// Logs `pushed` (each operation with the version the store took) and drops what is older
-    /// than `retention`: the oldest rows come first, so only the expired ones are read.
-    static func append(_ db: Database, _ pushed: [(PendingOperation, String?)]) throws {
+    /// Logs `count` operations pushed (`pushed(index)`: each with the version the store took) and
+    /// drops what is older than `retention`: the oldest rows come first, so only the expired ones
+    /// are read. A function of the index, not an array of pairs: the caller's answers are read
+    /// where they are, not copied into pairs (which the runtime copies through generic witnesses).
+    static func append(_ db: Database, count: Int, _ pushed: (Int) -> (PendingOperation, String?)) throws {
         let now = Timestamp.now().millisecondsSinceEpoch
         // Rows bound as they are, a chunk per statement: one `INSERT … SELECT` from a JSON array
         // parsed each row four times (`json_extract`), one statement per row was slower still.
-        var rows = ChunkedRows(columns: 5, rows: pushed.count, bytesPerRow: 48)
-        for (operation, version) in pushed {
+        var rows = ChunkedRows(columns: 5, rows: count, bytesPerRow: 48)
+        for index in 0..<count {
+            let (operation, version) = pushed(index)
             rows.append(operation.table)
             rows.append(operation.itemID)
             rows.append(operation.kind.rawValue)

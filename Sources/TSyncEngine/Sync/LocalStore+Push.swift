@@ -54,6 +54,31 @@ package struct OutgoingOperation: Sendable, Equatable {
     }
 }
 
+/// An operation sent, and what the server's answer to it means. A struct, not a pair: an array's
+/// pairs were copied and destroyed through the runtime's generic witnesses for tuples (7% of the
+/// client's CPU in a push of new records), a struct's through code the compiler writes out.
+package struct AnsweredOperation: Sendable {
+    package var outgoing: OutgoingOperation
+    package var verdict: PushVerdict
+
+    package init(_ outgoing: OutgoingOperation, _ verdict: PushVerdict) {
+        self.outgoing = outgoing
+        self.verdict = verdict
+    }
+}
+
+/// An operation the server accepted, and the record it sent back (nil for a 204). A struct, not a
+/// pair, for the reason `AnsweredOperation` is one.
+struct AcceptedOperation: Sendable {
+    var outgoing: OutgoingOperation
+    var record: TSyncModel.Record?
+
+    init(_ outgoing: OutgoingOperation, _ record: TSyncModel.Record?) {
+        self.outgoing = outgoing
+        self.record = record
+    }
+}
+
 /// The queue steps of push: claim (mark in flight), complete (apply the answers), release (put
 /// back what was not delivered). Operations are claimed and completed in batches, so the store's
 /// commit cost (an fsync each) is paid per batch, not per operation. Each step is one
@@ -98,16 +123,17 @@ extension LocalStore {
     /// in flight is returned again with its saved item: callers hold the `PushLock`, so it is the
     /// leftover of a push that died before it learned the answer.
     ///
-    /// `skipping` is the rounds this push has claimed and not yet completed (on their way): none
-    /// of their items' operations is taken, so an item's operations stay in queue order while
-    /// rounds overlap. Their own operations are left out by the query, not read and dropped.
+    /// `skipping` is the rounds this push has claimed and not yet completed (on their way), and
+    /// the operations its policies settled: none of their items' operations is taken, so an
+    /// item's operations stay in queue order while rounds overlap. The rounds' own operations are
+    /// left out by the query, by their state (`selectPushable`), not read and dropped.
     /// They come round by round, as the push holds them: joined into one array, each claim copied
     /// every operation on its way twice, several times the operations it claimed.
     package func claimOperations(tables: [String]?, limit: Int, skipping onItsWay: [[OutgoingOperation]] = []) throws(TSyncError)
         -> [OutgoingOperation]
     {
         try write { db in
-            var savedItems: [Int64: String] = [:]
+            var savedItems: [String?] = []
             var claimed = try Self.selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &savedItems)
             var fromRecords: [JSONValue] = []
             var saves = ChunkedRows(columns: 2, rows: claimed.count, bytesPerRow: 128)
@@ -118,7 +144,7 @@ extension LocalStore {
                     var saved = claimed[index].item
                     if let version = claimed[index].version { saved["version"] = .string(version) }
                     text = StoredJSON.encode(saved)
-                } else if let fromBody = savedItems[seq] {
+                } else if let fromBody = savedItems[index] {
                     text = fromBody
                 } else {
                     fromRecords.append(.int(seq))
@@ -169,7 +195,7 @@ extension LocalStore {
     /// - Returns: what each operation settled at once came to, by its `seq`.
     @discardableResult
     package func completeOperations(
-        _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies? = nil, fieldsKept: Set<Int64> = []
+        _ results: [AnsweredOperation], settling policies: ConflictPolicies? = nil, fieldsKept: Set<Int64> = []
     ) throws(TSyncError) -> [Int64: SettledAtOnce] {
         guard !results.isEmpty else { return [:] }
         let now = Timestamp.now()
@@ -195,9 +221,9 @@ extension LocalStore {
 
     /// The policy that settles `result` at once: a 412 with the server's copy, of a table whose
     /// policy settles conflicts (`SyncSession.pushSettling` settles the same ones on the copy).
-    private static func settlesAtOnce(_ result: (OutgoingOperation, PushVerdict), _ policies: ConflictPolicies) -> ConflictPolicy? {
-        guard case .failed(412, let message, _?) = result.1 else { return nil }
-        let operation = result.0.operation
+    private static func settlesAtOnce(_ result: AnsweredOperation, _ policies: ConflictPolicies) -> ConflictPolicy? {
+        guard case .failed(412, let message, _?) = result.verdict else { return nil }
+        let operation = result.outgoing.operation
         let policy = policies.policy(for: operation.table)
         guard policy.resolution != nil,
             ConflictPolicy.settledClasses.contains(FailureClass(kind: operation.kind, status: 412, message: message))
@@ -210,21 +236,25 @@ extension LocalStore {
     struct SettleCarefully: Error {}
 
     private static func complete(
-        _ db: Database, _ results: [(OutgoingOperation, PushVerdict)], settling policies: ConflictPolicies?, at now: Timestamp,
+        _ db: Database, _ results: [AnsweredOperation], settling policies: ConflictPolicies?, at now: Timestamp,
         fieldsKept: Set<Int64>
     ) throws -> [Int64: SettledAtOnce] {
-        var succeeded: [(OutgoingOperation, TSyncModel.Record?)] = []
+        var succeeded: [AcceptedOperation] = []
+        succeeded.reserveCapacity(results.count)
         var atOnce: [(OutgoingOperation, ConflictPolicy, message: String, theirs: TSyncModel.Record)] = []
-        for (outgoing, verdict) in results {
-            switch verdict {
+        // By index: a loop over the answers copied each.
+        for index in results.indices {
+            switch results[index].verdict {
             case .succeeded(let serverRecord, _):
-                succeeded.append((outgoing, serverRecord))
+                succeeded.append(AcceptedOperation(results[index].outgoing, serverRecord))
             case .failed(let status, let message, let serverRecord):
-                if let policies, let policy = settlesAtOnce((outgoing, verdict), policies), let serverRecord {
-                    atOnce.append((outgoing, policy, message, serverRecord))
+                let result = results[index]
+                if let policies, let policy = settlesAtOnce(result, policies), let serverRecord {
+                    atOnce.append((result.outgoing, policy, message, serverRecord))
                     continue
                 }
-                try Self.saveError(db, Self.newError(outgoing, status: status, message: message, serverRecord: serverRecord), at: now)
+                try Self.saveError(
+                    db, Self.newError(result.outgoing, status: status, message: message, serverRecord: serverRecord), at: now)
             }
         }
         var settled: [Int64: SettledAtOnce] = [:]
@@ -323,34 +353,46 @@ extension LocalStore {
 
     /// Pushable operations in queue order with what to send. With a `limit` (a claim), only the
     /// first operation of each item is taken, so a batch never holds two operations of one item.
-    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]] = []) throws
-        -> [OutgoingOperation]
-    {
-        var unused: [Int64: String] = [:]
-        return try selectPushable(db, tables: tables, limit: limit, skipping: onItsWay, savedItems: &unused)
+    static func selectPushable(_ db: Database, tables: [String]?, limit: Int?) throws -> [OutgoingOperation] {
+        var unused: [String?] = []
+        return try selectPushable(db, tables: tables, limit: limit, skipping: [], savedItems: &unused)
     }
 
     /// The same, and for each pending insert or update whose stored text names neither `id` nor a
-    /// server property (every record the store writes), the item a claim saves, by `seq`
-    /// (`savedItem`).
+    /// server property (every record the store writes), the item a claim saves (`savedItem`), at
+    /// the operation's position (nil for the others): by position, not in a dictionary by `seq`,
+    /// whose two hashes an operation were a cost of each claim.
     static func selectPushable(
-        _ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]], savedItems: inout [Int64: String]
+        _ db: Database, tables: [String]?, limit: Int?, skipping onItsWay: [[OutgoingOperation]], savedItems: inout [String?]
     ) throws -> [OutgoingOperation] {
         var (clause, arguments) = tableClause(tables, inQueueOrder: true)
         let skipped = onItsWay.reduce(0) { $0 + $1.count }
+        // The items taken, those of the rounds on their way first. Sized once: grown row by row,
+        // the set was rehashed a dozen times in each claim.
+        let room = min(limit ?? 0, 10_000)
+        var items = Set<ItemKey>(minimumCapacity: skipped + room)
         if skipped > 0 {
-            clause += " AND o.seq NOT IN (SELECT value FROM json_each(?))"
-            var seqs = JSONRowsText(count: skipped, bytesPerRow: 8)
-            // Read through the buffer's pointer: a loop over the operations copied each, its
-            // item's dictionary and strings retained and released (in a profile, a third of those
-            // copies are left).
+            var last = Int64.min
+            // Read through the buffer's pointer, their seqs and items in one walk: a loop over
+            // the operations copied each, its item's dictionary and strings retained and released.
             for round in onItsWay {
                 round.withUnsafeBufferPointer { buffer in
                     guard let round = buffer.baseAddress else { return }
-                    for index in buffer.indices { seqs.append(round[index].operation.seq) }
+                    for index in buffer.indices {
+                        last = max(last, round[index].operation.seq)
+                        items.insert(ItemKey(table: round[index].operation.table, id: round[index].operation.itemID))
+                    }
                 }
             }
-            arguments += [seqs.text]
+            // The skipped operations are this push's, which claimed them holding the `PushLock`,
+            // and a claim takes each operation an earlier push left in flight as it meets it (the
+            // first of its item, in queue order). So at or before the last of them, every
+            // operation in flight is one of them, and is left out by its state; one settled, and
+            // pending again, is read and dropped by its item. Looked up among the skipped ones'
+            // `seq`s instead (three rounds of 1,000 on their way), each claim built a table of
+            // them and searched it for every operation in flight: half of the claim's query.
+            clause += " AND (o.state = 'pending' OR o.seq > ?)"
+            arguments += [last]
         }
         // Columns are read by position (by name, each read searched the column names). Of the
         // base, only its version (a string) and whether it is deleted: SQLite reads them where a
@@ -369,20 +411,9 @@ extension LocalStore {
                     WHERE \(clause)\(try hasErrors(db) ? " AND NOT EXISTS (\(blockedByError))" : "")
                     ORDER BY o.seq
                     """), arguments: arguments)
-        // The items taken, those of the rounds on their way first. Sized once: grown row by row,
-        // the set was rehashed a dozen times in each claim.
-        let room = min(limit ?? 0, 10_000)
         var selected: [OutgoingOperation] = []
         selected.reserveCapacity(room)
-        var items = Set<ItemKey>(minimumCapacity: skipped + room)
-        for round in onItsWay {
-            round.withUnsafeBufferPointer { buffer in
-                guard let round = buffer.baseAddress else { return }
-                for index in buffer.indices {
-                    items.insert(ItemKey(table: round[index].operation.table, id: round[index].operation.itemID))
-                }
-            }
-        }
+        savedItems.reserveCapacity(room)
         while let row = try rows.next() {
             let table: String = row[1]
             let itemID: String = row[2]
@@ -396,8 +427,8 @@ extension LocalStore {
             let baseDeleted = (row[10] as Bool?) == true
             var wire: [String: JSONValue]
             let version: String?
-            // Whether `wire` holds user fields only: no server property to take out.
-            var userFieldsOnly = false
+            // The item the claim saves, when `wire` holds user fields only: no server property to take out.
+            var saved: String?
             if operation.state == .inflight || operation.kind == .delete {
                 // In flight: exactly what was sent before. A delete: the item it deleted.
                 guard let text = row[6] as String? else { continue }
@@ -407,20 +438,18 @@ extension LocalStore {
                 wire = try StoredJSON.decodeObject(body, what: "record \(table)/\(itemID)")
                 let ownVersion = row[8] as String?
                 version = baseVersion ?? ownVersion ?? wire["version"]?.stringValue
-                if let saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion) {
-                    savedItems[operation.seq] = saved
-                    userFieldsOnly = true
-                }
+                saved = savedItem(body: body, fields: wire, id: itemID, version: baseVersion ?? ownVersion)
             } else {
                 // An insert or update whose record is gone: the delete that removed it follows.
                 continue
             }
-            if !userFieldsOnly { for name in RecordInput.serverProperties { wire.removeValue(forKey: name) } }
+            if saved == nil { for name in RecordInput.serverProperties { wire.removeValue(forKey: name) } }
             wire["id"] = .string(itemID)
             selected.append(
                 OutgoingOperation(
                     operation: operation, item: wire, version: version,
                     restoresDeleted: operation.kind == .update && baseDeleted))
+            savedItems.append(saved)
             if let limit, selected.count >= limit { break }
         }
         return selected
@@ -508,16 +537,17 @@ extension LocalStore {
     /// drop the bases) are one statement each for the whole batch, the operations' keys passed as
     /// one JSON array: statement by statement they were half of what a push spent in the store.
     static func completeOperations(
-        _ db: Database, _ accepted: [(OutgoingOperation, TSyncModel.Record?)], fieldsKept: Set<Int64> = []
+        _ db: Database, _ accepted: [AcceptedOperation], fieldsKept: Set<Int64> = []
     ) throws {
         guard !accepted.isEmpty else { return }
         var seqs = JSONRowsText(count: accepted.count, bytesPerRow: 8)
         var keys = ChunkedRows(columns: 3, rows: accepted.count, bytesPerRow: 32)
-        for (index, (outgoing, _)) in accepted.enumerated() {  // one copy of each element (by index, each access copied the tuple)
-            seqs.append(outgoing.operation.seq)
+        // By index, the fields read in place (a loop over the elements copied each).
+        for index in accepted.indices {
+            seqs.append(accepted[index].outgoing.operation.seq)
             keys.append(Int64(index))
-            keys.append(outgoing.operation.table)
-            keys.append(outgoing.operation.itemID)
+            keys.append(accepted[index].outgoing.operation.table)
+            keys.append(accepted[index].outgoing.operation.itemID)
         }
         try db.execute(sql: "DELETE FROM operations WHERE seq IN (SELECT value FROM json_each(?))", arguments: [seqs.text])
         guard db.changesCount == accepted.count else {
@@ -526,9 +556,10 @@ extension LocalStore {
         // The skipped copies newer than the answer, by index (none looked for without any kept).
         var newerSkipped: [Int: TSyncModel.Record] = [:]
         if try StoreRows.hasSkippedCopies(db) {
-            for (index, (outgoing, answer)) in accepted.enumerated() {
-                guard let answer,
-                    let skipped = try StoreRows.skippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID),
+            for index in accepted.indices {
+                let operation = accepted[index].outgoing.operation
+                guard let answer = accepted[index].record,
+                    let skipped = try StoreRows.skippedCopy(db, table: operation.table, id: operation.itemID),
                     isNewer(skipped, than: answer)
                 else { continue }
                 newerSkipped[index] = skipped
@@ -540,19 +571,19 @@ extension LocalStore {
             while let index = try indices.next() { newerChange.insert(index) }
         }
         // Logged with the version the store holds once done: the newer copy's, where it was taken.
-        try DeliveredOperations.append(
-            db,
-            accepted.enumerated().map { index, item in
-                let taken = newerChange.contains(index) ? item.1 : newerSkipped[index] ?? item.1
-                return (item.0.operation, taken?.system.version)
-            })
+        try DeliveredOperations.append(db, count: accepted.count) { index in
+            let answer = accepted[index].record
+            let taken = newerChange.contains(index) ? answer : newerSkipped[index] ?? answer
+            return (accepted[index].outgoing.operation, taken?.system.version)
+        }
         var idle = JSONRowsText(count: accepted.count, bytesPerRow: 32)
         // The records saved by their server properties alone, and where each is in `accepted`.
         var properties = ChunkedRows(columns: 5, rows: accepted.count, bytesPerRow: 96)
         var propertiesOf: [Int] = []
         propertiesOf.reserveCapacity(accepted.count)
-        for (index, (outgoing, answer)) in accepted.enumerated() {
-            let operation = outgoing.operation
+        for index in accepted.indices {
+            let operation = accepted[index].outgoing.operation
+            let answer = accepted[index].record
             let table = operation.table
             let id = operation.itemID
             guard newerChange.contains(index) else {
@@ -566,7 +597,7 @@ extension LocalStore {
                 } else if let server = answer {
                     if server.system.deleted {
                         try StoreRows.deleteRecord(db, table: table, id: id)
-                    } else if fieldsKept.contains(operation.seq) || StoreRows.keepsFields(server, outgoing.item) {
+                    } else if fieldsKept.contains(operation.seq) || StoreRows.keepsFields(server, accepted[index].outgoing.item) {
                         StoreRows.appendProperties(of: server, table: table, to: &properties)
                         propertiesOf.append(index)
                     } else {
@@ -584,15 +615,16 @@ extension LocalStore {
         }
         try StoreRows.saveProperties(db, properties) { chunk in
             for position in chunk {
-                let (outgoing, answer) = accepted[propertiesOf[position]]
-                guard let answer else { continue }
-                try StoreRows.saveRecord(db, table: outgoing.operation.table, record: answer, localFields: outgoing.item)
+                let accepted = accepted[propertiesOf[position]]
+                guard let answer = accepted.record else { continue }
+                try StoreRows.saveRecord(db, table: accepted.outgoing.operation.table, record: answer, localFields: accepted.outgoing.item)
             }
         }
         // The other copies a pull skipped of these items are older than the answers (or taken).
         if try StoreRows.hasSkippedCopies(db) {
-            for (index, (outgoing, _)) in accepted.enumerated() where !(newerChange.contains(index) && newerSkipped[index] != nil) {
-                try StoreRows.dropSkippedCopy(db, table: outgoing.operation.table, id: outgoing.operation.itemID)
+            for index in accepted.indices where !(newerChange.contains(index) && newerSkipped[index] != nil) {
+                let operation = accepted[index].outgoing.operation
+                try StoreRows.dropSkippedCopy(db, table: operation.table, id: operation.itemID)
             }
         }
         // A push of new records has no bases to drop: the statement's lookups, one per item, are left out.

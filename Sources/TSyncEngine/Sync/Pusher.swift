@@ -275,10 +275,10 @@ package struct Pusher: Sendable {
                     // An answer that cannot be verified leaves every operation in flight.
                     let verified = try await Self.verified(answer, of: outgoing, remote: remote)
                     if case .accepted = verified { written += 1 }
-                    round.answered.append((outgoing, Self.verdict(outgoing, verified)))
+                    round.answered.append(AnsweredOperation(outgoing, Self.verdict(outgoing, verified)))
                 }
             }
-            let failures = round.answered.filter { if case .failed = $0.1 { true } else { false } }.count
+            let failures = round.answered.filter { if case .failed = $0.verdict { true } else { false } }.count
             round.unapplied = failures > 0 ? notApplied : []
             try finish(round, into: &summary)
             if failures > 0, written > 0 {
@@ -302,7 +302,7 @@ package struct Pusher: Sendable {
     /// What one round of sending did: the answers, the error that stopped it, and the claimed
     /// operations the server cannot have applied (never sent, or refused a connection).
     struct Round: Sendable {
-        var answered: [(OutgoingOperation, PushVerdict)] = []
+        var answered: [AnsweredOperation] = []
         var stop: TSyncError?
         var unapplied: [OutgoingOperation] = []
         var requests = 0
@@ -335,30 +335,32 @@ package struct Pusher: Sendable {
     private func finish(_ round: Round, into summary: inout PushSummary) throws(TSyncError) -> [OutgoingOperation] {
         let atOnce = try store.completeOperations(round.answered, settling: settling, fieldsKept: round.fieldsKept)
         var settled: [OutgoingOperation] = []
-        for (outgoing, verdict) in round.answered {
-            summary.items.add(table: outgoing.operation.table, id: outgoing.operation.itemID)
-            switch verdict {
+        // By index, read in place: a loop over the answers copied each.
+        for index in round.answered.indices {
+            let operation = round.answered[index].outgoing.operation
+            summary.items.add(table: operation.table, id: operation.itemID)
+            switch round.answered[index].verdict {
             case .succeeded(let record, let alreadyApplied):
                 summary.pushed += 1
-                summary.written.add(outgoing.operation, record)
+                summary.written.add(operation, record)
                 if alreadyApplied { summary.alreadyApplied += 1 }
             case .failed(let status, _, _):
                 summary.failed += 1
-                summary.failedOperations.append(outgoing.operation.seq)
-                if FailureClass(kind: outgoing.operation.kind, status: status).isConflict {
+                summary.failedOperations.append(operation.seq)
+                if FailureClass(kind: operation.kind, status: status).isConflict {
                     summary.conflicts += 1
                     summary.conflictsMet += 1
                 }
-                guard let done = atOnce[outgoing.operation.seq] else { continue }
+                guard let done = atOnce[operation.seq] else { continue }
                 switch done.outcome {
                 case .settled(let pending):
-                    settled.append(outgoing)
+                    settled.append(round.answered[index].outgoing)
                     summary.settled[done.policy, default: 0] += 1
                     summary.settledItems.append(
-                        SettledItem(table: outgoing.operation.table, id: outgoing.operation.itemID, policy: done.policy))
-                    if pending { summary.settledToPush.insert(outgoing.operation.table) }
+                        SettledItem(table: operation.table, id: operation.itemID, policy: done.policy))
+                    if pending { summary.settledToPush.insert(operation.table) }
                 case .refused:
-                    summary.refusedAtOnce.insert(outgoing.operation.seq)
+                    summary.refusedAtOnce.insert(operation.seq)
                 }
             }
         }
@@ -378,13 +380,13 @@ package struct Pusher: Sendable {
         var bytes = 0
         for outgoing in claimed {
             if Self.isUnconditional(outgoing) {
-                round.answered.append((outgoing, Self.withoutVersion))
+                round.answered.append(AnsweredOperation(outgoing, Self.withoutVersion))
                 continue
             }
             if outgoing.restoresDeleted {
                 if round.stop == nil, stopRequest?.isStopped != true {
                     do throws(TSyncError) {
-                        round.answered.append((outgoing, try await Self.send(outgoing, to: remote)))
+                        round.answered.append(AnsweredOperation(outgoing, try await Self.send(outgoing, to: remote)))
                         round.requests += 2
                     } catch {
                         round.failed(error, for: [outgoing])
@@ -425,7 +427,7 @@ package struct Pusher: Sendable {
                             {
                                 round.fieldsKept.insert(outgoing.operation.seq)
                             }
-                            round.answered.append((outgoing, Self.verdict(outgoing, verified)))
+                            round.answered.append(AnsweredOperation(outgoing, Self.verdict(outgoing, verified)))
                         } catch {
                             // The batch reached the server: an answer that cannot be verified
                             // leaves its operation in flight; the others' answers still count.
@@ -433,7 +435,8 @@ package struct Pusher: Sendable {
                         }
                     }
                 case .tooLarge(let message) where chunk.count == 1:
-                    round.answered.append((chunk[chunk.startIndex], .failed(status: 413, message: message, serverRecord: nil)))
+                    round.answered.append(
+                        AnsweredOperation(chunk[chunk.startIndex], .failed(status: 413, message: message, serverRecord: nil)))
                 case .tooLarge:
                     let middle = chunk.startIndex + chunk.count / 2
                     chunks.append(chunk[middle...])
@@ -469,7 +472,7 @@ package struct Pusher: Sendable {
             for _ in 0..<min(concurrency, claimed.count) { startNext() }
             while let (operation, result) = await group.next() {
                 switch result {
-                case .success(let verdict): round.answered.append((operation, verdict))
+                case .success(let verdict): round.answered.append(AnsweredOperation(operation, verdict))
                 case .failure(let error): round.failed(error, for: [operation])
                 }
                 startNext()

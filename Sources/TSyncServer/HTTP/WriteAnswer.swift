@@ -11,19 +11,19 @@ struct WriteAnswer {
     /// 400 for a record that does not match the table's schema: where and why, each.
     var violations: [SchemaViolation] = []
 
+    /// `request`'s write is read where it is: a copy of it was a cost of each answer of a batch.
     init(_ outcome: WriteOutcome, for request: WriteRequest) {
-        let write = request.write
         switch outcome {
         case .inserted(let record): self.init(.created, item: record)
         case .modified(let record): self.init(.ok, item: record)
         case .exists(let existing?): self.init(.conflict, item: existing)
         case .exists(nil):
-            self.init(.conflict, message: "an item with id \(Identifiers.quoted(write.id)) already exists: choose another id")
-        case .notFound: self.init(.notFound, message: APIError.notFound(table: write.table, id: write.id).message)
+            self.init(.conflict, message: "an item with id \(Identifiers.quoted(request.write.id)) already exists: choose another id")
+        case .notFound: self.init(.notFound, message: APIError.notFound(table: request.write.table, id: request.write.id).message)
         case .versionMismatch(let current): self.init(request.staleStatus, item: current)
         case .unstorable(let message): self.init(.badRequest, message: message)
         case .invalid(let violations):
-            self.init(.badRequest, message: APIError.schemaMessage(table: write.table, violations))
+            self.init(.badRequest, message: APIError.schemaMessage(table: request.write.table, violations))
             self.violations = violations
         case .overTableLimit(let message), .forbidden(let message): self.init(.forbidden, message: message)
         case .notApplied:
@@ -71,13 +71,17 @@ struct WriteAnswer {
             JSONSerializer.writeString(id, to: &output)
             output.append(UInt8(ascii: ","))
         }
-        output.append(contentsOf: #""index":\#(index),"#.utf8)
+        // Numbers appended as digits: an interpolated string was made (and allocated) for each.
+        output.append(contentsOf: #""index":"#.utf8)
+        output.append(contentsOf: String(index).utf8)
+        output.append(UInt8(ascii: ","))
         if let item {
             output.append(contentsOf: #""item":"#.utf8)
             JSONSerializer.writeRecord(item, to: &output)
             output.append(UInt8(ascii: ","))
         }
-        output.append(contentsOf: #""status":\#(status.code)"#.utf8)
+        output.append(contentsOf: #""status":"#.utf8)
+        output.append(contentsOf: String(status.code).utf8)
         if !violations.isEmpty {
             output.append(contentsOf: #","violations":"#.utf8)
             JSONSerializer.write(APIError.violationsJSON(violations), to: &output)

@@ -45,7 +45,7 @@ extension LocalStore {
     func fail(_ id: String, status: Int, serverRecord: Record? = nil) throws {
         let batch = try claimOperations(tables: nil, limit: 100)
         let target = try #require(batch.first { $0.operation.itemID == id })
-        try completeOperations([(target, .failed(status: status, message: "HTTP \(status)", serverRecord: serverRecord))])
+        try completeOperations([AnsweredOperation(target, .failed(status: status, message: "HTTP \(status)", serverRecord: serverRecord))])
         try releaseOperations(batch.filter { $0.operation.seq != target.operation.seq })
     }
 
