@@ -121,7 +121,7 @@ import TSyncModel
         let server = remote.records("todo").values.sorted { ($0.system.updatedAt!, $0.id) < ($1.system.updatedAt!, $1.id) }
         let stopRequest = StopRequest()
         if stopping {
-            // Asked when the pull asks for its sixth page of 2: it has written four, and holds one.
+            // Asked when the pull asks for its sixth page of 2, past its first commit.
             let fifthEnd = server[9].id
             remote.scriptedPage = { [remote] request in
                 if ScriptedRemote.checkpoint(in: request.filter)?.id == fifthEnd { stopRequest.stop() }
@@ -138,12 +138,15 @@ import TSyncModel
             #expect(records % 2 == 0 || records == server.count, "whole pages: \(records)")
             #expect(checkpoint == server[records - 1].id, "the checkpoint of the last page written: \(records), \(checkpoint)")
         }
+        let group = Puller.pagesACommit
         if stopping {
             #expect(summary.interrupted && stored.count < server.count)
-            #expect(commits.seen.map(\.records).first == 8 && commits.seen.last?.records == stored.count)
+            #expect(commits.seen.map(\.records).first == 2 * group && commits.seen.last?.records == stored.count)
         } else {
-            // 12 pages of records and the empty one that ends the pull: 4 commits, not 13.
-            #expect(commits.seen.map(\.records) == [8, 16, 23, 23])
+            // 12 pages of records and the empty one that ends the pull: a commit every `group`
+            // pages, and one for what is left.
+            let ends = Array(stride(from: group, to: 13, by: group)) + [13]
+            #expect(commits.seen.map(\.records) == ends.map { min(2 * $0, 23) })
             #expect(Set(stored) == Set(server.map(\.id)) && summary.counts.received == 23 && summary.counts.pages == 12)
         }
         #expect(try temporary.store.savedQuery(table: "todo", queryID: "all")?.checkpoint?.id == server[stored.count - 1].id)

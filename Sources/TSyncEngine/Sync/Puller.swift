@@ -94,9 +94,9 @@ package struct Puller: Sendable {
 
     /// Pages a pull with a query id writes in one transaction: each commit rewrote page 1, the
     /// B-trees' last leaves and roots and the query's row into the WAL, a third of a clone's WAL
-    /// at a page a commit. A pull holds this many pages more than it did (a few hundred KB each),
-    /// and a pull killed meanwhile reads them again; more would not fit SQLite's page cache.
-    static let pagesACommit = 4
+    /// at a page a commit. A pull holds this many read pages before it writes them (under 1 MB
+    /// each, as decoded), and a pull killed meanwhile reads them again; four saved no more.
+    static let pagesACommit = 3
 
     /// Checks a pull request before anything is sent.
     package static func validate(_ request: PullRequest) throws(TSyncError) {
