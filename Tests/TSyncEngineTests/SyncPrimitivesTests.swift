@@ -245,6 +245,68 @@ import TSyncModel
         #expect(try store.savedQuery(table: "todo", queryID: "all") == query)
     }
 
+    /// Pages written together in one transaction (`applyServerPages`, a pull whose pages come
+    /// faster than it writes them) leave the store as the same pages written one transaction
+    /// each: the same results, records, bases, queue, skipped copies and checkpoint, with pages
+    /// that name an id again, delete what a page before wrote, skip a pending item, and bring
+    /// nothing.
+    @Test func pagesWrittenTogetherLeaveTheStoreAsPagesWrittenOneByOne() throws {
+        func seeded() throws -> TemporaryStore {
+            let temporary = try TemporaryStore()
+            try temporary.store.applyServerPage(
+                table: "todo",
+                records: [
+                    LocalStore.serverRecord("keep", ["v": 1], version: "1"),
+                    LocalStore.serverRecord("gone", ["v": 1], version: "1"),
+                    LocalStore.serverRecord("mine", ["v": 1], version: "1"),
+                ])
+            try temporary.store.update(table: "todo", id: "mine", fields: ["v": 2])
+            return temporary
+        }
+        func deleted(_ id: String, version: String, at ms: Int64) -> TSyncModel.Record {
+            var record = LocalStore.serverRecord(id, [:], version: version, at: ms)
+            record.system.deleted = true
+            return record
+        }
+        func query(after id: String, at ms: Int64) -> SavedQuery {
+            SavedQuery(
+                table: "todo", queryID: "all", filter: nil,
+                checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: ms), id: id),
+                lastPullAt: Timestamp(millisecondsSinceEpoch: ms + 100))
+        }
+        let pages: [(records: [StoredRecord], query: SavedQuery?)] = [
+            (
+                [
+                    LocalStore.serverRecord("keep", ["v": 9], version: "2", at: 2_000), deleted("gone", version: "2", at: 2_000),
+                    LocalStore.serverRecord("mine", ["v": 9], version: "2", at: 2_000),
+                    LocalStore.serverRecord("fresh", ["v": 9], version: "1", at: 2_000),
+                ].map(StoredRecord.init), query(after: "mine", at: 2_000)
+            ),
+            (
+                [
+                    LocalStore.serverRecord("fresh", ["v": 10, "w": "x"], version: "2", at: 3_000),
+                    deleted("keep", version: "3", at: 3_000),
+                    LocalStore.serverRecord("mine", ["v": 10], version: "3", at: 3_000),
+                    LocalStore.serverRecord("new", ["t": [1, 2]], version: "1", at: 3_000), deleted("never", version: "1", at: 3_000),
+                ].map(StoredRecord.init), query(after: "new", at: 3_000)
+            ),
+            ([], query(after: "new", at: 3_000)),
+            ([LocalStore.serverRecord("gone", ["back": true], version: "4", at: 4_000)].map(StoredRecord.init), nil),
+        ]
+        let general = try seeded()
+        let together = try seeded()
+        let expected = try pages.map { page in
+            try general.store.applyServerPage(table: "todo", stored: page.records, saving: page.query)
+        }
+        #expect(try together.store.applyServerPages(table: "todo", pages) == expected)
+        let also: [(label: String, sql: String)] = [
+            ("skipped", "SELECT tbl, id, item, updated_at FROM skipped ORDER BY tbl, id"),
+            ("queries", "SELECT * FROM queries ORDER BY tbl, query_id"), ("tables", "SELECT name FROM tables ORDER BY name"),
+        ]
+        #expect(try together.store.rowsForComparison(also: also) == general.store.rowsForComparison(also: also))
+        #expect(expected.map(\.skipped) == [1, 1, 0, 0] && expected.map(\.removed) == [1, 1, 0, 0])
+    }
+
     /// The checkpoint's id order by `memcmp` is the general order of UTF-8 bytes, for ids held
     /// inline and on the heap, equal prefixes, composed and decomposed accents, and bytes above
     /// 0x7F (where a signed comparison would go wrong).

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 import TSyncModel
@@ -106,6 +107,49 @@ import TSyncModel
         #expect(summary.warnings.count == 1 && summary.warnings.first?.contains("todo/b") == true, "\(summary.warnings)")
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Timestamp(iso8601: "1994-11-06T08:49:37Z"))
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == nil && HTTPDate.parse("soon") == nil)
+    }
+
+    /// A pull with a query id writes its pages `Puller.pagesACommit` to a transaction, each with
+    /// its checkpoint: every commit holds whole pages and the checkpoint of the last of them, so a
+    /// pull killed between commits resumes after what it kept; the pages left at the end, and
+    /// those held when a stop is asked, are written before the pull returns.
+    @Test(arguments: [false, true]) func aPullCommitsWholePagesAFewAtATime(stopping: Bool) async throws {
+        let remote = try ScriptedRemote()
+        let writer = try TemporaryStore()
+        for index in 0..<23 { try writer.store.insert("todo", ["id": .string("r\(index)"), "n": .int(Int64(index))]) }
+        _ = try await Pusher(store: writer.store, remote: remote).push(tables: nil)
+        let server = remote.records("todo").values.sorted { ($0.system.updatedAt!, $0.id) < ($1.system.updatedAt!, $1.id) }
+        let stopRequest = StopRequest()
+        if stopping {
+            // Asked when the pull asks for its sixth page of 2, past its first commit.
+            let fifthEnd = server[9].id
+            remote.scriptedPage = { [remote] request in
+                if ScriptedRemote.checkpoint(in: request.filter)?.id == fifthEnd { stopRequest.stop() }
+                return remote.storedPage(request)
+            }
+        }
+        let temporary = try TemporaryStore()
+        let commits = CommittedPages()
+        temporary.store.pool.add(transactionObserver: commits, extent: .databaseLifetime)
+        let summary = try await Puller(store: temporary.store, remote: remote, stopRequest: stopRequest)
+            .pull(PullRequest(table: "todo", queryID: "all", pageSize: 2))
+        let stored = try temporary.store.query(table: "todo").map(\.id)
+        for (records, checkpoint) in commits.seen {
+            #expect(records % 2 == 0 || records == server.count, "whole pages: \(records)")
+            #expect(checkpoint == server[records - 1].id, "the checkpoint of the last page written: \(records), \(checkpoint)")
+        }
+        let group = Puller.pagesACommit
+        if stopping {
+            #expect(summary.interrupted && stored.count < server.count)
+            #expect(commits.seen.map(\.records).first == 2 * group && commits.seen.last?.records == stored.count)
+        } else {
+            // 12 pages of records and the empty one that ends the pull: a commit every `group`
+            // pages, and one for what is left.
+            let ends = Array(stride(from: group, to: 13, by: group)) + [13]
+            #expect(commits.seen.map(\.records) == ends.map { min(2 * $0, 23) })
+            #expect(Set(stored) == Set(server.map(\.id)) && summary.counts.received == 23 && summary.counts.pages == 12)
+        }
+        #expect(try temporary.store.savedQuery(table: "todo", queryID: "all")?.checkpoint?.id == server[stored.count - 1].id)
     }
 
     /// A page that only repeats the checkpoint's run of equal timestamps (a replayed answer) is
@@ -339,4 +383,20 @@ final class Locked<Value: Sendable>: Sendable {
     init(_ value: Value) { stored = Mutex(value) }
     var value: Value { stored.withLock { $0 } }
     func update(_ body: (inout Value) -> Void) { stored.withLock { body(&$0) } }
+}
+
+/// The records a store holds, and the checkpoint of its saved query, after each commit.
+private final class CommittedPages: TransactionObserver, Sendable {
+    private let state = Mutex<[(records: Int, checkpoint: String)]>([])
+    var seen: [(records: Int, checkpoint: String)] { state.withLock { $0 } }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseDidRollback(_ db: Database) {}
+    func databaseDidCommit(_ db: Database) {
+        guard let checkpoint = try? String.fetchOne(db, sql: "SELECT checkpoint_id FROM queries"),
+            let records = try? Int.fetchOne(db, sql: "SELECT count(*) FROM records")
+        else { return }
+        state.withLock { $0.append((records, checkpoint)) }
+    }
 }

@@ -54,7 +54,7 @@ public struct PullCounts: Sendable, Equatable {
 }
 
 extension LocalStore {
-    /// Applies one page of a pull in ONE transaction (docs/DESIGN.md §2.5): records are upserted, records
+    /// Applies one page of a pull in one transaction (docs/DESIGN.md §2.5): records are upserted, records
     /// marked deleted are removed, and items with a pending local operation are left alone (their
     /// base too: the next push must still be checked against the version the user changed). When
     /// `checkpoint` is given it is saved in the same transaction, so the checkpoint never runs ahead
@@ -72,70 +72,87 @@ extension LocalStore {
         table: String, stored records: [StoredRecord], saving query: SavedQuery? = nil, detailed: Bool = false
     ) throws(TSyncError) -> PageResult {
         try Identifiers.validateTableName(table)
+        return try write { db in try Self.applyServerPage(db, table: table, stored: records, saving: query, detailed: detailed) }
+    }
+
+    /// Several pages of a pull in one transaction, in order, each as `applyServerPage` writes it
+    /// alone and with its own checkpoint: the store after it is the store after the pages one
+    /// transaction each (docs/DESIGN.md §8). One commit, not one a page: each commit rewrote the
+    /// B-trees' last pages, page 1 and the query's row into the WAL.
+    package func applyServerPages(table: String, _ pages: [(records: [StoredRecord], query: SavedQuery?)]) throws(TSyncError)
+        -> [PageResult]
+    {
+        try Identifiers.validateTableName(table)
         return try write { db in
-            try StoreRows.registerTable(db, table)
-            var result = PageResult()
-            // The items with queued operations, found by one statement for the whole page (none
-            // to look for in a table with an empty queue, as in a clone).
-            var busy = Set<Int>()
-            if try StoreRows.hasOperations(db, table: table) {
-                let ids = JSONSerializer.string(.array(records.map { .string($0.id) }))
-                busy = Set(
-                    try Int.fetchAll(
-                        db,
-                        sql: """
-                            SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
-                            WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = ? AND o.item_id = j.value)
-                            """,
-                        arguments: [ids, table]))
-            }
-            let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
-            // `detailed`: the upserts leave alone, and do not report, a record the store holds at
-            // the version sent already (the echo of a push), or at a newer one (a push's answer
-            // taken after the watch read the page); they tell which ids they wrote, and
-            // the changes are put in page order once the page is written. (A statement of its own
-            // that looked the held versions up cost 1.2-1.9 ms a page of 1,000.)
-            var written: Set<String>? = detailed ? [] : nil
-            var candidates: [(index: Int, kind: PulledChange.Kind)] = []
-            // Upserts are written several rows per statement, in page order: a delete writes
-            // those before it first (the page may name its id twice).
-            var upserts: [Int] = []
-            upserts.reserveCapacity(StoreRows.upsertChunkSize)
-            // By position, not `enumerated()`: a copy of each record was a cost of its own.
-            for index in records.indices {
-                if busy.contains(index) {
-                    // Not applied, and the checkpoint moves past it: kept for `resolve`.
-                    try StoreRows.saveSkippedCopy(db, table: table, record: try records[index].record())
-                    result.skipped += 1
-                    continue
-                }
-                if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: records[index].id) }
-                if records[index].deleted {
-                    try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
-                    try StoreRows.deleteRecord(db, table: table, id: records[index].id)
-                    let removed = db.changesCount
-                    result.removed += removed
-                    if detailed, removed > 0 { candidates.append((index, .removed)) }
-                } else {
-                    upserts.append(index)
-                    result.upserted += 1
-                    if detailed { candidates.append((index, .upserted)) }
-                    if upserts.count == StoreRows.upsertChunkSize {
-                        try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
-                    }
-                }
-            }
-            try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
-            if let written {
-                result.changes = candidates.compactMap { index, kind in
-                    let record = records[index]
-                    guard kind == .removed || written.contains(record.id) else { return nil }
-                    return PulledChange(id: record.id, kind: kind, version: record.version)
-                }
-            }
-            if let query { try StoreRows.saveQuery(db, query) }
-            if detailed { result.pushedBefore = try DeliveredOperations.last(db) }
-            return result
+            try pages.map { page in try Self.applyServerPage(db, table: table, stored: page.records, saving: page.query, detailed: false) }
         }
+    }
+
+    private static func applyServerPage(
+        _ db: Database, table: String, stored records: [StoredRecord], saving query: SavedQuery?, detailed: Bool
+    ) throws -> PageResult {
+        try StoreRows.registerTable(db, table)
+        var result = PageResult()
+        // The items with queued operations, found by one statement for the whole page (none
+        // to look for in a table with an empty queue, as in a clone).
+        var busy = Set<Int>()
+        if try StoreRows.hasOperations(db, table: table) {
+            let ids = JSONSerializer.string(.array(records.map { .string($0.id) }))
+            busy = Set(
+                try Int.fetchAll(
+                    db,
+                    sql: """
+                        SELECT CAST(j.key AS INTEGER) FROM json_each(?) j
+                        WHERE EXISTS (SELECT 1 FROM operations o WHERE o.tbl = ? AND o.item_id = j.value)
+                        """,
+                    arguments: [ids, table]))
+        }
+        let clearsSkipped = try StoreRows.hasSkippedCopies(db, table: table)
+        // `detailed`: the upserts leave alone, and do not report, a record the store holds at
+        // the version sent already (the echo of a push), or at a newer one (a push's answer
+        // taken after the watch read the page); they tell which ids they wrote, and
+        // the changes are put in page order once the page is written. (A statement of its own
+        // that looked the held versions up cost 1.2-1.9 ms a page of 1,000.)
+        var written: Set<String>? = detailed ? [] : nil
+        var candidates: [(index: Int, kind: PulledChange.Kind)] = []
+        // Upserts are written several rows per statement, in page order: a delete writes
+        // those before it first (the page may name its id twice).
+        var upserts: [Int] = []
+        upserts.reserveCapacity(StoreRows.upsertChunkSize)
+        // By position, not `enumerated()`: a copy of each record was a cost of its own.
+        for index in records.indices {
+            if busy.contains(index) {
+                // Not applied, and the checkpoint moves past it: kept for `resolve`.
+                try StoreRows.saveSkippedCopy(db, table: table, record: try records[index].record())
+                result.skipped += 1
+                continue
+            }
+            if clearsSkipped { try StoreRows.dropSkippedCopy(db, table: table, id: records[index].id) }
+            if records[index].deleted {
+                try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
+                try StoreRows.deleteRecord(db, table: table, id: records[index].id)
+                let removed = db.changesCount
+                result.removed += removed
+                if detailed, removed > 0 { candidates.append((index, .removed)) }
+            } else {
+                upserts.append(index)
+                result.upserted += 1
+                if detailed { candidates.append((index, .upserted)) }
+                if upserts.count == StoreRows.upsertChunkSize {
+                    try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
+                }
+            }
+        }
+        try StoreRows.upsertRecords(db, table: table, records, &upserts, written: &written)
+        if let written {
+            result.changes = candidates.compactMap { index, kind in
+                let record = records[index]
+                guard kind == .removed || written.contains(record.id) else { return nil }
+                return PulledChange(id: record.id, kind: kind, version: record.version)
+            }
+        }
+        if let query { try StoreRows.saveQuery(db, query) }
+        if detailed { result.pushedBefore = try DeliveredOperations.last(db) }
+        return result
     }
 }

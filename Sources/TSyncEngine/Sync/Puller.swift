@@ -92,6 +92,12 @@ package struct Puller: Sendable {
         self.stopRequest = stopRequest
     }
 
+    /// Pages a pull with a query id writes in one transaction: each commit rewrote page 1, the
+    /// B-trees' last leaves and roots and the query's row into the WAL, a third of a clone's WAL
+    /// at a page a commit. A pull holds this many read pages before it writes them (under 1 MB
+    /// each, as decoded), and a pull killed meanwhile reads them again; four saved no more.
+    static let pagesACommit = 3
+
     /// Checks a pull request before anything is sent.
     package static func validate(_ request: PullRequest) throws(TSyncError) {
         try Identifiers.validateTableName(request.table)
@@ -176,79 +182,118 @@ package struct Puller: Sendable {
             }
         }
         defer { fetching?.cancel() }
-        while let current = fetching {
-            var page = try await current.page()
-            fetching = nil
-            // The page asked ahead of this one, unless it is taken below.
-            defer { current.cancel() }
-            try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
-            try await refreshSchema(page, table: request.table, summary: &summary)
-            var next = try checked(page, from: position)
-            // A walk by $skip would rest on this one answer: a page that only repeats records at
-            // the checkpoint's own time is what a server with finer timestamps sends, and also
-            // what a cache or proxy replaying an earlier answer sends, and walking on by $skip
-            // after a replay passes over records for good. The same read is asked
-            // again, and the walk starts only when the server answers it with the same records;
-            // an answer that differs is taken instead, and checked from the start.
-            var asked = 1
-            while next.skip > 0, position.skip == 0 {
-                let again = try await PageFetch(remote, pageRequest(at: position)).page()
-                if Self.sameRecords(again.records, page.records) { break }
-                asked += 1
-                guard asked < 4 else {
-                    throw TSyncError(
-                        .failure,
-                        "pulling \(request.table) from \(remote.endpoint): the server answered the same read differently \(asked) times (a cache or proxy replaying answers?), so no position after the checkpoint can be trusted; nothing of these pages was written",
-                        remedy: .pullWithoutQueryID)
-                }
-                page = again
-                next = try checked(page, from: position)
+        // Pages read and checked, not yet written: written together in one transaction, each with
+        // its checkpoint (`applyServerPages`), so a pull killed meanwhile keeps whole pages. `watch`
+        // writes and tells each page as it comes.
+        var held: [(page: StoredPage, query: SavedQuery)] = []
+        // Writes the held pages; true when a stop request ends the pull after them.
+        func writeHeld() throws(TSyncError) -> Bool {
+            guard !held.isEmpty else { return false }
+            let pages = held
+            held.removeAll(keepingCapacity: true)
+            let results = try store.applyServerPages(table: request.table, pages.map { ($0.page.records, $0.query) })
+            var stops = false
+            for (index, result) in zip(pages.indices, results) {
+                stops = stopsAfter(
+                    pages[index].page, applied: result, summary: &summary, total: &total,
+                    more: index < pages.count - 1 || fetching != nil, progress: progress)
             }
-            if next.skip > 0, !page.records.isEmpty {
-                if position.skip == 0 { run.removeAll() }
-                let before = run.count
-                for record in page.records { run.insert(Self.fingerprint(record.id)) }
-                if run.count == before {
-                    throw TSyncError(
-                        .failure,
-                        "pulling \(request.table) from \(remote.endpoint): the server sent the same records again inside a run of equal updatedAt values (it ignores $skip there), so the pull cannot get past them",
-                        remedy: .pullWithoutQueryID)
+            return stops
+        }
+        func readPages() async throws(TSyncError) {
+            while let current = fetching {
+                var page = try await current.page()
+                fetching = nil
+                // The page asked ahead of this one, unless it is taken below.
+                defer { current.cancel() }
+                try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
+                try await refreshSchema(page, table: request.table, summary: &summary)
+                var next = try checked(page, from: position)
+                // A walk by $skip would rest on this one answer: a page that only repeats records at
+                // the checkpoint's own time is what a server with finer timestamps sends, and also
+                // what a cache or proxy replaying an earlier answer sends, and walking on by $skip
+                // after a replay passes over records for good. The same read is asked
+                // again, and the walk starts only when the server answers it with the same records;
+                // an answer that differs is taken instead, and checked from the start.
+                var asked = 1
+                while next.skip > 0, position.skip == 0 {
+                    let again = try await PageFetch(remote, pageRequest(at: position)).page()
+                    if Self.sameRecords(again.records, page.records) { break }
+                    asked += 1
+                    guard asked < 4 else {
+                        throw TSyncError(
+                            .failure,
+                            "pulling \(request.table) from \(remote.endpoint): the server answered the same read differently \(asked) times (a cache or proxy replaying answers?), so no position after the checkpoint can be trusted; nothing of these pages was written",
+                            remedy: .pullWithoutQueryID)
+                    }
+                    page = again
+                    next = try checked(page, from: position)
+                }
+                if next.skip > 0, !page.records.isEmpty {
+                    if position.skip == 0 { run.removeAll() }
+                    let before = run.count
+                    for record in page.records { run.insert(Self.fingerprint(record.id)) }
+                    if run.count == before {
+                        throw TSyncError(
+                            .failure,
+                            "pulling \(request.table) from \(remote.endpoint): the server sent the same records again inside a run of equal updatedAt values (it ignores $skip there), so the pull cannot get past them",
+                            remedy: .pullWithoutQueryID)
+                    }
+                }
+                // The records the clock allows a checkpoint to pass: a prefix, since the page is in
+                // updatedAt order. The others are written, and the checkpoint stays before them. The
+                // walk goes on from the last of the prefix too: a record stamped in the future by a
+                // proxy or a cache (its real copy sits earlier in the walk) would otherwise end this
+                // pull at the year 9999 with the records after it unread; a record that really is in
+                // the future comes again alone at the walk's end, and then ends it.
+                let bound = Checkpoint.bound(now: Timestamp.now(), serverDate: page.serverDate)
+                let within = page.records.prefix { ($0.updatedAt.map { $0 <= bound }) ?? true }
+                if within.count == page.records.count {
+                    // (An empty page leaves it where it is.)
+                    if !page.records.isEmpty { kept = next.checkpoint }
+                } else {
+                    if !within.isEmpty {
+                        next = try Checkpoint.position(afterStored: Array(within), from: position)
+                        kept = next.checkpoint
+                    }
+                    let early = page.records[within.count]
+                    if summary.warnings.isEmpty {
+                        summary.warnings.append(
+                            "the server sent \(Identifiers.quoted("\(request.table)/\(early.id)")) with updatedAt \(early.updatedAt?.iso8601 ?? "?"), later than the clocks allow (at most \(bound.iso8601): the later of this machine's clock and the server's, plus a minute): the record is written, but the checkpoint of \(Identifiers.quoted(queryID)) stays before it, so every pull reads it again"
+                        )
+                    }
+                }
+                position = next
+                // A page shorter than asked is not the end (a server may cap $top without a Link, as
+                // the Azure servers do): only an empty page is.
+                if !page.records.isEmpty {
+                    fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead, pace: pace)
+                }
+                let query = SavedQuery(
+                    table: request.table, queryID: queryID, filter: filter, checkpoint: kept, lastPullAt: Timestamp.now())
+                if let observer = pageObserver {
+                    let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: true)
+                    await observer(request.table, result, page)
+                    if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) {
+                        break
+                    }
+                    continue
+                }
+                held.append((page, query))
+                // Held until there are `pagesACommit`, the last page is read or a stop is asked; what
+                // is held when a read or a check fails is written before the failure is reported.
+                if held.count >= Self.pagesACommit || fetching == nil || stopRequest?.isStopped == true {
+                    if try writeHeld() { break }
                 }
             }
-            // The records the clock allows a checkpoint to pass: a prefix, since the page is in
-            // updatedAt order. The others are written, and the checkpoint stays before them. The
-            // walk goes on from the last of the prefix too: a record stamped in the future by a
-            // proxy or a cache (its real copy sits earlier in the walk) would otherwise end this
-            // pull at the year 9999 with the records after it unread; a record that really is in
-            // the future comes again alone at the walk's end, and then ends it.
-            let bound = Checkpoint.bound(now: Timestamp.now(), serverDate: page.serverDate)
-            let within = page.records.prefix { ($0.updatedAt.map { $0 <= bound }) ?? true }
-            if within.count == page.records.count {
-                // (An empty page leaves it where it is.)
-                if !page.records.isEmpty { kept = next.checkpoint }
-            } else {
-                if !within.isEmpty {
-                    next = try Checkpoint.position(afterStored: Array(within), from: position)
-                    kept = next.checkpoint
-                }
-                let early = page.records[within.count]
-                if summary.warnings.isEmpty {
-                    summary.warnings.append(
-                        "the server sent \(Identifiers.quoted("\(request.table)/\(early.id)")) with updatedAt \(early.updatedAt?.iso8601 ?? "?"), later than the clocks allow (at most \(bound.iso8601): the later of this machine's clock and the server's, plus a minute): the record is written, but the checkpoint of \(Identifiers.quoted(queryID)) stays before it, so every pull reads it again"
-                    )
-                }
-            }
-            position = next
-            // A page shorter than asked is not the end (a server may cap $top without a Link, as
-            // the Azure servers do): only an empty page is.
-            if !page.records.isEmpty {
-                fetching = current.takeAhead(at: position) ?? PageFetch(remote, pageRequest(at: position), ahead: ahead, pace: pace)
-            }
-            let query = SavedQuery(
-                table: request.table, queryID: queryID, filter: filter, checkpoint: kept, lastPullAt: Timestamp.now())
-            let result = try store.applyServerPage(table: request.table, stored: page.records, saving: query, detailed: pageObserver != nil)
-            if let observer = pageObserver { await observer(request.table, result, page) }
-            if stopsAfter(page, applied: result, summary: &summary, total: &total, more: fetching != nil, progress: progress) { break }
+        }
+        do throws(TSyncError) {
+            try await readPages()
+        } catch {
+            // What was read and checked before the failure is kept, as when each page was written
+            // as it came.
+            _ = try? writeHeld()
+            throw error
         }
         summary.checkpoint = kept
         // For `tsync status`: this query stopped part way, and its next pull goes on from here.
