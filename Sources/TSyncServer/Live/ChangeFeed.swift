@@ -36,12 +36,6 @@ public final class ChangeFeed: Sendable {
         var answers: [LiveQuestion: SharedAnswer] = [:]
         /// The bytes of the answers kept (`.done`).
         var keptBytes = 0
-        /// Wakes are paced (`pace`): none before this instant. The waiters a commit wakes
-        /// meanwhile, and the reads that came back to a page, wait for the next (`due`), which
-        /// `nextWake` names while it is scheduled.
-        var notBefore: ContinuousClock.Instant?
-        var due: Set<UInt64> = []
-        var nextWake: UInt64?
     }
 
     /// An answer being worked out (every asker awaits the one task), or worked out.
@@ -120,14 +114,6 @@ public final class ChangeFeed: Sendable {
             tables[key]?.keptBytes = 0
         }
 
-        /// Names the next wake of `key` and its time, when none is scheduled yet.
-        mutating func scheduleWake(_ key: String, now: ContinuousClock.Instant, pace: Duration) -> (UInt64, ContinuousClock.Instant)? {
-            guard tables[key] != nil, tables[key]?.nextWake == nil else { return nil }
-            let id = tick()
-            tables[key]?.nextWake = id
-            return (id, tables[key]?.notBefore ?? now + pace)
-        }
-
         /// Starts a new generation of `key` (a commit): its answers are stale.
         mutating func advance(_ key: String) {
             guard tables[key] != nil else { return }
@@ -140,26 +126,10 @@ public final class ChangeFeed: Sendable {
     private let state = Mutex(State())
     /// `defaultMaximumKeptBytesInAll`, or less for a test.
     private let maximumKeptBytesInAll: Int
-    /// The least time between two wakes of a table's held reads (`defaultPace`; zero: none).
-    let pace: Duration
 
-    /// A table that takes a commit a millisecond has its watchers back before their next record
-    /// is a millisecond old: answered one by one, each at once, a thousand of them kept two cores
-    /// busy with requests, each carrying a few records, and the records waited for the queue
-    /// (p99 100 ms, docs/PERFORMANCE.md, "Fan-out"). Woken together at most every `pace`, they
-    /// ask the same question again, and each wake is one query and one page of bytes for all of
-    /// them. A commit after a quiet `pace` still wakes its readers at once.
-    static let defaultPace = Duration.milliseconds(20)
+    public init() { maximumKeptBytesInAll = Self.defaultMaximumKeptBytesInAll }
 
-    public init() {
-        maximumKeptBytesInAll = Self.defaultMaximumKeptBytesInAll
-        pace = Self.defaultPace
-    }
-
-    init(maximumKeptBytesInAll: Int = defaultMaximumKeptBytesInAll, pace: Duration = defaultPace) {
-        self.maximumKeptBytesInAll = maximumKeptBytesInAll
-        self.pace = pace
-    }
+    init(maximumKeptBytesInAll: Int) { self.maximumKeptBytesInAll = maximumKeptBytesInAll }
 
     /// The key of a table: table names are case-insensitive.
     static func key(_ table: String) -> String { table.lowercased() }
@@ -187,16 +157,17 @@ public final class ChangeFeed: Sendable {
     /// Says that a transaction that wrote to `tables` committed, without saying what: every
     /// waiter of those tables wakes.
     public func committed(_ tables: some Sequence<String>) {
-        let waiters = state.withLock { state -> [(key: String, ids: [UInt64])] in
-            var waiters: [(key: String, ids: [UInt64])] = []
+        let (woken, stopping) = state.withLock { state -> ([(key: String, parked: [Parked])], Bool) in
+            var woken: [(key: String, parked: [Parked])] = []
             for key in Set(tables.map(Self.key)) where state.tables[key] != nil {
                 state.advance(key)
-                waiters.append((key, state.tables[key].map { Array($0.waiters.keys) } ?? []))
+                woken.append((key, state.tables[key]?.waiters.values.map(\.parked) ?? []))
+                state.tables[key]?.waiters.removeAll()
             }
-            return waiters
+            return (woken, state.stopping)
         }
-        // Stopping: every read answers what there is now, its own way (`resume`).
-        resumePaced(waiters)
+        // Stopping: every read answers what there is now, its own way.
+        wake(woken, deliver: !stopping)
     }
 
     /// Says that a transaction that wrote to `tables` ended, and that `changes` are what it
@@ -241,7 +212,7 @@ public final class ChangeFeed: Sendable {
                 }
                 woken.append((key, ids))
             }
-            self.resumePaced(woken)
+            self.resume(woken, deliver: true)
         }
         if parked.reduce(0, { $0 + $1.waiters.count }) * max(1, changes.count) <= Self.inlineMatches { match() } else { Task { match() } }
     }
@@ -416,97 +387,6 @@ public final class ChangeFeed: Sendable {
             }
             for continuation in due { continuation.resume(returning: nil) }
             if done { return }
-        }
-    }
-
-    /// What a read whose page has records is told by `paced`.
-    enum PacedWait {
-        /// No wake is due: answer the page now.
-        case now
-        /// The next wake wrote its answer, this page.
-        case written(PageBody)
-        /// Ask again, and answer what is found.
-        case askAgain
-    }
-
-    /// Holds a read that found records until its table's next wake, when a wake went out less
-    /// than `pace` ago (a watcher back from its last answer): the wake answers it with the
-    /// others, one question for all of them (or, without `delivery`, wakes it to ask again).
-    /// Otherwise `.now`, which counts as a wake.
-    func paced(
-        table: String, _ question: LiveQuestion, _ interest: LiveInterest, until deadline: ContinuousClock.Instant,
-        channel: (any Channel)?, delivery: LiveDelivery?
-    ) async -> PacedWait {
-        guard pace > .zero else { return .now }
-        let key = Self.key(table)
-        let now = ContinuousClock.now
-        let id = state.withLock { state -> UInt64? in
-            guard let notBefore = state.tables[key]?.notBefore, now < notBefore, !state.stopping else {
-                state.tables[key]?.notBefore = now + pace
-                return nil
-            }
-            return state.tick()
-        }
-        guard let id else { return .now }
-        let written = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Continuation) in
-                let (parked, startSweep, wake) = state.withLock { state -> (Bool, Bool, (UInt64, ContinuousClock.Instant)?) in
-                    guard state.tables[key] != nil, !state.stopping, !Task.isCancelled else { return (false, false, nil) }
-                    let ticket = state.tick()
-                    state.tables[key]?.waiters[id] = Waiter(
-                        parked: Parked(continuation, channel: channel, interest: interest, question: question, delivery: delivery),
-                        deadline: deadline,
-                        ticket: ticket)
-                    state.tables[key]?.due.insert(id)
-                    defer { state.sweeping = true }
-                    return (true, !state.sweeping, state.scheduleWake(key, now: now, pace: pace))
-                }
-                if !parked { continuation.resume(returning: nil) }
-                if startSweep { Task { await self.sweep() } }
-                if let wake { scheduleWake(key, wake) }
-            }
-        } onCancel: {
-            resume([(key, [id])], deliver: false)
-        }
-        return written.map { .written($0) } ?? .askAgain
-    }
-
-    /// Resumes the waiters named now, or at their table's next wake when one went out less than
-    /// `pace` ago (`defaultPace`).
-    private func resumePaced(_ waiters: [(key: String, ids: [UInt64])]) {
-        guard pace > .zero else { return resume(waiters, deliver: true) }
-        let now = ContinuousClock.now
-        let (ready, wakes) = state.withLock { state in
-            var ready: [(key: String, ids: [UInt64])] = []
-            var wakes: [(key: String, id: UInt64, at: ContinuousClock.Instant)] = []
-            for (key, ids) in waiters where !ids.isEmpty && state.tables[key] != nil {
-                if state.stopping || (state.tables[key]?.notBefore).map({ now >= $0 }) ?? true {
-                    state.tables[key]?.notBefore = now + pace
-                    ready.append((key, ids))
-                } else {
-                    state.tables[key]?.due.formUnion(ids)
-                    if let (id, at) = state.scheduleWake(key, now: now, pace: pace) { wakes.append((key, id, at)) }
-                }
-            }
-            return (ready, wakes)
-        }
-        if !ready.isEmpty { resume(ready, deliver: true) }
-        for wake in wakes { scheduleWake(wake.key, (wake.id, wake.at)) }
-    }
-
-    /// Runs the table's next wake at its time (`State.scheduleWake`): ahead of the reads' tasks,
-    /// as the writes are, so that the wake keeps its time under their load.
-    private func scheduleWake(_ key: String, _ wake: (id: UInt64, at: ContinuousClock.Instant)) {
-        Task(priority: .high) {
-            try? await Task.sleep(until: wake.at, clock: .continuous)
-            let due = self.state.withLock { state -> [UInt64] in
-                guard state.tables[key]?.nextWake == wake.id else { return [] }
-                state.tables[key]?.nextWake = nil
-                state.tables[key]?.notBefore = ContinuousClock.now + self.pace
-                defer { state.tables[key]?.due.removeAll() }
-                return state.tables[key].map { Array($0.due) } ?? []
-            }
-            if !due.isEmpty { self.resume([(key, due)], deliver: true) }
         }
     }
 
