@@ -445,10 +445,19 @@ public final class ChangeFeed: Sendable {
             }
             loops[ObjectIdentifier(loop), default: (loop, [])].waiters.append(waiter)
         }
-        for (loop, waiters) in loops.values {
+        // The reads resume once every loop has written its answers: resumed at once, one loop's
+        // reads (their logs, their next requests) took the cores from the loops still writing.
+        let groups = Array(loops.values)
+        let written = Mutex((left: groups.count, waiters: [(Parked, Bool)]()))
+        for (loop, waiters) in groups {
             loop.execute {
-                let written = waiters.map { $0.delivery?.write(page) ?? false }
-                for (waiter, written) in zip(waiters, written) { waiter.continuation.resume(returning: written ? page : nil) }
+                let results = waiters.map { ($0, $0.delivery?.write(page) ?? false) }
+                let all = written.withLock { written -> [(Parked, Bool)]? in
+                    written.left -= 1
+                    written.waiters += results
+                    return written.left == 0 ? written.waiters : nil
+                }
+                for (waiter, written) in all ?? [] { waiter.continuation.resume(returning: written ? page : nil) }
             }
         }
     }
