@@ -103,6 +103,40 @@ import TSyncModel
         #expect(try store.query(table: "todo").count == 3)
     }
 
+    /// A horizon that a page after the first brings, with pages read and not yet written (a pull
+    /// writes a few to a commit): they are written before the resync's whole read, so a record
+    /// they bring that the server deleted and removed meanwhile is dropped, not written after.
+    @Test func aHorizonMidPullDropsWhatThePagesBeforeItBrought() async throws {
+        let temporary = try TemporaryStore()
+        let store = temporary.store
+        let records = ["a", "b", "c"].map { Self.server($0, ["n": 1], version: "v1") }
+        try store.applyServerPage(
+            table: "todo", records: records,
+            saving: SavedQuery(
+                table: "todo", queryID: "q", filter: nil,
+                checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 1_000), id: "c"),
+                lastPullAt: nil))
+        let remote = try ScriptedRemote()
+        let horizon = Timestamp(millisecondsSinceEpoch: 5_000)
+        let gone = LocalStore.serverRecord("d", ["n": 4], version: "v1", at: 2_000)
+        let incremental = Mutex(0)
+        remote.scriptedPage = { request in
+            // The incremental read: d, then nothing and the horizon (d was deleted and its
+            // tombstone removed in between). The whole read, by id: a, b and c are left.
+            guard request.orderBy == "id" else {
+                let page = incremental.withLock { count in
+                    defer { count += 1 }
+                    return count
+                }
+                return page == 0 ? Page(records: [gone], nextLink: nil) : Page(records: [], nextLink: nil, deletedHorizon: horizon)
+            }
+            return Page(records: request.filter == nil ? records : [], nextLink: nil, deletedHorizon: horizon)
+        }
+        let summary = try await Puller(store: store, remote: remote).pull(PullRequest(table: "todo", queryID: "q"))
+        #expect(summary.horizonResync?.droppedIDs == ["d"])
+        #expect(try store.query(table: "todo").map(\.id).sorted() == ["a", "b", "c"], "d came back after the resync")
+    }
+
     @Test func pushedVersionsKeepTheEarliestTimePerTableAndRoundTrip() throws {
         var written = PushedVersions()
         let operation = { (table: String, id: String) in

@@ -28,8 +28,7 @@ extension Puller {
     func resyncPastHorizon(
         _ page: StoredPage, table: String, filter: String?, checkpoint: Checkpoint?, summary: inout PullSummary
     ) async throws(TSyncError) {
-        guard summary.horizonResync == nil, let horizon = page.deletedHorizon, let checkpoint, horizon > checkpoint.updatedAt
-        else { return }
+        guard Self.startsResync(page, checkpoint: checkpoint, summary: summary), let horizon = page.deletedHorizon else { return }
         let remote = self.remote
         let present = try await WholeTable.read(table: table, filter: filter, endpoint: remote.endpoint) { request throws(TSyncError) in
             try await remote.readPage(request)
@@ -38,6 +37,14 @@ extension Puller {
         let resync = HorizonResync(horizon: horizon, droppedIDs: dropped, kept: kept)
         summary.horizonResync = resync
         await resyncObserver?(table, resync)
+    }
+
+    /// Whether `page` starts the resync (`resyncPastHorizon`). Pages read before it and not yet
+    /// written are written first: written after the resync's whole read, a record the server
+    /// deleted and removed meanwhile would come back and stay.
+    static func startsResync(_ page: StoredPage, checkpoint: Checkpoint?, summary: PullSummary) -> Bool {
+        guard summary.horizonResync == nil, let horizon = page.deletedHorizon, let checkpoint else { return false }
+        return horizon > checkpoint.updatedAt
     }
 }
 

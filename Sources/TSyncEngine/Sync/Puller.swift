@@ -206,6 +206,7 @@ package struct Puller: Sendable {
                 fetching = nil
                 // The page asked ahead of this one, unless it is taken below.
                 defer { current.cancel() }
+                if Self.startsResync(page, checkpoint: checkpoint, summary: summary), try writeHeld() { break }
                 try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
                 try await refreshSchema(page, table: request.table, summary: &summary)
                 var next = try checked(page, from: position)
