@@ -72,16 +72,22 @@ import TSyncModel
         #expect(throws: TSyncError.self) { try store.requireRecord(table: "todo", id: "local") }
     }
 
-    @Test func aPullPastTheHorizonDropsWhatTheServerNoLongerHasAndKeepsPendingChanges() async throws {
+    /// A store that pulled a, b and c with query `q`, its checkpoint at c (1 s after the epoch).
+    static func pulledStore() throws -> (TemporaryStore, [Record]) {
         let temporary = try TemporaryStore()
-        let store = temporary.store
         let records = ["a", "b", "c"].map { Self.server($0, ["n": 1], version: "v1") }
-        try store.applyServerPage(
+        try temporary.store.applyServerPage(
             table: "todo", records: records,
             saving: SavedQuery(
                 table: "todo", queryID: "q", filter: nil,
                 checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 1_000), id: "c"),
                 lastPullAt: nil))
+        return (temporary, records)
+    }
+
+    @Test func aPullPastTheHorizonDropsWhatTheServerNoLongerHasAndKeepsPendingChanges() async throws {
+        let (temporary, records) = try Self.pulledStore()
+        let store = temporary.store
         try store.update(table: "todo", id: "b", fields: ["n": 2])
         let remote = try ScriptedRemote()
         let horizon = Timestamp(millisecondsSinceEpoch: 5_000)
@@ -107,15 +113,8 @@ import TSyncModel
     /// writes a few to a commit): they are written before the resync's whole read, so a record
     /// they bring that the server deleted and removed meanwhile is dropped, not written after.
     @Test func aHorizonMidPullDropsWhatThePagesBeforeItBrought() async throws {
-        let temporary = try TemporaryStore()
+        let (temporary, records) = try Self.pulledStore()
         let store = temporary.store
-        let records = ["a", "b", "c"].map { Self.server($0, ["n": 1], version: "v1") }
-        try store.applyServerPage(
-            table: "todo", records: records,
-            saving: SavedQuery(
-                table: "todo", queryID: "q", filter: nil,
-                checkpoint: Checkpoint(updatedAt: Timestamp(millisecondsSinceEpoch: 1_000), id: "c"),
-                lastPullAt: nil))
         let remote = try ScriptedRemote()
         let horizon = Timestamp(millisecondsSinceEpoch: 5_000)
         let gone = LocalStore.serverRecord("d", ["n": 4], version: "v1", at: 2_000)
