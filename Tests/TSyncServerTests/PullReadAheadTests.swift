@@ -10,7 +10,7 @@ import TSyncModel
 struct PullReadAheadTests {
     @Test func aFullPageReadsTheNextAheadForThatWalkOnly() async throws {
         let reads = Reads(top: 2)
-        let readAhead = PullReadAhead(lifetime: Self.never)
+        let readAhead = PullReadAhead<PullPage.Page>(lifetime: Self.never)
         let first = Self.walk()
         _ = try await readAhead.page(first, read: reads.read)
         let next = first.next(after: PullPage.Start(updatedAt: "2026-01-01T00:00:00.000Z", id: "from-start"))
@@ -34,7 +34,7 @@ struct PullReadAheadTests {
 
     @Test func aShortPageReadsNothingAhead() async throws {
         let reads = Reads(top: 5)
-        let readAhead = PullReadAhead()
+        let readAhead = PullReadAhead<PullPage.Page>()
         var walk = Self.walk()
         walk.top = 10
         _ = try await readAhead.page(walk, read: reads.read)
@@ -45,7 +45,7 @@ struct PullReadAheadTests {
 
     @Test func atMostCapacityWalksWait() async throws {
         let reads = Reads(top: 2)
-        let readAhead = PullReadAhead(capacity: 3, lifetime: Self.never)
+        let readAhead = PullReadAhead<PullPage.Page>(capacity: 3, lifetime: Self.never)
         for index in 0..<10 {
             var walk = Self.walk()
             walk.table = "t\(index)"
@@ -59,7 +59,7 @@ struct PullReadAheadTests {
 
     @Test func aReadAheadThatFailsOrWaitedTooLongIsReadAgain() async throws {
         let reads = Reads(top: 2, failingAhead: true)
-        let readAhead = PullReadAhead(lifetime: Self.never)
+        let readAhead = PullReadAhead<PullPage.Page>(lifetime: Self.never)
         let first = Self.walk()
         let next = first.next(after: PullPage.Start(updatedAt: "2026-01-01T00:00:00.000Z", id: "from-start"))
         _ = try await readAhead.page(first, read: reads.read)
@@ -69,7 +69,7 @@ struct PullReadAheadTests {
         #expect(readAhead.pagesTaken.load(ordering: .relaxed) == 0)
 
         let slow = Reads(top: 2)
-        let shortLived = PullReadAhead(lifetime: .milliseconds(20))
+        let shortLived = PullReadAhead<PullPage.Page>(lifetime: .milliseconds(20))
         _ = try await shortLived.page(first, read: slow.read)
         try await slow.waitFor(2)
         try await Task.sleep(for: .milliseconds(60))  // past the 20 ms lifetime under test

@@ -106,7 +106,7 @@ import Testing
         for filter in [nil, checkpoint(after: 0), checkpoint(after: 3), checkpoint(after: rows.count - 1)] {
             for (top, select) in [(1, nil), (3, nil), (1000, nil), (1000, ["text", "deleted", "updatedAt", "b"])] {
                 let query = RecordQuery(filter: filter, orderBy: order, top: top, select: select, includeDeleted: true)
-                let quick = try #require(try storage.quickQuery(table: "t", query, scope: .shared, client: "address 127.0.0.1"))
+                let quick = try #require(try await storage.quickQuery(table: "t", query, scope: .shared, client: "address 127.0.0.1"))
                 let general = try await storage.query(table: "t", query, scope: .shared)
                 #expect(quick.count == general.count)
                 #expect(quick.deletedHorizon == general.deletedHorizon)
@@ -126,7 +126,7 @@ import Testing
         #expect(texts[0] == texts[1], "\(texts)")
         // A table never written: the empty page.
         let none = RecordQuery(orderBy: order, top: 10, includeDeleted: true)
-        #expect(try storage.quickQuery(table: "nothing", none, scope: .shared, client: nil)?.count == 0)
+        #expect(try await storage.quickQuery(table: "nothing", none, scope: .shared, client: nil)?.count == 0)
     }
 
     /// Only reads that are short by their form are read at once: any other page takes the

@@ -118,23 +118,13 @@ extension Checkpoint: Comparable {
     /// a little.
     package static let skew: Int64 = 60_000
 
-    /// `updatedAt ge T and ((updatedAt gt T) or (updatedAt eq T and id gt 'I'))`.
-    ///
-    /// The leading `updatedAt ge T` changes nothing logically; it is there for the server's query
-    /// planner. With the bare disjunction SQLite walks the `(updated_at, id)` index from its start on
-    /// every page (each page of a 100,000-record pull rescanned everything before it); with a range
-    /// on the index's first column it seeks straight to the checkpoint, on any SQL backend.
+    /// `updatedAt ge T and ((updatedAt gt T) or (updatedAt eq T and id gt 'I'))`
+    /// (`FilterExpression.pullAfter`, which says why the leading `ge`).
     package var filterAfter: String { after.odataText }
 
     /// `filterAfter` as an expression, written out by TSyncQuery (the one writer of `$filter` text,
     /// its literals quoted one way).
-    var after: FilterExpression {
-        let updatedAt = FilterExpression.field("updatedAt")
-        let time = FilterExpression.literal(.dateTime(self.updatedAt))
-        let sameTimeLaterID = FilterExpression.binary(
-            .and, .binary(.eq, updatedAt, time), .binary(.gt, .field("id"), .literal(.string(id))))
-        return .binary(.and, .binary(.ge, updatedAt, time), .binary(.or, .binary(.gt, updatedAt, time), sameTimeLaterID))
-    }
+    var after: FilterExpression { .pullAfter(updatedAt: updatedAt, id: id) }
 
     /// The `$filter` of one page of an incremental pull: the user's filter AND-ed with "after the
     /// checkpoint" (either may be absent).

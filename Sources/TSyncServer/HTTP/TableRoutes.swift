@@ -80,8 +80,8 @@ struct TableRoutes: Sendable {
                 // A pull's page, when it is short and the client's share is free, is read where
                 // the request is (`ServerStorage.quickQuery`); any other the general way.
                 if channel != nil, view.changes == nil,
-                    let page = try QueryDeadline.$wait.withValue(
-                        wait, operation: { try storage.quickQuery(table: table, query, scope: scope, client: client) })
+                    let page = try await QueryDeadline.$wait.withValue(
+                        wait, operation: { try await storage.quickQuery(table: table, query, scope: scope, client: client) })
                 {
                     var body = try Self.body(page, query)
                     body.queued = wait.duration

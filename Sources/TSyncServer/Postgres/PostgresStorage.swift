@@ -36,7 +36,7 @@ public final class PostgresStorage: ServerStorage {
     /// ahead (`PullReadAhead`). Only a test turns it off, to compare its pages with the general path's.
     let readsPagesInOneCall: Bool
     /// The walks' next pages, read while their requests are on the way.
-    let readAhead: PullReadAhead
+    let readAhead: PullReadAhead<PullPage.Page>
     /// Whether writes append their versions to `tsync_history` (`keepHistory`).
     let historyOn = Atomic(true)
     /// The tables known registered, and the limit of an account's (`TableRegistry`).
@@ -48,7 +48,7 @@ public final class PostgresStorage: ServerStorage {
 
     init(
         database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true,
-        readsPagesInOneCall: Bool = true, readAhead: PullReadAhead = PullReadAhead()
+        readsPagesInOneCall: Bool = true, readAhead: PullReadAhead<PullPage.Page> = PullReadAhead()
     ) {
         self.database = database
         self.clock = clock

@@ -17,84 +17,45 @@ import TSyncQuery
 /// takes a new snapshot, so the page is read after the look at the writers, as the separate
 /// statements were; and the function refuses any other isolation.
 enum PullPage {
-    /// Where a page of the walk starts: after this `updatedAt` and `id` (both empty: from the start).
-    struct Start: Hashable, Sendable {
-        var updatedAt: String
-        var id: String
-    }
-
-    /// One page of the walk: whose records, from where, how many.
-    struct Walk: Hashable, Sendable {
-        /// The table's key (`PostgresSchema.tableKey`).
-        var table: String
-        /// The user whose records these are, on a per-user table.
-        var owner: String?
-        var includeDeleted: Bool
-        var start: Start
-        var top: Int
-        /// A group's walk (`tsync_pull_group_page`): nil for a table's or a user's.
-        var view: GroupView? = nil
-
-        /// The page after this one, which ended at `last`.
-        func next(after last: Start) -> Walk {
-            var next = self
-            next.start = last
-            return next
-        }
-
-        /// The values both functions begin with, in their parameters' order: the table, its
-        /// writers' lock, the owner where `withOwner` (a group's function takes none), and the
-        /// position and size of the page.
-        func bindings(withOwner: Bool) -> PostgresBindings {
-            var bindings = PostgresBindings()
-            bindings.append(table)
-            bindings.append(Int32(WriteFloor.tableHash(table)))
-            bindings.append(Int32(WriteFloor.writersKey))
-            if withOwner { bindings.append(owner) }
-            bindings.append(includeDeleted)
-            bindings.append(start.updatedAt)
-            bindings.append(start.id)
-            bindings.append(Int32(top))
-            return bindings
-        }
-    }
+    typealias Start = PullWalk.Start
+    typealias Walk = PullWalk
 
     /// A page the function read: its records, and where the last one stands.
-    struct Page: Sendable {
+    struct Page: PullWalkPage {
         var written: WrittenRecords
         var last: Start?
+        var walkedCount: Int { written.count }
+        var walkEnd: Start? { last }
     }
 
     /// The order of the walk, which the (table, updated_at, id) index serves.
-    static let order = [SortKey(field: "updatedAt"), SortKey(field: "id")]
+    static let order = PullWalk.order
 
     /// `query` of `table` as a page of the walk; nil for any other query.
     static func walk(table: String, _ query: RecordQuery, scope: OwnerScope) -> Walk? {
-        guard query.select == nil, query.orderBy == order, (query.skip ?? 0) == 0, !query.includeTotalCount,
-            let top = query.top, top <= Int(Int32.max), let start = start(of: query.filter)
-        else { return nil }
-        let owner: String?
-        switch scope {
-        case .shared: owner = nil
-        case .owner(let name): owner = name
-        }
-        return Walk(table: PostgresSchema.tableKey(table), owner: owner, includeDeleted: query.includeDeleted, start: start, top: top)
+        PullWalk(table: PostgresSchema.tableKey(table), query, scope: scope)
     }
+}
 
-    /// Where a page with `filter` starts, when it is none or a checkpoint's.
-    private static func start(of filter: FilterExpression?) -> Start? {
-        guard let filter else { return Start(updatedAt: "", id: "") }
-        // `updatedAt ge T and (updatedAt gt T or updatedAt eq T and id gt I)`, with one T.
-        guard
-            case .binary(.and, .binary(.ge, .field("updatedAt"), .literal(.dateTime(let from))), let after) = filter,
-            case .binary(.or, .binary(.gt, .field("updatedAt"), .literal(.dateTime(let later))), let same) = after,
-            case .binary(.and, .binary(.eq, .field("updatedAt"), .literal(.dateTime(let equal))), let idAfter) = same,
-            case .binary(.gt, .field("id"), .literal(.string(let id))) = idAfter,
-            from == later, later == equal
-        else { return nil }
-        return Start(updatedAt: from.iso8601, id: id)
+extension PullWalk {
+    /// The values both functions begin with, in their parameters' order: the table, its
+    /// writers' lock, the owner where `withOwner` (a group's function takes none), and the
+    /// position and size of the page.
+    func bindings(withOwner: Bool) -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(table)
+        bindings.append(Int32(WriteFloor.tableHash(table)))
+        bindings.append(Int32(WriteFloor.writersKey))
+        if withOwner { bindings.append(owner) }
+        bindings.append(includeDeleted)
+        bindings.append(start.updatedAt)
+        bindings.append(start.id)
+        bindings.append(Int32(top))
+        return bindings
     }
+}
 
+extension PullPage {
     /// The separators of the page's text: between the columns of a record, and between records.
     /// Neither can be in a column: ids refuse control characters (`Identifiers`), timestamps and
     /// versions are the server's, and JSON text escapes them. A page where one is anyway has a

@@ -22,8 +22,8 @@ struct MeteredStorage: ServerStorage {
         return page
     }
 
-    func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? {
-        guard let page = try base.quickQuery(table: table, query, scope: scope, client: client) else { return nil }
+    func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) async throws -> RecordPage? {
+        guard let page = try await base.quickQuery(table: table, query, scope: scope, client: client) else { return nil }
         metrics.recordRead(records: page.count)
         return page
     }

@@ -42,6 +42,9 @@ public final class SQLiteStorage: ServerStorage {
     private let lastStamps = Mutex<[String: Int64]>([:])
     /// The reader connections, shared between clients (`ReadShares`, docs/DESIGN.md §10.1).
     let shares = ReadShares(connections: SQLiteStorage.readers)
+    /// Pull pages read ahead of their requests (`quickQuery`), given only while nothing has
+    /// committed since their read began.
+    let readAhead: PullReadAhead<RecordPage>
 
     /// The longest string or blob a statement may make (`SQLITE_LIMIT_LENGTH`): eight times a
     /// request body, the largest thing stored.
@@ -73,11 +76,25 @@ public final class SQLiteStorage: ServerStorage {
         do {
             pool = try Self.openPool(path: path, configuration: configuration)
             openedFile = SQLiteFileIdentity(path: path)
+            readAhead = Self.readAhead(path: path)
         } catch let error as DatabaseError {
             throw TSyncError.failure(
                 "cannot open the server database \(Identifiers.quoted(path)): \(error.message ?? "SQLite error \(error.resultCode)")")
         }
         self.clock = clock
+    }
+
+    /// Pages read ahead, with SQLite's count of the commits other connections made
+    /// (`PRAGMA data_version`, any process's) as their version, on a connection of its own that
+    /// never writes: the count is per connection. None are read ahead if it cannot be opened.
+    private static func readAhead(path: String) -> PullReadAhead<RecordPage> {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "tsync-server-versions"
+        guard let versions = try? DatabaseQueue(path: path, configuration: configuration) else {
+            return PullReadAhead(capacity: 0)
+        }
+        return PullReadAhead { try? versions.inDatabase { db in try UInt64.fetchOne(db, sql: "PRAGMA data_version") } }
     }
 
     /// Opens the pool and brings its schema up to date, trying again while another process is
@@ -154,11 +171,23 @@ public final class SQLiteStorage: ServerStorage {
         }
     }
 
-    public func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? {
+    public func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) async throws -> RecordPage? {
         guard Self.isShort(query, scope: scope) else { return nil }
+        let read = { @Sendable (query: RecordQuery) throws -> RecordPage? in
+            try self.readShort(table: table, query, scope: scope, client: client)
+        }
+        // A page of the walk whose page before was full was read ahead, as the page before went
+        // out: its request, sent when that page arrived, takes it (`PullReadAhead`). A read
+        // ahead waits for the client's share as a request's quick read does: not at all.
+        guard let walk = PullWalk(table: table, query, scope: scope) else { return try read(query) }
+        return try await readAhead.page(walk) { walk in try walk.query(like: query).flatMap(read) }
+    }
+
+    /// A quick page (`quickQuery`) read on this thread: GRDB's blocking read runs here, its
+    /// reader's queue being idle (`DispatchQueue.sync`). Nil when `client`'s share is taken.
+    private func readShort(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? {
         let sqlName = SQLiteSchema.recordTableName(table)
         let statements = try statements(sqlName: sqlName, query, scope: scope)
-        // GRDB's blocking read runs on this thread (its reader's queue is idle: `DispatchQueue.sync`).
         let read = { () throws -> RecordPage in
             try self.pool.read { db in
                 QueryDeadline.wait?.reached()
@@ -180,23 +209,16 @@ public final class SQLiteStorage: ServerStorage {
     }
 
     /// The pages `quickQuery` reads: a walk of the `(updated_at, id)` index that stops after
-    /// `$top` rows: a pull's page, with no filter or the checkpoint's `updatedAt ge T and
-    /// (updatedAt gt T or updatedAt eq T and id gt S)` (the `ge` gives SQLite the index's range;
-    /// without it SQLite may read every later record and sort them), in `updatedAt, id` order,
-    /// deleted records included (a page of live ones could walk any number of tombstones), no
-    /// count, no `$skip`, over the shared records (`owner` narrows by another index).
+    /// `$top` rows: a pull's page, with no filter or the checkpoint's (`FilterExpression.pullAfter`:
+    /// its `ge` gives SQLite the index's range; without it SQLite may read every later record and
+    /// sort them), in `updatedAt, id` order, deleted records included (a page of live ones could
+    /// walk any number of tombstones), no count, no `$skip`, over the shared records (`owner`
+    /// narrows by another index).
     static func isShort(_ query: RecordQuery, scope: OwnerScope) -> Bool {
         guard scope == .shared, query.includeDeleted, !query.includeTotalCount, (query.skip ?? 0) == 0,
-            let top = query.top, top <= quickPageMaximum,
-            query.orderBy == [SortKey(field: "updatedAt"), SortKey(field: "id")]
+            let top = query.top, top <= quickPageMaximum, query.orderBy == PullWalk.order
         else { return false }
-        guard let filter = query.filter else { return true }
-        guard case .binary(.and, .binary(.ge, .field("updatedAt"), .literal(.dateTime(let from))), let rest) = filter,
-            case .binary(.or, .binary(.gt, .field("updatedAt"), .literal(.dateTime(let after))), let tie) = rest,
-            case .binary(
-                .and, .binary(.eq, .field("updatedAt"), .literal(.dateTime(let at))), .binary(.gt, .field("id"), .literal(.string))) = tie
-        else { return false }
-        return from == after && after == at
+        return query.filter.map { $0.pullPosition != nil } ?? true
     }
 
     /// The largest page `quickQuery` reads (the default page size).

@@ -25,7 +25,7 @@ public protocol ServerStorage: Sendable {
     /// A page is most of a pull's requests, and the general way's hops from thread to thread
     /// (the query deadline's tasks, the database's queue and back) cost the server more than
     /// the read (docs/PERFORMANCE.md, "Bulk sync"). Being short, the read needs no deadline.
-    func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage?
+    func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) async throws -> RecordPage?
 
     /// A pull's page for an account whose view of the table changes (docs/DESIGN.md §11.1):
     /// `query`, narrowed to what the account may read now, merged in (`updatedAt`, `id`) order
@@ -155,7 +155,7 @@ extension ServerStorage {
     public var changes: ChangeFeed? { nil }
     public func shareReads(perClient: Int) {}
     public func limitTables(perAccount: Int) {}
-    public func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) throws -> RecordPage? { nil }
+    public func quickQuery(table: String, _ query: RecordQuery, scope: OwnerScope, client: String?) async throws -> RecordPage? { nil }
 }
 
 /// Whose records a request may see. Per-user tables (`--per-user`) are scoped to the signed-in
