@@ -250,7 +250,7 @@ import TSyncModel
     /// each: the same results, records, bases, queue, skipped copies and checkpoint, with pages
     /// that name an id again, delete what a page before wrote, skip a pending item, and bring
     /// nothing.
-    @Test func pagesWrittenTogetherLeaveTheStoreAsPagesWrittenOneByOne() throws {
+    @Test func pagesWrittenTogetherLeaveTheStoreAsPagesWrittenOneByOne() async throws {
         func seeded() throws -> TemporaryStore {
             let temporary = try TemporaryStore()
             try temporary.store.applyServerPage(
@@ -298,7 +298,7 @@ import TSyncModel
         let expected = try pages.map { page in
             try general.store.applyServerPage(table: "todo", stored: page.records, saving: page.query)
         }
-        #expect(try together.store.applyServerPages(table: "todo", pages) == expected)
+        #expect(try await together.store.applyServerPages(table: "todo", pages) == expected)
         let also: [(label: String, sql: String)] = [
             ("skipped", "SELECT tbl, id, item, updated_at FROM skipped ORDER BY tbl, id"),
             ("queries", "SELECT * FROM queries ORDER BY tbl, query_id"), ("tables", "SELECT name FROM tables ORDER BY name"),

@@ -79,12 +79,20 @@ extension LocalStore {
     /// alone and with its own checkpoint: the store after it is the store after the pages one
     /// transaction each (docs/DESIGN.md §8). One commit, not one a page: each commit rewrote the
     /// B-trees' last pages, page 1 and the query's row into the WAL.
-    package func applyServerPages(table: String, _ pages: [(records: [StoredRecord], query: SavedQuery?)]) throws(TSyncError)
+    ///
+    /// The transaction runs on the store's writer thread, not on the caller's: a pull's write
+    /// takes milliseconds, and meanwhile Swift's two pool threads (on two cores) decode the pages
+    /// on their way and send the requests for the next ones, which waited for a free thread.
+    package func applyServerPages(table: String, _ pages: [(records: [StoredRecord], query: SavedQuery?)]) async throws(TSyncError)
         -> [PageResult]
     {
         try Identifiers.validateTableName(table)
-        return try write { db in
-            try pages.map { page in try Self.applyServerPage(db, table: table, stored: page.records, saving: page.query, detailed: false) }
+        do {
+            return try await pool.write { db in
+                try pages.map { page in try Self.applyServerPage(db, table: table, stored: page.records, saving: page.query, detailed: false) }
+            }
+        } catch {
+            throw StoreFailure.map(error, location: location)
         }
     }
 

@@ -187,11 +187,11 @@ package struct Puller: Sendable {
         // writes and tells each page as it comes.
         var held: [(page: StoredPage, query: SavedQuery)] = []
         // Writes the held pages; true when a stop request ends the pull after them.
-        func writeHeld() throws(TSyncError) -> Bool {
+        func writeHeld() async throws(TSyncError) -> Bool {
             guard !held.isEmpty else { return false }
             let pages = held
             held.removeAll(keepingCapacity: true)
-            let results = try store.applyServerPages(table: request.table, pages.map { ($0.page.records, $0.query) })
+            let results = try await store.applyServerPages(table: request.table, pages.map { ($0.page.records, $0.query) })
             var stops = false
             for (index, result) in zip(pages.indices, results) {
                 stops = stopsAfter(
@@ -206,7 +206,7 @@ package struct Puller: Sendable {
                 fetching = nil
                 // The page asked ahead of this one, unless it is taken below.
                 defer { current.cancel() }
-                if Self.startsResync(page, checkpoint: checkpoint, summary: summary), try writeHeld() { break }
+                if Self.startsResync(page, checkpoint: checkpoint, summary: summary), try await writeHeld() { break }
                 try await resyncPastHorizon(page, table: request.table, filter: userFilter, checkpoint: checkpoint, summary: &summary)
                 try await refreshSchema(page, table: request.table, summary: &summary)
                 var next = try checked(page, from: position)
@@ -284,7 +284,7 @@ package struct Puller: Sendable {
                 // Held until there are `pagesACommit`, the last page is read or a stop is asked; what
                 // is held when a read or a check fails is written before the failure is reported.
                 if held.count >= Self.pagesACommit || fetching == nil || stopRequest?.isStopped == true {
-                    if try writeHeld() { break }
+                    if try await writeHeld() { break }
                 }
             }
         }
@@ -293,7 +293,7 @@ package struct Puller: Sendable {
         } catch {
             // What was read and checked before the failure is kept, as when each page was written
             // as it came.
-            _ = try? writeHeld()
+            _ = try? await writeHeld()
             throw error
         }
         summary.checkpoint = kept
