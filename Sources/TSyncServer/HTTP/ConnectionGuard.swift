@@ -62,8 +62,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         }
     }
 
+    /// The connection's requests are answered on its event loop (`ConnectionExecutor`).
     func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
+        await withTaskExecutorPreference(ConnectionExecutor(value.channel.eventLoop)) {
+            await inner.handle(value: value, logger: logger)
+        }
     }
 }
 
