@@ -45,6 +45,35 @@ import Testing
         }
     }
 
+    /// A connection that holds a read leaves its loop for good (`leaveLoop`, as the live route
+    /// does): a commit resumes its watchers together, and on the loops a write's answer waited
+    /// behind them. Its other connections' requests stay on their loops.
+    @Test func aConnectionThatHoldsAReadLeavesItsLoop() async throws {
+        let router = Router(context: ServerRequestContext.self)
+        router.get("read") { _, context in Self.answer(context.channel.eventLoop.inEventLoop) }
+        router.get("hold") { _, context in
+            ConnectionExecutor.current?.leaveLoop()
+            try await Task.sleep(for: .milliseconds(5))
+            return Self.answer(context.channel.eventLoop.inEventLoop)
+        }
+        let limits = ConnectionLimits(maximumConnections: 64, headerTimeout: .seconds(30), idleTimeout: .seconds(30))
+        let application = Application(
+            router: router,
+            server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, limits: limits) },
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await application.test(.live) { client in
+            var answers: [String] = []
+            for path in ["/read", "/hold", "/read"] {
+                answers.append(try await client.execute(uri: path, method: .get) { String(buffer: $0.body) })
+            }
+            #expect(answers == ["loop", "elsewhere", "elsewhere"])
+        }
+        try await application.test(.live) { client in
+            let read = try await client.execute(uri: "/read", method: .get) { String(buffer: $0.body) }
+            #expect(read == "loop", "a new connection")
+        }
+    }
+
     private static func answer(_ onLoop: Bool, priority: TaskPriority? = nil) -> Response {
         let text = (onLoop ? "loop" : "elsewhere") + (priority.map { " \($0)" } ?? "")
         return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
