@@ -98,17 +98,32 @@ struct OperatorRoutesTests {
         for text in texts { #expect(LogText.escaped(text) == LogText.escapedInGeneral(text), "\(text)") }
     }
 
-    /// An ASCII query is split by byte: into the pairs the general way finds.
-    @Test func plainQueriesAreSplitAsInGeneral() {
-        let queries = [
-            "", "&", "&&a", "a", "a=", "=b", "a=b=c", "$top=5&$filter=a%20eq%201", "a=1&&b=2&", "a==&=&b",
-            "$filter=updatedAt%20ge%20datetimeoffset'2026-01-01T00:00:00.000Z'&$orderby=updatedAt,id&$top=1000&__includeDeleted=true",
+    /// An ASCII query is split and decoded in one pass over its bytes: into the items, or the
+    /// refusal, of the general way. Fixed queries, hostile ones, then random ones made of the
+    /// bytes that matter (`&`, `=`, `%`, `+`, hex digits, escapes of bytes that are not UTF-8).
+    @Test func plainQueriesAreReadAsInGeneral() {
+        let follow =
+            "$filter=updatedAt%20ge%20datetimeoffset'2026-01-01T00:00:00.000Z'&$orderby=updatedAt,id&$top=1000&__includeDeleted=true"
+        var queries = [
+            "", "&", "&&a", "a", "a=", "=b", "a=b=c", "$top=5&$filter=a%20eq%201", "a=1&&b=2&", "a==&=&b", "%", "a=%",
+            "a=%4", "a=%4g", "%%41", "a+b=c+d", "%2B=%2b", "a=%C3%A9", "a=%C3", "a=%FF%FE", "%00=%0D%0A", "caf\u{E9}=1",
+            "a=\r\n&b", "x=%E2%80%A8", "%24filter=id%20eq%20'a%26b'",
+            follow,
         ]
-        for query in queries {
-            let fast = QueryString.pairs(query).map { "\($0.name)|\($0.value ?? "-")" }
-            let general = QueryString.pairsInGeneral(query).map { "\($0.name)|\($0.value ?? "-")" }
-            #expect(fast == general, "\(query)")
+        var random = SeededRandom(seed: 40)
+        let pieces = ["&", "=", "%", "+", "a", "Z", "4", "1", "f", "G", "%C3", "%A9", "%FF", "%2", "$", " ", "\u{E9}", "\r\n"]
+        for _ in 0..<2000 { queries.append((0..<random.below(12)).map { _ in random.pick(pieces) }.joined()) }
+        func read(_ result: () throws(APIError) -> QueryString) -> String {
+            do throws(APIError) { return try result().items.map { "\($0.name)|\($0.value)" }.joined(separator: "\n") } catch {
+                return "refused: \(error.message)"
+            }
         }
+        for query in queries {
+            #expect(
+                read { () throws(APIError) in try QueryString(query) } == read { () throws(APIError) in try QueryString(inGeneral: query) },
+                "\(query)")
+        }
+        #expect(QueryString.itemsOfPlainQuery(follow)?.count == 4, "the follow query takes the fast path")
     }
 
     @Test func requestIDsFromTrustedPeersOnlyAndPlain() {
