@@ -131,6 +131,10 @@ struct OperatorRoutesTests {
         #expect(RequestID.choose(presented: "abc-123", trusted: false) != "abc-123")
         #expect(RequestID.choose(presented: "a\nb", trusted: true) != "a\nb")
         #expect(RequestID.choose(presented: String(repeating: "a", count: 129), trusted: true).count == 16)
+        // Made ones are 16 lower-case hex digits, and none repeats.
+        let made = (0..<10_000).map { _ in RequestID.make() }
+        #expect(made.allSatisfy { $0.utf8.count == 16 && $0.allSatisfy { "0123456789abcdef".contains($0) } }, "\(made.prefix(3))")
+        #expect(Set(made).count == made.count)
         #expect(LogText.escaped("a\u{1b}[31mb\nc") == "a\\u001b[31mb\\u000ac")
         #expect(LogText.bounded(String(repeating: "n", count: 100)).count == LogText.maximumNameLength + 1)
     }
