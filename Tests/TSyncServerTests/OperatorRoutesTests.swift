@@ -126,6 +126,23 @@ struct OperatorRoutesTests {
         #expect(QueryString.itemsOfPlainQuery(follow)?.count == 4, "the follow query takes the fast path")
     }
 
+    /// A field there once is read as it is: as HTTP types join it, and every other case too.
+    @Test func headerValuesAreReadAsInGeneral() {
+        let prefer = HTTPField.Name("Prefer")!
+        let fieldLists: [[HTTPField]] = [
+            [], [HTTPField(name: prefer, value: "wait=25")], [HTTPField(name: prefer, value: "")],
+            [HTTPField(name: .zumoAPIVersion, value: "2.0.0"), HTTPField(name: HTTPField.Name("prefer")!, value: "wait=5")],
+            [HTTPField(name: prefer, value: "wait=5"), HTTPField(name: .requestID, value: "a"), HTTPField(name: prefer, value: "x")],
+            [HTTPField(name: .cookie, value: "a=1"), HTTPField(name: .cookie, value: "b=2")], [HTTPField(name: .cookie, value: "a=1")],
+        ]
+        for list in fieldLists {
+            let fields = HTTPFields(list)
+            for name in [prefer, .cookie, .zumoAPIVersion, .requestID, .echo] {
+                #expect(fields.value(of: name) == fields[name], "\(name) in \(fields)")
+            }
+        }
+    }
+
     @Test func requestIDsFromTrustedPeersOnlyAndPlain() {
         #expect(RequestID.choose(presented: "abc-123", trusted: true) == "abc-123")
         #expect(RequestID.choose(presented: "abc-123", trusted: false) != "abc-123")

@@ -41,7 +41,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     @inline(never)
     private func begin(_ request: Request, _ context: Context) -> String {
         inFlight.begin()
-        let requestID = RequestID.choose(presented: request.headers[.requestID], trusted: context.fromTrustedProxy)
+        let requestID = RequestID.choose(presented: request.headers.value(of: .requestID), trusted: context.fromTrustedProxy)
         context.requestUser.requestID = requestID
         return requestID
     }
@@ -60,7 +60,7 @@ struct RequestLogMiddleware: RouterMiddleware {
     /// request (`LiveDelivery`), which must be the same.
     static func addFields(to headers: inout HTTPFields, _ request: Request, requestID: String) {
         headers[.requestID] = requestID
-        if let echo = Echo.value(request.headers[.echo]) { headers[.echo] = echo }
+        if let echo = Echo.value(request.headers.value(of: .echo)) { headers[.echo] = echo }
         // An answer is the state now, for one user: no cache is to keep it (`Echo` catches one that does).
         headers[.cacheControl] = "no-store"
     }

@@ -109,7 +109,9 @@ struct TableRoutes: Sendable {
         }
         var live: ListRead.Live?
         // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
-        if let seconds = LiveWait.requested(request.headers[.prefer]), let feed = storage.changes, configuration.maximumWatchers > 0 {
+        if let seconds = LiveWait.requested(request.headers.value(of: .prefer)), let feed = storage.changes,
+            configuration.maximumWatchers > 0
+        {
             let question = LiveQuestion(
                 scope: scope,
                 parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] }
