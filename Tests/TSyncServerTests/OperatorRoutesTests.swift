@@ -126,7 +126,8 @@ struct OperatorRoutesTests {
         #expect(QueryString.itemsOfPlainQuery(follow)?.count == 4, "the follow query takes the fast path")
     }
 
-    /// A field there once is read as it is: as HTTP types join it, and every other case too.
+    /// A field there once is read as it is, and one not there is appended: as HTTP types join
+    /// and set them, and every other case too.
     @Test func headerValuesAreReadAsInGeneral() {
         let prefer = HTTPField.Name("Prefer")!
         let fieldLists: [[HTTPField]] = [
@@ -139,6 +140,11 @@ struct OperatorRoutesTests {
             let fields = HTTPFields(list)
             for name in [prefer, .cookie, .zumoAPIVersion, .requestID, .echo] {
                 #expect(fields.value(of: name) == fields[name], "\(name) in \(fields)")
+                var set = fields
+                set.set("v, w", for: name)
+                var general = fields
+                general[name] = "v, w"
+                #expect(set == general, "\(name) set in \(fields)")
             }
         }
     }

@@ -37,3 +37,12 @@ extension HTTPFields {
         return self[name]
     }
 }
+
+extension HTTPFields {
+    /// `self[name] = value`: a name not there yet (every field an answer's head gets, nearly) is
+    /// appended, not set through HTTP types' generic replacement of every field of the name.
+    mutating func set(_ value: String, for name: HTTPField.Name) {
+        guard contains(where: { $0.name == name }) else { return append(HTTPField(name: name, value: value)) }
+        self[name] = value
+    }
+}

@@ -59,10 +59,10 @@ struct RequestLogMiddleware: RouterMiddleware {
     /// The fields every answer gets here: also those of a held read's answer written outside its
     /// request (`LiveDelivery`), which must be the same.
     static func addFields(to headers: inout HTTPFields, _ request: Request, requestID: String) {
-        headers[.requestID] = requestID
-        if let echo = Echo.value(request.headers.value(of: .echo)) { headers[.echo] = echo }
+        headers.set(requestID, for: .requestID)
+        if let echo = Echo.value(request.headers.value(of: .echo)) { headers.set(echo, for: .echo) }
         // An answer is the state now, for one user: no cache is to keep it (`Echo` catches one that does).
-        headers[.cacheControl] = "no-store"
+        headers.set("no-store", for: .cacheControl)
     }
 
     @inline(never)
