@@ -62,12 +62,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         }
     }
 
-    /// The connection's requests are answered on its event loop (`ConnectionExecutor`).
     func handle(value: Value, logger: Logger) async {
-        let executor = ConnectionExecutor(value.channel.eventLoop)
-        await ConnectionExecutor.$current.withValue(executor) {
-            await withTaskExecutorPreference(executor) { await inner.handle(value: value, logger: logger) }
-        }
+        await inner.handle(value: value, logger: logger)
     }
 }
 

@@ -50,7 +50,6 @@ struct TableRoutes: Sendable {
         // frames of the requests held are most of what a held read costs, docs/PERFORMANCE.md).
         let read = try listRead(request, context)
         guard let live = read.live else { return read.response(try await read.page(context.channel)) }
-        ConnectionExecutor.current?.leaveLoop()
         let (page, granted) = try await live.wait.page(
             table: read.table, live.question, live.interest, seconds: live.seconds, channel: context.channel,
             head: read.deliveredHead(request, context), { try await read.page(nil) })
