@@ -89,7 +89,9 @@ extension LocalStore {
         try Identifiers.validateTableName(table)
         do {
             return try await pool.write { db in
-                try pages.map { page in try Self.applyServerPage(db, table: table, stored: page.records, saving: page.query, detailed: false) }
+                try pages.map { page in
+                    try Self.applyServerPage(db, table: table, stored: page.records, saving: page.query, detailed: false)
+                }
             }
         } catch {
             throw StoreFailure.map(error, location: location)
