@@ -28,9 +28,6 @@ enum PullPage {
         var walkEnd: Start? { last }
     }
 
-    /// The order of the walk, which the (table, updated_at, id) index serves.
-    static let order = PullWalk.order
-
     /// `query` of `table` as a page of the walk; nil for any other query.
     static func walk(table: String, _ query: RecordQuery, scope: OwnerScope) -> Walk? {
         PullWalk(table: PostgresSchema.tableKey(table), query, scope: scope)

@@ -94,7 +94,8 @@ public final class SQLiteStorage: ServerStorage {
         guard let versions = try? DatabaseQueue(path: path, configuration: configuration) else {
             return PullReadAhead(capacity: 0)
         }
-        return PullReadAhead { try? versions.inDatabase { db in try UInt64.fetchOne(db, sql: "PRAGMA data_version") } }
+        // Asked twice a page of a clone: prepared once.
+        return PullReadAhead { try? versions.inDatabase { db in try UInt64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) } }
     }
 
     /// Opens the pool and brings its schema up to date, trying again while another process is

@@ -119,7 +119,7 @@ struct PostgresGroupPullPageTests {
         var position = start.map { ($0.system.updatedAt?.iso8601 ?? "", $0.id) }
         var met: [Record] = []
         for _ in 0..<50 {
-            var query = RecordQuery(orderBy: PullPage.order, top: 2, includeDeleted: true)
+            var query = RecordQuery(orderBy: PullWalk.order, top: 2, includeDeleted: true)
             if let (updatedAt, id) = position {
                 query.filter = try ODataParser.parseFilter(StorageReader.filterText(after: updatedAt, id, .tsyncs))
             }

@@ -31,7 +31,7 @@ struct PostgresPullPageTests {
                     var pages = 0
                     var ids: [String] = []
                     while true {
-                        var query = RecordQuery(orderBy: PullPage.order, top: 3, includeDeleted: includeDeleted)
+                        var query = RecordQuery(orderBy: PullWalk.order, top: 3, includeDeleted: includeDeleted)
                         if !start.id.isEmpty {
                             query.filter = try ODataParser.parseFilter(
                                 StorageReader.filterText(after: start.updatedAt, start.id, .tsyncs))
@@ -125,7 +125,7 @@ struct PostgresPullPageTests {
 /// reads as the function writes it.
 struct PullPageTextTests {
     @Test func theWalkIsTsyncsPagesOnly() throws {
-        let walk = RecordQuery(orderBy: PullPage.order, top: 50, includeDeleted: true)
+        let walk = RecordQuery(orderBy: PullWalk.order, top: 50, includeDeleted: true)
         #expect(
             PullPage.walk(table: "Items", walk, scope: .owner("ann"))
                 == PullPage.Walk(table: "items", owner: "ann", includeDeleted: true, start: PullPage.Start(updatedAt: "", id: ""), top: 50))
