@@ -32,8 +32,8 @@ held=("$@")
 followers=${F:-1000} rate=${R:-1000} seconds=${S:-10}
 
 if [ -z "${TSYNC:-}" ]; then
-    swift build -c release --product tsync >&2
-    TSYNC="$(swift build -c release --show-bin-path)/tsync"
+    . scripts/lib/release-build.sh
+    TSYNC=$(release_build tsync)
 fi
 bin=$TSYNC
 

@@ -30,8 +30,8 @@ idle=${4:-10000}
 catchup=${5:-100000}
 
 if [ -z "${TSYNC_BIN:-}" ]; then
-    swift build -c release --product tsync >&2
-    bin="$(swift build -c release --show-bin-path)/tsync"
+    . scripts/lib/release-build.sh
+    bin=$(release_build tsync)
 else
     bin=$TSYNC_BIN
 fi

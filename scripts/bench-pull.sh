@@ -23,8 +23,8 @@ counts=("$@")
 
 scripts/install-deps.sh --with-bench   # GNU time, sqlite3
 if [ -z "${TSYNC:-}" ]; then
-    swift build -c release --product tsync >&2
-    TSYNC="$(swift build -c release --show-bin-path)/tsync"
+    . scripts/lib/release-build.sh
+    TSYNC=$(release_build tsync)
 fi
 bin=$TSYNC
 

@@ -24,8 +24,8 @@ tsync_for_bench bench-push-ceiling
 if [ -n "${CEILING_BIN:-}" ]; then
     ceiling_bin=$CEILING_BIN
 else
-    swift build -c release --product tsync-write-ceiling >&2
-    ceiling_bin="$(swift build -c release --show-bin-path)/tsync-write-ceiling"
+    . scripts/lib/release-build.sh
+    ceiling_bin=$(release_build tsync-write-ceiling)
 fi
 . scripts/lib/serve.sh
 bench_databases ceiling

@@ -21,8 +21,8 @@ large=${2:-1000000}
 seconds=${3:-5}
 
 scripts/install-deps.sh --with-bench   # wrk, GNU time, sqlite3
-swift build -c release --product tsync >&2
-bin="$(swift build -c release --show-bin-path)/tsync"
+. scripts/lib/release-build.sh
+bin=$(release_build tsync)
 
 . scripts/lib/serve.sh
 work=$(mktemp -d /tmp/tsync-bench-read.XXXXXX)

@@ -28,8 +28,8 @@ fi
 
 if [ -n "${BIN:-}" ]; then bin=$BIN; else
     echo "building (release)..." >&2
-    swift build -c release --product tsync >&2
-    bin="$(swift build -c release --show-bin-path)/tsync"
+    . scripts/lib/release-build.sh
+    bin=$(release_build tsync)
 fi
 
 . scripts/lib/serve.sh

@@ -18,10 +18,9 @@ push_ops=${2:-10000}
 big_push=${3:-100000}
 
 scripts/install-deps.sh --with-bench   # wrk, GNU time
-swift build -c release --product tsync >&2
-swift build -c release --product tsync-pull-baseline >&2
-bin="$(swift build -c release --show-bin-path)/tsync"
-baseline="$(swift build -c release --show-bin-path)/tsync-pull-baseline"
+. scripts/lib/release-build.sh
+bin=$(release_build tsync)
+baseline=$(release_build tsync-pull-baseline)
 
 . scripts/lib/serve.sh
 work=$(mktemp -d /tmp/tsync-bench.XXXXXX)

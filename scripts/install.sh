@@ -56,8 +56,8 @@ fi
 
 if [ -z "$binary" ]; then
     scripts/install-deps.sh
-    swift build -c release --product tsync >&2
-    binary="$(swift build -c release --show-bin-path)/tsync"
+    . scripts/lib/release-build.sh
+    binary=$(release_build tsync)
 fi
 install -d "$prefix/bin" "$prefix/share/man/man1" "$prefix/share/bash-completion/completions" \
     "$prefix/share/zsh/site-functions" "$prefix/share/fish/vendor_completions.d"

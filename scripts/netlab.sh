@@ -28,7 +28,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if [ $postgres = 1 ]; then scripts/install-deps.sh --with-netlab --with-postgres; else scripts/install-deps.sh --with-netlab; fi
 if [ -z "$bin" ]; then
-    swift build -c "$configuration" --product tsync >&2
-    bin="$(swift build -c "$configuration" --show-bin-path)/tsync"
+    if [ "$configuration" = release ]; then
+        . scripts/lib/release-build.sh
+        bin=$(release_build tsync)
+    else
+        swift build --product tsync >&2
+        bin="$(swift build --show-bin-path)/tsync"
+    fi
 fi
 exec python3 scripts/netlab/campaign.py --bin "$bin" ${args[@]+"${args[@]}"}

@@ -21,8 +21,13 @@ for arg in "$@"; do
     esac
 done
 if [ $postgres = 1 ]; then scripts/install-deps.sh --with-postgres; else scripts/install-deps.sh; fi
-swift build -c "$configuration" --product tsync >&2
-bin="$(swift build -c "$configuration" --show-bin-path)/tsync"
+if [ "$configuration" = release ]; then
+    . scripts/lib/release-build.sh
+    bin=$(release_build tsync)
+else
+    swift build --product tsync >&2
+    bin="$(swift build --show-bin-path)/tsync"
+fi
 db=sqlite
 if [ $postgres = 1 ]; then
     . scripts/postgres.sh

@@ -22,7 +22,7 @@ tsync_for_bench() {
         bin="$TSYNC_BIN"
     else
         echo "building release tsync (this can take several minutes)..." >&2
-        swift build -c release --product tsync >&2
-        bin="$(swift build -c release --show-bin-path)/tsync"
+        . scripts/lib/release-build.sh
+        bin=$(release_build tsync)
     fi
 }
