@@ -50,8 +50,15 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
         help: ArgumentHelp("Save the pull under this id and pull incrementally.", valueName: "ID"), completion: StoreCompletion.queryIDs)
     var queryId: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Records per request (the server may cap it).", valueName: "N"))
-    var pageSize: Int = PullRequest.defaultPageSize
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            """
+            Records per request, at most (default: \(PullRequest.defaultPageSize), then as many as the server says \
+            it takes, up to \(PullRequest.largestPageSize)).
+            """,
+            valueName: "N"))
+    var pageSize: Int?
 
     @Flag(help: "Forget the query id's checkpoint and pull everything again.")
     var reset = false
@@ -62,7 +69,7 @@ struct PullCommand: AsyncParsableCommand, JournaledCommand {
 
     func validate() throws {
         try Identifiers.validateTableName(table)
-        guard pageSize >= 1 else { throw ValidationError("--page-size must be at least 1 (got \(pageSize))") }
+        if let pageSize, pageSize < 1 { throw ValidationError("--page-size must be at least 1 (got \(pageSize))") }
         if reset && queryId == nil { throw ValidationError("--reset needs --query-id") }
         if let queryId, queryId.isEmpty || queryId.contains(where: \.isNewline) {
             throw ValidationError("--query-id must be a non-empty single-line name")

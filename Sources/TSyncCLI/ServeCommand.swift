@@ -145,7 +145,7 @@ struct ServeCommand: AsyncParsableCommand {
     var schema: [String] = []
 
     @Option(name: .customLong("max-top"), parsing: .unconditional, help: "Largest page ($top) a client may ask for.")
-    var maxTop = 1000
+    var maxTop = 5000
 
     @Option(
         name: .customLong("max-batch"), parsing: .unconditional,

@@ -117,7 +117,7 @@ public struct ServerConfiguration: Sendable {
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, requiresAuthentication: Bool = true, allowInsecure: Bool = false,
-        perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 1000,
+        perUserTables: Set<String> = [], defaultPageSize: Int = 50, maximumPageSize: Int = 5000,
         maximumBodyBytes: Int = 1 << 20, maximumBatchOperations: Int = 1000, maximumBatchBytes: Int = 16 << 20,
         maximumFilterLength: Int = 4096, authentication: Authenticator.Policy = .init(), trustedProxies: Set<String> = [],
         maximumConnections: Int = 1024, headerTimeoutSeconds: Int = 10, idleTimeoutSeconds: Int = 60,

@@ -76,7 +76,7 @@ import TSyncModel
         let version = try await TSyncProcess.run(["--version"], in: directory.path).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(messages.contains("tsync \(version) serving sqlite:\(path)"), "\(messages)")
         #expect(messages.contains("auth: accounts required (tokens live 86400 s)"), "\(messages)")
-        #expect(messages.contains { $0.hasPrefix("limits: max-top 1000, max-batch 1000, max-connections 1024") }, "\(messages)")
+        #expect(messages.contains { $0.hasPrefix("limits: max-top 5000, max-batch 1000, max-connections 1024") }, "\(messages)")
         #expect(messages.contains("stopping on SIGTERM: waiting for 0 requests in flight"), "\(messages)")
         #expect(messages.last == "stopped", "\(messages)")
 

@@ -115,6 +115,15 @@ extension RemoteClient {
         headers.first(name: "X-TSync-Deleted-Horizon").flatMap(Timestamp.init(iso8601:))
     }
 
+    /// `X-TSync-Max-Top: N`: the largest `$top` the server takes (docs/DESIGN.md §4). Nil when
+    /// absent or not a positive count (a plain v2 server sends none).
+    static func maximumTop(_ headers: HTTPHeaders) -> Int? {
+        guard let value = headers.first(name: "X-TSync-Max-Top"), value.utf8.count <= 9, let top = Int(value), top >= 1 else {
+            return nil
+        }
+        return top
+    }
+
     /// `X-TSync-Page-End: <updatedAt> <id>`: where the page ends, as its server claims (docs/DESIGN.md
     /// §8). Nil when absent or not in that form (a plain v2 server, or a proxy that drops it, sends none).
     static func pageEnd(_ headers: HTTPHeaders) -> (id: String, updatedAt: Timestamp)? {

@@ -160,9 +160,28 @@ package struct RemoteClient: Sendable {
     /// Reads one page of a table. `next` (from a previous page's `Link`) wins over the other
     /// parameters, since it carries them already.
     package func readPage(_ request: PageRequest) async throws(TSyncError) -> Page {
-        let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
-        let response = try await send(.GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" })
-        return try page(from: response, request)
+        try page(from: try await pageAnswer(request), request)
+    }
+
+    /// The answer to a page read. One refused (400) for asking more records than the server takes,
+    /// by a server that says how many it takes (`X-TSync-Max-Top`, docs/DESIGN.md §4), is asked
+    /// again once for that many: an operator may lower `--max-top` under what a client asks by
+    /// default. A link is the server's own, and asked as it is.
+    private func pageAnswer(
+        _ request: PageRequest, parsesSuccess: Bool = true, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
+    ) async throws(TSyncError) -> HTTPAnswer {
+        func ask(_ request: PageRequest) async throws(TSyncError) -> HTTPAnswer {
+            let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
+            return try await send(
+                .GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: parsesSuccess, headed: headed)
+        }
+        let response = try await ask(request)
+        guard response.status == 400, request.nextLink == nil, let top = request.top,
+            let largest = Self.maximumTop(response.headers), largest < top
+        else { return response }
+        var smaller = request
+        smaller.top = largest
+        return try await ask(smaller)
     }
 
     /// A page in the store's form: a page as `tsync serve` writes it is read straight into it
@@ -177,15 +196,13 @@ package struct RemoteClient: Sendable {
         _ request: PageRequest, arrived: (@Sendable ([UInt8], _ queued: Duration?) -> Void)? = nil,
         ends: (@Sendable (_ id: String, _ updatedAt: Timestamp) -> Void)? = nil
     ) async throws(TSyncError) -> StoredPage {
-        let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
         var headed: (@Sendable (HTTPHeaders) -> Void)?
         if let ends {
             headed = { headers in
                 if let end = Self.pageEnd(headers) { ends(end.id, end.updatedAt) }
             }
         }
-        var response = try await send(
-            .GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: false, headed: headed)
+        var response = try await pageAnswer(request, parsesSuccess: false, headed: headed)
         if response.status == 200 { arrived?(response.body, ServerTiming.queue(in: response.headers["Server-Timing"])) }
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             var page = StoredPage(
@@ -193,6 +210,7 @@ package struct RemoteClient: Sendable {
                 waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")))
             page.deletedHorizon = Self.deletedHorizon(response.headers)
             page.schemaTag = Self.schemaTag(response.headers)
+            page.maximumTop = Self.maximumTop(response.headers)
             serverCheck.prove()
             return page
         }
@@ -247,6 +265,7 @@ package struct RemoteClient: Sendable {
             waitApplied: waitApplied(response, request), serverDate: HTTPDate.parse(response.headers.first(name: "Date")),
             deletedHorizon: Self.deletedHorizon(response.headers))
         page.schemaTag = Self.schemaTag(response.headers)
+        page.maximumTop = Self.maximumTop(response.headers)
         return page
     }
 
@@ -853,6 +872,9 @@ package struct Page: Sendable {
     /// The tag of the table's schema (`X-TSync-Schema`, docs/DESIGN.md §16); nil from a server
     /// that has none for it, or none at all.
     package var schemaTag: String? = nil
+    /// The largest `$top` the server takes (`X-TSync-Max-Top`, docs/DESIGN.md §4); nil from a
+    /// server that does not say.
+    package var maximumTop: Int? = nil
 }
 
 /// `Preference-Applied: wait=N`, read.

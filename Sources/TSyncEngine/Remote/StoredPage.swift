@@ -52,6 +52,8 @@ package struct StoredPage: Sendable {
     package var deletedHorizon: Timestamp?
     /// The tag of the table's schema (`Page.schemaTag`).
     package var schemaTag: String?
+    /// The largest `$top` the server takes (`Page.maximumTop`).
+    package var maximumTop: Int?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)
@@ -61,6 +63,7 @@ package struct StoredPage: Sendable {
         serverDate = page.serverDate
         deletedHorizon = page.deletedHorizon
         schemaTag = page.schemaTag
+        maximumTop = page.maximumTop
     }
 
     init(records: [StoredRecord], nextLink: String?, totalCount: Int?, waitApplied: Int?, serverDate: Timestamp?) {

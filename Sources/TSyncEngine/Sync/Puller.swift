@@ -12,19 +12,24 @@ public struct PullRequest: Sendable {
     public var filter: String?
     /// The id of the saved query whose checkpoint the pull resumes and moves; nil: no checkpoint.
     public var queryID: String?
-    /// Records asked for per page.
-    public var pageSize: Int
+    /// Records asked for per page, at most (the server may take fewer, and says so); nil: the
+    /// pull's own choice (`PullPageSize`).
+    public var pageSize: Int?
     /// Forget the query's checkpoint first (and accept a changed filter).
     public var reset: Bool
     /// Seconds the server may hold each request while there is nothing new (`Prefer: wait`, the
     /// live route of `tsync watch`, docs/DESIGN.md §8.1); nil for a plain pull. With a query id only.
     public var wait: Int?
 
-    /// Records per page when `--page-size` is not given.
+    /// Records per page when `--page-size` is not given, until the server says how many it takes.
     public static let defaultPageSize = 1000
+    /// The most records per page a pull asks for without `--page-size`, where the server takes as
+    /// many: a clone's pages are a chain of requests (docs/DESIGN.md §8), and at 5,000 records a
+    /// clone of 100,000 asks 25 times, not 100 (docs/PERFORMANCE.md, "Pages the server takes").
+    public static let largestPageSize = 5000
 
     /// A pull of `table`.
-    public init(table: String, filter: String? = nil, queryID: String? = nil, pageSize: Int = defaultPageSize, reset: Bool = false) {
+    public init(table: String, filter: String? = nil, queryID: String? = nil, pageSize: Int? = nil, reset: Bool = false) {
         self.table = table
         self.filter = filter
         self.queryID = queryID
@@ -101,7 +106,7 @@ package struct Puller: Sendable {
     /// Checks a pull request before anything is sent.
     package static func validate(_ request: PullRequest) throws(TSyncError) {
         try Identifiers.validateTableName(request.table)
-        guard request.pageSize >= 1 else { throw .usage("the page size must be at least 1") }
+        if let size = request.pageSize, size < 1 { throw .usage("the page size must be at least 1") }
         if let filter = request.filter { _ = try ODataParser.parseFilter(filter) }
     }
 
@@ -139,10 +144,11 @@ package struct Puller: Sendable {
             if request.reset { checkpoint = nil }
         }
         let userFilter = filter
+        let pageSize = PullPageSize(chosen: request.pageSize)
         @Sendable func pageRequest(at position: PullPosition) -> PageRequest {
             var page = PageRequest(
                 table: request.table, filter: Checkpoint.filter(user: userFilter, after: position.checkpoint),
-                orderBy: Checkpoint.orderBy, top: request.pageSize, skip: position.skip > 0 ? position.skip : nil)
+                orderBy: Checkpoint.orderBy, top: pageSize.current, skip: position.skip > 0 ? position.skip : nil)
             page.wait = request.wait
             return page
         }
@@ -204,6 +210,7 @@ package struct Puller: Sendable {
             while let current = fetching {
                 var page = try await current.page()
                 fetching = nil
+                pageSize.learn(page.maximumTop)
                 // The page asked ahead of this one, unless it is taken below.
                 defer { current.cancel() }
                 if Self.startsResync(page, checkpoint: checkpoint, summary: summary), try await writeHeld() { break }
@@ -303,7 +310,9 @@ package struct Puller: Sendable {
 
     private func pullByPages(_ request: PullRequest, summary: inout PullSummary, progress: SyncProgress?) async throws(TSyncError) {
         var skip = 0
-        var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
+        // A page the server links to is asked as linked; the others as `pageSize` says.
+        let pageSize = PullPageSize(chosen: request.pageSize)
+        var first = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: pageSize.current)
         first.inlineCount = progress != nil  // the total, for the progress line
         let pace = PullPace()
         var fetching: PageFetch? = PageFetch(remote, first, pace: pace)
@@ -316,10 +325,11 @@ package struct Puller: Sendable {
         // an eight-byte hash, however large the pull.
         var links = Set<String>()
         var seen = Set<Int>()
-        let asked = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize)
+        let asked = PageRequest(table: request.table, filter: request.filter, orderBy: "id", top: pageSize.current)
         while let current = fetching {
             let page = try await current.page()
             fetching = nil
+            pageSize.learn(page.maximumTop)
             try await refreshSchema(page, table: request.table, summary: &summary)
             // Followed only once checked: this origin, this table, the query asked.
             let nextLink = try page.nextLink.map { link throws(TSyncError) in
@@ -345,7 +355,7 @@ package struct Puller: Sendable {
                 fetching = PageFetch(
                     remote,
                     PageRequest(
-                        table: request.table, filter: request.filter, orderBy: "id", top: request.pageSize, skip: skip,
+                        table: request.table, filter: request.filter, orderBy: "id", top: pageSize.current, skip: skip,
                         nextLink: nextLink),
                     pace: pace)
             }

@@ -11,6 +11,7 @@ extension HTTPField.Name {
     static let deletedHorizon = HTTPField.Name("X-TSync-Deleted-Horizon")!
     static let schemaTag = HTTPField.Name("X-TSync-Schema")!
     static let pageEnd = HTTPField.Name("X-TSync-Page-End")!
+    static let maximumTop = HTTPField.Name("X-TSync-Max-Top")!
     static let serverTiming = HTTPField.Name("Server-Timing")!
 }
 

@@ -42,8 +42,11 @@ struct ListOptions {
         }
         let top = try Self.count("$top", try parameters.single("$top"))
         if let top, top > configuration.maximumPageSize {
-            throw APIError.badRequest(
+            var refusal = APIError.badRequest(
                 "$top \(top) is over the maximum page size \(configuration.maximumPageSize): ask for fewer and follow the Link header")
+            // A tsync client asks again for as many as this (docs/DESIGN.md §4).
+            refusal.headers[.maximumTop] = String(configuration.maximumPageSize)
+            throw refusal
         }
         query.top = configuration.pageSize(top: top)
         query.skip = try Self.count("$skip", try parameters.single("$skip"))

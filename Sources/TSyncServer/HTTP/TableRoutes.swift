@@ -127,7 +127,9 @@ struct TableRoutes: Sendable {
         if let top = options.query.top, top > 0 {
             next = (top, nextPage(request, context, parameters: parameters, skip: (options.query.skip ?? 0) + top))
         }
-        return ListRead(table: table, page: page, live: live, next: next, schemaTag: configuration.schema(of: table)?.tag)
+        return ListRead(
+            table: table, page: page, live: live, next: next, schemaTag: configuration.schema(of: table)?.tag,
+            maximumTop: configuration.maximumPageSize)
     }
 
     /// A page's body, written straight to bytes in the serializer's key order: `{"count", "results"}`.
@@ -362,17 +364,20 @@ private final class ListRead: Sendable {
     /// The page size asked for, and the next page's address.
     let next: (top: Int, link: NextPageLink)?
     let schemaTag: String?
+    /// The largest `$top` the server takes (`--max-top`).
+    let maximumTop: Int
 
     init(
         table: String, page: @escaping @Sendable ((any Channel)?) async throws -> PageBody, live: Live?,
         next: (top: Int, link: NextPageLink)?,
-        schemaTag: String?
+        schemaTag: String?, maximumTop: Int
     ) {
         self.table = table
         self.page = page
         self.live = live
         self.next = next
         self.schemaTag = schemaTag
+        self.maximumTop = maximumTop
     }
 
     /// The head of the answer a commit writes for this held read outside its request
@@ -410,6 +415,8 @@ private final class ListRead: Sendable {
         if let schemaTag { headers[.schemaTag] = schemaTag }
         // Where the page ends, ahead of its body: the client asks for the next page meanwhile.
         if let end = page.end { headers[.pageEnd] = end }
+        // How many records a page may hold: a pull asks for as many (docs/DESIGN.md §4).
+        headers[.maximumTop] = String(maximumTop)
         // How long the read waited for the database: a pull slows down while it grows
         // (`PullPace`, docs/DESIGN.md §8). A held read's answer may be shared, and says nothing.
         if granted == nil, let queued = page.queued { headers[.serverTiming] = ServerTiming.queue(queued) }
