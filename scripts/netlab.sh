@@ -28,12 +28,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if [ $postgres = 1 ]; then scripts/install-deps.sh --with-netlab --with-postgres; else scripts/install-deps.sh --with-netlab; fi
 if [ -z "$bin" ]; then
-    if [ "$configuration" = release ]; then
-        . scripts/lib/release-build.sh
-        bin=$(release_build tsync)
-    else
-        swift build --product tsync >&2
-        bin="$(swift build --show-bin-path)/tsync"
-    fi
+    . scripts/lib/release-build.sh
+    bin=$(build_tsync "$configuration")
 fi
 exec python3 scripts/netlab/campaign.py --bin "$bin" ${args[@]+"${args[@]}"}

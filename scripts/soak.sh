@@ -21,13 +21,8 @@ for arg in "$@"; do
     esac
 done
 if [ $postgres = 1 ]; then scripts/install-deps.sh --with-postgres; else scripts/install-deps.sh; fi
-if [ "$configuration" = release ]; then
-    . scripts/lib/release-build.sh
-    bin=$(release_build tsync)
-else
-    swift build --product tsync >&2
-    bin="$(swift build --show-bin-path)/tsync"
-fi
+. scripts/lib/release-build.sh
+bin=$(build_tsync "$configuration")
 db=sqlite
 if [ $postgres = 1 ]; then
     . scripts/postgres.sh

@@ -99,7 +99,7 @@ import TSyncModel
             let rest = try await http.get("/tables/$history/todo/a?$top=3&$skip=3", token: alice)
             #expect((rest.object["results"]?.arrayValue ?? []).count == 1)
             #expect(rest.link == nil)
-            #expect(try await http.get("/tables/$history/todo/a?$top=5000", token: alice).status == 400)
+            #expect(try await http.get("/tables/$history/todo/a?$top=5001", token: alice).status == 400)
             // No versions: 404, as a read.
             #expect(try await http.get("/tables/$history/todo/missing", token: alice).status == 404)
             #expect(try await http.get("/tables/$history/todo/a").status == 401)

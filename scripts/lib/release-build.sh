@@ -1,4 +1,4 @@
-# Sourced by the scripts that build in release (installs, benchmarks, long campaigns).
+# Sourced by the scripts that build tsync themselves (installs, benchmarks, long campaigns).
 # release_build PRODUCT: builds PRODUCT as tsync is installed and prints the binary's path:
 # release, with Swift's runtime and Foundation linked in (`--static-swift-stdlib`, as the
 # deployment images of Hummingbird and Vapor build). The binary then runs on a machine without the
@@ -8,4 +8,13 @@
 release_build() {
     swift build -c release --static-swift-stdlib --product "$1" >&2
     echo "$(swift build -c release --static-swift-stdlib --show-bin-path)/$1"
+}
+# build_tsync CONFIGURATION: tsync built in debug or (as above) in release; prints its path.
+build_tsync() {
+    if [ "$1" = release ]; then
+        release_build tsync
+    else
+        swift build --product tsync >&2
+        echo "$(swift build --show-bin-path)/tsync"
+    fi
 }
