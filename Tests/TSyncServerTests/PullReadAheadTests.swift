@@ -43,6 +43,21 @@ struct PullReadAheadTests {
         #expect(reads.walks == [walk])
     }
 
+    @Test func aFullPageOverTheByteBoundReadsNothingAhead() async throws {
+        let reads = Reads(top: 2)
+        let first = Self.walk()
+        let bytes = try #require(try await reads.read(first)?.walkedBytes)
+        let bounded = PullReadAhead<PullPage.Page>(lifetime: Self.never, maximumBytes: bytes - 1)
+        _ = try await bounded.page(first, read: reads.read)
+        // That nothing is read ahead is shown only by time passing without it.
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(reads.walks == [first, first], "the test's own read, then the request's; none ahead")
+        let within = PullReadAhead<PullPage.Page>(lifetime: Self.never, maximumBytes: bytes)
+        _ = try await within.page(first, read: reads.read)
+        try await reads.waitFor(4)
+        #expect(reads.walks.count == 4, "a page of the bound reads the next ahead")
+    }
+
     @Test func atMostCapacityWalksWait() async throws {
         let reads = Reads(top: 2)
         let readAhead = PullReadAhead<PullPage.Page>(capacity: 3, lifetime: Self.never)

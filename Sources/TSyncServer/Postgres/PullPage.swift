@@ -26,6 +26,7 @@ enum PullPage {
         var last: Start?
         var walkedCount: Int { written.count }
         var walkEnd: Start? { last }
+        var walkedBytes: Int { written.bytes.count }
     }
 
     /// `query` of `table` as a page of the walk; nil for any other query.

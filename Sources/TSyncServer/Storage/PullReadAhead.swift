@@ -17,19 +17,26 @@ import Synchronization
 /// page read ahead would mostly be read twice.
 ///
 /// What a client can make the server hold is bounded: at most `capacity` pages wait, each for
-/// at most `lifetime`, and a read ahead is started only from a page a request read.
+/// at most `lifetime`, and a read ahead is started only from a page a request read, of at most
+/// `maximumBytes` (the next is read ahead as large: a page of 5,000 records of 1 MiB is read by
+/// its request, not kept waiting).
 final class PullReadAhead<Page: PullWalkPage>: Sendable {
     /// Walks whose next page may wait at once.
     let capacity: Int
     /// How long a page read ahead waits for its request.
     let lifetime: Duration
+    /// The largest page after which the next one is read ahead.
+    let maximumBytes: Int
 
     /// The database's count of commits, where it keeps one; nil when it cannot be read.
     private let version: (@Sendable () -> UInt64?)?
 
-    init(capacity: Int = 16, lifetime: Duration = .seconds(2), version: (@Sendable () -> UInt64?)? = nil) {
+    init(
+        capacity: Int = 16, lifetime: Duration = .seconds(2), maximumBytes: Int = 4 << 20, version: (@Sendable () -> UInt64?)? = nil
+    ) {
         self.capacity = capacity
         self.lifetime = lifetime
+        self.maximumBytes = maximumBytes
         self.version = version
     }
 
@@ -57,7 +64,7 @@ final class PullReadAhead<Page: PullWalkPage>: Sendable {
         } else {
             pagesTaken.add(1, ordering: .relaxed)
         }
-        if !overtaken, let page, page.walkedCount == walk.top, let last = page.walkEnd {
+        if !overtaken, let page, page.walkedCount == walk.top, page.walkedBytes <= maximumBytes, let last = page.walkEnd {
             start(walk.next(after: last), read: read)
         }
         return page

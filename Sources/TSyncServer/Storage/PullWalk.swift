@@ -79,9 +79,13 @@ struct PullWalk: Hashable, Sendable {
 protocol PullWalkPage: Sendable {
     var walkedCount: Int { get }
     var walkEnd: PullWalk.Start? { get }
+    /// The bytes the page holds (what a page read ahead keeps while it waits).
+    var walkedBytes: Int { get }
 }
 
 extension RecordPage: PullWalkPage {
     var walkedCount: Int { count }
+    /// A walk's page has no `$select`, so it is written; a page of items would read nothing ahead.
+    var walkedBytes: Int { written?.bytes.count ?? Int.max }
     var walkEnd: PullWalk.Start? { end.map { PullWalk.Start(updatedAt: $0.updatedAt, id: $0.id) } }
 }
