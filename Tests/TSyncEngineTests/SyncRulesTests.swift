@@ -152,6 +152,22 @@ import TSyncModel
         #expect(try temporary.store.savedQuery(table: "todo", queryID: "all")?.checkpoint?.id == server[stored.count - 1].id)
     }
 
+    /// A page of `Puller.recordsACommit` records or more is written in a transaction of its own:
+    /// three pages of 5,000 held for one commit left the store's writer idle while they came.
+    @Test func aPageOfManyRecordsIsCommittedAlone() async throws {
+        let remote = try ScriptedRemote()
+        let size = Puller.recordsACommit
+        for index in 0..<(2 * size + 10) { _ = try await remote.insert(table: "todo", item: ["id": .string("r\(index)")]) }
+        let temporary = try TemporaryStore()
+        let commits = CommittedPages()
+        temporary.store.pool.add(transactionObserver: commits, extent: .databaseLifetime)
+        let summary = try await Puller(store: temporary.store, remote: remote)
+            .pull(PullRequest(table: "todo", queryID: "all", pageSize: size))
+        #expect(summary.counts.received == 2 * size + 10)
+        // The short third page waits for the empty one that ends the pull, as pages of a few do.
+        #expect(commits.seen.map(\.records) == [size, 2 * size, 2 * size + 10])
+    }
+
     /// A page that only repeats the checkpoint's run of equal timestamps (a replayed answer) is
     /// asked again before the pull walks on by `$skip`: the real answer comes, and no record is
     /// passed over.

@@ -99,9 +99,11 @@ package struct Puller: Sendable {
 
     /// Pages a pull with a query id writes in one transaction: each commit rewrote page 1, the
     /// B-trees' last leaves and roots and the query's row into the WAL, a third of a clone's WAL
-    /// at a page a commit. A pull holds this many read pages before it writes them (under 1 MB
-    /// each, as decoded), and a pull killed meanwhile reads them again; four saved no more.
+    /// at a page a commit. A pull holds this many read pages before it writes them, or fewer
+    /// that hold `recordsACommit` (one page of 5,000: about 3 MB each, as decoded), and a pull
+    /// killed meanwhile reads them again; four pages of 1,000 saved no more.
     static let pagesACommit = 3
+    static let recordsACommit = 3000
 
     /// Checks a pull request before anything is sent.
     package static func validate(_ request: PullRequest) throws(TSyncError) {
@@ -192,11 +194,13 @@ package struct Puller: Sendable {
         // its checkpoint (`applyServerPages`), so a pull killed meanwhile keeps whole pages. `watch`
         // writes and tells each page as it comes.
         var held: [(page: StoredPage, query: SavedQuery)] = []
+        var heldRecords = 0
         // Writes the held pages; true when a stop request ends the pull after them.
         func writeHeld() async throws(TSyncError) -> Bool {
             guard !held.isEmpty else { return false }
             let pages = held
             held.removeAll(keepingCapacity: true)
+            heldRecords = 0
             let results = try await store.applyServerPages(table: request.table, pages.map { ($0.page.records, $0.query) })
             var stops = false
             for (index, result) in zip(pages.indices, results) {
@@ -288,9 +292,13 @@ package struct Puller: Sendable {
                     continue
                 }
                 held.append((page, query))
-                // Held until there are `pagesACommit`, the last page is read or a stop is asked; what
-                // is held when a read or a check fails is written before the failure is reported.
-                if held.count >= Self.pagesACommit || fetching == nil || stopRequest?.isStopped == true {
+                // Held until there are `pagesACommit` or `recordsACommit`, the last page is read or a
+                // stop is asked; what is held when a read or a check fails is written before the
+                // failure is reported.
+                heldRecords += page.records.count
+                if held.count >= Self.pagesACommit || heldRecords >= Self.recordsACommit || fetching == nil
+                    || stopRequest?.isStopped == true
+                {
                     if try await writeHeld() { break }
                 }
             }
