@@ -194,13 +194,11 @@ package struct Puller: Sendable {
         // its checkpoint (`applyServerPages`), so a pull killed meanwhile keeps whole pages. `watch`
         // writes and tells each page as it comes.
         var held: [(page: StoredPage, query: SavedQuery)] = []
-        var heldRecords = 0
         // Writes the held pages; true when a stop request ends the pull after them.
         func writeHeld() async throws(TSyncError) -> Bool {
             guard !held.isEmpty else { return false }
             let pages = held
             held.removeAll(keepingCapacity: true)
-            heldRecords = 0
             let results = try await store.applyServerPages(table: request.table, pages.map { ($0.page.records, $0.query) })
             var stops = false
             for (index, result) in zip(pages.indices, results) {
@@ -295,7 +293,7 @@ package struct Puller: Sendable {
                 // Held until there are `pagesACommit` or `recordsACommit`, the last page is read or a
                 // stop is asked; what is held when a read or a check fails is written before the
                 // failure is reported.
-                heldRecords += page.records.count
+                let heldRecords = held.reduce(0) { $0 + $1.page.records.count }
                 if held.count >= Self.pagesACommit || heldRecords >= Self.recordsACommit || fetching == nil
                     || stopRequest?.isStopped == true
                 {
