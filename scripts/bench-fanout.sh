@@ -53,11 +53,12 @@ limit=$(ulimit -Hn)
 options=(--no-auth --metrics --max-client-connections 100000 --max-account-requests 100000)
 echo "tsync serve fan-out ($(nproc) cores, open files $limit, load$(uptime | sed 's/.*load average//'))"
 
-# connections COUNT: the --max-connections that lets one address hold COUNT reads (the last
-# eighth is kept for addresses that hold none) with room for the script's own requests.
-connections() { echo $(($1 * 8 / 7 + 128)); }
-# The most one server can hold under this limit on open files.
-most=$(((limit - 64 - 128) * 7 / 8))
+# connections COUNT: the --max-connections that lets one address hold COUNT reads with room for
+# the script's own requests (the follow case's 128 writers and the metrics reads), the last eighth
+# being kept for addresses that hold none.
+connections() { echo $((($1 + 160) * 8 / 7)); }
+# The most one server can hold under this limit on open files (64 for the database and the log).
+most=$(((limit - 64) * 7 / 8 - 160))
 for count in "${held[@]}"; do
     if [ "$count" -gt "$most" ]; then
         echo "(held $count: --max-connections $(connections "$count") would need as many open files; the hard limit is $limit: holding $most)"

@@ -304,12 +304,13 @@ def hold(args):
           f"fan-out p99 {percentile(values, 99) * 1000:.0f} ms ({len(values)}/{args.watchers})")
 
 
-def writer(urls, table, rate, seconds, pipe):
-    """R POSTs a second, paced by the clock, on 16 keep-alive connections spread over the URLs
-    (a write waits for a free one: a commit takes longer than the gap between two writes)."""
+def writer(urls, table, rate, seconds, count, pipe):
+    """R POSTs a second, paced by the clock, on `count` keep-alive connections spread over the URLs
+    (a write waits for a free one: a commit takes longer than the gap between two writes; with
+    too few, the writes' round trips, not the server, would hold the rate, as in follow.c)."""
     poll = select.epoll()
     connections = {}
-    for k in range(16):
+    for k in range(count):
         host, port = host_port(urls[k % len(urls)])
         sock = socket.create_connection((host, port))
         sock.setblocking(False)
@@ -348,7 +349,7 @@ def follow(args):
     wait_held(args.urls, args.watchers, 60)
     cpu_before = sum(cpu_seconds(pid) for pid in pids)
     parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=writer, args=(args.urls, args.table, args.rate, args.seconds, child), daemon=True)
+    process = multiprocessing.Process(target=writer, args=(args.urls, args.table, args.rate, args.seconds, args.writers, child), daemon=True)
     process.start()
     written = parent.recv()
     process.join()
@@ -393,6 +394,7 @@ def main():
     parser.add_argument("--pid", default="")
     parser.add_argument("--rate", type=float, default=1000)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--writers", type=int, default=128, help="follow: the writer's connections")
     parser.add_argument("--table", default="feed", help="follow: the table written and followed")
     args = parser.parse_args()
     hold(args) if args.mode == "hold" else follow(args)

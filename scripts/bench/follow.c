@@ -2,12 +2,18 @@
  * The follow case of scripts/bench-fanout.sh as one C process, not a test: N watchers follow one
  * table as `tsync watch` does (a held read, `Prefer: wait=25`, from a checkpoint `updatedAt, id`,
  * asked again at once after each page), while a writer POSTs R single records a second for S
- * seconds over 16 keep-alive connections, alternating between the servers. It measures what
+ * seconds over W keep-alive connections (default 128), alternating between the servers. It measures what
  * fanout.py's follow mode measures and prints the same lines; it exists because 1,000 Python
  * watchers took as much of the two cores as the server they measured (docs/PERFORMANCE.md,
  * "Fan-out"): the watchers stand for 1,000 other machines, so their own CPU should be small.
  *
- *   follow URL... --watchers N --rate R --seconds S [--pid PID[,PID]] [--table T]
+ *   follow URL... --watchers N --rate R --seconds S [--writers W] [--pid PID[,PID]] [--table T]
+ *
+ * The writes stand for many clients', each sent on time whatever the server's answers to the others:
+ * a connection sends its next write once its last is answered, so W connections reach R writes/s
+ * only while a write's round trip stays under W/R. With 16, a write answered in 60 ms held the
+ * table at 266 writes/s, a limit of this process, not of the server (docs/PERFORMANCE.md,
+ * "Fan-out"); the writes' round trips are printed beside the deliveries.
  *
  * One epoll loop holds every connection. An answer's time is the kernel's time of its arrival
  * (SO_TIMESTAMPNS), not when the loop got round to it; a record's delivery is that time less
@@ -32,7 +38,8 @@
 #include <unistd.h>
 
 #define MAX_URLS 8
-#define WRITERS 16
+/* The most writer connections (--writers). */
+#define MAX_WRITERS 1024
 /* Latencies are counted in 10 µs bins up to 60 s; later ones fall in the last. */
 #define BIN_SECONDS 1e-5
 #define BINS 6000000
@@ -53,6 +60,7 @@ struct conn {
     char stamp[40]; /* the checkpoint: the last record's updatedAt and id */
     char id[128];
     double gauge; /* METRICS: the value read, -1 until the answer is whole */
+    double posted; /* WRITER: when the write now out was sent */
 };
 
 struct histogram {
@@ -111,10 +119,18 @@ static long days_from_civil(long y, long m, long d) {
 }
 
 /* Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS.fffZ`. */
+/* An `updatedAt` (`2026-11-30T14:40:20.683Z`) in seconds since 1970. A page's records share their
+ * minute, worked out once: the watchers stand for other machines, so their CPU is kept small. */
 static double stamp_seconds(const char *s) {
-    long year = strtol(s, NULL, 10), month = strtol(s + 5, NULL, 10), day = strtol(s + 8, NULL, 10);
-    long hours = strtol(s + 11, NULL, 10), minutes = strtol(s + 14, NULL, 10);
-    return days_from_civil(year, month, day) * 86400.0 + hours * 3600 + minutes * 60 + strtod(s + 17, NULL);
+    static char minute[17];
+    static double minute_seconds;
+    if (memcmp(s, minute, sizeof minute) != 0) {
+        long year = strtol(s, NULL, 10), month = strtol(s + 5, NULL, 10), day = strtol(s + 8, NULL, 10);
+        long hours = strtol(s + 11, NULL, 10), minutes = strtol(s + 14, NULL, 10);
+        minute_seconds = days_from_civil(year, month, day) * 86400.0 + hours * 3600 + minutes * 60;
+        memcpy(minute, s, sizeof minute);
+    }
+    return minute_seconds + strtod(s + 17, NULL);
 }
 
 static int connect_to(int url) {
@@ -193,6 +209,7 @@ static void post_record(struct conn *c, long i) {
                      table, urls[c->url].host, urls[c->url].port, b, body);
     send_all(c, request, (size_t)n);
     c->busy = 1;
+    c->posted = now();
 }
 
 static struct conn *open_conn(enum kind kind, int url) {
@@ -285,7 +302,7 @@ static void consume(struct conn *c, size_t used) {
     c->buffer[c->length] = 0;
 }
 
-static struct histogram latencies, servers, lags;
+static struct histogram latencies, servers, lags, gaps, trips;
 static long pages;
 
 /* A watcher's page: each record's delivery, the checkpoint moved to its last record, and the
@@ -293,6 +310,7 @@ static long pages;
 static void watcher_page(struct conn *c, char *body, size_t length, double arrival) {
     static const char stamp_key[] = "\"updatedAt\":\"", id_key[] = "\"id\":\"";
     pages++;
+    if (c->arrived > 0) histogram_add(&gaps, arrival - c->arrived);
     char *end = body + length, *last = NULL;
     long found = 0;
     for (char *p = body; (p = memmem(p, (size_t)(end - p), stamp_key, sizeof stamp_key - 1)); ) {
@@ -355,6 +373,7 @@ static void handle(struct conn *c) {
         if (c->kind == WATCHER) {
             watcher_page(c, body, length, arrival);
         } else {
+            histogram_add(&trips, arrival - c->posted);
             writes_sent++;
             writes_failed += memmem(body, length, "\"updatedAt\"", 11) == NULL;
             c->busy = 0;
@@ -430,12 +449,13 @@ static double cpu_seconds(const char *pids) {
 }
 
 int main(int argc, char **argv) {
-    long watchers = 1000, rate = 1000;
+    long watchers = 1000, rate = 1000, writer_count = 128;
     double seconds = 10;
     const char *pids = "";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--watchers") == 0 && i + 1 < argc) watchers = atol(argv[++i]);
         else if (strcmp(argv[i], "--rate") == 0 && i + 1 < argc) rate = atol(argv[++i]);
+        else if (strcmp(argv[i], "--writers") == 0 && i + 1 < argc) writer_count = atol(argv[++i]);
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc) pids = argv[++i];
         else if (strcmp(argv[i], "--table") == 0 && i + 1 < argc) table = argv[++i];
@@ -446,12 +466,17 @@ int main(int argc, char **argv) {
             }
             url_count++;
         } else {
-            fprintf(stderr, "usage: follow URL... --watchers N --rate R --seconds S [--pid PID[,PID]] [--table T]\n");
+            fprintf(stderr, "usage: follow URL... --watchers N --rate R --seconds S [--writers W] [--pid PID[,PID]] "
+                            "[--table T]\n");
             return 2;
         }
     }
     if (url_count == 0) {
         fprintf(stderr, "follow: no server URL\n");
+        return 2;
+    }
+    if (writer_count < 1 || writer_count > MAX_WRITERS) {
+        fprintf(stderr, "follow: --writers: from 1 to %d\n", MAX_WRITERS);
         return 2;
     }
     struct rlimit files;
@@ -461,8 +486,10 @@ int main(int argc, char **argv) {
     latencies.bins = calloc(BINS, sizeof(uint32_t));
     servers.bins = calloc(BINS, sizeof(uint32_t));
     lags.bins = calloc(BINS, sizeof(uint32_t));
+    gaps.bins = calloc(BINS, sizeof(uint32_t));
+    trips.bins = calloc(BINS, sizeof(uint32_t));
     epoll_fd = epoll_create1(0);
-    if (!latencies.bins || !servers.bins || !lags.bins || epoll_fd < 0) fail("start");
+    if (!latencies.bins || !servers.bins || !lags.bins || !gaps.bins || !trips.bins || epoll_fd < 0) fail("start");
 
     struct conn **watching = calloc((size_t)watchers + 1, sizeof *watching);
     for (long i = 0; i < watchers; i++) {
@@ -474,16 +501,16 @@ int main(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &before);
     double cpu_before = cpu_seconds(pids);
 
-    struct conn *writers[WRITERS];
-    for (int k = 0; k < WRITERS; k++) writers[k] = open_conn(WRITER, k % url_count);
+    struct conn *writers[MAX_WRITERS];
+    for (int k = 0; k < writer_count; k++) writers[k] = open_conn(WRITER, k % url_count);
     long total = lround(rate * seconds), i = 0;
     double start = now();
     struct epoll_event events[256];
     for (;;) {
         int busy = 0;
-        for (int k = 0; k < WRITERS; k++) busy |= writers[k]->busy;
+        for (int k = 0; k < writer_count; k++) busy |= writers[k]->busy;
         if (i >= total && !busy) break;
-        for (int k = 0; k < WRITERS && i < total && start + (double)i / rate <= now(); k++)
+        for (int k = 0; k < writer_count && i < total && start + (double)i / rate <= now(); k++)
             if (!writers[k]->busy) post_record(writers[k], i++);
         double wait = i < total ? start + (double)i / rate - now() : 0.5;
         struct timespec timeout = {.tv_sec = 0, .tv_nsec = wait > 0 ? (long)(fmin(wait, 0.5) * 1e9) : 0};
@@ -505,8 +532,9 @@ int main(int argc, char **argv) {
         behind += watching[w]->got < delivered;
         if (fewest < 0 || watching[w]->got < fewest) fewest = watching[w]->got;
     }
-    printf("writes   %ld in %.1f s (%.0f/s, %ld failed) over %d server(s)\n", writes_sent, written_seconds,
-           writes_sent / written_seconds, writes_failed, url_count);
+    printf("writes   %ld in %.1f s (%.0f/s, %ld failed) over %d server(s), %ld connections; a write's round trip: "
+           "p50 %.1f ms  p99 %.1f ms\n", writes_sent, written_seconds, writes_sent / written_seconds, writes_failed,
+           url_count, writer_count, percentile(&trips, 50) * 1000, percentile(&trips, 99) * 1000);
     printf("follow   %ld watchers, %ld deliveries of %ld in %ld answers: p50 %.1f ms  p99 %.1f ms  max %.1f ms; "
            "%ld watchers short of every record (fewest %ld)\n",
            watchers, latencies.count, delivered * watchers, pages, percentile(&latencies, 50) * 1000,
@@ -516,6 +544,9 @@ int main(int argc, char **argv) {
                "%.2f ms a write\n", cpu, cpu / (writes_sent > 0 ? writes_sent : 1) * 1e3);
     printf("server   the same deliveries less the time the record waited for the watcher's client to ask: "
            "p50 %.1f ms  p99 %.1f ms\n", percentile(&servers, 50) * 1000, percentile(&servers, 99) * 1000);
+    printf("cycle    from one page's arrival to the same watcher's next: p50 %.1f ms  p90 %.1f ms  p99 %.1f ms "
+           "(a record waits at most about one)\n", percentile(&gaps, 50) * 1000, percentile(&gaps, 90) * 1000,
+           percentile(&gaps, 99) * 1000);
     printf("client   from a page's arrival to the watcher's next request: p50 %.1f ms  p99 %.1f ms "
            "(counted above: a record committed meanwhile waits for it)\n",
            percentile(&lags, 50) * 1000, percentile(&lags, 99) * 1000);
