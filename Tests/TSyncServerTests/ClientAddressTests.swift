@@ -87,6 +87,19 @@ import TSyncModel
         #expect(ClientAddress.resolve(peer: "192.0.2.1", forwardedFor: ["junk, 10.0.0.1"], trusted: proxy) == "10.0.0.1")
     }
 
+    /// An address without `:` is its own read share without being parsed: as the general way
+    /// finds, for the addresses a peer or a proxy gives and for garbage.
+    @Test func readSharesOfPlainAddressesAreFoundAsInGeneral() {
+        let addresses = [
+            "127.0.0.1", "10.0.0.1", "999.0.0.1", "", "unknown", "::1", "2001:db8::1", "2001:DB8:0:0:1:2:3:4", "::ffff:10.0.0.1",
+            "fe80::1%eth0", "[::1]", "2001:db8::g", "1:2", "10.0.0.1:443",
+        ]
+        for address in addresses {
+            #expect(ServerRequestContext.network(address) == ServerRequestContext.networkInGeneral(address), "\(address)")
+        }
+        #expect(ServerRequestContext.network("2001:db8:1:2:3:4:5:6") == "2001:db8:1:2::/64")
+    }
+
     @Test func ipv6AddressesAreCanonical() {
         let proxy: Set<String> = [ClientAddress.canonical("2001:db8:0:0:0:0:0:1") ?? ""]
         #expect(proxy == ["2001:db8::1"])

@@ -98,16 +98,54 @@ struct OperatorRoutesTests {
         for text in texts { #expect(LogText.escaped(text) == LogText.escapedInGeneral(text), "\(text)") }
     }
 
-    /// An ASCII query is split by byte: into the pairs the general way finds.
-    @Test func plainQueriesAreSplitAsInGeneral() {
-        let queries = [
-            "", "&", "&&a", "a", "a=", "=b", "a=b=c", "$top=5&$filter=a%20eq%201", "a=1&&b=2&", "a==&=&b",
-            "$filter=updatedAt%20ge%20datetimeoffset'2026-01-01T00:00:00.000Z'&$orderby=updatedAt,id&$top=1000&__includeDeleted=true",
+    /// An ASCII query is split and decoded in one pass over its bytes: into the items, or the
+    /// refusal, of the general way. Fixed queries, hostile ones, then random ones made of the
+    /// bytes that matter (`&`, `=`, `%`, `+`, hex digits, escapes of bytes that are not UTF-8).
+    @Test func plainQueriesAreReadAsInGeneral() {
+        let follow =
+            "$filter=updatedAt%20ge%20datetimeoffset'2026-01-01T00:00:00.000Z'&$orderby=updatedAt,id&$top=1000&__includeDeleted=true"
+        var queries = [
+            "", "&", "&&a", "a", "a=", "=b", "a=b=c", "$top=5&$filter=a%20eq%201", "a=1&&b=2&", "a==&=&b", "%", "a=%",
+            "a=%4", "a=%4g", "%%41", "a+b=c+d", "%2B=%2b", "a=%C3%A9", "a=%C3", "a=%FF%FE", "%00=%0D%0A", "caf\u{E9}=1",
+            "a=\r\n&b", "x=%E2%80%A8", "%24filter=id%20eq%20'a%26b'",
+            follow,
         ]
+        var random = SeededRandom(seed: 40)
+        let pieces = ["&", "=", "%", "+", "a", "Z", "4", "1", "f", "G", "%C3", "%A9", "%FF", "%2", "$", " ", "\u{E9}", "\r\n"]
+        for _ in 0..<2000 { queries.append((0..<random.below(12)).map { _ in random.pick(pieces) }.joined()) }
+        func read(_ result: () throws(APIError) -> QueryString) -> String {
+            do throws(APIError) { return try result().items.map { "\($0.name)|\($0.value)" }.joined(separator: "\n") } catch {
+                return "refused: \(error.message)"
+            }
+        }
         for query in queries {
-            let fast = QueryString.pairs(query).map { "\($0.name)|\($0.value ?? "-")" }
-            let general = QueryString.pairsInGeneral(query).map { "\($0.name)|\($0.value ?? "-")" }
-            #expect(fast == general, "\(query)")
+            #expect(
+                read { () throws(APIError) in try QueryString(query) } == read { () throws(APIError) in try QueryString(inGeneral: query) },
+                "\(query)")
+        }
+        #expect(QueryString.itemsOfPlainQuery(follow)?.count == 4, "the follow query takes the fast path")
+    }
+
+    /// A field there once is read as it is, and one not there is appended: as HTTP types join
+    /// and set them, and every other case too.
+    @Test func headerValuesAreReadAsInGeneral() {
+        let prefer = HTTPField.Name("Prefer")!
+        let fieldLists: [[HTTPField]] = [
+            [], [HTTPField(name: prefer, value: "wait=25")], [HTTPField(name: prefer, value: "")],
+            [HTTPField(name: .zumoAPIVersion, value: "2.0.0"), HTTPField(name: HTTPField.Name("prefer")!, value: "wait=5")],
+            [HTTPField(name: prefer, value: "wait=5"), HTTPField(name: .requestID, value: "a"), HTTPField(name: prefer, value: "x")],
+            [HTTPField(name: .cookie, value: "a=1"), HTTPField(name: .cookie, value: "b=2")], [HTTPField(name: .cookie, value: "a=1")],
+        ]
+        for list in fieldLists {
+            let fields = HTTPFields(list)
+            for name in [prefer, .cookie, .zumoAPIVersion, .requestID, .echo] {
+                #expect(fields.value(of: name) == fields[name], "\(name) in \(fields)")
+                var set = fields
+                set.set("v, w", for: name)
+                var general = fields
+                general[name] = "v, w"
+                #expect(set == general, "\(name) set in \(fields)")
+            }
         }
     }
 
@@ -116,6 +154,10 @@ struct OperatorRoutesTests {
         #expect(RequestID.choose(presented: "abc-123", trusted: false) != "abc-123")
         #expect(RequestID.choose(presented: "a\nb", trusted: true) != "a\nb")
         #expect(RequestID.choose(presented: String(repeating: "a", count: 129), trusted: true).count == 16)
+        // Made ones are 16 lower-case hex digits, and none repeats.
+        let made = (0..<10_000).map { _ in RequestID.make() }
+        #expect(made.allSatisfy { $0.utf8.count == 16 && $0.allSatisfy { "0123456789abcdef".contains($0) } }, "\(made.prefix(3))")
+        #expect(Set(made).count == made.count)
         #expect(LogText.escaped("a\u{1b}[31mb\nc") == "a\\u001b[31mb\\u000ac")
         #expect(LogText.bounded(String(repeating: "n", count: 100)).count == LogText.maximumNameLength + 1)
     }

@@ -13,7 +13,7 @@ struct APIVersionMiddleware: RouterMiddleware {
     /// Not async, so that its locals stay out of the async frame every request in flight keeps.
     @inline(never)
     private static func check(_ request: Request) throws {
-        let value = try request.headers[.zumoAPIVersion] ?? QueryString(request.uri.query).value(for: "ZUMO-API-VERSION")
+        let value = try request.headers.value(of: .zumoAPIVersion) ?? QueryString(request.uri.query).value(for: "ZUMO-API-VERSION")
         if let value {
             let major = value.trimmingSpaces().split(separator: ".", maxSplits: 1).first.flatMap { Int($0) }
             guard major == 2 else {

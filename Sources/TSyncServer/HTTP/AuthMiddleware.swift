@@ -40,8 +40,8 @@ struct AuthMiddleware: RouterMiddleware {
     }
 
     static func token(in request: Request) -> String? {
-        if let token = request.headers[.zumoAuth]?.trimmingSpaces(), !token.isEmpty { return token }
-        if let authorization = request.headers[.authorization] {
+        if let token = request.headers.value(of: .zumoAuth)?.trimmingSpaces(), !token.isEmpty { return token }
+        if let authorization = request.headers.value(of: .authorization) {
             let parts = authorization.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer" {
                 let token = parts[1].trimmingSpaces()

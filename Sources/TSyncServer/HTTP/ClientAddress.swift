@@ -14,7 +14,7 @@ enum ClientAddress {
     /// `peer`: the TCP peer's address. `forwardedFor`: every `X-Forwarded-For` field value, in the
     /// order received. `trusted`: proxy addresses in `canonical(_:)` form.
     static func resolve(peer: String?, forwardedFor: [String], trusted: Set<String>) -> String? {
-        guard let peer, trusted.contains(canonical(peer) ?? peer), !forwardedFor.isEmpty else { return peer }
+        guard let peer, !trusted.isEmpty, !forwardedFor.isEmpty, trusted.contains(canonical(peer) ?? peer) else { return peer }
         let entries = forwardedFor.joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
         var furthest: String?
         for entry in entries.reversed() {

@@ -21,7 +21,9 @@ struct ClientAddressMiddleware: RouterMiddleware {
     @inline(never)
     private func addressed(_ request: Request, _ context: Context) -> Context {
         var context = context
-        context.fromTrustedProxy = context.peerAddress.map { trusted.contains(ClientAddress.canonical($0) ?? $0) } ?? false
+        // With no trusted proxy (most servers) the peer's address is not parsed to be looked up.
+        context.fromTrustedProxy =
+            !trusted.isEmpty && context.peerAddress.map { trusted.contains(ClientAddress.canonical($0) ?? $0) } ?? false
         context.clientAddress = ClientAddress.resolve(
             peer: context.peerAddress, forwardedFor: request.headers[values: .forwardedFor], trusted: trusted)
         return context

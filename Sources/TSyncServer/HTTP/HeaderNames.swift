@@ -27,3 +27,23 @@ enum ServerTiming {
 extension String {
     fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }
+
+extension HTTPFields {
+    /// `self[name]` (every field of the name, joined): a field there once is its value as it is.
+    /// HTTP types join even one value through generic code, a percent of the server's CPU
+    /// following a table for the four fields every read looks up (docs/PERFORMANCE.md).
+    func value(of name: HTTPField.Name) -> String? {
+        guard let first = firstIndex(where: { $0.name == name }) else { return nil }
+        guard self[index(after: first)...].contains(where: { $0.name == name }) else { return self[first].value }
+        return self[name]
+    }
+}
+
+extension HTTPFields {
+    /// `self[name] = value`: a name not there yet (every field an answer's head gets, nearly) is
+    /// appended, not set through HTTP types' generic replacement of every field of the name.
+    mutating func set(_ value: String, for name: HTTPField.Name) {
+        guard contains(where: { $0.name == name }) else { return append(HTTPField(name: name, value: value)) }
+        self[name] = value
+    }
+}

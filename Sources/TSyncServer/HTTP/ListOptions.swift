@@ -15,18 +15,23 @@ struct ListOptions {
     /// `filters` keeps the filters parsed lately (the list route's), nil to parse every one.
     init(_ parameters: QueryString, configuration: ServerConfiguration, filters: ParsedFilters? = nil) throws {
         query = RecordQuery()
-        if let filter = try parameters.single("$filter"), !filter.trimmingSpaces().isEmpty {
-            guard filter.count <= configuration.maximumFilterLength else {
+        if let filter = try parameters.single("$filter"), filter.contains(where: Self.isText) {
+            guard filter.utf8.count <= configuration.maximumFilterLength || filter.count <= configuration.maximumFilterLength else {
                 throw APIError.badRequest("$filter is longer than \(configuration.maximumFilterLength) characters")
             }
             query.filter = try filters?.filter(filter) ?? ODataParser.parseFilter(filter)
         }
-        if let orderBy = try parameters.single("$orderby"), !orderBy.trimmingSpaces().isEmpty {
-            guard orderBy.count <= configuration.maximumFilterLength else {
+        if let orderBy = try parameters.single("$orderby"), orderBy.contains(where: Self.isText) {
+            guard orderBy.utf8.count <= configuration.maximumFilterLength || orderBy.count <= configuration.maximumFilterLength else {
                 throw APIError.badRequest("$orderby is longer than \(configuration.maximumFilterLength) characters")
             }
             // Counted before parsing: each field costs a sort key per matching record.
-            let fields = orderBy.split(separator: ",", omittingEmptySubsequences: false).count
+            // A `,` byte is a `,` character or part of one that is not; none but the count of
+            // characters is asked for when the bytes allow it (the character split costs).
+            let commas = orderBy.utf8.count { $0 == UInt8(ascii: ",") }
+            let fields =
+                commas < configuration.maximumOrderByFields
+                ? commas + 1 : orderBy.split(separator: ",", omittingEmptySubsequences: false).count
             guard fields <= configuration.maximumOrderByFields else {
                 throw APIError.badRequest(
                     "$orderby names \(fields) fields; at most \(configuration.maximumOrderByFields) are allowed (ties are always broken by id)"
@@ -34,7 +39,7 @@ struct ListOptions {
             }
             query.orderBy = try filters?.orderBy(orderBy) ?? ODataParser.parseOrderBy(orderBy)
         }
-        if let select = try parameters.single("$select"), !select.trimmingSpaces().isEmpty {
+        if let select = try parameters.single("$select"), select.contains(where: Self.isText) {
             guard select.count <= configuration.maximumFilterLength else {
                 throw APIError.badRequest("$select is longer than \(configuration.maximumFilterLength) characters")
             }
@@ -61,6 +66,10 @@ struct ListOptions {
         case let other?: throw APIError.badRequest("invalid __includeDeleted \(Identifiers.quoted(other)): use true or false")
         }
     }
+
+    /// Whether an option's text is more than spaces and tabs (a blank one is as if absent), found
+    /// without trimming a copy of it.
+    private static func isText(_ character: Character) -> Bool { character != " " && character != "\t" }
 
     /// A non-negative integer option. Large values are fine for `$skip` (SQLite skips rows) but
     /// must still fit a 32-bit count, which is more than any table here holds.

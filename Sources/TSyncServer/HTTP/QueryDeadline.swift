@@ -54,7 +54,14 @@ extension ServerRequestContext {
         return clientAddress.map { "address " + Self.network($0) }
     }
 
-    private static func network(_ address: String) -> String {
+    /// An address with no `:` is not IPv6, and is not parsed to find so: a read of every
+    /// watcher following a table asks this.
+    static func network(_ address: String) -> String {
+        guard address.utf8.contains(UInt8(ascii: ":")) else { return address }
+        return networkInGeneral(address)
+    }
+
+    static func networkInGeneral(_ address: String) -> String {
         guard case .v6(let socket)? = try? SocketAddress(ipAddress: address, port: 0) else { return address }
         var raw = socket.address.sin6_addr
         let prefix = withUnsafeBytes(of: &raw) { Array($0.prefix(8)) }

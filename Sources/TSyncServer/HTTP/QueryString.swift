@@ -5,21 +5,79 @@ struct QueryString {
 
     init(_ raw: String?) throws(APIError) {
         guard let raw, !raw.isEmpty else { return }
-        for (name, value) in Self.pairs(raw) {
+        guard let items = Self.itemsOfPlainQuery(raw) else {
+            self = try Self(inGeneral: raw)
+            return
+        }
+        self.items = items
+    }
+
+    /// Splits and decodes by character, whatever the query holds: the way every query went before
+    /// `itemsOfPlainQuery`, and what it is tested against.
+    init(inGeneral raw: String) throws(APIError) {
+        for (name, value) in Self.pairsInGeneral(raw) {
             let decoded = try Self.decode(name)
             items.append((decoded, try value.map(Self.decode) ?? ""))
         }
     }
 
-    /// The `name=value` pairs of a raw query, not decoded. Every request has its query split: an
-    /// ASCII one (as clients send it, percent-encoded) by byte, as its bytes are its characters;
-    /// any other by character (`pairsInGeneral`).
-    static func pairs(_ raw: String) -> [(name: Substring, value: Substring?)] {
-        guard raw.utf8.allSatisfy({ $0 < 0x80 }) else { return pairsInGeneral(raw) }
-        return raw.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { part in
-            let pieces = part.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            return (Substring(pieces[0]), pieces.count > 1 ? Substring(pieces[1]) : nil)
+    /// The items of an ASCII query with valid escapes (as clients send it, percent-encoded), split
+    /// and decoded in one pass over its bytes: its bytes are its characters. A watcher following a
+    /// table sends one with every request; splitting it into substrings and decoding each was a
+    /// twenty-fifth of the server's CPU (docs/PERFORMANCE.md). Nil for any other query (non-ASCII,
+    /// a bad escape, an escape that is not UTF-8), which `init(inGeneral:)` splits and decodes, or
+    /// refuses.
+    static func itemsOfPlainQuery(_ raw: String) -> [(name: String, value: String)]? {
+        var raw = raw
+        return raw.withUTF8 { bytes -> [(name: String, value: String)]? in
+            var items: [(name: String, value: String)] = []
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                var equals: Int?
+                while end < bytes.count, bytes[end] != UInt8(ascii: "&") {
+                    guard bytes[end] < 0x80 else { return nil }
+                    if equals == nil, bytes[end] == UInt8(ascii: "=") { equals = end }
+                    end += 1
+                }
+                if end > start {
+                    guard let name = decodePlain(UnsafeBufferPointer(rebasing: bytes[start..<(equals ?? end)])) else { return nil }
+                    var value = ""
+                    if let equals {
+                        guard let decoded = decodePlain(UnsafeBufferPointer(rebasing: bytes[(equals + 1)..<end])) else { return nil }
+                        value = decoded
+                    }
+                    items.append((name, value))
+                }
+                start = end + 1
+            }
+            return items
         }
+    }
+
+    /// `decode` of ASCII bytes, nil where it would throw: a text with no escape and no `+` is
+    /// made a string as it is.
+    private static func decodePlain(_ text: UnsafeBufferPointer<UInt8>) -> String? {
+        guard text.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else {
+            return String(decoding: text, as: UTF8.self)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.count)
+        var index = 0
+        while index < text.count {
+            switch text[index] {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard index + 2 < text.count, let high = hexValue(text[index + 1]), let low = hexValue(text[index + 2]) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+                index += 2
+            case let byte: bytes.append(byte)
+            }
+            index += 1
+        }
+        return String(validating: bytes, as: UTF8.self)
     }
 
     static func pairsInGeneral(_ raw: String) -> [(name: Substring, value: Substring?)] {
@@ -75,8 +133,10 @@ struct QueryString {
     }
 
     /// Decodes a path segment: `%XX` only (a `+` in a path is a plus sign).
+    /// A segment without a `%` byte (every table name a client sends, nearly) is not searched
+    /// for one as text, which Foundation's search does at a cost each list read paid.
     static func decodePathSegment(_ text: Substring) throws(APIError) -> String {
-        guard text.contains("%") else { return String(text) }
+        guard text.utf8.contains(UInt8(ascii: "%")), text.contains("%") else { return String(text) }
         return try decode(Substring(text.replacingPlus()))
     }
 
