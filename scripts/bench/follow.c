@@ -130,7 +130,21 @@ static double stamp_seconds(const char *s) {
         minute_seconds = days_from_civil(year, month, day) * 86400.0 + hours * 3600 + minutes * 60;
         memcpy(minute, s, sizeof minute);
     }
-    return minute_seconds + strtod(s + 17, NULL);
+    const char *t = s + 17; /* `20.683Z` as the server writes it, any other way by strtod */
+    if (t[0] >= '0' && t[0] <= '9' && t[1] >= '0' && t[1] <= '9' && t[2] == '.' && t[3] >= '0' && t[3] <= '9' &&
+        t[4] >= '0' && t[4] <= '9' && t[5] >= '0' && t[5] <= '9' && t[6] == 'Z')
+        return minute_seconds + (t[0] - '0') * 10 + (t[1] - '0') + ((t[3] - '0') * 100 + (t[4] - '0') * 10 + (t[5] - '0')) / 1e3;
+    return minute_seconds + strtod(t, NULL);
+}
+
+/* The last `key` in [body, end), or NULL: a page's last record's fields are near its end. */
+static char *last_of(char *body, char *end, const char *key, size_t n) {
+    for (char *p = end - n; p >= body; p--) {
+        p = memrchr(body, key[0], (size_t)(p - body) + 1);
+        if (!p) return NULL;
+        if (memcmp(p, key, n) == 0) return p;
+    }
+    return NULL;
 }
 
 static int connect_to(int url) {
@@ -264,7 +278,9 @@ static size_t whole_response(struct conn *c, char **body, size_t *body_length) {
     char *end = memmem(c->buffer, c->length, "\r\n\r\n", 4);
     if (!end) return 0;
     size_t start = (size_t)(end - c->buffer) + 4;
-    for (char *line = c->buffer; line < end; line++) {
+    /* Each field's line starts after a CR LF: only those places are compared. */
+    for (char *line = memchr(c->buffer, '\r', (size_t)(end - c->buffer)); line && line < end;
+         line = memchr(line + 1, '\r', (size_t)(end - line - 1))) {
         if (strncasecmp(line, "\r\ncontent-length:", 17) == 0) {
             size_t length = strtoul(line + 17, NULL, 10);
             if (c->length < start + length) return 0;
@@ -331,8 +347,7 @@ static void watcher_page(struct conn *c, char *body, size_t length, double arriv
         char *close = memchr(last, '"', (size_t)(end - last));
         memcpy(c->stamp, last, (size_t)(close - last));
         c->stamp[close - last] = 0;
-        char *id = NULL;
-        for (char *p = body; (p = memmem(p, (size_t)(end - p), id_key, sizeof id_key - 1)); p++) id = p;
+        char *id = last_of(body, end, id_key, sizeof id_key - 1);
         if (id) {
             id += sizeof id_key - 1;
             char *id_end = memchr(id, '"', (size_t)(end - id));
