@@ -11,7 +11,8 @@
 #            (updatedAt) to each held read's answer: p50/p99/max (aim at 10,000: p99 < 250 ms).
 #   follow   F watchers following one table as `tsync watch` does (held reads from a checkpoint,
 #            asked again at once after each page) while a writer POSTs R records a second for
-#            S seconds: each record's delivery to each watcher, p50/p99/max (aim at 1,000 x
+#            S seconds on 128 connections (each sends once its last write is answered; the
+#            writes' round trips are printed): each record's delivery to each watcher, p50/p99/max (aim at 1,000 x
 #            1,000/s: p99 < 50 ms), and how many watchers ended short of every record (aim: 0);
 #            the same less the time each record waited for its watcher's client to ask (the
 #            clients share the cores: what is left is the server's part); the same writer
