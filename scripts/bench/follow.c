@@ -139,10 +139,13 @@ static double stamp_seconds(const char *s) {
 
 /* The last `key` in [body, end), or NULL: a page's last record's fields are near its end. */
 static char *last_of(char *body, char *end, const char *key, size_t n) {
-    for (char *p = end - n; p >= body; p--) {
-        p = memrchr(body, key[0], (size_t)(p - body) + 1);
+    if ((size_t)(end - body) < n) return NULL;
+    /* `room`: the places a match may start, [body, body + room). */
+    for (size_t room = (size_t)(end - body) - n + 1; room > 0;) {
+        char *p = memrchr(body, key[0], room);
         if (!p) return NULL;
         if (memcmp(p, key, n) == 0) return p;
+        room = (size_t)(p - body);
     }
     return NULL;
 }
