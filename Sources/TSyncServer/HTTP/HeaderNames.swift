@@ -37,9 +37,7 @@ extension HTTPFields {
         guard self[index(after: first)...].contains(where: { $0.name == name }) else { return self[first].value }
         return self[name]
     }
-}
 
-extension HTTPFields {
     /// `self[name] = value`: a name not there yet (every field an answer's head gets, nearly) is
     /// appended, not set through HTTP types' generic replacement of every field of the name.
     mutating func set(_ value: String, for name: HTTPField.Name) {

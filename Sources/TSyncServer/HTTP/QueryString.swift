@@ -55,29 +55,10 @@ struct QueryString {
         }
     }
 
-    /// `decode` of ASCII bytes, nil where it would throw: a text with no escape and no `+` is
-    /// made a string as it is.
+    /// `decode` of ASCII bytes, nil where it would throw.
     private static func decodePlain(_ text: UnsafeBufferPointer<UInt8>) -> String? {
-        guard text.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else {
-            return String(decoding: text, as: UTF8.self)
-        }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.count)
-        var index = 0
-        while index < text.count {
-            switch text[index] {
-            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard index + 2 < text.count, let high = hexValue(text[index + 1]), let low = hexValue(text[index + 2]) else {
-                    return nil
-                }
-                bytes.append(high << 4 | low)
-                index += 2
-            case let byte: bytes.append(byte)
-            }
-            index += 1
-        }
-        return String(validating: bytes, as: UTF8.self)
+        guard case .decoded(let string) = decoding(text) else { return nil }
+        return string
     }
 
     static func pairsInGeneral(_ raw: String) -> [(name: Substring, value: Substring?)] {
@@ -112,24 +93,41 @@ struct QueryString {
     }
 
     static func decode(_ text: Substring) throws(APIError) -> String {
+        switch decoding(text.utf8) {
+        case .decoded(let string): return string
+        case .badEscape: throw .badRequest("invalid percent-encoding in the query string")
+        case .notUTF8: throw .badRequest("the query string is not valid UTF-8")
+        }
+    }
+
+    /// What `decode` makes of a text's bytes.
+    private enum Decoding {
+        case decoded(String)
+        case badEscape
+        case notUTF8
+    }
+
+    /// `+` as a space and `%XX` as its byte, the one decoder of both ways a query is read
+    /// (`itemsOfPlainQuery` and `init(inGeneral:)`). A text with neither is made a string as it is.
+    private static func decoding(_ text: some Collection<UInt8>) -> Decoding {
+        guard text.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else {
+            return String(validating: text, as: UTF8.self).map(Decoding.decoded) ?? .notUTF8
+        }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
+        bytes.reserveCapacity(text.count)
+        var iterator = text.makeIterator()
         while let byte = iterator.next() {
             switch byte {
             case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
                 guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    throw .badRequest("invalid percent-encoding in the query string")
+                    return .badEscape
                 }
                 bytes.append(high << 4 | low)
             default: bytes.append(byte)
             }
         }
-        guard let string = String(validating: bytes, as: UTF8.self) else {
-            throw .badRequest("the query string is not valid UTF-8")
-        }
-        return string
+        return String(validating: bytes, as: UTF8.self).map(Decoding.decoded) ?? .notUTF8
     }
 
     /// Decodes a path segment: `%XX` only (a `+` in a path is a plus sign).
