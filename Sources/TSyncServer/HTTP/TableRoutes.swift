@@ -52,7 +52,7 @@ struct TableRoutes: Sendable {
         guard let live = read.live else { return read.response(try await read.page(context.channel)) }
         let (page, granted) = try await live.wait.page(
             table: read.table, live.question, live.interest, seconds: live.seconds, channel: context.channel,
-            head: read.deliveredHead(request, context), top: read.next?.top, { try await read.page(nil) })
+            head: read.deliveredHead(request, context), { try await read.page(nil) })
         return read.response(page, granted: granted)
     }
 

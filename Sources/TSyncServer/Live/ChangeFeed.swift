@@ -36,48 +36,6 @@ public final class ChangeFeed: Sendable {
         var answers: [LiveQuestion: SharedAnswer] = [:]
         /// The bytes of the answers kept (`.done`).
         var keptBytes = 0
-        /// The table's last wake, while the readers it answered come back (`Cohort`).
-        var cohort = Cohort()
-    }
-
-    /// A table's last wake and the readers it answered, until they are back (docs/DESIGN.md §8.1).
-    ///
-    /// A table that takes a commit a millisecond has its watchers back before their next record
-    /// is a millisecond old. Answered one by one as each comes back, each with a query of its own
-    /// and a few records, a thousand of them kept two cores busy, and a record waited for the
-    /// whole round. So while a wake's readers are out, a commit wakes nobody: it waits for the
-    /// last of them to be back, when they all ask the same question again and the next wake is
-    /// one query and one page for all of them, written from the event loops (`LiveDelivery`).
-    /// A reader back parks without a query. A reader that is late (gone, or slow to read) is
-    /// waited for up to `cap`, twice the time the last whole cohort took to come back; a commit
-    /// with nobody out wakes its readers at once, as it always did.
-    struct Cohort {
-        /// The first `lastReturn`, before any cohort came back whole.
-        static let firstReturn = Duration.milliseconds(25)
-
-        /// Names the wake: a late write of an earlier wake adds nobody (`joined`).
-        var wake: UInt64 = 0
-        var at: ContinuousClock.Instant?
-        /// The table's generation before the wake's queries: a reader back when the table is
-        /// still at it found nothing newer, and waits for a commit.
-        var generation: UInt64 = 0
-        /// The connections whose answers the wake wrote, not back yet.
-        var out: Set<ObjectIdentifier> = []
-        /// How long the last whole cohort took to come back.
-        var lastReturn = firstReturn
-        /// The waiters that wait for the next wake.
-        var due: Set<UInt64> = []
-        /// The wake scheduled at the cap, while one is.
-        var capWake: UInt64?
-
-        /// How long the readers still out are waited for.
-        var cap: Duration { min(max(lastReturn * 2, .milliseconds(10)), .milliseconds(100)) }
-
-        /// Whether readers of the wake are still out and waited for.
-        func isOut(at now: ContinuousClock.Instant) -> Bool {
-            guard !out.isEmpty, let at else { return false }
-            return now < at + cap
-        }
     }
 
     /// An answer being worked out (every asker awaits the one task), or worked out.
@@ -156,27 +114,6 @@ public final class ChangeFeed: Sendable {
             tables[key]?.keptBytes = 0
         }
 
-        /// Starts a wake of `key`'s held reads: a new cohort, none of it back yet (its members are
-        /// added as their answers are written, `deliver`). Returns its name and the waiters that
-        /// waited for it, besides those it wakes anyway.
-        mutating func startWake(_ key: String, now: ContinuousClock.Instant) -> (wake: UInt64, due: [UInt64]) {
-            let wake = tick()
-            let due = tables[key].map { Array($0.cohort.due) } ?? []
-            if let generation = tables[key]?.generation {
-                let lastReturn = tables[key]?.cohort.lastReturn ?? Cohort.firstReturn
-                tables[key]?.cohort = Cohort(wake: wake, at: now, generation: generation, lastReturn: lastReturn)
-            }
-            return (wake, due)
-        }
-
-        /// Names a wake of `key` at its cohort's cap, unless one is named already.
-        mutating func scheduleCap(_ key: String) -> (wake: UInt64, at: ContinuousClock.Instant)? {
-            guard let cohort = tables[key]?.cohort, cohort.capWake == nil, let at = cohort.at else { return nil }
-            let wake = tick()
-            tables[key]?.cohort.capWake = wake
-            return (wake, at + cohort.cap)
-        }
-
         /// Starts a new generation of `key` (a commit): its answers are stale.
         mutating func advance(_ key: String) {
             guard tables[key] != nil else { return }
@@ -189,19 +126,10 @@ public final class ChangeFeed: Sendable {
     private let state = Mutex(State())
     /// `defaultMaximumKeptBytesInAll`, or less for a test.
     private let maximumKeptBytesInAll: Int
-    /// Whether a busy table's wakes wait for the readers of the last one (`Cohort`); off only
-    /// for a test of the feed without it.
-    let cohorts: Bool
 
-    public init() {
-        maximumKeptBytesInAll = Self.defaultMaximumKeptBytesInAll
-        cohorts = true
-    }
+    public init() { maximumKeptBytesInAll = Self.defaultMaximumKeptBytesInAll }
 
-    init(maximumKeptBytesInAll: Int = defaultMaximumKeptBytesInAll, cohorts: Bool = true) {
-        self.maximumKeptBytesInAll = maximumKeptBytesInAll
-        self.cohorts = cohorts
-    }
+    init(maximumKeptBytesInAll: Int) { self.maximumKeptBytesInAll = maximumKeptBytesInAll }
 
     /// The key of a table: table names are case-insensitive.
     static func key(_ table: String) -> String { table.lowercased() }
@@ -229,16 +157,17 @@ public final class ChangeFeed: Sendable {
     /// Says that a transaction that wrote to `tables` committed, without saying what: every
     /// waiter of those tables wakes.
     public func committed(_ tables: some Sequence<String>) {
-        let waiters = state.withLock { state -> [(key: String, ids: [UInt64])] in
-            var waiters: [(key: String, ids: [UInt64])] = []
+        let (woken, stopping) = state.withLock { state -> ([(key: String, parked: [Parked])], Bool) in
+            var woken: [(key: String, parked: [Parked])] = []
             for key in Set(tables.map(Self.key)) where state.tables[key] != nil {
                 state.advance(key)
-                waiters.append((key, state.tables[key].map { Array($0.waiters.keys) } ?? []))
+                woken.append((key, state.tables[key]?.waiters.values.map(\.parked) ?? []))
+                state.tables[key]?.waiters.removeAll()
             }
-            return waiters
+            return (woken, state.stopping)
         }
-        // Stopping: every read answers what there is now, its own way (`resume`).
-        resumePaced(waiters)
+        // Stopping: every read answers what there is now, its own way.
+        wake(woken, deliver: !stopping)
     }
 
     /// Says that a transaction that wrote to `tables` ended, and that `changes` are what it
@@ -283,7 +212,7 @@ public final class ChangeFeed: Sendable {
                 }
                 woken.append((key, ids))
             }
-            self.resumePaced(woken)
+            self.resume(woken, deliver: true)
         }
         if parked.reduce(0, { $0 + $1.waiters.count }) * max(1, changes.count) <= Self.inlineMatches { match() } else { Task { match() } }
     }
@@ -461,150 +390,9 @@ public final class ChangeFeed: Sendable {
         }
     }
 
-    /// What a read that found records while its table's last wake is out is told (`paced`).
-    enum PacedWait {
-        /// No wake is out: answer the page now.
-        case now
-        /// The next wake wrote its answer, this page.
-        case written(PageBody)
-        /// Ask again, and answer what is found.
-        case askAgain
-    }
-
-    /// Holds a read that found records until its table's next wake, while the last wake's
-    /// readers are still coming back (`Cohort`): the wake answers it with them, one question for
-    /// all (or, without `delivery`, wakes it to ask again). Otherwise `.now`.
-    func paced(
-        table: String, _ question: LiveQuestion, _ interest: LiveInterest, until deadline: ContinuousClock.Instant,
-        channel: (any Channel)?, delivery: LiveDelivery?
-    ) async -> PacedWait {
-        let key = Self.key(table)
-        guard cohorts else { return .now }
-        let written = await park(key, question, interest, until: deadline, channel: channel, delivery: delivery) { _, _ in .due }
-        switch written {
-        case nil: return .now
-        case .some(nil): return .askAgain
-        case .some(.some(let page)): return .written(page)
-        }
-    }
-
-    /// Whether `channel`'s last answer on `table` was written by the table's last wake, which
-    /// waits for it to ask again (`back`).
-    func isOut(_ table: String, _ channel: any Channel) -> Bool {
-        guard cohorts else { return false }
-        return state.withLock { $0.tables[Self.key(table)]?.cohort.out.contains(ObjectIdentifier(channel)) ?? false }
-    }
-
-    /// A read back from its table's last wake (`isOut`): it parks without a query, until the
-    /// next wake when a commit came after the wake's queries began, else until a commit, like
-    /// any waiter. The last reader back starts the next wake at once when one is due; the
-    /// others wait for it, or for the cohort's cap. Returns nil when it was not out (any more),
-    /// and the read goes on as any other; else what it was resumed with (`wait`).
-    func back(
-        table: String, _ question: LiveQuestion, _ interest: LiveInterest, until deadline: ContinuousClock.Instant,
-        channel: any Channel, delivery: LiveDelivery
-    ) async -> PageBody?? {
-        let key = Self.key(table)
-        let member = ObjectIdentifier(channel)
-        return await park(key, question, interest, until: deadline, channel: channel, delivery: delivery) { state, id in
-            guard state.tables[key]?.cohort.out.remove(member) != nil, let cohort = state.tables[key]?.cohort else { return .no }
-            if cohort.out.isEmpty, let at = cohort.at { state.tables[key]?.cohort.lastReturn = .now - at }
-            return state.tables[key]?.generation != cohort.generation ? .due : .commit
-        }
-    }
-
-    /// How `park` parks a waiter.
-    enum Parking {
-        /// Not at all: the read goes on as any other.
-        case no
-        /// Until the next wake (`Cohort.due`).
-        case due
-        /// Until a commit that may answer it, as `wait`.
-        case commit
-    }
-
-    /// Parks a waiter of `key` as `admit` says (under the lock, given the waiter's id) and waits
-    /// for it to be resumed. When the table's cohort is all back and a wake is due, it starts;
-    /// when some are still out and a wake is due, the cap is scheduled. Nil when not parked.
-    private func park(
-        _ key: String, _ question: LiveQuestion, _ interest: LiveInterest, until deadline: ContinuousClock.Instant,
-        channel: (any Channel)?, delivery: LiveDelivery?, admit: @escaping (inout State, UInt64) -> Parking
-    ) async -> PageBody?? {
-        let id = state.withLock { $0.tick() }
-        let parkedAt = Atomic<Bool>(false)
-        let page = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Continuation) in
-                let now = ContinuousClock.now
-                let (parked, startSweep, wake, cap) = state.withLock {
-                    state -> (Bool, Bool, (wake: UInt64, due: [UInt64])?, (wake: UInt64, at: ContinuousClock.Instant)?) in
-                    guard state.tables[key] != nil, !state.stopping, !Task.isCancelled else { return (false, false, nil, nil) }
-                    let parking = admit(&state, id)
-                    guard parking != .no else { return (false, false, nil, nil) }
-                    let ticket = state.tick()
-                    state.tables[key]?.waiters[id] = Waiter(
-                        parked: Parked(continuation, channel: channel, interest: interest, question: question, delivery: delivery),
-                        deadline: deadline,
-                        ticket: ticket)
-                    if parking == .due { state.tables[key]?.cohort.due.insert(id) }
-                    defer { state.sweeping = true }
-                    guard let cohort = state.tables[key]?.cohort, !cohort.due.isEmpty else { return (true, !state.sweeping, nil, nil) }
-                    if cohort.out.isEmpty { return (true, !state.sweeping, state.startWake(key, now: now), nil) }
-                    return (true, !state.sweeping, nil, state.scheduleCap(key))
-                }
-                parkedAt.store(parked, ordering: .relaxed)
-                if !parked { continuation.resume(returning: nil) }
-                if startSweep { Task { await self.sweep() } }
-                if let wake { resume([(key, wake.due)], deliver: true, wake: wake.wake) }
-                if let cap { scheduleCap(key, cap) }
-            }
-        } onCancel: {
-            resume([(key, [id])], deliver: false)
-        }
-        return parkedAt.load(ordering: .relaxed) ? .some(page) : nil
-    }
-
-    /// Wakes the waiters named now, or, while their table's last wake is out (`Cohort`), at the
-    /// next wake.
-    private func resumePaced(_ waiters: [(key: String, ids: [UInt64])]) {
-        guard cohorts else { return resume(waiters, deliver: true) }
-        let now = ContinuousClock.now
-        let (ready, caps) = state.withLock { state in
-            var ready: [(key: String, ids: [UInt64], wake: UInt64?)] = []
-            var caps: [(key: String, wake: UInt64, at: ContinuousClock.Instant)] = []
-            for (key, ids) in waiters where state.tables[key] != nil {
-                if state.stopping {
-                    ready.append((key, ids, nil))
-                } else if state.tables[key]?.cohort.isOut(at: now) == true {
-                    state.tables[key]?.cohort.due.formUnion(ids)
-                    if !ids.isEmpty, let cap = state.scheduleCap(key) { caps.append((key, cap.wake, cap.at)) }
-                } else if !ids.isEmpty || state.tables[key]?.cohort.due.isEmpty == false {
-                    let wake = state.startWake(key, now: now)
-                    ready.append((key, Array(Set(ids).union(wake.due)), wake.wake))
-                }
-            }
-            return (ready, caps)
-        }
-        for (key, ids, wake) in ready { resume([(key, ids)], deliver: true, wake: wake) }
-        for (key, wake, at) in caps { scheduleCap(key, (wake, at)) }
-    }
-
-    /// Runs the table's wake at its cohort's cap (`State.scheduleCap`), unless a wake went out
-    /// since: ahead of the reads' tasks, as the writes are, so that it keeps its time under their
-    /// load. The readers still out are no longer waited for.
-    private func scheduleCap(_ key: String, _ cap: (wake: UInt64, at: ContinuousClock.Instant)) {
-        Task(priority: .high) {
-            try? await Task.sleep(until: cap.at, clock: .continuous)
-            let wake = self.state.withLock { state -> (wake: UInt64, due: [UInt64])? in
-                guard state.tables[key]?.cohort.capWake == cap.wake else { return nil }
-                return state.startWake(key, now: .now)
-            }
-            if let wake { self.resume([(key, wake.due)], deliver: true, wake: wake.wake) }
-        }
-    }
-
     /// Resumes the waiters named (by table) that are still parked; with `deliver`, after writing
     /// the answers of those that can be answered outside their requests (`wake`).
-    private func resume(_ waiters: [(key: String, ids: [UInt64])], deliver: Bool, wake cohort: UInt64? = nil) {
+    private func resume(_ waiters: [(key: String, ids: [UInt64])], deliver: Bool) {
         let (woken, stopping) = state.withLock { state in
             var woken: [(key: String, parked: [Parked])] = []
             for (key, ids) in waiters where state.tables[key] != nil {
@@ -613,17 +401,11 @@ public final class ChangeFeed: Sendable {
                 for id in ids {
                     if let waiter = state.tables[key]?.waiters.removeValue(forKey: id) { parked.append(waiter.parked) }
                 }
-                // Out from now: the readers of this wake's answers (those not written leave, `notWritten`).
-                if deliver, let cohort, state.tables[key]?.cohort.wake == cohort {
-                    for waiter in parked where waiter.delivery != nil {
-                        if let channel = waiter.channel { state.tables[key]?.cohort.out.insert(ObjectIdentifier(channel)) }
-                    }
-                }
                 woken.append((key, parked))
             }
             return (woken, state.stopping)
         }
-        wake(woken, deliver: deliver && !stopping, cohort: cohort)
+        wake(woken, deliver: deliver && !stopping)
     }
 
     /// Wakes waiters a commit may have answered. Those that can be answered outside their
@@ -633,7 +415,7 @@ public final class ChangeFeed: Sendable {
     /// loop has written all of theirs, so that no request's task runs ahead of the writes. A
     /// page that is empty, too large or failed, every other waiter, and all without `deliver`:
     /// resumed to ask again.
-    private func wake(_ woken: [(key: String, parked: [Parked])], deliver: Bool, cohort: UInt64? = nil) {
+    private func wake(_ woken: [(key: String, parked: [Parked])], deliver: Bool) {
         for (key, parked) in woken {
             var questions: [LiveQuestion: [Parked]] = [:]
             for waiter in parked {
@@ -643,16 +425,15 @@ public final class ChangeFeed: Sendable {
                     questions[waiter.question, default: []].append(waiter)
                 }
             }
-            for (question, waiters) in questions { Task { await self.deliver(key: key, question, waiters, cohort: cohort) } }
+            for (question, waiters) in questions { Task { await self.deliver(key: key, question, waiters) } }
         }
     }
 
     /// `wake`'s work for the waiters of one question.
-    private func deliver(key: String, _ question: LiveQuestion, _ waiters: [Parked], cohort: UInt64?) async {
+    private func deliver(key: String, _ question: LiveQuestion, _ waiters: [Parked]) async {
         guard let query = waiters.first?.delivery?.query else { return }
         let page = try? await answer(table: key, question, generation: generation(key), query)
         guard let page, page.count > 0, page.bytes.readableBytes <= LiveDelivery.maximumBytes else {
-            if let cohort { notWritten(key, cohort, waiters.compactMap(\.channel)) }
             for waiter in waiters { waiter.continuation.resume(returning: nil) }
             return
         }
@@ -671,7 +452,6 @@ public final class ChangeFeed: Sendable {
         for (loop, waiters) in groups {
             loop.execute {
                 let results = waiters.map { ($0, $0.delivery?.write(page) ?? false) }
-                if let cohort { self.notWritten(key, cohort, results.compactMap { $1 ? nil : $0.channel }) }
                 let all = written.withLock { written -> [(Parked, Bool)]? in
                     written.left -= 1
                     written.waiters += results
@@ -679,16 +459,6 @@ public final class ChangeFeed: Sendable {
                 }
                 for (waiter, written) in all ?? [] { waiter.continuation.resume(returning: written ? page : nil) }
             }
-        }
-    }
-
-    /// Takes the connections a wake did not write answers to out of its cohort: they ask again
-    /// within their requests, and are not waited for.
-    private func notWritten(_ key: String, _ wake: UInt64, _ channels: [any Channel]) {
-        guard !channels.isEmpty else { return }
-        state.withLock { state in
-            guard state.tables[key]?.cohort.wake == wake else { return }
-            for channel in channels { state.tables[key]?.cohort.out.remove(ObjectIdentifier(channel)) }
         }
     }
 

@@ -55,13 +55,10 @@ struct LiveWait: Sendable {
     ///
     /// With `head` (the answer's head for a page and the seconds granted), a commit may write the
     /// answer itself (`LiveDelivery`): the page it was written with is returned, as it would have
-    /// been, and the request's own answer is the same. A read that finds fewer records than `top`
-    /// (a watcher back from its last answer, not one catching up) may be held until its table's
-    /// next paced wake (`ChangeFeed.paced`), once.
+    /// been, and the request's own answer is the same.
     func page(
         table: String, _ question: LiveQuestion, _ interest: LiveInterest, seconds: Int, channel: (any Channel)?,
-        head: (@Sendable (PageBody, Int) -> HTTPResponse)? = nil, top: Int? = nil,
-        _ query: @escaping @Sendable () async throws -> PageBody
+        head: (@Sendable (PageBody, Int) -> HTTPResponse)? = nil, _ query: @escaping @Sendable () async throws -> PageBody
     ) async throws -> (PageBody, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
         guard granted > 0, feed.admit(limit: limit, table: table) else { return (try await query(), 0) }
@@ -77,32 +74,10 @@ struct LiveWait: Sendable {
         }
         let deadline = ContinuousClock.now + .seconds(granted)
         var delivery: LiveDelivery?
-        // Back from the table's last wake: parked without a query until the next (`ChangeFeed.Cohort`).
-        if let channel, let head, feed.isOut(table, channel) {
-            let made = LiveDelivery(channel: channel, head: { head($0, granted) }, query: counted)
-            delivery = made
-            if case .some(.some(let written)) = await feed.back(
-                table: table, question, interest, until: deadline, channel: channel, delivery: made)
-            {
-                return (written, granted)
-            }
-        }
-        var paced = false
         while true {
             // Taken before the query: a commit while it runs wakes the wait below at once.
             let generation = feed.generation(table)
             let page = try await feed.answer(table: table, question, generation: generation, counted)
-            if page.count > 0, !paced, let top, page.count < top {
-                paced = true
-                if delivery == nil, let channel, let head {
-                    delivery = LiveDelivery(channel: channel, head: { head($0, granted) }, query: counted)
-                }
-                switch await feed.paced(table: table, question, interest, until: deadline, channel: channel, delivery: delivery) {
-                case .now: return (page, granted)
-                case .written(let written): return (written, granted)
-                case .askAgain: continue
-                }
-            }
             // Stopping: what there is now is the answer, so the server stops without delay.
             if page.count > 0 || ContinuousClock.now >= deadline || feed.isStopping || channel?.isActive == false
                 || Task.isCancelled
