@@ -17,6 +17,11 @@
 #            the same less the time each record waited for its watcher's client to ask (the
 #            clients share the cores: what is left is the server's part); the same writer
 #            without watchers first, for what the writes alone cost.
+#   floor    before the follow case, the least an answer could cost at F connections (wrk, the
+#            server's CPU seconds per answer): `GET /health`, HTTP and the middlewares alone, then
+#            a held read whose every answer is the kept page of one question (60 records, nothing
+#            written: no query, no wait). F times these over the cores is the shortest cycle a
+#            watcher could have with one request a page (docs/PERFORMANCE.md, "Fan-out").
 #   PostgreSQL (with TSYNC_TEST_POSTGRES_URL or PG_URL): held and follow again with the watchers
 #            split over two servers on one database, the writes alternating between them.
 # The server needs an open file per held read: serve raises its soft limit to the hard one and
@@ -32,6 +37,7 @@ held=("$@")
 [ ${#held[@]} -gt 0 ] || held=(10000 20000)
 followers=${F:-1000} rate=${R:-1000} seconds=${S:-10}
 
+scripts/install-deps.sh --with-bench   # wrk
 if [ -z "${TSYNC:-}" ]; then
     . scripts/lib/release-build.sh
     TSYNC=$(release_build tsync)
@@ -83,6 +89,29 @@ follow_client() {
 serve_start "$bin" "$work/write.log" --db "sqlite:$work/write.db" "${options[@]}"
 echo "== the writer alone"
 follow_client "$SERVE_URL" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
+serve_stop_all
+
+# The least an answer costs (the floor above): the server's CPU seconds (user+system, from
+# /proc) over what wrk had answered, at as many connections as the follow case has watchers.
+cpu_seconds() { awk -v tick="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / tick }' "/proc/$1/stat"; }
+serve_start "$bin" "$work/floor.log" --db "sqlite:$work/floor.db" "${options[@]}" --max-connections "$(connections "$followers")"
+python3 - "$SERVE_URL" <<'SEED'
+import sys, urllib.request
+for i in range(1, 61):
+    body = ('{"id": "r%02d", "n": %d}' % (i, i)).encode()
+    headers = {"ZUMO-API-VERSION": "2.0.0", "Content-Type": "application/json"}
+    urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "/tables/kept", body, headers, method="POST")).read()
+SEED
+kept='/tables/kept?$filter=updatedAt%20gt%20datetimeoffset%272000-01-01T00%3A00%3A00.000Z%27&$orderby=updatedAt,id&$top=1000&__includeDeleted=true'
+echo "== the least an answer costs, $followers connections"
+for path in /health "$kept"; do
+    before=$(cpu_seconds "${SERVE_PIDS[0]}")
+    answered=$(wrk -t1 -c"$followers" -d"${seconds}s" -H 'ZUMO-API-VERSION: 2.0.0' -H 'Prefer: wait=25' "$SERVE_URL$path" |
+        awk '/requests in/ { print $1 }')
+    after=$(cpu_seconds "${SERVE_PIDS[0]}")
+    awk -v path="${path%%\?*}" -v n="$answered" -v cpu="$after" -v from="$before" 'BEGIN {
+        printf "floor    %s: %d answers, %.2f s of server CPU, %.1f us an answer\n", path, n, cpu - from, (cpu - from) / n * 1e6 }'
+done
 serve_stop_all
 serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
 follow_client "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}"
