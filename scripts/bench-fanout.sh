@@ -46,6 +46,7 @@ bin=$TSYNC
 
 . scripts/lib/serve.sh
 work=$(mktemp -d /tmp/tsync-bench-fanout.XXXXXX)
+. scripts/lib/measure.sh
 pg_databases=()
 cleanup() {
     serve_stop_all
@@ -91,9 +92,8 @@ echo "== the writer alone"
 follow_client "$SERVE_URL" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" | grep -E "^(writes|cpu)"
 serve_stop_all
 
-# The least an answer costs (the floor above): the server's CPU seconds (user+system, from
-# /proc) over what wrk had answered, at as many connections as the follow case has watchers.
-cpu_seconds() { awk -v tick="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / tick }' "/proc/$1/stat"; }
+# The least an answer costs (the floor above): the server's CPU (user+system, `cpu_ticks`) over
+# what wrk had answered, at as many connections as the follow case has watchers.
 serve_start "$bin" "$work/floor.log" --db "sqlite:$work/floor.db" "${options[@]}" --max-connections "$(connections "$followers")"
 python3 - "$SERVE_URL" <<'SEED'
 import sys, urllib.request
@@ -105,12 +105,12 @@ SEED
 kept='/tables/kept?$filter=updatedAt%20gt%20datetimeoffset%272000-01-01T00%3A00%3A00.000Z%27&$orderby=updatedAt,id&$top=1000&__includeDeleted=true'
 echo "== the least an answer costs, $followers connections"
 for path in /health "$kept"; do
-    before=$(cpu_seconds "${SERVE_PIDS[0]}")
+    before=$(cpu_ticks "${SERVE_PIDS[0]}")
     answered=$(wrk -t1 -c"$followers" -d"${seconds}s" -H 'ZUMO-API-VERSION: 2.0.0' -H 'Prefer: wait=25' "$SERVE_URL$path" |
         awk '/requests in/ { print $1 }')
-    after=$(cpu_seconds "${SERVE_PIDS[0]}")
-    awk -v path="${path%%\?*}" -v n="$answered" -v cpu="$after" -v from="$before" 'BEGIN {
-        printf "floor    %s: %d answers, %.2f s of server CPU, %.1f us an answer\n", path, n, cpu - from, (cpu - from) / n * 1e6 }'
+    after=$(cpu_ticks "${SERVE_PIDS[0]}")
+    awk -v path="${path%%\?*}" -v n="$answered" -v ticks=$((after - before)) -v hz="$(getconf CLK_TCK)" 'BEGIN {
+        printf "floor    %s: %d answers, %.2f s of server CPU, %.1f us an answer\n", path, n, ticks / hz, ticks / hz / n * 1e6 }'
 done
 serve_stop_all
 serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
