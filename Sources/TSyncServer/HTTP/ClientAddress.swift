@@ -14,7 +14,20 @@ enum ClientAddress {
     /// `peer`: the TCP peer's address. `forwardedFor`: every `X-Forwarded-For` field value, in the
     /// order received. `trusted`: proxy addresses in `canonical(_:)` form.
     static func resolve(peer: String?, forwardedFor: [String], trusted: Set<String>) -> String? {
-        guard let peer, !trusted.isEmpty, !forwardedFor.isEmpty, trusted.contains(canonical(peer) ?? peer) else { return peer }
+        guard let peer, isTrustedProxy(peer, trusted: trusted) else { return peer }
+        return forwarded(by: peer, forwardedFor, trusted: trusted)
+    }
+
+    /// Whether `peer` is one of the `trusted` proxies. With none trusted (most servers) the
+    /// peer's address is not parsed to be looked up.
+    static func isTrustedProxy(_ peer: String?, trusted: Set<String>) -> Bool {
+        guard let peer, !trusted.isEmpty else { return false }
+        return trusted.contains(canonical(peer) ?? peer)
+    }
+
+    /// `resolve` for a `peer` known to be a trusted proxy.
+    static func forwarded(by peer: String, _ forwardedFor: [String], trusted: Set<String>) -> String {
+        guard !forwardedFor.isEmpty else { return peer }
         let entries = forwardedFor.joined(separator: ",").split(separator: ",", omittingEmptySubsequences: false)
         var furthest: String?
         for entry in entries.reversed() {

@@ -21,11 +21,10 @@ struct ClientAddressMiddleware: RouterMiddleware {
     @inline(never)
     private func addressed(_ request: Request, _ context: Context) -> Context {
         var context = context
-        // With no trusted proxy (most servers) the peer's address is not parsed to be looked up.
-        context.fromTrustedProxy =
-            !trusted.isEmpty && context.peerAddress.map { trusted.contains(ClientAddress.canonical($0) ?? $0) } ?? false
-        context.clientAddress = ClientAddress.resolve(
-            peer: context.peerAddress, forwardedFor: request.headers[values: .forwardedFor], trusted: trusted)
+        // Looked up once: the client's address comes from the proxy's header only then.
+        guard let peer = context.peerAddress, ClientAddress.isTrustedProxy(peer, trusted: trusted) else { return context }
+        context.fromTrustedProxy = true
+        context.clientAddress = ClientAddress.forwarded(by: peer, request.headers[values: .forwardedFor], trusted: trusted)
         return context
     }
 }

@@ -16,15 +16,11 @@ struct ListOptions {
     init(_ parameters: QueryString, configuration: ServerConfiguration, filters: ParsedFilters? = nil) throws {
         query = RecordQuery()
         if let filter = try parameters.single("$filter"), filter.contains(where: Self.isText) {
-            guard filter.utf8.count <= configuration.maximumFilterLength || filter.count <= configuration.maximumFilterLength else {
-                throw APIError.badRequest("$filter is longer than \(configuration.maximumFilterLength) characters")
-            }
+            try Self.checkLength("$filter", filter, configuration)
             query.filter = try filters?.filter(filter) ?? ODataParser.parseFilter(filter)
         }
         if let orderBy = try parameters.single("$orderby"), orderBy.contains(where: Self.isText) {
-            guard orderBy.utf8.count <= configuration.maximumFilterLength || orderBy.count <= configuration.maximumFilterLength else {
-                throw APIError.badRequest("$orderby is longer than \(configuration.maximumFilterLength) characters")
-            }
+            try Self.checkLength("$orderby", orderBy, configuration)
             // Counted before parsing: each field costs a sort key per matching record.
             // A `,` byte is a `,` character or part of one that is not; none but the count of
             // characters is asked for when the bytes allow it (the character split costs).
@@ -40,9 +36,7 @@ struct ListOptions {
             query.orderBy = try filters?.orderBy(orderBy) ?? ODataParser.parseOrderBy(orderBy)
         }
         if let select = try parameters.single("$select"), select.contains(where: Self.isText) {
-            guard select.count <= configuration.maximumFilterLength else {
-                throw APIError.badRequest("$select is longer than \(configuration.maximumFilterLength) characters")
-            }
+            try Self.checkLength("$select", select, configuration)
             query.select = try ODataParser.parseSelect(select)
         }
         let top = try Self.count("$top", try parameters.single("$top"))
@@ -64,6 +58,15 @@ struct ListOptions {
         case nil, "false": break
         case "true": query.includeDeleted = true
         case let other?: throw APIError.badRequest("invalid __includeDeleted \(Identifiers.quoted(other)): use true or false")
+        }
+    }
+
+    /// Refuses an option longer than `maximumFilterLength` characters. Counted in bytes first: a
+    /// text of no more bytes has no more characters, and counting characters costs.
+    private static func checkLength(_ name: String, _ text: String, _ configuration: ServerConfiguration) throws(APIError) {
+        let limit = configuration.maximumFilterLength
+        guard text.utf8.count <= limit || text.count <= limit else {
+            throw .badRequest("\(name) is longer than \(limit) characters")
         }
     }
 
