@@ -26,10 +26,12 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private var guardHandler: ConnectionGuard?
-    /// Requests read whose answer has not ended: a status can only be written when none is.
-    private var unanswered = 0
+    /// Requests read whose answer has not ended, oldest first (a status can only be written when
+    /// none is): whether each closes the connection after its answer (HTTP/1.0 without
+    /// `Connection: keep-alive`, or `Connection: close`). A client may send requests before the
+    /// answers to those before them (pipelining): the last one's wish is not the first one's.
+    private var unanswered: [Bool] = []
     private var refused = false
-    private var closeAfterAnswer = false
     /// Answers written by `deliver` that their requests have yet to write: dropped when they do.
     private var delivered = 0
     private var context: ChannelHandlerContext?
@@ -48,11 +50,11 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     /// its request then writes the same answer, which is dropped. False, and nothing written,
     /// unless exactly one request is under way, its body all arrived and no answer begun.
     func deliver(_ head: HTTPResponse, body: ByteBuffer) -> Bool {
-        guard let context, context.channel.isActive, unanswered == 1, delivered == 0, !refused, let guardHandler,
+        guard let context, context.channel.isActive, unanswered.count == 1, delivered == 0, !refused, let guardHandler,
             guardHandler.awaitsAnswer
         else { return false }
         guardHandler.responseStarted()
-        unanswered = 0
+        let closeAfterAnswer = unanswered.removeFirst()
         delivered = 1
         guardHandler.responseEnded()
         let bytes = LiveDelivery.bytes(head, closing: closeAfterAnswer, allocator: context.channel.allocator)
@@ -70,8 +72,7 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            unanswered += 1
-            closeAfterAnswer = !head.isKeepAlive
+            unanswered.append(!head.isKeepAlive)
             // As HTTP types read it: the values of every field of the name, joined.
             guardHandler?.headArrived(expectsContinue: head.headers["expect"].joined(separator: ", ").lowercased() == "100-continue")
         case .end: guardHandler?.bodyArrived()
@@ -90,13 +91,13 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapOutboundIn(data) {
         case .head(var head):
             guardHandler?.responseStarted()
-            guard closeAfterAnswer else { return context.write(data, promise: promise) }
+            guard unanswered.first == true else { return context.write(data, promise: promise) }
             head.headers.replaceOrAdd(name: "connection", value: "close")
             context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:
-            unanswered = max(0, unanswered - 1)
+            let closeAfterAnswer = unanswered.isEmpty ? false : unanswered.removeFirst()
             guardHandler?.responseEnded()
             guard closeAfterAnswer else { return context.write(data, promise: promise) }
             let written = context.eventLoop.makePromise(of: Void.self)
@@ -108,7 +109,7 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let parserError = error as? HTTPParserError, unanswered == 0, !refused else {
+        guard let parserError = error as? HTTPParserError, unanswered.isEmpty, !refused else {
             context.fireErrorCaught(error)
             return
         }
