@@ -96,11 +96,10 @@ public struct SyncServer: Sendable {
             idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)),
             trustedProxies: Set(configuration.trustedProxies.compactMap { ClientAddress.canonical($0) }),
             metrics: metrics, onStop: { [changes = storage.changes] in changes?.stop() })
-        let direct = DirectResponder(responder: router.buildResponder(), logger: logger)
         return Application(
             router: router,
             server: HTTPServerBuilder { responder in
-                let channel = GuardedHTTP1Channel(responder: responder, limits: limits, direct: direct)
+                let channel = GuardedHTTP1Channel(responder: responder, limits: limits)
                 guard let tls else { return channel }
                 return try TLSChannel(channel, tlsConfiguration: tls.configuration)
             },

@@ -110,26 +110,4 @@ import TSyncModel
         #expect(all[1].lowercased().contains("connection: close"), "\(all[1])")
         #expect(socket.stateNow == "closed by the peer")
     }
-
-    /// A held read with a body goes Hummingbird's way and is answered as before; the held read
-    /// after it on the same connection is answered from the exchange.
-    @Test func aHeldReadWithABodyIsAnsweredTheGeneralWay() async throws {
-        let server = try await ServeFixture(options: ["--idle-timeout", "30", "--header-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 15)
-        await socket.write(
-            "GET /tables/todo HTTP/1.1\r\nHost: x\r\nPrefer: wait=1\r\nContent-Length: 2\r\n\r\n{}"
-                + "GET /tables/todo HTTP/1.1\r\nHost: x\r\nPrefer: wait=1\r\nConnection: close\r\n\r\n")
-        let all = answers(await socket.readToEnd())
-        try #require(all.count == 2, "\(all)")
-        for answer in all {
-            #expect(answer.hasPrefix("HTTP/1.1 200") && answer.hasSuffix("\r\n\r\n[]"), "\(answer)")
-            #expect(answer.contains("Preference-Applied: wait=1"), "\(answer)")
-        }
-        #expect(all[1].lowercased().contains("connection: close"), "\(all[1])")
-        // The same fields both ways (their values differ only by request, time and closing).
-        let names = all.map { answer in
-            Set(answer.components(separatedBy: "\r\n").dropFirst().compactMap { $0.split(separator: ":").first?.lowercased() })
-        }
-        #expect(names[0].union(["connection"]) == names[1], "\(names)")
-    }
 }

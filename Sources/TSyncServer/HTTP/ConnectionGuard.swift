@@ -16,8 +16,7 @@ import Synchronization
 ///   opening), so a client sending a byte a second cannot hold a connection;
 /// - a request's body must arrive within `bodyTimeout` of its head, else 408 and the connection
 ///   is closed, so a body trickling a byte every few seconds cannot hold it either;
-/// - a connection with no request under way is closed after `idleTimeout` (here, not by
-///   Hummingbird, which does not see the requests `DirectResponder` answers);
+/// - a connection with no request under way is closed after `idleTimeout` (Hummingbird's own);
 /// - `Expect: 100-continue` is answered `100 Continue` when the head arrives;
 /// - a client that closes its side while its request is under way has gone: the connection is
 ///   closed, so the work for it stops (`QueryDeadline`).
@@ -26,13 +25,12 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     let inner: HTTP1Channel
     let limits: ConnectionLimits
-    /// Held reads, answered from the exchange (`HTTPExchange`); nil: every request goes through Hummingbird.
-    let direct: DirectResponder?
 
-    init(responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits, direct: DirectResponder? = nil) {
+    init(responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits) {
         self.limits = limits
-        self.direct = direct
-        inner = HTTP1Channel(responder: responder, configuration: .init(idleTimeout: nil))
+        inner = HTTP1Channel(
+            responder: responder,
+            configuration: .init(idleTimeout: limits.idleTimeout))
     }
 
     static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
@@ -59,7 +57,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         }.flatMapThrowing { value in
             // Where the HTTP version is still known (NIOHTTP1's parts, before HTTP types).
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try channel.pipeline.syncOperations.addHandler(HTTPExchange(direct: direct), position: .after(decoder))
+            try channel.pipeline.syncOperations.addHandler(HTTPExchange(), position: .after(decoder))
             return value
         }
     }
@@ -188,8 +186,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var headDue: NIODeadline?
     /// When the body under way must have arrived.
     private var bodyDue: NIODeadline?
-    /// When the connection, between requests with no byte of the next one read, has been idle too long.
-    private var idleDue: NIODeadline?
     /// One timer for both, due at the earliest of them or before it. It moves only when it fires
     /// early, not with each request: a scheduled task made and cancelled for the head and again
     /// for the body of every request was 3.6% of the server's CPU following a table (docs/
@@ -289,7 +285,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         timer = nil
         headDue = nil
         bodyDue = nil
-        idleDue = nil
         if counted {
             counted = false
             limits.release(shareKey)
@@ -355,7 +350,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         awaitingBody = true
         responding = false
         headDue = nil
-        idleDue = nil
         guard let context, counted else { return }
         if expectsContinue {
             context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: "HTTP/1.1 100 Continue\r\n\r\n"))), promise: nil)
@@ -391,15 +385,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(body)), promise: promise)
     }
 
-    /// A response ended: the next request's head is timed from its first byte, the idle time
-    /// from now.
+    /// A response ended: the next request's head is timed from its first byte.
     func responseEnded() {
         awaitingHead = true
         responding = false
-        guard let context, counted else { return }
-        let due = NIODeadline.now() + limits.idleTimeout
-        idleDue = due
-        schedule(due, context)
     }
 
     /// The timer is due: a head that did not arrive in time closes the connection; a body that
@@ -417,11 +406,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             bodyDue = nil
             answerAndClose("408 Request Timeout", "the request body did not arrive in time", retry: false)
         }
-        if let due = idleDue, due <= now {
-            idleDue = nil
-            context.close(promise: nil)
-        }
-        if let due = [headDue, bodyDue, idleDue].compactMap({ $0 }).min() { schedule(due, context) }
+        if let due = [headDue, bodyDue].compactMap({ $0 }).min() { schedule(due, context) }
     }
 
     /// Makes the timer due at `due` at the latest.
@@ -452,7 +437,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func arm(_ context: ChannelHandlerContext) {
         guard counted, headDue == nil else { return }
-        idleDue = nil
         let due = NIODeadline.now() + limits.headerTimeout
         headDue = due
         schedule(due, context)

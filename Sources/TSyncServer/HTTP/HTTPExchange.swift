@@ -1,7 +1,6 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
 
 /// Right after the HTTP decoder, the one handler of ours on a request's parts and its answer's
 /// (each handler is a hop for every part of every answer, three an answer, for each of the reads
@@ -19,10 +18,7 @@ import NIOHTTPTypesHTTP1
 ///   of bounded parameters). When an answer is already under way on the connection, the error
 ///   goes on to NIO's own handler, which closes it;
 /// - writes a held read's answer that its request has not written yet (`deliver`, `LiveDelivery`),
-///   and drops the same answer when the request writes it;
-/// - answers a held read through the router itself, not Hummingbird's connection loop
-///   (`DirectResponder`): its parts stop here, and the next request's parts wait here, unread
-///   further, until its answer has ended, so that answers go in the order of their requests.
+///   and drops the same answer when the request writes it.
 final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -39,23 +35,6 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     /// Answers written by `deliver` that their requests have yet to write: dropped when they do.
     private var delivered = 0
     private var context: ChannelHandlerContext?
-    private let direct: DirectResponder?
-    /// The head of a request for `direct`, until its end arrives.
-    private var directHead: HTTPRequestHead?
-    /// `direct`'s request closes the connection after its answer.
-    private var directCloses = false
-    /// A request `direct` answers is under way: what arrives meanwhile waits in `waiting`, and
-    /// the event loop reads no more (`read`) nor is a stop passed on (`stop`).
-    private var directBusy = false
-    private var waiting: [NIOAny] = []
-    private var readWanted = false
-    /// The server's request to quiesce, held while `direct` answers (Hummingbird, which did not
-    /// see that request, would close the connection at once).
-    private var stop: Any?
-
-    init(direct: DirectResponder? = nil) {
-        self.direct = direct
-    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -91,96 +70,15 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if directBusy {
-            waiting.append(data)
-            return
-        }
-        let part = unwrapInboundIn(data)
-        if case .head(let head) = part {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
             unanswered.append(!head.isKeepAlive)
             // As HTTP types read it: the values of every field of the name, joined.
             guardHandler?.headArrived(expectsContinue: head.headers["expect"].joined(separator: ", ").lowercased() == "100-continue")
-            if direct != nil, unanswered.count == 1, DirectResponder.takes(head) {
-                directHead = head
-                directCloses = !head.isKeepAlive
-                return
-            }
-        }
-        if case .end = part { guardHandler?.bodyArrived() }
-        if let head = directHead {
-            directHead = nil
-            guard case .end = part, let direct, let request = try? HTTPRequest(head, secure: false, splitCookie: false) else {
-                // Not a request `direct` takes after all (a body came): Hummingbird answers it.
-                context.fireChannelRead(wrapInboundOut(.head(head)))
-                context.fireChannelRead(data)
-                return
-            }
-            directBusy = true
-            let channel = context.channel
-            let exchange = NIOLoopBound(self, eventLoop: context.eventLoop)
-            Task { await direct.respond(to: request, channel: channel, exchange: exchange) }
-            return
+        case .end: guardHandler?.bodyArrived()
+        case .body: break
         }
         context.fireChannelRead(data)
-    }
-
-    /// A part of `direct`'s answer (`DirectResponder`), written as Hummingbird's are (`write`).
-    /// Once the answer has ended, what waited is read.
-    func writeDirect(head: HTTPResponseHead?, body: ByteBuffer?, end: Bool) {
-        guard let context, directBusy else { return }
-        if let head { write(context: context, data: wrapOutboundOut(.head(head)), promise: nil) }
-        if let body { write(context: context, data: wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        guard end else {
-            context.flush()
-            return
-        }
-        write(context: context, data: wrapOutboundOut(.end(nil)), promise: nil)
-        context.flush()
-        directBusy = false
-        // A connection that closes after this answer reads nothing more.
-        if directCloses { waiting = [] }
-        resumeReading(context)
-    }
-
-    /// `direct`'s answer failed under way: the connection closes, as Hummingbird's would.
-    func directFailed() {
-        guard let context, directBusy else { return }
-        directBusy = false
-        waiting = []
-        context.close(promise: nil)
-    }
-
-    /// After `direct`'s answer: the parts that waited, in order (one may be another request for
-    /// `direct`, and the rest wait again), then the stop and the reads held back.
-    private func resumeReading(_ context: ChannelHandlerContext) {
-        let parts = waiting
-        waiting = []
-        for part in parts { channelRead(context: context, data: part) }
-        // What was passed on is taken at the end of a read (Hummingbird's channel hands its
-        // requests over then).
-        if !parts.isEmpty { context.fireChannelReadComplete() }
-        guard !directBusy else { return }
-        if let stop {
-            self.stop = nil
-            context.fireUserInboundEventTriggered(stop)
-        }
-        if readWanted {
-            readWanted = false
-            context.read()
-        }
-    }
-
-    func read(context: ChannelHandlerContext) {
-        guard !directBusy else {
-            readWanted = true
-            return
-        }
-        context.read()
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard directBusy, event is ChannelShouldQuiesceEvent else { return context.fireUserInboundEventTriggered(event) }
-        stop = event
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
