@@ -6,10 +6,6 @@ import TSyncModel
 /// of connections and of requests in flight is bounded, and others are still served
 /// (docs/DESIGN.md §10.1). Other loopback addresses (127.0.0.2, …) stand for other clients.
 @Suite(.serialized) struct ClientShareTests {
-    private func port(_ server: ServeFixture) throws -> Int {
-        try #require(URLComponents(string: server.url)?.port)
-    }
-
     /// Idle keep-alive connections, each after one request, as a client that sends a request a minute.
     private func keepAlive(_ count: Int, from address: String, port: Int) async throws -> [RawSocket] {
         var sockets: [RawSocket] = []
@@ -27,7 +23,7 @@ import TSyncModel
         let server = try await ServeFixture(options: [
             "--max-connections", "16", "--max-client-connections", "6", "--idle-timeout", "60", "--header-timeout", "30", "--metrics",
         ])
-        let port = try port(server)
+        let port = try server.port
         let first = try await keepAlive(6, from: "127.0.0.2", port: port)
         // One more from the same address is refused, saying why.
         let extra = try RawSocket(port: port, timeout: 10, from: "127.0.0.2")
@@ -97,7 +93,7 @@ import TSyncModel
     /// flight per forwarded address.
     @Test func behindATrustedProxyEachForwardedAddressHasItsShareOfRequests() async throws {
         let server = try await ServeFixture(options: ["--trusted-proxy", "127.0.0.1", "--max-client-connections", "2", "--metrics"])
-        let port = try port(server)
+        let port = try server.port
         var held: [RawSocket] = []
         for _ in 0..<2 {
             let socket = try RawSocket(port: port, timeout: 10)
@@ -127,7 +123,7 @@ import TSyncModel
         let login = try await HTTP.send(
             "POST", server.url + "/.auth/login/custom", body: #"{"username":"bob","password":"\#(ServeFixture.password)"}"#)
         let bob = try #require(try JSONParser.parse(login.body).objectValue?["authenticationToken"]?.stringValue)
-        let port = try port(server)
+        let port = try server.port
         // Alice's held reads come from several addresses: the share is the account's.
         var held: [RawSocket] = []
         for index in 0..<3 {

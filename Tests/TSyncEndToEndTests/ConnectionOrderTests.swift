@@ -6,10 +6,6 @@ import TSyncModel
 /// (docs/DESIGN.md §8.1, §10). `HTTPExchange` sees each request's parts as they are decoded, before
 /// the requests ahead of it are answered.
 @Suite(.serialized) struct ConnectionOrderTests {
-    private func port(_ server: ServeFixture) throws -> Int {
-        try #require(URLComponents(string: server.url)?.port)
-    }
-
     /// The answers a connection got, split at each status line.
     private func answers(_ text: String) -> [String] {
         text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + $0 }
@@ -20,7 +16,7 @@ import TSyncModel
     /// request's `Connection: close` after them all.
     @Test func requestsPipelinedBehindAHeldReadAreAnsweredInOrder() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "30", "--header-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 15)
+        let socket = try RawSocket(port: try server.port, timeout: 15)
         let body = #"{"id":"behind","title":"pipelined"}"#
         let start = ContinuousClock.now
         await socket.write(
@@ -52,7 +48,7 @@ import TSyncModel
     /// timeout is answered in full; the connection is closed once it then stays idle.
     @Test func aHeldReadOutlastsTheIdleTimeoutAndAnIdleConnectionIsThenClosed() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "1", "--header-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 15)
+        let socket = try RawSocket(port: try server.port, timeout: 15)
         let start = ContinuousClock.now
         await socket.write("GET /tables/todo HTTP/1.1\r\nHost: x\r\nPrefer: wait=3\r\n\r\n")
         let answer = await socket.read(until: "\r\n\r\n[]")
@@ -70,7 +66,7 @@ import TSyncModel
     /// the request is not cut off unanswered.
     @Test func aStoppingServerAnswersAHeldReadBeforeClosing() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "30", "--header-timeout", "30", "--metrics"])
-        let socket = try RawSocket(port: try port(server), timeout: 15)
+        let socket = try RawSocket(port: try server.port, timeout: 15)
         await socket.write("GET /tables/todo HTTP/1.1\r\nHost: x\r\nPrefer: wait=20\r\n\r\n")
         let held = try await eventually(timeout: .seconds(10)) {
             try await HTTP.metric("tsync_live_waiting", at: server.url) == 1
@@ -88,7 +84,7 @@ import TSyncModel
     /// HTTP/1.0 without keep-alive: the held read's answer says the connection closes, and it does.
     @Test func anHTTP10HeldReadIsClosedAfterItsAnswer() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "30", "--header-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 15)
+        let socket = try RawSocket(port: try server.port, timeout: 15)
         await socket.write("GET /tables/todo HTTP/1.0\r\nPrefer: wait=1\r\n\r\n")
         let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer)")
@@ -101,7 +97,7 @@ import TSyncModel
     /// wish, and cut the first answer's connection with the second unanswered).
     @Test func aPipelinedRequestsCloseIsNotTheOneBeforeIt() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "30", "--header-timeout", "30"])
-        let socket = try RawSocket(port: try port(server), timeout: 15)
+        let socket = try RawSocket(port: try server.port, timeout: 15)
         await socket.write("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let all = answers(await socket.readToEnd())
         try #require(all.count == 2, "\(all)")

@@ -4,17 +4,13 @@ import TSyncModel
 
 /// `tsync serve` against clients that misbehave on the wire (server side).
 @Suite(.serialized) struct HostileClientTests {
-    private func port(_ server: ServeFixture) async throws -> Int {
-        try #require(URLComponents(string: server.url)?.port)
-    }
-
     /// A client that writes a whole body over the limit before reading (Connection: close, no
     /// Expect: 100-continue, as Python's urllib does) gets its 413 at once instead of blocking on a
     /// full socket until its own timeout (docs/DESIGN.md §10).
     @Test(arguments: ["/tables/todo", "/tables/$batch"])
     func aBodyOverTheLimitIsAnswered413WhileTheClientSendsItWhole(path: String) async throws {
         let server = try await ServeFixture()
-        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try server.port, timeout: 10)
         let body = [UInt8](repeating: UInt8(ascii: "x"), count: 20 << 20)
         await socket.write(
             "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
@@ -31,15 +27,11 @@ import TSyncModel
 
 /// Clients that would stall the server, or make it believe them.
 @Suite(.serialized) struct HostileRequestTests {
-    private func port(_ server: ServeFixture) async throws -> Int {
-        try #require(URLComponents(string: server.url)?.port)
-    }
-
     /// A body that trickles in is cut off at `--body-timeout` with 408, though bytes keep coming
     /// (which resets the idle timeout) and the head was quick (so the header timeout is over).
     @Test func aBodyThatTricklesIsAnswered408() async throws {
         let server = try await ServeFixture(options: ["--body-timeout", "2", "--header-timeout", "1", "--idle-timeout", "30"])
-        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try server.port, timeout: 10)
         await socket.write("POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
         let start = ContinuousClock.now
         for _ in 0..<5 {
@@ -62,7 +54,7 @@ import TSyncModel
     /// earlier request, and a head that then trickles is still cut at the header timeout.
     @Test func askingPastTheHeaderTimeoutKeepsTheConnectionAndASlowHeadAfterIsCut() async throws {
         let server = try await ServeFixture(options: ["--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "30"])
-        let socket = try await RawSocket(port: try port(server), timeout: 15)
+        let socket = try await RawSocket(port: try server.port, timeout: 15)
         let start = ContinuousClock.now
         // Time passing is the case under test: requests on one connection for three header timeouts.
         while ContinuousClock.now - start < .seconds(3) {
@@ -81,7 +73,7 @@ import TSyncModel
 
     @Test func expect100ContinueIsAnswered() async throws {
         let server = try await ServeFixture()
-        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try server.port, timeout: 10)
         let body = #"{"id": "a"}"#
         await socket.write(
             "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
@@ -96,7 +88,7 @@ import TSyncModel
 
     @Test func putIs405WithAllow() async throws {
         let server = try await ServeFixture()
-        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try server.port, timeout: 10)
         await socket.write(
             "PUT /tables/todo/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
         let answer = await socket.readToEnd()
@@ -109,7 +101,7 @@ import TSyncModel
     func forwardedProtoIsBelievedOnlyFromATrustedProxy(trusted: Bool) async throws {
         let server = try await ServeFixture(options: trusted ? ["--trusted-proxy", "127.0.0.1"] : [])
         for id in ["a", "b"] { #expect(try await HTTP.send("POST", server.url + "/tables/todo", body: #"{"id": "\#(id)"}"#).status == 201) }
-        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try server.port, timeout: 10)
         await socket.write("GET /tables/todo?$top=1 HTTP/1.1\r\nHost: example.org\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
         let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
@@ -122,15 +114,15 @@ import TSyncModel
     @Test func unreadableAndAbandonedBodiesAreNot500() async throws {
         let server = try await ServeFixture()
         let head = "POST /tables/todo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        let unknown = try await RawSocket(port: try port(server), timeout: 5)
+        let unknown = try await RawSocket(port: try server.port, timeout: 5)
         await unknown.write(head + "Transfer-Encoding: xchunked\r\n\r\n5\r\n{\"a\":\r\n0\r\n\r\n")
         let unknownAnswer = await unknown.readToEnd()
         #expect(unknownAnswer.hasPrefix("HTTP/1.1 501"), "\(unknownAnswer.prefix(200))")
-        let overflow = try await RawSocket(port: try port(server), timeout: 5)
+        let overflow = try await RawSocket(port: try server.port, timeout: 5)
         await overflow.write(head + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\n{\"a\":\r\n0\r\n\r\n")
         let overflowAnswer = await overflow.readToEnd()
         #expect(overflowAnswer.hasPrefix("HTTP/1.1 400"), "\(overflowAnswer.prefix(200))")
-        let abandoned = try await RawSocket(port: try port(server), timeout: 5)
+        let abandoned = try await RawSocket(port: try server.port, timeout: 5)
         // The client gives up part-way through its body (the case under test), once the server
         // has the head: it says so with its `100 Continue`.
         await abandoned.write(head + "Expect: 100-continue\r\nContent-Length: 100\r\n\r\n")
@@ -149,7 +141,7 @@ import TSyncModel
     /// server before then is closed after the answer, however slow a loaded machine is.
     @Test func http10WithoutKeepAliveIsClosedAfterTheAnswer() async throws {
         let server = try await ServeFixture(options: ["--idle-timeout", "30", "--header-timeout", "30"])
-        let socket = try await RawSocket(port: try port(server), timeout: 15)
+        let socket = try await RawSocket(port: try server.port, timeout: 15)
         await socket.write("GET /health HTTP/1.0\r\n\r\n")
         let answer = await socket.readToEnd()
         #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(200))")
@@ -228,7 +220,7 @@ import TSyncModel
     @Test func workForAClientThatLeftStops() async throws {
         let server = try await ServeFixture(options: ["--query-timeout", "120"])
         try await slowTable(server)
-        let socket = try await RawSocket(port: try port(server), timeout: 10)
+        let socket = try await RawSocket(port: try server.port, timeout: 10)
         await socket.write("GET /tables/slow?$filter=\(Self.slowFilter) HTTP/1.1\r\nHost: x\r\n\r\n")
         // Time passing is the case under test: the query (seconds long) is under way when the
         // client leaves. Nothing outside the server shows a query running.

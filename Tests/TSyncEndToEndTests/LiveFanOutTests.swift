@@ -64,10 +64,6 @@ import TSyncModel
         #expect(held == count, "the server holds \(count) reads (it says \(held.map(String.init) ?? "nothing"))")
     }
 
-    static func port(_ server: ServeFixture) throws -> Int {
-        try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
-    }
-
     @Test func oneWriteAnswersEveryHeldReadWithOneSharedQuery() async throws {
         let server = try await ServeFixture(options: ["--metrics", "--max-client-connections", "1024"])
         // No other test's command runs meanwhile: on 2 cores the whole suite's could stretch
@@ -76,7 +72,7 @@ import TSyncModel
     }
 
     static func wakeAll(_ server: ServeFixture) async throws {
-        let sockets = try await Self.hold(Self.reads, port: try Self.port(server))
+        let sockets = try await Self.hold(Self.reads, port: try server.port)
         try await Self.waitUntilHeld(server, Self.reads)
         let before = try #require(try await metric(server, "tsync_live_queries_total"))
 
@@ -102,7 +98,7 @@ import TSyncModel
     /// too; the request id from a trusted proxy, so that it can be compared.
     @Test func aHeldReadsAnswerWrittenByItsCommitIsTheAnswerItsRequestWrites() async throws {
         let server = try await ServeFixture(options: ["--metrics", "--trusted-proxy", "127.0.0.1"])
-        let socket = try await RawSocket.opened(port: try Self.port(server), timeout: 40)
+        let socket = try await RawSocket.opened(port: try server.port, timeout: 40)
         let request: @Sendable (String) -> String = { token in
             "GET \(Self.path)&$top=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nZUMO-API-VERSION: 2.0.0\r\nPrefer: wait=25\r\n"
                 + "X-Request-Id: id-\(token)\r\nX-TSync-Echo: \(token)\r\n\r\n"
@@ -187,7 +183,7 @@ import TSyncModel
         let path: @Sendable (Int) -> String = { n in
             "/tables/notes?$filter=updatedAt%20gt%20datetimeoffset'2000-01-01T00:00:00.000Z'%20and%20(n%20eq%20\(n)%20or%20n%20eq%20-1)&$orderby=updatedAt,id"
         }
-        let sockets = try await Self.hold(Self.reads, port: try Self.port(server), path: path)
+        let sockets = try await Self.hold(Self.reads, port: try server.port, path: path)
         try await Self.waitUntilHeld(server, Self.reads)
         // Held is counted from the read's start: each asks its own question once before it parks.
         let asked = try await eventually(timeout: .seconds(25), every: .milliseconds(50)) {
@@ -307,7 +303,7 @@ import TSyncModel
     /// Alice's and bob's reads held together: each user's commit answers only that user's reads.
     static func keepApart(_ server: ServeFixture, alice: String, bob: String) async throws {
         // The same request from both users, interleaved: the same question but for the scope.
-        let port = try Self.port(server)
+        let port = try server.port
         var alices: [RawSocket] = []
         var bobs: [RawSocket] = []
         for _ in 0..<(Self.reads / 50) {

@@ -25,6 +25,10 @@ final class ServeFixture: Sendable {
     var server: ServerProcess? { running.withLock { $0.server } }
     /// `http://127.0.0.1:PORT` of the server (of the last one started).
     var url: String { running.withLock { $0.url } }
+    /// The port of `url`, for a test that speaks to the server over a socket of its own.
+    var port: Int {
+        get throws { try #require(URLComponents(string: url)?.port) }
+    }
 
     /// Starts a server; `authenticated` servers get the account alice / `ServeFixture.password`.
     init(authenticated: Bool = false, options: [String] = []) async throws {
