@@ -7,7 +7,11 @@
  * watchers took as much of the two cores as the server they measured (docs/PERFORMANCE.md,
  * "Fan-out"): the watchers stand for 1,000 other machines, so their own CPU should be small.
  *
- *   follow URL... --watchers N --rate R --seconds S [--writers W] [--pid PID[,PID]] [--table T]
+ *   follow URL... --watchers N --rate R --seconds S [--writers W] [--pid PID[,PID]] [--table T] [--stream]
+ *
+ * With --stream, each held read asks `Prefer: wait=25, stream` (docs/DESIGN.md §8.1): a server
+ * that streams answers with pages as lines of one chunked answer, each line read as a page as it
+ * comes, and the watcher asks again when the answer ends; one that does not answers as without it.
  *
  * The writes stand for many clients', each sent on time whatever the server's answers to the others:
  * a connection sends its next write once its last is answered, so W connections reach R writes/s
@@ -61,6 +65,7 @@ struct conn {
     char id[128];
     double gauge; /* METRICS: the value read, -1 until the answer is whole */
     double posted; /* WRITER: when the write now out was sent */
+    int streaming; /* WATCHER: a streamed answer's head was read, its lines are coming */
 };
 
 struct histogram {
@@ -75,6 +80,7 @@ static struct {
 } urls[MAX_URLS];
 static int url_count;
 static const char *table = "feed";
+static int stream; /* --stream */
 static int epoll_fd;
 
 static double now(void) {
@@ -211,8 +217,8 @@ static void ask(struct conn *c) {
     quote(quoted, expression);
     int n = snprintf(request, sizeof request,
                      "GET /tables/%s?$filter=%s&$orderby=updatedAt,id&$top=1000&__includeDeleted=true HTTP/1.1\r\n"
-                     "Host: %s:%d\r\nZUMO-API-VERSION: 2.0.0\r\nPrefer: wait=25\r\n\r\n",
-                     table, quoted, urls[c->url].host, urls[c->url].port);
+                     "Host: %s:%d\r\nZUMO-API-VERSION: 2.0.0\r\nPrefer: wait=25%s\r\n\r\n",
+                     table, quoted, urls[c->url].host, urls[c->url].port, stream ? ", stream" : "");
     send_all(c, request, (size_t)n);
     c->sent = now();
 }
@@ -276,11 +282,23 @@ static ssize_t receive(struct conn *c, double *arrival) {
 }
 
 /* When the buffer starts with a whole response: its body (de-chunked in place), and the bytes
- * the response took; else 0. */
+ * the response took; else 0. A streamed answer's head (--stream) alone is taken: its lines
+ * come as `stream_line` finds them. */
 static size_t whole_response(struct conn *c, char **body, size_t *body_length) {
     char *end = memmem(c->buffer, c->length, "\r\n\r\n", 4);
     if (!end) return 0;
     size_t start = (size_t)(end - c->buffer) + 4;
+    if (stream && c->kind == WATCHER) {
+        /* The head ends with CR LF CR LF: each field's line ends with a CR LF within it. */
+        char *applied = memmem(c->buffer, start, "\r\nPreference-Applied:", 21), *applied_end = NULL;
+        if (applied) applied_end = memmem(applied + 2, start - (size_t)(applied + 2 - c->buffer), "\r\n", 2);
+        if (applied && applied_end && memmem(applied, (size_t)(applied_end - applied), "stream", 6)) {
+            c->streaming = 1;
+            *body = NULL;
+            *body_length = 0;
+            return start;
+        }
+    }
     /* Each field's line starts after a CR LF: only those places are compared. */
     for (char *line = memchr(c->buffer, '\r', (size_t)(end - c->buffer)); line && line < end;
          line = memchr(line + 1, '\r', (size_t)(end - line - 1))) {
@@ -315,6 +333,18 @@ static size_t whole_response(struct conn *c, char **body, size_t *body_length) {
     return start;
 }
 
+/* When the buffer starts with a whole chunk of a streamed answer: its line (the chunk's data),
+ * and the bytes the chunk took, with *body NULL for the last (the answer's end); else 0. */
+static size_t stream_line(struct conn *c, char **body, size_t *body_length) {
+    char *line_end = memmem(c->buffer, c->length, "\r\n", 2);
+    if (!line_end) return 0;
+    size_t size = strtoul(c->buffer, NULL, 16), data = (size_t)(line_end - c->buffer) + 2;
+    if (c->length < data + size + 2) return 0;
+    *body = size ? c->buffer + data : NULL;
+    *body_length = size;
+    return data + size + 2;
+}
+
 static void consume(struct conn *c, size_t used) {
     memmove(c->buffer, c->buffer + used, c->length - used);
     c->length -= used;
@@ -324,9 +354,9 @@ static void consume(struct conn *c, size_t used) {
 static struct histogram latencies, servers, lags, gaps, trips;
 static long pages;
 
-/* A watcher's page: each record's delivery, the checkpoint moved to its last record, and the
- * next read sent at once. */
-static void watcher_page(struct conn *c, char *body, size_t length, double arrival) {
+/* A watcher's page: each record's delivery, the checkpoint moved to its last record, and (unless
+ * it is a line of a streamed answer, which goes on) the next read sent at once. */
+static void watcher_page(struct conn *c, char *body, size_t length, double arrival, int more) {
     static const char stamp_key[] = "\"updatedAt\":\"", id_key[] = "\"id\":\"";
     pages++;
     if (c->arrived > 0) histogram_add(&gaps, arrival - c->arrived);
@@ -359,6 +389,7 @@ static void watcher_page(struct conn *c, char *body, size_t length, double arriv
             c->id[n] = 0;
         }
     }
+    if (more) return;
     ask(c);
     if (found) histogram_add(&lags, now() - arrival);
 }
@@ -387,9 +418,27 @@ static void handle(struct conn *c) {
     if (c->kind == METRICS) return;
     char *body;
     size_t length, used;
-    while (!c->closed && (used = whole_response(c, &body, &length)) > 0) {
+    for (;;) {
+        if (c->closed) break;
+        if (c->streaming) {
+            if ((used = stream_line(c, &body, &length)) == 0) break;
+            if (body) {
+                watcher_page(c, body, length, arrival, 1);
+                consume(c, used);
+            } else {
+                c->streaming = 0;
+                consume(c, used);
+                ask(c);
+            }
+            continue;
+        }
+        if ((used = whole_response(c, &body, &length)) == 0) break;
+        if (c->streaming) {
+            consume(c, used);
+            continue;
+        }
         if (c->kind == WATCHER) {
-            watcher_page(c, body, length, arrival);
+            watcher_page(c, body, length, arrival, 0);
         } else {
             histogram_add(&trips, arrival - c->posted);
             writes_sent++;
@@ -477,6 +526,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--pid") == 0 && i + 1 < argc) pids = argv[++i];
         else if (strcmp(argv[i], "--table") == 0 && i + 1 < argc) table = argv[++i];
+        else if (strcmp(argv[i], "--stream") == 0) stream = 1;
         else if (strncmp(argv[i], "http://", 7) == 0 && url_count < MAX_URLS) {
             if (sscanf(argv[i] + 7, "%63[^:]:%d", urls[url_count].host, &urls[url_count].port) != 2) {
                 fprintf(stderr, "follow: %s: expected http://HOST:PORT\n", argv[i]);
@@ -485,7 +535,7 @@ int main(int argc, char **argv) {
             url_count++;
         } else {
             fprintf(stderr, "usage: follow URL... --watchers N --rate R --seconds S [--writers W] [--pid PID[,PID]] "
-                            "[--table T]\n");
+                            "[--table T] [--stream]\n");
             return 2;
         }
     }

@@ -385,6 +385,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(body)), promise: promise)
     }
 
+    /// Writes bytes made above (a streamed answer's line, `HTTPExchange.streamLine`) and flushes them.
+    func write(_ bytes: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(bytes)), promise: promise)
+    }
+
     /// A response ended: the next request's head is timed from its first byte.
     func responseEnded() {
         awaitingHead = true

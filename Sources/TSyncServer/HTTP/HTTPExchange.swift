@@ -18,7 +18,8 @@ import NIOHTTP1
 ///   of bounded parameters). When an answer is already under way on the connection, the error
 ///   goes on to NIO's own handler, which closes it;
 /// - writes a held read's answer that its request has not written yet (`deliver`, `LiveDelivery`),
-///   and drops the same answer when the request writes it.
+///   and drops the same answer when the request writes it; likewise a streamed answer, line by
+///   line (`startStream`, `LiveStream`).
 final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -30,11 +31,21 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     /// none is): whether each closes the connection after its answer (HTTP/1.0 without
     /// `Connection: keep-alive`, or `Connection: close`). A client may send requests before the
     /// answers to those before them (pipelining): the last one's wish is not the first one's.
-    private var unanswered: [Bool] = []
+    private var unanswered: [Pending] = []
     private var refused = false
     /// Answers written by `deliver` that their requests have yet to write: dropped when they do.
     private var delivered = 0
     private var context: ChannelHandlerContext?
+    /// A streamed answer under way (`startStream`): whether the connection closes after it.
+    private var streaming: Bool?
+
+    /// A request read and not yet answered.
+    private struct Pending {
+        /// HTTP/1.0 without `Connection: keep-alive`, or `Connection: close`.
+        var closes: Bool
+        /// HTTP/1.1 or later: its answer may be chunked.
+        var chunks: Bool
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -54,7 +65,7 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
             guardHandler.awaitsAnswer
         else { return false }
         guardHandler.responseStarted()
-        let closeAfterAnswer = unanswered.removeFirst()
+        let closeAfterAnswer = unanswered.removeFirst().closes
         delivered = 1
         guardHandler.responseEnded()
         let bytes = LiveDelivery.bytes(head, closing: closeAfterAnswer, allocator: context.channel.allocator)
@@ -69,10 +80,49 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
         return true
     }
 
+    /// Begins a streamed answer to the request under way (`LiveStream`): writes `head` (chunked)
+    /// and `first`, a line already framed, when there is one; its lines follow by `streamLine`,
+    /// its end by `endStream`, and its request's own answer is dropped. False, and nothing
+    /// written, where `deliver` would refuse, or when the request is HTTP/1.0.
+    func startStream(_ head: HTTPResponse, first: ByteBuffer?) -> Bool {
+        guard let context, context.channel.isActive, unanswered.count == 1, unanswered[0].chunks, delivered == 0, !refused,
+            streaming == nil, let guardHandler, guardHandler.awaitsAnswer
+        else { return false }
+        guardHandler.responseStarted()
+        let closes = unanswered.removeFirst().closes
+        delivered = 1
+        streaming = closes
+        let bytes = LiveDelivery.bytes(head, closing: closes, allocator: context.channel.allocator)
+        guardHandler.write(bytes, first ?? ByteBuffer(), promise: nil)
+        return true
+    }
+
+    /// Writes one line (a framed chunk) of the streamed answer under way.
+    func streamLine(_ chunk: ByteBuffer) -> LiveStreams.Written {
+        guard streaming != nil, let context, context.channel.isActive, let guardHandler else { return .closed }
+        guard context.channel.isWritable else { return .busy }
+        guardHandler.write(chunk, promise: nil)
+        return .written
+    }
+
+    /// Ends the streamed answer under way, and closes the connection after it when its request
+    /// asked; its request's own answer, written next, is dropped.
+    func endStream() {
+        guard let closes = streaming, let context, let guardHandler else { return }
+        streaming = nil
+        guardHandler.responseEnded()
+        guard context.channel.isActive else { return }
+        guard closes else { return guardHandler.write(LiveStream.lastChunk, promise: nil) }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+        guardHandler.write(LiveStream.lastChunk, promise: written)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            unanswered.append(!head.isKeepAlive)
+            unanswered.append(Pending(closes: !head.isKeepAlive, chunks: head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1)))
             // As HTTP types read it: the values of every field of the name, joined.
             guardHandler?.headArrived(expectsContinue: head.headers["expect"].joined(separator: ", ").lowercased() == "100-continue")
         case .end: guardHandler?.bodyArrived()
@@ -91,13 +141,13 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapOutboundIn(data) {
         case .head(var head):
             guardHandler?.responseStarted()
-            guard unanswered.first == true else { return context.write(data, promise: promise) }
+            guard unanswered.first?.closes == true else { return context.write(data, promise: promise) }
             head.headers.replaceOrAdd(name: "connection", value: "close")
             context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .body:
             context.write(data, promise: promise)
         case .end:
-            let closeAfterAnswer = unanswered.isEmpty ? false : unanswered.removeFirst()
+            let closeAfterAnswer = unanswered.isEmpty ? false : unanswered.removeFirst().closes
             guardHandler?.responseEnded()
             guard closeAfterAnswer else { return context.write(data, promise: promise) }
             let written = context.eventLoop.makePromise(of: Void.self)

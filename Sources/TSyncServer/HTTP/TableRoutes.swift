@@ -52,7 +52,7 @@ struct TableRoutes: Sendable {
         guard let live = read.live else { return read.response(try await read.page(context.channel)) }
         let (page, granted) = try await live.wait.page(
             table: read.table, live.question, live.interest, seconds: live.seconds, channel: context.channel,
-            head: read.deliveredHead(request, context), { try await read.page(nil) })
+            head: read.deliveredHead(request, context), stream: live.stream, { try await read.page(nil) })
         return read.response(page, granted: granted)
     }
 
@@ -74,7 +74,7 @@ struct TableRoutes: Sendable {
         let client = context.readClient
         // The page as sent, worked out under the query deadline; `channel` nil for a held read,
         // whose query may be shared with other clients' (one leaving stops nobody's answer).
-        let page: @Sendable ((any Channel)?) async throws -> PageBody = { channel in
+        let pageOf: @Sendable (RecordQuery, (any Channel)?) async throws -> PageBody = { query, channel in
             do {
                 let wait = DatabaseWait()
                 // A pull's page, when it is short and the client's share is free, is read where
@@ -107,11 +107,11 @@ struct TableRoutes: Sendable {
                 throw error
             }
         }
+        let page: @Sendable ((any Channel)?) async throws -> PageBody = { channel in try await pageOf(query, channel) }
         var live: ListRead.Live?
         // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
-        if let seconds = LiveWait.requested(request.headers.value(of: .prefer)), let feed = storage.changes,
-            configuration.maximumWatchers > 0
-        {
+        let prefer = request.headers.value(of: .prefer)
+        if let seconds = LiveWait.requested(prefer), let feed = storage.changes, configuration.maximumWatchers > 0 {
             let question = LiveQuestion(
                 scope: scope,
                 parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] }
@@ -120,9 +120,29 @@ struct TableRoutes: Sendable {
             // for the reads of the group it left, which the view's filter would rule out.
             let interest = LiveInterest(
                 scope: scope, includeDeleted: query.includeDeleted, filter: view.changes == nil ? query.filter : options.query.filter)
+            var stream: LiveStream?
+            // Streamed (`LiveStream`): an incremental pull's read, whose last record is a place to go on from.
+            if LiveStream.requested(prefer), let top = options.query.top, top > 0, options.query.orderBy == PageEnd.order,
+                (options.query.skip ?? 0) == 0, options.query.select == nil, !options.query.includeTotalCount, view.changes == nil
+            {
+                let (user, start) = LiveStream.split(options.query.filter)
+                let asked = options.query
+                stream = LiveStream(
+                    question: LiveQuestion(
+                        scope: scope,
+                        parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) && $0.name != "$filter" }
+                            .flatMap { [$0.name, $0.value] } + ["$filter", user?.odataText ?? ""] + view.key),
+                    interest: interest, top: top,
+                    page: { position in
+                        guard let position else { return try await pageOf(query, nil) }
+                        var next = asked
+                        next.filter = LiveStream.filter(user: user, after: position)
+                        return try await pageOf(view.narrowing(next), nil)
+                    }, start: start)
+            }
             live = ListRead.Live(
                 wait: LiveWait(feed: feed, limit: configuration.maximumWatchers, metrics: metrics), seconds: seconds, question: question,
-                interest: interest)
+                interest: interest, stream: stream)
         }
         // A full page links the next one (`Link: <…>; rel=next`).
         var next: (top: Int, link: NextPageLink)?
@@ -159,7 +179,9 @@ struct TableRoutes: Sendable {
         }
         body.writeInteger(UInt8(ascii: "]"))
         if page.totalCount != nil { body.writeInteger(UInt8(ascii: "}")) }
-        return PageBody(bytes: body, count: page.count, deletedHorizon: page.deletedHorizon, end: PageEnd.value(page, query))
+        return PageBody(
+            bytes: body, count: page.count, deletedHorizon: page.deletedHorizon, end: PageEnd.value(page, query),
+            position: query.orderBy == PageEnd.order ? StreamPosition(page.end) : nil)
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -357,6 +379,8 @@ private final class ListRead: Sendable {
         let seconds: Int
         let question: LiveQuestion
         let interest: LiveInterest
+        /// Set when the read asks for a stream and can be one.
+        let stream: LiveStream?
     }
 
     let table: String

@@ -124,6 +124,8 @@ public final class ChangeFeed: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The live reads streamed (`LiveStream`): told of every commit, as the waiters are.
+    let streams = LiveStreams()
     /// `defaultMaximumKeptBytesInAll`, or less for a test.
     private let maximumKeptBytesInAll: Int
 
@@ -157,6 +159,7 @@ public final class ChangeFeed: Sendable {
     /// Says that a transaction that wrote to `tables` committed, without saying what: every
     /// waiter of those tables wakes.
     public func committed(_ tables: some Sequence<String>) {
+        streams.committed(Set(tables.map(Self.key)), changes: nil)
         let (woken, stopping) = state.withLock { state -> ([(key: String, parked: [Parked])], Bool) in
             var woken: [(key: String, parked: [Parked])] = []
             for key in Set(tables.map(Self.key)) where state.tables[key] != nil {
@@ -178,6 +181,8 @@ public final class ChangeFeed: Sendable {
     /// (SQLite). Every other waiter wakes only when one of `changes` may answer it.
     public func committed(_ tables: some Sequence<String>, changes: [LiveChange], since ticket: UInt64?) {
         let keys = Set(tables.map(Self.key))
+        // Where a page may stop below a write in flight (`ticket`), every stream asks again.
+        streams.committed(keys, changes: ticket == nil ? changes : nil)
         // By table: a woken waiter is matched and removed by its id, without its table's name each time.
         let parked = state.withLock { state -> [(key: String, waiters: [(id: UInt64, parked: Parked, anything: Bool)])] in
             var parked: [(key: String, waiters: [(id: UInt64, parked: Parked, anything: Bool)])] = []
@@ -293,6 +298,7 @@ public final class ChangeFeed: Sendable {
     /// shutdown handler that every wait installs and removes.
     public func stop() {
         state.withLock { $0.stopping = true }
+        streams.stop()
         wakeAll()
     }
 

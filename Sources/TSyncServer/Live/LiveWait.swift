@@ -58,7 +58,8 @@ struct LiveWait: Sendable {
     /// been, and the request's own answer is the same.
     func page(
         table: String, _ question: LiveQuestion, _ interest: LiveInterest, seconds: Int, channel: (any Channel)?,
-        head: (@Sendable (PageBody, Int) -> HTTPResponse)? = nil, _ query: @escaping @Sendable () async throws -> PageBody
+        head: (@Sendable (PageBody, Int) -> HTTPResponse)? = nil, stream: LiveStream? = nil,
+        _ query: @escaping @Sendable () async throws -> PageBody
     ) async throws -> (PageBody, granted: Int) {
         let granted = min(seconds, Self.maximumSeconds)
         guard granted > 0, feed.admit(limit: limit, table: table) else { return (try await query(), 0) }
@@ -78,6 +79,13 @@ struct LiveWait: Sendable {
             // Taken before the query: a commit while it runs wakes the wait below at once.
             let generation = feed.generation(table)
             let page = try await feed.answer(table: table, question, generation: generation, counted)
+            // A stream asked for, by a client that is not a page or more behind: this page is
+            // its first line, the rest follow on the same answer.
+            if let stream, delivery == nil, page.count < stream.top, let channel, let head, !feed.isStopping,
+                await streamed(stream, table: table, first: page, head: head(page, granted), channel: channel, until: deadline)
+            {
+                return (PageBody(bytes: ByteBuffer(), count: 0), granted)
+            }
             // Stopping: what there is now is the answer, so the server stops without delay.
             if page.count > 0 || ContinuousClock.now >= deadline || feed.isStopping || channel?.isActive == false
                 || Task.isCancelled
@@ -93,6 +101,38 @@ struct LiveWait: Sendable {
                 return (written, granted)
             }
         }
+    }
+}
+
+extension LiveWait {
+    /// Answers with a stream (`LiveStream`): `first` and the head, chunked, then the pages that
+    /// commits bring until `deadline` (`LiveStreams`), then the answer's end. False, and nothing
+    /// written, when the connection cannot take a stream (HTTP/1.0, a request pipelined ahead).
+    private func streamed(
+        _ stream: LiveStream, table: String, first: PageBody, head: HTTPResponse, channel: any Channel,
+        until deadline: ContinuousClock.Instant
+    ) async -> Bool {
+        var streamed = head
+        streamed.headerFields[.contentLength] = nil
+        streamed.headerFields[.pageEnd] = nil
+        streamed.headerFields[.contentType] = "application/x-ndjson; charset=utf-8"
+        streamed.headerFields[.transferEncoding] = "chunked"
+        if let applied = streamed.headerFields[.preferenceApplied] { streamed.headerFields[.preferenceApplied] = applied + ", stream" }
+        let head = streamed
+        let line = first.count > 0 ? LiveStream.chunk(first.bytes, allocator: channel.allocator) : nil
+        let loop = channel.eventLoop
+        let started = try? await loop.submit { () -> NIOLoopBound<HTTPExchange>? in
+            guard let exchange = try? channel.pipeline.syncOperations.handler(type: HTTPExchange.self),
+                exchange.startStream(head, first: line)
+            else { return nil }
+            return NIOLoopBound(exchange, eventLoop: loop)
+        }.get()
+        guard let exchange = started else { return false }
+        await feed.streams.follow(
+            LiveStreams.Open(stream: stream, channel: channel, exchange: exchange), table: ChangeFeed.key(table),
+            from: first.position ?? stream.start, until: deadline)
+        try? await loop.submit { exchange.value.endStream() }.get()
+        return true
     }
 }
 
@@ -132,6 +172,8 @@ struct PageBody: Sendable {
     var queued: Duration? = nil
     /// `X-TSync-Page-End`'s value (`PageEnd`).
     var end: String? = nil
+    /// Its last record, where a stream goes on from (`LiveStream`).
+    var position: StreamPosition? = nil
 }
 
 extension HTTPField.Name {
