@@ -122,7 +122,8 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            unanswered.append(Pending(closes: !head.isKeepAlive, chunks: head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1)))
+            unanswered.append(
+                Pending(closes: !head.isKeepAlive, chunks: head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1)))
             // As HTTP types read it: the values of every field of the name, joined.
             guardHandler?.headArrived(expectsContinue: head.headers["expect"].joined(separator: ", ").lowercased() == "100-continue")
         case .end: guardHandler?.bodyArrived()

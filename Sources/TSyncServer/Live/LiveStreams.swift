@@ -166,8 +166,11 @@ final class LiveStreams: Sendable {
                 guard var table = state.tables.removeValue(forKey: key) else { return nil }
                 var groups: [GroupKey: Group] = [:]
                 for (id, entry) in table.entries where table.behind.contains(id) || table.dirty.contains(entry.open.stream.question) {
-                    groups[GroupKey(question: entry.open.stream.question, position: entry.position), default: Group(position: entry.position, members: [])]
-                        .members.append((id, entry.open))
+                    groups[
+                        GroupKey(question: entry.open.stream.question, position: entry.position),
+                        default: Group(position: entry.position, members: [])
+                    ]
+                    .members.append((id, entry.open))
                 }
                 table.dirty.removeAll()
                 table.behind.removeAll()
