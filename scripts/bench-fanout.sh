@@ -10,7 +10,8 @@
 #            divided by W (aim: < 40 KB each); then one write, and the time from its commit
 #            (updatedAt) to each held read's answer: p50/p99/max (aim at 10,000: p99 < 250 ms).
 #   follow   F watchers following one table as `tsync watch` does (held reads from a checkpoint,
-#            asked again at once after each page) while a writer POSTs R records a second for
+#            each a stream of pages, `Prefer: wait=25, stream`; then again as a server that does
+#            not stream answers them, asked again at once after each page) while a writer POSTs R records a second for
 #            S seconds on 128 connections (each sends once its last write is answered; the
 #            writes' round trips are printed): each record's delivery to each watcher, p50/p99/max (aim at 1,000 x
 #            1,000/s: p99 < 50 ms), and how many watchers ended short of every record (aim: 0);
@@ -82,7 +83,10 @@ done
 # The follow case's watchers and writer are one C process (scripts/bench/follow.c): 1,000 Python
 # watchers took as much of the cores as the server. FOLLOW=python runs fanout.py's instead.
 follow_client() {
-    if [ "${FOLLOW:-c}" = python ]; then python3 scripts/bench/fanout.py follow "$@"; else "$work/follow" "$@"; fi
+    if [ "${FOLLOW:-c}" != python ]; then "$work/follow" "$@"; return; fi
+    # fanout.py reads no stream: its watchers only ask again after each page.
+    case " $* " in *" --stream "*) echo "follow (streamed): not with FOLLOW=python"; return ;; esac
+    python3 scripts/bench/fanout.py follow "$@"
 }
 "$(command -v cc || command -v clang)" -O2 -o "$work/follow" scripts/bench/follow.c -lm
 
@@ -113,9 +117,11 @@ for path in /health "$kept"; do
         printf "floor    %s: %d answers, %.2f s of server CPU, %.1f us an answer\n", path, n, ticks / hz, ticks / hz / n * 1e6 }'
 done
 serve_stop_all
-serve_start "$bin" "$work/follow.log" --db "sqlite:$work/follow.db" "${options[@]}" --max-connections "$(connections "$followers")"
-follow_client "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}"
-serve_stop_all
+for mode in --stream ""; do
+    serve_start "$bin" "$work/follow$mode.log" --db "sqlite:$work/follow$mode.db" "${options[@]}" --max-connections "$(connections "$followers")"
+    follow_client "$SERVE_URL" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "${SERVE_PIDS[0]}" $mode
+    serve_stop_all
+done
 
 pg_url=${PG_URL:-${TSYNC_TEST_POSTGRES_URL:-}}
 if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
@@ -137,5 +143,7 @@ if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
     echo "== the writer alone, both servers"
     follow_client "${urls[@]}" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" |
         grep -E "^(writes|cpu)"
-    follow_client "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")"
+    for mode in --stream ""; do
+        follow_client "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" $mode
+    done
 fi

@@ -603,7 +603,7 @@ int main(int argc, char **argv) {
     printf("writes   %ld in %.1f s (%.0f/s, %ld failed) over %d server(s), %ld connections; a write's round trip: "
            "p50 %.1f ms  p99 %.1f ms\n", writes_sent, written_seconds, writes_sent / written_seconds, writes_failed,
            url_count, writer_count, percentile(&trips, 50) * 1000, percentile(&trips, 99) * 1000);
-    printf("follow   %ld watchers, %ld deliveries of %ld in %ld answers: p50 %.1f ms  p99 %.1f ms  max %.1f ms; "
+    printf("follow   %ld watchers, %ld deliveries of %ld in %ld answers (or lines): p50 %.1f ms  p99 %.1f ms  max %.1f ms; "
            "%ld watchers short of every record (fewest %ld)\n",
            watchers, latencies.count, delivered * watchers, pages, percentile(&latencies, 50) * 1000,
            percentile(&latencies, 99) * 1000, latencies.max * 1000, behind, fewest);
@@ -620,7 +620,7 @@ int main(int argc, char **argv) {
            percentile(&lags, 50) * 1000, percentile(&lags, 99) * 1000);
     printf("client   CPU of the watchers' process (C, one epoll loop), the writes on: %.2f s "
            "(shares the cores with the server)\n", own_cpu);
-    printf("summary follow %ld x %ld/s on %d server(s): p99 %.1f ms, %.0f writes/s, %ld behind\n", watchers, rate,
+    printf("summary follow%s %ld x %ld/s on %d server(s): p99 %.1f ms, %.0f writes/s, %ld behind\n", stream ? " (streamed)" : "", watchers, rate,
            url_count, percentile(&latencies, 99) * 1000, writes_sent / written_seconds, behind);
     return 0;
 }

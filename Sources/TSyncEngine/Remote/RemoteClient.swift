@@ -172,8 +172,11 @@ package struct RemoteClient: Sendable {
     ) async throws(TSyncError) -> HTTPAnswer {
         func ask(_ request: PageRequest) async throws(TSyncError) -> HTTPAnswer {
             let url = request.nextLink ?? endpoint.url(path: ["tables", request.table], query: request.queryItems)
+            // A held read asks to be a stream (`PageLines`); a server that does not stream holds it
+            // as it would without, and a plain v2 server ignores both.
             return try await send(
-                .GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0)" }, parsesSuccess: parsesSuccess, headed: headed)
+                .GET, url, bytes: nil, prefer: request.wait.map { "wait=\($0), stream" }, parsesSuccess: parsesSuccess,
+                streams: request.wait != nil, headed: headed)
         }
         let response = try await ask(request)
         guard response.status == 400, request.nextLink == nil, let top = request.top,
@@ -202,8 +205,15 @@ package struct RemoteClient: Sendable {
                 if let end = Self.pageEnd(headers) { ends(end.id, end.updatedAt) }
             }
         }
-        var response = try await pageAnswer(request, parsesSuccess: false, headed: headed)
+        let response = try await pageAnswer(request, parsesSuccess: false, headed: headed)
+        if let lines = response.lines { return try await streamedPage(lines, request) }
         if response.status == 200 { arrived?(response.body, ServerTiming.queue(in: response.headers["Server-Timing"])) }
+        return try storedPage(response, request)
+    }
+
+    /// A 200's page (or the error of any other answer) in the store's form.
+    private func storedPage(_ answer: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> StoredPage {
+        var response = answer
         if response.status == 200, let decoded = StoredPageDecoder.decode(response.body) {
             var page = StoredPage(
                 records: decoded.records, nextLink: LinkHeader.next(in: response.headers), totalCount: decoded.totalCount,
@@ -216,6 +226,32 @@ package struct RemoteClient: Sendable {
         }
         if response.status == 200 { response.parse() }
         return StoredPage(try page(from: response, request))
+    }
+
+    /// The next page of a streamed answer (`PageLines`) that has records, read as a page with the
+    /// answer's head; an empty page when the answer ends. The page carries the lines, for the
+    /// page after it (`StoredPage.lines`). A line cut or unreadable fails as a cut page does.
+    package func streamedPage(_ lines: PageLines, _ request: PageRequest) async throws(TSyncError) -> StoredPage {
+        while true {
+            let line: [UInt8]?
+            do {
+                line = try await lines.next()
+            } catch let error as TSyncError {
+                throw error
+            } catch {
+                await lines.cancel()
+                throw readFailed(request, "failed: its streamed answer ended early (\(ConnectionFailure.words(error)))", notNow: true)
+            }
+            var answer = HTTPAnswer(status: 200, headers: lines.headers, json: nil)
+            answer.body = line ?? Array("[]".utf8)
+            var page = try storedPage(answer, request)
+            // A stream has no `Link`: its next page is its next line.
+            page.nextLink = nil
+            if line == nil || !page.records.isEmpty {
+                if line != nil { page.lines = lines }
+                return page
+            }
+        }
     }
 
     func page(from response: HTTPAnswer, _ request: PageRequest) throws(TSyncError) -> Page {
@@ -430,7 +466,8 @@ package struct RemoteClient: Sendable {
 
     func send(
         _ method: HTTPMethod, _ url: String, bytes body: [UInt8]?, ifMatch: String? = nil, authenticated: Bool = true,
-        discovering: Bool = false, prefer: String? = nil, parsesSuccess: Bool = true, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
+        discovering: Bool = false, prefer: String? = nil, parsesSuccess: Bool = true, streams: Bool = false,
+        headed: (@Sendable (HTTPHeaders) -> Void)? = nil
     ) async throws(TSyncError) -> HTTPAnswer {
         // Nothing is written to a remote before it has shown itself a sync server (`ServerCheck`):
         // push checks in its discovery; this catches every other write (login, logout).
@@ -441,7 +478,7 @@ package struct RemoteClient: Sendable {
             let token = EchoCheck.token()
             let request = request(method, url, body: body, ifMatch: ifMatch, authenticated: authenticated, prefer: prefer, echo: token)
             asked += 1
-            if let answered = try await exchange(request, bytesSent: body?.count ?? 0, echo: token, headed: headed) {
+            if let answered = try await exchange(request, bytesSent: body?.count ?? 0, echo: token, streams: streams, headed: headed) {
                 answer = answered
                 break
             }
@@ -494,9 +531,11 @@ package struct RemoteClient: Sendable {
     /// One exchange, its answer's body read whole (not parsed), told to the observer; a failure
     /// before an answer is thrown in words (`failedExchange`). Nil, its body unread, when the
     /// answer is another request's (it echoes a token other than `echo`: `EchoCheck`).
-    /// `headed` sees a 200's headers before its body is read.
+    /// `headed` sees a 200's headers before its body is read. With `streams`, a 200 that says it is
+    /// a stream (`Preference-Applied: …, stream`) is returned with its body unread, as `lines`.
     private func exchange(
-        _ request: HTTPClientRequest, bytesSent: Int, echo: String, headed: (@Sendable (HTTPHeaders) -> Void)? = nil
+        _ request: HTTPClientRequest, bytesSent: Int, echo: String, streams: Bool = false,
+        headed: (@Sendable (HTTPHeaders) -> Void)? = nil
     ) async throws(TSyncError) -> HTTPAnswer? {
         // One deadline for the whole exchange, body included: a server that sends its headers at
         // once and then a byte every few seconds must not hold a command for minutes (docs/DESIGN.md §8).
@@ -507,17 +546,33 @@ package struct RemoteClient: Sendable {
         var bytes: [UInt8] = []
         let started = ContinuousClock.now
         var answered: Int?
+        var lines: PageLines?
         defer {
-            observer?(
+            // A stream's exchange is told when it ends (`PageLines`).
+            if lines == nil {
+                observer?(
                 RemoteExchange(
                     method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
                     bytesSent: bytesSent, bytesReceived: bytes.count, duration: ContinuousClock.now - started))
+            }
         }
         do {
             response = try await http.execute(request, deadline: deadline)
             answered = Int(response.status.code)
             guard EchoCheck.answers(echo, headers: response.headers) else { return nil }
             if response.status == .ok { headed?(response.headers) }
+            if streams, response.status == .ok, LiveWaitHeader.streamed(response.headers.first(name: "Preference-Applied")) {
+                let (observer, proxy, method, url) = (observer, proxy?.description, request.method.rawValue, request.url)
+                lines = PageLines(response, deadline: deadline) { received in
+                    observer?(
+                        RemoteExchange(
+                            method: method, url: url, proxy: proxy, status: 200, bytesSent: bytesSent, bytesReceived: received,
+                            duration: ContinuousClock.now - started))
+                }
+                var answer = HTTPAnswer(status: 200, headers: response.headers, json: nil)
+                answer.lines = lines
+                return answer
+            }
             // Room for the length the server names, up to 8 MiB (a page is a few hundred KB): a
             // hostile server could name the whole limit and send nothing.
             if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length > 0 {
@@ -670,6 +725,8 @@ struct HTTPAnswer {
 
     /// The body as it came.
     var body: [UInt8] = []
+    /// A streamed answer's lines, its body unread (`RemoteClient.exchange`).
+    var lines: PageLines?
 
     /// Whether the answer had a body at all.
     var hasBody: Bool { !body.isEmpty }
@@ -879,6 +936,11 @@ package struct Page: Sendable {
 
 /// `Preference-Applied: wait=N`, read.
 enum LiveWaitHeader {
+    /// Whether `Preference-Applied` says the answer is a stream (`PageLines`).
+    static func streamed(_ value: String?) -> Bool {
+        value?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "stream" } ?? false
+    }
+
     static func applied(_ value: String?) -> Int? {
         guard let value else { return nil }
         for part in value.split(separator: ",") {

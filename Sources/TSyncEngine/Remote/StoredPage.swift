@@ -54,6 +54,8 @@ package struct StoredPage: Sendable {
     package var schemaTag: String?
     /// The largest `$top` the server takes (`Page.maximumTop`).
     package var maximumTop: Int?
+    /// The rest of a streamed answer, whose next line is the page after this one (`PageLines`).
+    package var lines: PageLines?
 
     package init(_ page: Page) {
         records = page.records.map(StoredRecord.init)

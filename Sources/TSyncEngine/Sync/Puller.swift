@@ -509,10 +509,36 @@ private final class PageFetch: Sendable {
             }
             // Where the page ends: said by the server with the headers (`X-TSync-Page-End`), so
             // the next request overlaps this body; else guessed from the body as it arrives.
-            return await Self.read(remote, request, pace: pace, ends: { id, updatedAt in ends((id, updatedAt)) }) { body in
+            let page = await Self.read(remote, request, pace: pace, ends: { id, updatedAt in ends((id, updatedAt)) }) { body in
                 if let guess = StoredPageDecoder.lastPosition(body) { ends(guess) }
             }
+            if case .success(let page) = page, let client = remote as? RemoteClient { Self.streamOn(page, client, request, next) }
+            return page
         }
+    }
+
+    /// The page after a page of a streamed answer: the answer's next line (`PageLines`), which
+    /// goes on from the page's last record, `guessed`.
+    private init(_ client: RemoteClient, lines: PageLines, _ request: PageRequest, guessed: PullPosition, budget: Int) {
+        self.guessed = guessed
+        let next = Next(budget: budget)
+        self.next = next
+        task = Task {
+            do throws(TSyncError) {
+                let page = try await client.streamedPage(lines, request)
+                Self.streamOn(page, client, request, next)
+                return .success(page)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// For a page of a streamed answer: the page after it is the answer's next line, read now.
+    private static func streamOn(_ page: StoredPage, _ client: RemoteClient, _ request: PageRequest, _ next: Next) {
+        guard let lines = page.lines, let last = page.records.last, let updatedAt = last.updatedAt else { return }
+        let position = PullPosition(checkpoint: Checkpoint(updatedAt: updatedAt, id: last.id))
+        next.arrived { budget in PageFetch(client, lines: lines, request, guessed: position, budget: budget) }
     }
 
     /// The fetch of the page after this one, when it was asked ahead at `position`; a fetch asked
