@@ -15,6 +15,11 @@ final class ScriptedServer: Sendable {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
         var body: [UInt8]
         var dripEvery: TimeInterval? = nil
+        /// A chunked answer instead (a stream, docs/DESIGN.md §8.1): these chunks, `pause` apart,
+        /// then the last chunk, or (`cut`) the connection closed without it.
+        var chunks: [[UInt8]]? = nil
+        var pause: TimeInterval = 0
+        var cut = false
 
         static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> Answer {
             Answer(status: status, headers: [("Content-Type", "application/json")] + headers, body: Array(text.utf8))
@@ -55,9 +60,19 @@ final class ScriptedServer: Sendable {
             let target = String(parts[1])
             requestLog.withLock { $0.append("\(method) \(target)") }
             let answer = script(method, target)
-            var text = "HTTP/1.1 \(answer.status) Scripted\r\nContent-Length: \(answer.body.count)\r\n"
+            let length = answer.chunks == nil ? "Content-Length: \(answer.body.count)" : "Transfer-Encoding: chunked"
+            var text = "HTTP/1.1 \(answer.status) Scripted\r\n\(length)\r\n"
             for (name, value) in answer.headers { text += "\(name): \(value)\r\n" }
             guard LossyProxy.writeAll(client, Array((text + "\r\n").utf8)) else { return }
+            if let chunks = answer.chunks {
+                for chunk in chunks {
+                    Thread.sleep(forTimeInterval: answer.pause)
+                    guard LossyProxy.writeAll(client, Array(String(chunk.count, radix: 16).utf8) + [13, 10] + chunk + [13, 10]) else { return }
+                }
+                if answer.cut { return }
+                guard LossyProxy.writeAll(client, Array("0\r\n\r\n".utf8)) else { return }
+                continue
+            }
             if let pause = answer.dripEvery {
                 for byte in answer.body {
                     Thread.sleep(forTimeInterval: pause)
