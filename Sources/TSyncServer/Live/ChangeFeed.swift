@@ -126,6 +126,11 @@ public final class ChangeFeed: Sendable {
     private let state = Mutex(State())
     /// The live reads streamed (`LiveStream`): told of every commit, as the waiters are.
     let streams = LiveStreams()
+    private let committedCount = Atomic<UInt64>(0)
+
+    /// Commits told so far (`committed`), counted before anyone is woken: where the database keeps
+    /// no count of its own (PostgreSQL), what a page read ahead is checked by (`PullReadAhead`).
+    var commits: UInt64 { committedCount.load(ordering: .acquiring) }
     /// `defaultMaximumKeptBytesInAll`, or less for a test.
     private let maximumKeptBytesInAll: Int
 
@@ -159,6 +164,7 @@ public final class ChangeFeed: Sendable {
     /// Says that a transaction that wrote to `tables` committed, without saying what: every
     /// waiter of those tables wakes.
     public func committed(_ tables: some Sequence<String>) {
+        committedCount.add(1, ordering: .releasing)
         streams.committed(Set(tables.map(Self.key)), changes: nil)
         let (woken, stopping) = state.withLock { state -> ([(key: String, parked: [Parked])], Bool) in
             var woken: [(key: String, parked: [Parked])] = []
@@ -180,6 +186,7 @@ public final class ChangeFeed: Sendable {
     /// write, and wakes whatever was written; nil where a page never stops below a write
     /// (SQLite). Every other waiter wakes only when one of `changes` may answer it.
     public func committed(_ tables: some Sequence<String>, changes: [LiveChange], since ticket: UInt64?) {
+        committedCount.add(1, ordering: .releasing)
         let keys = Set(tables.map(Self.key))
         // Where a page may stop below a write in flight (`ticket`), every stream asks again.
         streams.committed(keys, changes: ticket == nil ? changes : nil)

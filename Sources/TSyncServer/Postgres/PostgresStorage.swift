@@ -22,7 +22,7 @@ public final class PostgresStorage: ServerStorage {
     private let indexes = Mutex<[String: [IndexedField]]>([:])
     /// Woken after each commit that wrote records, this instance's (at once) and other instances'
     /// (through `NOTIFY`, `PostgresChangeListener`): the live route, docs/DESIGN.md §8.1.
-    public let changes: ChangeFeed? = ChangeFeed()
+    public let changes: ChangeFeed?
     /// Tells this instance's notifications from other instances' (it has woken its own already).
     let instance = String(UInt64.random(in: 0...UInt64.max), radix: 16)
 
@@ -48,14 +48,20 @@ public final class PostgresStorage: ServerStorage {
 
     init(
         database: PostgresDatabase, clock: @escaping @Sendable () -> Timestamp, capsPulls: Bool = true, insertsInOneCall: Bool = true,
-        readsPagesInOneCall: Bool = true, readAhead: PullReadAhead<PullPage.Page> = PullReadAhead()
+        readsPagesInOneCall: Bool = true, readAhead: PullReadAhead<PullPage.Page>? = nil
     ) {
+        let changes = ChangeFeed()
+        self.changes = changes
         self.database = database
         self.clock = clock
         self.capsPulls = capsPulls
         self.insertsInOneCall = insertsInOneCall
         self.readsPagesInOneCall = readsPagesInOneCall
-        self.readAhead = readAhead
+        // A page read ahead is given only when no commit was told since its read began (this
+        // instance's, or another's by `NOTIFY`): PostgreSQL keeps no count of commits that a read
+        // could compare, and a held read given a page read before a commit it had counted
+        // already would wait past that commit (docs/DESIGN.md §8.1).
+        self.readAhead = readAhead ?? PullReadAhead(version: { changes.commits })
     }
 
     /// Connects to `url`, creates or upgrades the schema, and runs `body` with the storage; the
