@@ -44,16 +44,16 @@ import TSyncModel
 
     /// A stream of `t` (on `url`) begins with the records `existing`, then takes each of `inserted`
     /// as a line of its own when it commits (each one awaited before the next is written), never
-    /// a record of another table; its 2 s over, it ends with the last chunk, and the connection
+    /// a record of another table; its 8 s over, it ends with the last chunk, and the connection
     /// answers the next request.
     private static func streamDelivers(_ url: String, existing: [String], inserted: [String]) async throws {
         for id in existing { try await insert(url, "t", #"{"id": "\#(id)"}"#) }
         let port = try #require(URLComponents(string: url)?.port)
         let socket = try await RawSocket.opened(port: port, timeout: 10)
         let start = ContinuousClock.now
-        #expect(await socket.write(get(pull("t"), prefer: "wait=2, stream")))
+        #expect(await socket.write(get(pull("t"), prefer: "wait=8, stream")))
         let head = await socket.head()
-        #expect(isStream(head, wait: 2), "\(head)")
+        #expect(isStream(head, wait: 8), "\(head)")
 
         var body = StreamBody()
         await body.read(socket) { $0.lines.count == 1 }
@@ -69,7 +69,8 @@ import TSyncModel
         let ended = ContinuousClock.now - start
         #expect(body.ended && body.trouble == nil, "\(body)")
         #expect(body.ids == existing + inserted && body.inPullOrder, "each record once, in order, nothing else: \(body)")
-        #expect(ended > .milliseconds(1500) && ended < .seconds(6), "the 2 s stream ended after \(ended)")
+        // Long enough for the inserts on a loaded machine (a test run's other suites run beside it).
+        #expect(ended > .milliseconds(7500) && ended < .seconds(20), "the 8 s stream ended after \(ended)")
 
         // The answer is over, the connection is not: the next request on it is answered.
         #expect(await socket.write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"))
@@ -103,12 +104,12 @@ import TSyncModel
         let last = try await Self.insert(server.url, "t", #"{"id": "b", "n": 9}"#)
         let all = try await RawSocket.opened(port: port, timeout: 10)
         let some = try await RawSocket.opened(port: port, timeout: 10)
-        #expect(await all.write(Self.get(Self.pull("t", filter: Self.after(last)), prefer: "wait=2, stream")))
-        #expect(await some.write(Self.get(Self.pull("t", filter: "(n gt 5) and (\(Self.after(last)))"), prefer: "wait=2, stream")))
+        #expect(await all.write(Self.get(Self.pull("t", filter: Self.after(last)), prefer: "wait=8, stream")))
+        #expect(await some.write(Self.get(Self.pull("t", filter: "(n gt 5) and (\(Self.after(last)))"), prefer: "wait=8, stream")))
         // Nothing new: the heads come alone (a first line would hold b, which is not after b).
         for socket in [all, some] {
             let head = await socket.head()
-            #expect(Self.isStream(head, wait: 2), "\(head)")
+            #expect(Self.isStream(head, wait: 8), "\(head)")
         }
         for (id, n) in [("c", 1), ("d", 7), ("e", 2), ("f", 10)] {
             try await Self.insert(server.url, "t", #"{"id": "\#(id)", "n": \#(n)}"#)
@@ -218,7 +219,8 @@ import TSyncModel
         leaving.close()
         let start = ContinuousClock.now
         let gone = try await eventually(timeout: .seconds(10)) { try await server.metric("tsync_live_waiting") == 0 }
-        #expect(gone && ContinuousClock.now - start < .seconds(3), "still held \(ContinuousClock.now - start) after the client left")
+        // Well before the 20 s (a loaded machine stretches the 250 ms sweep).
+        #expect(gone && ContinuousClock.now - start < .seconds(10), "still held \(ContinuousClock.now - start) after the client left")
 
         let staying = try await RawSocket.opened(port: port, timeout: 10)
         #expect(await staying.write(Self.get(Self.pull("t"), prefer: "wait=5, stream")))

@@ -20,12 +20,16 @@ import TSyncModel
         // Its held read is under way: a stream is logged when it ends, a held read each time it is answered.
         try await Task.sleep(for: .milliseconds(300))
         let before = Self.heldReads(server)
+        let started = ContinuousClock.now
         for (index, id) in ["s1", "s2", "s3"].enumerated() {
             try await a.ok(["insert", "todo", #"{"id": "\#(id)", "n": \#(index)}"#])
             try await a.ok(["push"])
             await watcher.waitFor("pulled", id: id)
         }
-        #expect(Self.heldReads(server) == before, "three changes came on the one answer still open:\n\(server.server?.log ?? "")")
+        // Held reads answered one by one would be three, one a change; a stream ends every 25 s
+        // (a loaded machine may stretch the three changes past that).
+        let streams = 1 + Int((ContinuousClock.now - started) / .seconds(25))
+        #expect(Self.heldReads(server) - before <= streams, "three changes came on one answer:\n\(server.server?.log ?? "")")
         let result = await watcher.stop()
         #expect(result.status == 130, "\(result)")
         #expect(watcher.events("pulled").compactMap { $0["id"]?.stringValue } == ["s1", "s2", "s3"], "\(result.stdout)")
