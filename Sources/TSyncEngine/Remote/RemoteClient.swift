@@ -551,9 +551,9 @@ package struct RemoteClient: Sendable {
             // A stream's exchange is told when it ends (`PageLines`).
             if lines == nil {
                 observer?(
-                RemoteExchange(
-                    method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
-                    bytesSent: bytesSent, bytesReceived: bytes.count, duration: ContinuousClock.now - started))
+                    RemoteExchange(
+                        method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
+                        bytesSent: bytesSent, bytesReceived: bytes.count, duration: ContinuousClock.now - started))
             }
         }
         do {

@@ -67,7 +67,9 @@ final class ScriptedServer: Sendable {
             if let chunks = answer.chunks {
                 for chunk in chunks {
                     Thread.sleep(forTimeInterval: answer.pause)
-                    guard LossyProxy.writeAll(client, Array(String(chunk.count, radix: 16).utf8) + [13, 10] + chunk + [13, 10]) else { return }
+                    guard LossyProxy.writeAll(client, Array(String(chunk.count, radix: 16).utf8) + [13, 10] + chunk + [13, 10]) else {
+                        return
+                    }
                 }
                 if answer.cut { return }
                 guard LossyProxy.writeAll(client, Array("0\r\n\r\n".utf8)) else { return }
