@@ -143,7 +143,9 @@ if [ "${PG:-1}" != 0 ] && [ -n "$pg_url" ]; then
     echo "== the writer alone, both servers"
     follow_client "${urls[@]}" --watchers 0 --table alone --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" |
         grep -E "^(writes|cpu)"
+    # A table each: the second run on one that the first filled would start a table behind.
     for mode in --stream ""; do
-        follow_client "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" $mode
+        follow_client "${urls[@]}" --watchers "$followers" --rate "$rate" --seconds "$seconds" --pid "$(IFS=,; echo "${pids[*]}")" \
+            --table "feed${mode:+_streamed}" $mode
     done
 fi

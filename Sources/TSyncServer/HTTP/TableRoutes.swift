@@ -179,9 +179,7 @@ struct TableRoutes: Sendable {
         }
         body.writeInteger(UInt8(ascii: "]"))
         if page.totalCount != nil { body.writeInteger(UInt8(ascii: "}")) }
-        return PageBody(
-            bytes: body, count: page.count, deletedHorizon: page.deletedHorizon, end: PageEnd.value(page, query),
-            position: query.orderBy == PageEnd.order ? StreamPosition(page.end) : nil)
+        return PageBody(bytes: body, count: page.count, deletedHorizon: page.deletedHorizon, end: PageEnd.value(page, query))
     }
 
     @Sendable func read(_ request: Request, context: ServerRequestContext) async throws -> Response {

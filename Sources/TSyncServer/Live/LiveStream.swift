@@ -13,7 +13,10 @@ import TSyncQuery
 /// request per page (its head parsed, the middlewares, the route, the answer's head), about
 /// 100 µs; a line written to an open answer costs a write. A plain v2 server, and a tsync server
 /// before this one, ignore the preference, and the client reads a page as it always did.
-struct LiveStream: Sendable {
+///
+/// A class: a held read's async frames carry one reference to it, not its parts (those frames are
+/// most of what a held read costs, docs/PERFORMANCE.md, "Fan-out").
+final class LiveStream: Sendable {
     /// The read's question without its checkpoint: reads of the same question at the same place
     /// are answered by one query and one line of bytes.
     let question: LiveQuestion
@@ -24,6 +27,17 @@ struct LiveStream: Sendable {
     let page: @Sendable (StreamPosition?) async throws -> PageBody
     /// Where the client's own filter starts, when it is an incremental pull's checkpoint.
     let start: StreamPosition?
+
+    init(
+        question: LiveQuestion, interest: LiveInterest, top: Int, page: @escaping @Sendable (StreamPosition?) async throws -> PageBody,
+        start: StreamPosition?
+    ) {
+        self.question = question
+        self.interest = interest
+        self.top = top
+        self.page = page
+        self.start = start
+    }
 
     /// Whether `prefer` asks for a stream: a preference `stream` (RFC 7240: unknown ones are
     /// ignored, so a server that does not stream holds the read as it would without it).
@@ -67,20 +81,29 @@ struct LiveStream: Sendable {
     static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
 }
 
-/// Where a stream stands: the last record sent, in `updatedAt, id` order.
-struct StreamPosition: Hashable, Sendable {
-    var updatedAt: Timestamp
-    var id: String
+/// Where a stream stands: the last record sent, in `updatedAt, id` order. A class, for the same
+/// reason as `LiveStream`: every page (`PageBody`) carries one, and held reads carry pages.
+final class StreamPosition: Hashable, Sendable {
+    let updatedAt: Timestamp
+    let id: String
 
-    /// The last record of a page, from its text; nil for an empty page or a time that does not parse.
-    init?(_ end: (updatedAt: String, id: String)?) {
-        guard let end, let time = Timestamp(iso8601: end.updatedAt) else { return nil }
-        self.init(updatedAt: time, id: end.id)
+    /// The last record of a page from its `X-TSync-Page-End` value (`PageEnd`: the time, a space,
+    /// the id); nil when the time does not parse.
+    convenience init?(pageEnd: String) {
+        guard let space = pageEnd.firstIndex(of: " "), let time = Timestamp(iso8601: String(pageEnd[..<space])) else { return nil }
+        self.init(updatedAt: time, id: String(pageEnd[pageEnd.index(after: space)...]))
     }
 
     init(updatedAt: Timestamp, id: String) {
         self.updatedAt = updatedAt
         self.id = id
+    }
+
+    static func == (left: StreamPosition, right: StreamPosition) -> Bool { left.updatedAt == right.updatedAt && left.id == right.id }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(updatedAt)
+        hasher.combine(id)
     }
 }
 

@@ -81,8 +81,9 @@ struct LiveWait: Sendable {
             let page = try await feed.answer(table: table, question, generation: generation, counted)
             // A stream asked for, by a client that is not a page or more behind: this page is
             // its first line, the rest follow on the same answer.
-            if let stream, delivery == nil, page.count < stream.top, let channel, let head, !feed.isStopping,
-                await streamed(stream, table: table, first: page, head: head(page, granted), channel: channel, until: deadline)
+            if let stream, delivery == nil, page.count < stream.top, page.count == 0 || page.position != nil, let channel, let head,
+                !feed.isStopping,
+                await streamed(stream, table: table, first: page, head: head, granted: granted, channel: channel, until: deadline)
             {
                 return (PageBody(bytes: ByteBuffer(), count: 0), granted)
             }
@@ -108,11 +109,13 @@ extension LiveWait {
     /// Answers with a stream (`LiveStream`): `first` and the head, chunked, then the pages that
     /// commits bring until `deadline` (`LiveStreams`), then the answer's end. False, and nothing
     /// written, when the connection cannot take a stream (HTTP/1.0, a request pipelined ahead).
+    /// Not inlined: its locals would stay in every held read's frame (docs/PERFORMANCE.md, "Fan-out").
+    @inline(never)
     private func streamed(
-        _ stream: LiveStream, table: String, first: PageBody, head: HTTPResponse, channel: any Channel,
-        until deadline: ContinuousClock.Instant
+        _ stream: LiveStream, table: String, first: PageBody, head: @Sendable (PageBody, Int) -> HTTPResponse, granted: Int,
+        channel: any Channel, until deadline: ContinuousClock.Instant
     ) async -> Bool {
-        var streamed = head
+        var streamed = head(first, granted)
         streamed.headerFields[.contentLength] = nil
         streamed.headerFields[.pageEnd] = nil
         streamed.headerFields[.contentType] = "application/x-ndjson; charset=utf-8"
@@ -172,8 +175,11 @@ struct PageBody: Sendable {
     var queued: Duration? = nil
     /// `X-TSync-Page-End`'s value (`PageEnd`).
     var end: String? = nil
-    /// Its last record, where a stream goes on from (`LiveStream`).
-    var position: StreamPosition? = nil
+
+    /// Its last record, where a stream goes on from (`LiveStream`): read from `end`, so nil for a
+    /// page whose last id a header could not carry. (Not kept beside it: every held read's frames
+    /// carry pages, and those frames are most of what a held read costs.)
+    var position: StreamPosition? { end.flatMap(StreamPosition.init(pageEnd:)) }
 }
 
 extension HTTPField.Name {
