@@ -55,7 +55,9 @@ struct LiveWait: Sendable {
     ///
     /// With `head` (the answer's head for a page and the seconds granted), a commit may write the
     /// answer itself (`LiveDelivery`): the page it was written with is returned, as it would have
-    /// been, and the request's own answer is the same.
+    /// been, and the request's own answer is the same. With `stream` too, the answer may be a
+    /// stream (`streamed`): an empty page is returned once it has ended, and the request's own
+    /// answer is dropped.
     func page(
         table: String, _ question: LiveQuestion, _ interest: LiveInterest, seconds: Int, channel: (any Channel)?,
         head: (@Sendable (PageBody, Int) -> HTTPResponse)? = nil, stream: LiveStream? = nil,
@@ -80,9 +82,10 @@ struct LiveWait: Sendable {
             let generation = feed.generation(table)
             let page = try await feed.answer(table: table, question, generation: generation, counted)
             // A stream asked for, by a client that is not a page or more behind: this page is
-            // its first line, the rest follow on the same answer.
-            if let stream, delivery == nil, page.count < stream.top, page.count == 0 || page.position != nil, let channel, let head,
-                !feed.isStopping,
+            // its first line, the rest follow on the same answer. A line goes out whole, so one
+            // longer than an answer's slice goes its request's way (`ResponseShareMiddleware`).
+            if let stream, delivery == nil, page.count < stream.top, page.count == 0 || page.position != nil,
+                page.bytes.readableBytes <= LiveDelivery.maximumBytes, let channel, let head, !feed.isStopping,
                 await streamed(stream, table: table, first: page, head: head, granted: granted, channel: channel, until: deadline)
             {
                 return (PageBody(bytes: ByteBuffer(), count: 0), granted)
