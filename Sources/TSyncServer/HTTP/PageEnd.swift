@@ -8,14 +8,20 @@ import TSyncQuery
 enum PageEnd {
     static let order = [SortKey(field: "updatedAt"), SortKey(field: "id")]
 
+    /// Where the page ends, `<updatedAt> <id>`, whatever the id's characters: a stream goes on
+    /// from it (`PageBody.position`); `header` says whether it may be sent.
     static func value(_ page: RecordPage, _ query: RecordQuery) -> String? {
-        guard query.select == nil, query.orderBy == order, let end = page.end, isVisible(end.updatedAt), isVisible(end.id) else {
-            return nil
-        }
+        guard query.select == nil, query.orderBy == order, let end = page.end, !end.updatedAt.isEmpty, !end.id.isEmpty else { return nil }
         return end.updatedAt + " " + end.id
     }
 
-    private static func isVisible(_ text: String) -> Bool {
+    /// `value` when it can go in a header as it is.
+    static func header(_ value: String) -> String? {
+        guard let space = value.firstIndex(of: " ") else { return nil }
+        return isVisible(value[..<space]) && isVisible(value[value.index(after: space)...]) ? value : nil
+    }
+
+    private static func isVisible(_ text: Substring) -> Bool {
         !text.isEmpty && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 }

@@ -441,7 +441,7 @@ private final class ListRead: Sendable {
         // it changed (docs/DESIGN.md §16).
         if let schemaTag { headers.set(schemaTag, for: .schemaTag) }
         // Where the page ends, ahead of its body: the client asks for the next page meanwhile.
-        if let end = page.end { headers.set(end, for: .pageEnd) }
+        if let end = page.end.flatMap(PageEnd.header) { headers.set(end, for: .pageEnd) }
         // How many records a page may hold: a pull asks for as many (docs/DESIGN.md §4).
         headers.set(String(maximumTop), for: .maximumTop)
         // How long the read waited for the database: a pull slows down while it grows

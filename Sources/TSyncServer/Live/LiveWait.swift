@@ -176,12 +176,12 @@ struct PageBody: Sendable {
     var deletedHorizon: Timestamp? = nil
     /// How long the read waited for the database (`DatabaseWait`), for `Server-Timing`.
     var queued: Duration? = nil
-    /// `X-TSync-Page-End`'s value (`PageEnd`).
+    /// Where it ends (`PageEnd.value`), `X-TSync-Page-End`'s value when a header can carry it.
     var end: String? = nil
 
-    /// Its last record, where a stream goes on from (`LiveStream`): read from `end`, so nil for a
-    /// page whose last id a header could not carry. (Not kept beside it: every held read's frames
-    /// carry pages, and those frames are most of what a held read costs.)
+    /// Its last record, where a stream goes on from (`LiveStream`): read from `end`. (Not kept
+    /// beside it: every held read's frames carry pages, and those frames are most of what a held
+    /// read costs.)
     var position: StreamPosition? { end.flatMap(StreamPosition.init(pageEnd:)) }
 }
 
