@@ -93,7 +93,7 @@ import TSyncModel
         }
     }
 
-    @Test(arguments: ["wait=5", "WAIT = 5", "handling=lenient, wait=5; x=y"])
+    @Test(arguments: ["wait=5", "WAIT = 5", "handling=lenient, wait=5; x=y", "wait=5, stream"])
     func thePreferenceIsRead(_ header: String) {
         #expect(LiveWait.requested(header) == 5)
     }
