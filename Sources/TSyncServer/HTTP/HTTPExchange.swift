@@ -69,15 +69,18 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
         delivered = 1
         guardHandler.responseEnded()
         let bytes = LiveDelivery.bytes(head, closing: closeAfterAnswer, allocator: context.channel.allocator)
-        guard closeAfterAnswer else {
-            guardHandler.write(bytes, body, promise: nil)
-            return true
-        }
+        guardHandler.write(bytes, body, promise: Self.closing(context, closeAfterAnswer))
+        return true
+    }
+
+    /// When `closes`, a promise whose completion closes the connection: for the last write of an
+    /// answer after which it closes (once that write is on the socket).
+    private static func closing(_ context: ChannelHandlerContext, _ closes: Bool) -> EventLoopPromise<Void>? {
+        guard closes else { return nil }
         let written = context.eventLoop.makePromise(of: Void.self)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
-        guardHandler.write(bytes, body, promise: written)
-        return true
+        return written
     }
 
     /// Begins a streamed answer to the request under way (`LiveStream`): writes `head` (chunked)
@@ -112,11 +115,7 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
         streaming = nil
         guardHandler.responseEnded()
         guard context.channel.isActive else { return }
-        guard closes else { return guardHandler.write(LiveStream.lastChunk, promise: nil) }
-        let written = context.eventLoop.makePromise(of: Void.self)
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
-        guardHandler.write(LiveStream.lastChunk, promise: written)
+        guardHandler.write(LiveStream.lastChunk, promise: Self.closing(context, closes))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -150,10 +149,7 @@ final class HTTPExchange: ChannelDuplexHandler, RemovableChannelHandler {
         case .end:
             let closeAfterAnswer = unanswered.isEmpty ? false : unanswered.removeFirst().closes
             guardHandler?.responseEnded()
-            guard closeAfterAnswer else { return context.write(data, promise: promise) }
-            let written = context.eventLoop.makePromise(of: Void.self)
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            written.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+            guard let written = Self.closing(context, closeAfterAnswer) else { return context.write(data, promise: promise) }
             written.futureResult.cascade(to: promise)
             context.writeAndFlush(data, promise: written)
         }

@@ -112,10 +112,8 @@ struct TableRoutes: Sendable {
         // The live route (docs/DESIGN.md §8.1): an empty page is held until a commit or the wait ends.
         let prefer = request.headers.value(of: .prefer)
         if let seconds = LiveWait.requested(prefer), let feed = storage.changes, configuration.maximumWatchers > 0 {
-            let question = LiveQuestion(
-                scope: scope,
-                parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) }.flatMap { [$0.name, $0.value] }
-                    + view.key)
+            let named = parameters.items.filter { ListOptions.parameterNames.contains($0.name) }
+            let question = LiveQuestion(scope: scope, parameters: named.flatMap { [$0.name, $0.value] } + view.key)
             // With changes, the client's own filter: a record that leaves the view is a change
             // for the reads of the group it left, which the view's filter would rule out.
             let interest = LiveInterest(
@@ -128,10 +126,13 @@ struct TableRoutes: Sendable {
                 let (user, start) = LiveStream.split(options.query.filter)
                 let asked = options.query
                 stream = LiveStream(
+                    // The question without its checkpoint: the `$filter` is the user's part alone.
                     question: LiveQuestion(
                         scope: scope,
-                        parameters: parameters.items.filter { ListOptions.parameterNames.contains($0.name) && $0.name != "$filter" }
-                            .flatMap { [$0.name, $0.value] } + ["$filter", user?.odataText ?? ""] + view.key),
+                        parameters: named.filter { $0.name != "$filter" }.flatMap { [$0.name, $0.value] } + [
+                            "$filter", user?.odataText ?? "",
+                        ]
+                            + view.key),
                     interest: interest, top: top,
                     page: { position in
                         guard let position else { return try await pageOf(query, nil) }

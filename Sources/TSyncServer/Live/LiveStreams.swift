@@ -70,9 +70,6 @@ final class LiveStreams: Sendable {
 
     private let state = Mutex(State())
 
-    /// Streams open now.
-    var count: Int { state.withLock { $0.tables.values.reduce(0) { $0 + $1.entries.count } } }
-
     /// Keeps `open` on `table` from `position` (nil: from its read's own filter) until it ends
     /// (see the type): returns then. Its first pass comes at once.
     func follow(_ open: Open, table key: String, from position: StreamPosition?, until deadline: ContinuousClock.Instant) async {
