@@ -93,6 +93,17 @@ import TSyncModel
         #expect(watch.stdout.contains(#""id":"r2""#), "the line before it was written and told: \(watch.stdout)")
     }
 
+    @Test func blankLinesAreNoPages() async throws {
+        let line = "[\(Self.record("r1", second: 1))]\n"
+        let server = try Self.streamingServer(["\n", line, "\r\n"], cut: false)
+        let store = try await TSyncSandbox(remote: server.url)
+        try await store.ok(["pull", "todo", "--query-id", "all"])
+        let watch = try await store.run(["watch", "--json", "--timeout", "3", "--interval", "1"])
+        #expect(watch.status == 0, "\(watch)")
+        #expect(watch.stdout.contains(#""id":"r1""#) && !watch.stdout.contains("reconnecting"), "\(watch)")
+        await #expect(try store.ok(["get", "todo", "r1"]).contains(#""n": 1"#))
+    }
+
     @Test func anAnswerCutInALineWritesTheLinesBeforeItAndReconnects() async throws {
         let line = "[\(Self.record("r1", second: 1))]\n"
         let cut = "[\(Self.record("r2", second: 2))"

@@ -242,6 +242,8 @@ package struct RemoteClient: Sendable {
                 await lines.cancel()
                 throw readFailed(request, "failed: its streamed answer ended early (\(ConnectionFailure.words(error)))", notNow: true)
             }
+            // A blank line is no page (a keep-alive some proxy or a later server may send).
+            if let line, line.allSatisfy({ [9, 10, 13, 32].contains($0) }) { continue }
             var answer = HTTPAnswer(status: 200, headers: lines.headers, json: nil)
             answer.body = line ?? Array("[]".utf8)
             var page = try storedPage(answer, request)
@@ -547,28 +549,22 @@ package struct RemoteClient: Sendable {
         let started = ContinuousClock.now
         var answered: Int?
         var lines: PageLines?
-        defer {
-            // A stream's exchange is told when it ends (`PageLines`).
-            if lines == nil {
-                observer?(
-                    RemoteExchange(
-                        method: request.method.rawValue, url: request.url, proxy: proxy?.description, status: answered,
-                        bytesSent: bytesSent, bytesReceived: bytes.count, duration: ContinuousClock.now - started))
-            }
+        let (observer, proxy, method, url) = (observer, proxy?.description, request.method.rawValue, request.url)
+        let report: @Sendable (_ status: Int?, _ received: Int) -> Void = { status, received in
+            observer?(
+                RemoteExchange(
+                    method: method, url: url, proxy: proxy, status: status, bytesSent: bytesSent, bytesReceived: received,
+                    duration: ContinuousClock.now - started))
         }
+        // A stream's exchange is told when it ends (`PageLines`).
+        defer { if lines == nil { report(answered, bytes.count) } }
         do {
             response = try await http.execute(request, deadline: deadline)
             answered = Int(response.status.code)
             guard EchoCheck.answers(echo, headers: response.headers) else { return nil }
             if response.status == .ok { headed?(response.headers) }
             if streams, response.status == .ok, LiveWaitHeader.streamed(response.headers.first(name: "Preference-Applied")) {
-                let (observer, proxy, method, url) = (observer, proxy?.description, request.method.rawValue, request.url)
-                lines = PageLines(response, deadline: deadline) { received in
-                    observer?(
-                        RemoteExchange(
-                            method: method, url: url, proxy: proxy, status: 200, bytesSent: bytesSent, bytesReceived: received,
-                            duration: ContinuousClock.now - started))
-                }
+                lines = PageLines(response, deadline: deadline) { received in report(200, received) }
                 var answer = HTTPAnswer(status: 200, headers: response.headers, json: nil)
                 answer.lines = lines
                 return answer
