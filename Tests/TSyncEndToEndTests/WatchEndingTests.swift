@@ -76,7 +76,9 @@ import TSyncModel
         try await a.ok(["insert", "todo", #"{"id": "x0"}"#])
         try await a.ok(["push"])
         try await b.ok(["pull", "todo", "--query-id", "all"])
-        let watcher = try Watcher(b)
+        // Its held reads are streams of 3 s (a wait of the timeout less 5 s): a fault set for the
+        // next read meets it when the stream that brought the change ends, not 20 s later.
+        let watcher = try Watcher(b, environment: ["TSYNC_TIMEOUT": "8"])
         await watcher.waitFor("connected")
         let outOfOrder = "[" + FaultyServerTests.record("z2", at: 30) + "," + FaultyServerTests.record("z1", at: 10) + "]"
         let faults: [(status: Int, body: String)] = [
